@@ -1,0 +1,2 @@
+Write-Output "deploying receipts"
+$result = Invoke-WebRequest -Uri $env:RECEIPTS_URL

@@ -1,0 +1,3 @@
+def monthly_total(amounts: list[int]) -> int:
+    total = sum(amounts)
+    return f"{total} JPY"

@@ -1,0 +1,11 @@
+#!/usr/bin/env python3
+"""Close an incident into the archive. Same options as `incidents archive`."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "src"))
+
+from incidents.cli import main
+
+sys.exit(main(["archive", *sys.argv[1:]]))

@@ -1,0 +1,5 @@
+import sys
+
+from incidents.cli import main
+
+sys.exit(main())

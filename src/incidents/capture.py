@@ -1,0 +1,494 @@
+"""`incidents capture` (= `scripts/error_capture.py`) and `incidents run -- CMD`.
+
+Failing scripts call this, so it stays on the standard library: no typer, pydantic or
+jsonschema on this path (see bench/capture.py). It validates every input before it
+writes anything; then the bundle appears in the inbox in one rename, or the capture
+folds into an open incident with the same signature (dedupe, under a per-signature lock).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from incidents import fsutil, store
+from incidents.errors import ConfigError, IncidentsError, RootError, UsageError
+from incidents.layout import Root, resolve_root
+from incidents.locks import flocked
+from incidents.vocab import ErrorCode, FailureClass
+
+TYPE_CHECKING = False  # typing stays off the capture path (import cost)
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
+# `[capture]`: default and bounds of each key. The pydantic `CaptureSettings` is built from
+# this same table, so the lean check here and the full config model cannot disagree.
+CAPTURE_KEYS: dict[str, tuple[Any, int | None, int | None]] = {
+    "log_tail_bytes": (65536, 1024, 16 << 20),
+    "audit_tail_lines": (200, 1, 100_000),
+    "dedupe": (True, None, None),
+    "max_message_chars": (2000, 80, 100_000),
+}
+DEFAULTS: dict[str, Any] = {key: spec[0] for key, spec in CAPTURE_KEYS.items()}
+MAX_OCCURRENCE_LOG = 256 * 1024  # log_tail.txt of a deduped incident stays under this
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def build_parser(prog: str, for_run: bool = False) -> argparse.ArgumentParser:
+    p = _Parser(
+        prog=prog,
+        description=(
+            "Run a command and capture an incident when it fails."
+            if for_run
+            else "Capture a failure as an incident bundle in the inbox; prints its id."
+        ),
+    )
+    p.add_argument("--step", required=True, help="the pipeline step that failed")
+    p.add_argument(
+        "--message", required=not for_run, help="what went wrong, one line (secrets are redacted)"
+    )
+    p.add_argument("--run-id", help="the pipeline run this belongs to (default: generated)")
+    p.add_argument("--failure-class", choices=[c.value for c in FailureClass])
+    p.add_argument("--error-code", choices=[c.value for c in ErrorCode])
+    if not for_run:
+        p.add_argument("--exit-code", type=int, help="the failed step's exit code")
+    p.add_argument("--log-file", help="a log whose tail goes into log_tail.txt")
+    p.add_argument("--audit-file", help="JSON lines whose tail goes into audit_tail.jsonl")
+    p.add_argument(
+        "--context-json", metavar="FILE|-", help="a JSON object merged into context.json"
+    )
+    p.add_argument("--python-file", action="append", default=[], help="a target file (repeatable)")
+    p.add_argument("--powershell-file", action="append", default=[], help="a PowerShell target")
+    p.add_argument("--verify", action="append", default=[], metavar="CMD",
+                   help="a verification command, run as argv without a shell (repeatable)")  # fmt: skip
+    p.add_argument("--workdir", help="where targets and commands live (default: current dir)")
+    p.add_argument("--root", help="the reports root (default: INCIDENTS_ROOT, config, ./reports)")
+    p.add_argument("--config", help="incidents.toml (default: INCIDENTS_CONFIG, ./incidents.toml)")
+    p.add_argument("--no-dedupe", action="store_true", help="always open a new incident")
+    p.add_argument("--json", action="store_true", help="print the incident document")
+    if for_run:
+        p.add_argument("--timeout", type=float, help="seconds before the command is killed")
+        p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
+    return p
+
+
+# --- settings (lean: tomllib only when a config file exists) -----------------------------
+
+
+def capture_settings(cli_config: str | None) -> tuple[str | None, dict[str, Any]]:
+    from incidents.config import find_config, read_raw, root_from_raw
+
+    settings = dict(DEFAULTS)
+    path = find_config(cli_config)
+    if path is None:
+        return None, settings
+    raw = read_raw(path)
+    section = raw.get("capture", {})
+    if not isinstance(section, dict):
+        raise ConfigError(str(path), "capture", "must be a table")
+    for key, value in section.items():
+        if key not in DEFAULTS:
+            raise ConfigError(str(path), f"capture.{key}", "unknown key")
+        want = type(DEFAULTS[key])
+        if type(value) is not want:
+            raise ConfigError(
+                str(path), f"capture.{key}", f"must be {want.__name__}, got {value!r}"
+            )
+        low, high = CAPTURE_KEYS[key][1:]
+        if low is not None and value < low:
+            raise ConfigError(str(path), f"capture.{key}", f"must be >= {low}, got {value!r}")
+        if high is not None and value > high:
+            raise ConfigError(str(path), f"capture.{key}", f"must be <= {high}, got {value!r}")
+        settings[key] = value
+    return root_from_raw(path, raw), settings
+
+
+# --- reading inputs (all validated before anything is written) ----------------------------
+
+
+def _decode(data: bytes) -> str:
+    """Text for a bundle: invalid UTF-8 is kept visibly as \\xNN escapes, never dropped."""
+    return data.decode("utf-8", errors="backslashreplace")
+
+
+def read_log_tail(path: str, max_bytes: int) -> str:
+    try:
+        data = fsutil.tail_bytes(path, max_bytes)
+    except OSError as exc:
+        raise UsageError(f"--log-file {path}: cannot read: {exc.strerror or exc}") from exc
+    if len(data) == max_bytes:  # cut at the front: drop a partial first line
+        nl = data.find(b"\n")
+        if 0 <= nl < 4096:
+            data = data[nl + 1 :]
+    return clip(_decode(data), max_bytes)
+
+
+def clip(text: str, max_bytes: int) -> str:
+    """The end of `text` in at most `max_bytes` of UTF-8 (escapes can make text longer)."""
+    data = text.encode("utf-8")
+    return text if len(data) <= max_bytes else data[-max_bytes:].decode("utf-8", "ignore")
+
+
+def read_audit_tail(path: str, max_lines: int) -> list[str]:
+    from incidents.redact import redact, redact_json
+
+    try:
+        data = fsutil.tail_bytes(path, max(64 * 1024, max_lines * 4096))
+    except OSError as exc:
+        raise UsageError(f"--audit-file {path}: cannot read: {exc.strerror or exc}") from exc
+    lines = [ln for ln in data.split(b"\n") if ln.strip()][-max_lines:]
+    out = []
+    for raw in lines:
+        try:
+            doc = fsutil.parse_json_strict(raw, path)
+            if not isinstance(doc, dict):
+                raise ValueError("not a JSON object")
+            entry = redact_json(doc)
+        except (IncidentsError, ValueError) as exc:
+            reason = exc.reason if hasattr(exc, "reason") else str(exc)
+            entry = {"raw": redact(_decode(raw)), "invalid": str(reason)}
+        out.append(json.dumps(entry, ensure_ascii=False, allow_nan=False))
+    return out
+
+
+def read_context_json(source: str) -> dict[str, Any]:
+    try:
+        if source == "-":
+            data = sys.stdin.buffer.read(fsutil.JSON_MAX_BYTES + 1)
+            if len(data) > fsutil.JSON_MAX_BYTES:
+                raise UsageError("--context-json -: more than 1 MiB on standard input")
+        else:
+            data = fsutil.read_regular_file(source)
+    except FileNotFoundError as exc:
+        raise UsageError(f"--context-json {source}: no such file") from exc
+    except OSError as exc:
+        raise UsageError(f"--context-json {source}: cannot read: {exc.strerror or exc}") from exc
+    except IncidentsError as exc:
+        raise UsageError(f"--context-json {exc}") from exc
+    try:
+        doc = fsutil.parse_json_strict(data, source)
+    except IncidentsError as exc:
+        raise UsageError(f"--context-json {exc}") from exc
+    if not isinstance(doc, dict):
+        raise UsageError(
+            f"--context-json {source}: must be a JSON object, got {type(doc).__name__}"
+        )
+    return doc
+
+
+def check_targets(files: list[str], workdir: Path, option: str) -> list[str]:
+    """Targets must exist and stay under the workdir; stored relative to it."""
+    out: list[str] = []
+    base = os.path.realpath(workdir)
+    for name in files:
+        full = os.path.realpath(os.path.join(base, name))
+        if os.path.commonpath([base, full]) != base:
+            raise UsageError(f"{option} {name}: outside the workdir {base}")
+        if not os.path.isfile(full):
+            raise UsageError(f"{option} {name}: no such file under {base}")
+        out.append(os.path.relpath(full, base))
+    return out
+
+
+def check_verify(commands: list[str]) -> list[str]:
+    for cmd in commands:
+        try:
+            argv = shlex.split(cmd)
+        except ValueError as exc:
+            raise UsageError(f"--verify {cmd!r}: cannot split into arguments: {exc}") from exc
+        if not argv:
+            raise UsageError("--verify: empty command")
+    return commands
+
+
+# --- the capture itself -----------------------------------------------------------------
+
+
+class CaptureInput:
+    """Everything one capture records, validated. (Plain classes here, not dataclasses:
+    `dataclasses` imports `inspect`, ~10 ms on the capture path.)"""
+
+    def __init__(self, step: str, message: str, **kw: Any) -> None:
+        self.step = step
+        self.message = message
+        self.run_id: str | None = kw.get("run_id")
+        self.failure_class: str | None = kw.get("failure_class")
+        self.error_code: str | None = kw.get("error_code")
+        self.exit_code: int | None = kw.get("exit_code")
+        self.timed_out: bool = kw.get("timed_out", False)
+        self.log_text: str = kw.get("log_text", "")
+        self.audit_lines: list[str] = kw.get("audit_lines", [])
+        self.context: dict[str, Any] = kw.get("context", {})
+        self.python_files: list[str] = kw.get("python_files", [])
+        self.powershell_files: list[str] = kw.get("powershell_files", [])
+        self.verify: list[str] = kw.get("verify", [])
+        self.workdir: str = kw.get("workdir", "")
+        self.dedupe: bool = kw.get("dedupe", True)
+
+
+class CaptureResult:
+    __slots__ = ("incident_id", "deduped", "incident")
+
+    def __init__(self, incident_id: str, deduped: bool, incident: dict[str, Any]) -> None:
+        self.incident_id = incident_id
+        self.deduped = deduped
+        self.incident = incident
+
+
+def _period(context: dict[str, Any], now_year: int, now_month: int) -> tuple[int, int]:
+    year, month = context.get("year"), context.get("month")
+    if (
+        isinstance(year, int)
+        and isinstance(month, int)
+        and 1970 <= year <= 9999
+        and 1 <= month <= 12
+    ):
+        return year, month
+    return now_year, now_month
+
+
+def capture(root: Root, inp: CaptureInput, max_message_chars: int = 2000) -> CaptureResult:
+    from incidents.classify import classify
+    from incidents.redact import redact, redact_json
+    from incidents.signature import make_signature, signature_key
+
+    message = redact(inp.message.strip())[:max_message_chars]
+    if not message:
+        raise UsageError("--message: must not be empty")
+    log_text = redact(inp.log_text)
+    verdict = classify(message, log_text, inp.exit_code, inp.timed_out)
+    failure_class = inp.failure_class or verdict.failure_class.value
+    error_code = inp.error_code or verdict.error_code.value
+    signature = make_signature(failure_class, inp.step, message)
+    ts = time.time()
+    now = store.iso_at(ts)
+    year, month = _period(inp.context, *time.gmtime(ts)[:2])
+    incident = {
+        "incident_id": store.new_incident_id(inp.step, ts),
+        "status": "new",
+        "created_at": now,
+        "updated_at": now,
+        "run_id": inp.run_id or store.new_run_id(ts),
+        "year": year,
+        "month": month,
+        "ym": f"{year:04d}-{month:02d}",
+        "step": inp.step,
+        "failure_class": failure_class,
+        "message": message,
+        "error_signature": signature,
+        "error_code": error_code,
+        "exit_code": inp.exit_code,
+        "occurrences": 1,
+        "last_seen": now,
+        "python_files": inp.python_files,
+        "powershell_files": inp.powershell_files,
+        "verify": [redact(c) for c in inp.verify],
+        "workdir": inp.workdir,
+    }
+    context = redact_json(
+        {
+            "cwd": os.getcwd(),
+            "host": os.uname().nodename,
+            "pid": os.getppid(),
+            "classified_by": verdict.reason,
+            **inp.context,
+        }
+    )
+    root.ensure_fast()
+    key = signature_key(signature)
+    if not inp.dedupe:
+        return _create(root, incident, log_text, inp.audit_lines, context, None)
+    with flocked(store.lock_path(root, f"sig-{key}")):
+        found = _fold_into_open(root, key, signature, incident, log_text)
+        if found is not None:
+            return found
+        return _create(root, incident, log_text, inp.audit_lines, context, key)
+
+
+def _index_path(root: Root, key: str) -> Path:
+    return root.state / "signatures" / key
+
+
+def _create(
+    root: Root,
+    incident: dict[str, Any],
+    log_text: str,
+    audit_lines: list[str],
+    context: dict[str, Any],
+    key: str | None,
+) -> CaptureResult:
+    files = {
+        "incident.json": fsutil.dump_json(incident),
+        "status.txt": b"new\n",
+        "log_tail.txt": log_text.encode("utf-8"),
+        "audit_tail.jsonl": "".join(f"{line}\n" for line in audit_lines).encode("utf-8"),
+        "context.json": fsutil.dump_json(context),
+    }
+    store.write_bundle(root, incident["incident_id"], files)
+    if key is not None:  # a hint (a lost one costs a duplicate incident, never data): no fsync
+        fsutil.atomic_write_bytes(
+            _index_path(root, key), (incident["incident_id"] + "\n").encode(), durable=False
+        )
+    store.mark_dirty(root, incident["incident_id"])
+    return CaptureResult(incident["incident_id"], False, incident)
+
+
+def _fold_into_open(
+    root: Root, key: str, signature: str, fresh: dict[str, Any], log_text: str
+) -> CaptureResult | None:
+    """Add an occurrence to the open incident with this signature, if there is one."""
+    try:
+        incident_id = fsutil.read_regular_file(_index_path(root, key), 256).decode().strip()
+    except (FileNotFoundError, IncidentsError, UnicodeDecodeError):
+        return None
+    folder = root.inbox / incident_id
+    if not incident_id or not folder.is_dir():
+        return None
+    with store.incident_lock(root, incident_id):
+        fsutil.remove_orphan_temps(folder)
+        try:
+            doc = store.read_incident(folder)
+        except (IncidentsError, FileNotFoundError):
+            return None
+        if doc.get("error_signature") != signature or doc["status"] in ("resolved", "escalated"):
+            return None
+        now = fresh["last_seen"]
+        count = int(doc.get("occurrences", 1)) + 1
+        doc = {**doc, "occurrences": count, "last_seen": now, "updated_at": now}
+        if log_text:
+            old = (
+                (folder / "log_tail.txt").read_bytes()
+                if (folder / "log_tail.txt").is_file()
+                else b""
+            )
+            add = f"\n--- occurrence {count} at {now} ---\n{log_text}".encode()
+            fsutil.atomic_write_bytes(folder / "log_tail.txt", (old + add)[-MAX_OCCURRENCE_LOG:])
+        store.save_incident(folder, doc)
+    store.mark_dirty(root, incident_id)
+    return CaptureResult(incident_id, True, doc)
+
+
+# --- command lines ------------------------------------------------------------------------
+
+
+def _inputs_from_args(args: argparse.Namespace, settings: dict[str, Any]) -> CaptureInput:
+    workdir = Path(args.workdir or os.getcwd())
+    if not workdir.is_dir():
+        raise UsageError(f"--workdir {workdir}: not a directory")
+    workdir = workdir.resolve()
+    return CaptureInput(
+        step=args.step,
+        message=args.message or "",
+        run_id=args.run_id,
+        failure_class=args.failure_class,
+        error_code=args.error_code,
+        exit_code=getattr(args, "exit_code", None),
+        log_text=read_log_tail(args.log_file, settings["log_tail_bytes"]) if args.log_file else "",
+        audit_lines=(
+            read_audit_tail(args.audit_file, settings["audit_tail_lines"])
+            if args.audit_file
+            else []
+        ),
+        context=read_context_json(args.context_json) if args.context_json else {},
+        python_files=check_targets(args.python_file, workdir, "--python-file"),
+        powershell_files=check_targets(args.powershell_file, workdir, "--powershell-file"),
+        verify=check_verify(args.verify),
+        workdir=str(workdir),
+        dedupe=settings["dedupe"] and not args.no_dedupe,
+    )
+
+
+def _validate_common(args: argparse.Namespace) -> None:
+    if not args.step.strip():
+        raise UsageError("--step: must not be empty")
+    if len(args.step) > 200:
+        raise UsageError("--step: at most 200 characters")
+    if args.run_id is not None and not args.run_id.strip():
+        raise UsageError("--run-id: must not be empty")
+    if args.message is not None and not args.message.strip():
+        raise UsageError("--message: must not be empty")
+
+
+def _root_for(args: argparse.Namespace) -> tuple[Root, dict[str, Any]]:
+    config_root, settings = capture_settings(args.config)
+    root = resolve_root(args.root, config_root)
+    if root.path.exists() and not root.path.is_dir():
+        raise RootError(f"reports root {root.path} is not a directory")
+    return root, settings
+
+
+def _print_result(result: CaptureResult, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(result.incident, indent=2, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(result.incident_id + "\n")
+
+
+def main_capture(argv: list[str], prog: str = "incidents capture") -> int:
+    args = build_parser(prog).parse_args(argv)
+    _validate_common(args)
+    root, settings = _root_for(args)
+    inp = _inputs_from_args(args, settings)
+    result = capture(root, inp, settings["max_message_chars"])
+    _print_result(result, args.json)
+    return 0
+
+
+def main_run(argv: list[str], prog: str = "incidents run") -> int:
+    from incidents.proc import run_tee
+
+    args = build_parser(prog, for_run=True).parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        raise UsageError(f"{prog}: give the command after --, e.g. {prog} --step build -- make")
+    if args.timeout is not None and args.timeout <= 0:
+        raise UsageError("--timeout: must be positive")
+    _validate_common(args)
+    root, settings = _root_for(args)
+    inp = _inputs_from_args(args, settings)  # validate everything before the command runs
+    result = run_tee(command, timeout=args.timeout, tail_bytes=settings["log_tail_bytes"])
+    status = result.exit_status
+    if status == 0:
+        return 0
+    inp.exit_code = status
+    inp.timed_out = result.timed_out
+    if result.timed_out:
+        inp.error_code = inp.error_code or ErrorCode.TIMEOUT.value
+    if not inp.message:
+        what = result.error or (f"exited with {status}")
+        inp.message = f"{shlex.join(command)[:300]}: {what}"
+    inp.log_text = clip(
+        "\n".join(filter(None, [inp.log_text, _decode(result.tail)])), settings["log_tail_bytes"]
+    )
+    inp.context = {
+        **inp.context,
+        "command": command,
+        "duration_s": round(result.duration_s, 3),
+        "timed_out": result.timed_out,
+    }
+    captured = capture(root, inp, settings["max_message_chars"])
+    sys.stderr.write(
+        f"incidents: {command[0]} failed ({status}); incident {captured.incident_id}\n"
+    )
+    if args.json:
+        _print_result(captured, True)
+    return status
+
+
+def main(argv: list[str]) -> int:
+    """`argv[0]` is `capture` or `run`."""
+    try:
+        if argv[0] == "run":
+            return main_run(argv[1:])
+        return main_capture(argv[1:])
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)

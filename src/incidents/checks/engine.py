@@ -1,0 +1,464 @@
+"""`run_error_pipeline`: run the configured tool profiles on the targets, concurrently,
+reusing cached findings for unchanged inputs, and return the normalized `ErrorReport`.
+
+Every tool run goes through `incidents.proc.run`. A tool that is missing, crashes, times
+out or prints what its parser cannot read is an `InfraFailure`, never "0 issues".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from fnmatch import fnmatch
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from incidents import proc
+from incidents.checks.cache import FindingsCache, VersionCache, default_cache_dir, make_key
+from incidents.checks.parsers import PARSERS, ParseError, RawFinding, ToolOutput, tail
+from incidents.checks.profiles import ToolProfile, resolve_profiles, script_path
+from incidents.checks.settings import ChecksSettings
+from incidents.models.report import ErrorReport, Finding, InfraFailure, ReportSummary, ToolRun
+from incidents.vocab import HARD_CATEGORIES, Category, Severity
+
+if TYPE_CHECKING:
+    from incidents.models.pipeline import ErrorPipelineContext
+
+VERSION_TIMEOUT = 60.0
+_VERSION_MEMO: dict[str, str | None] = {}  # one `tool --version` per program per process
+_WHICH_MEMO: dict[str, str | None] = {}
+
+
+@dataclass(frozen=True)
+class Target:
+    path: str  # as shown in findings: relative to cwd when under it
+    digest: str
+
+
+@dataclass
+class JobResult:
+    findings: list[Finding] = field(default_factory=list)
+    runs: list[ToolRun] = field(default_factory=list)
+    infra: list[InfraFailure] = field(default_factory=list)
+
+
+@dataclass
+class Engine:
+    cwd: Path
+    settings: ChecksSettings
+    cache: FindingsCache
+    versions: VersionCache
+    targets: dict[str, list[Target]]  # by language
+    _config_memo: dict[tuple[str, ...], str] = field(default_factory=dict)
+
+    # -- planning ------------------------------------------------------------------
+
+    def select(self, profile: ToolProfile) -> tuple[list[Target], list[Target]]:
+        """(files the tool is about, test files it runs) for this profile."""
+        mine = [
+            t for t in self.targets.get(profile.language, []) if _matches(t.path, profile.globs)
+        ]
+        if profile.selects != "tests":
+            return mine, []
+        tests = [t for t in mine if _matches(t.path, profile.test_globs)]
+        seen = {t.path for t in tests}
+        for extra in self.test_path_targets(profile):
+            if extra.path not in seen:
+                tests.append(extra)
+                seen.add(extra.path)
+        return mine, tests
+
+    def test_path_targets(self, profile: ToolProfile) -> list[Target]:
+        found: list[Target] = []
+        for entry in self.settings.test_paths:
+            base = (self.cwd / entry).resolve()
+            paths = [base] if base.is_file() else sorted(p for p in base.rglob("*") if p.is_file())
+            for p in paths:
+                rel = display_path(str(p), self.cwd)
+                if _matches(rel, profile.test_globs) and not _hidden(rel):
+                    found.append(Target(rel, file_digest(p)))
+        return found
+
+    # -- running -------------------------------------------------------------------
+
+    def run_profile(self, profile: ToolProfile) -> JobResult:
+        files, tests = self.select(profile)
+        result = JobResult()
+        runnable = tests if profile.selects == "tests" else files
+        if not runnable:
+            return result
+        argv0 = self.expand_one(profile.argv[0])
+        program = which(argv0)
+        if program is None:
+            argv = self.expand(profile.argv, runnable, tests, "<report>")
+            reason = f"program not found: {argv0}"
+            if profile.language == "powershell":
+                reason = f"pwsh is not on PATH: {len(runnable)} PowerShell file(s) not checked"
+            result.infra.append(
+                InfraFailure(tool=profile.name, argv=argv, exit_code=None, reason=reason)
+            )
+            return result
+        version = self.tool_version(profile, program)
+        config = self.config_fingerprint(profile, tests)
+        if profile.scope == "file":
+            self._run_per_file(profile, version, config, files, result)
+        else:
+            self._run_batch(profile, version, config, files, tests, result)
+        return result
+
+    def _run_per_file(
+        self, profile: ToolProfile, version: str | None, config: str, files: list[Target],
+        result: JobResult,
+    ) -> None:  # fmt: skip
+        keys = {t.path: make_key(profile.fingerprint(), version or "", config, t.path, t.digest)
+                for t in files}  # fmt: skip
+        misses: list[Target] = []
+        hits = 0
+        for t in files:
+            cached = self.cache.get(keys[t.path])
+            if cached is None:
+                misses.append(t)
+            else:
+                hits += 1
+                result.findings.extend(self.finish(profile, cached, files))
+        if hits:
+            cached_argv = self.expand(profile.argv, [t for t in files if t not in misses], [], "")
+            result.runs.append(ToolRun(tool=profile.name, argv=cached_argv, exit_code=None,
+                                       duration_s=0.0, version=version, files=hits, cached=True))  # fmt: skip
+        for chunk in _chunks(misses, self.settings.max_batch_chars):
+            raw = self.execute(profile, version, chunk, [], result)
+            if raw is None:
+                continue
+            by_path: dict[str, list[RawFinding]] = {t.path: [] for t in chunk}
+            stray = False
+            for f in raw:
+                if f.path in by_path:
+                    by_path[f.path].append(f)
+                else:
+                    stray = True
+            if not stray:
+                for t in chunk:
+                    self.cache.put(keys[t.path], by_path[t.path])
+            result.findings.extend(self.finish(profile, raw, files))
+
+    def _run_batch(
+        self, profile: ToolProfile, version: str | None, config: str, files: list[Target],
+        tests: list[Target], result: JobResult,
+    ) -> None:  # fmt: skip
+        # mypy's answer for a file depends on the others; tests on the code they import.
+        inputs = sorted(
+            {(t.path, t.digest) for t in [*self.targets.get(profile.language, []), *tests]}
+        )
+        key = make_key(profile.fingerprint(), version or "", config, *(f"{p}\0{d}" for p, d in inputs),
+                       "tests", *(t.path for t in tests))  # fmt: skip
+        runnable = tests if profile.selects == "tests" else files
+        cached = self.cache.get(key)
+        if cached is not None:
+            argv = self.expand(profile.argv, files, tests, "<report>")
+            result.runs.append(ToolRun(tool=profile.name, argv=argv, exit_code=None, duration_s=0.0,
+                                       version=version, files=len(runnable), cached=True))  # fmt: skip
+            result.findings.extend(self.finish(profile, cached, files))
+            return
+        raw = self.execute(profile, version, files, tests, result)
+        if raw is not None:
+            self.cache.put(key, raw)
+            result.findings.extend(self.finish(profile, raw, files))
+
+    def execute(
+        self, profile: ToolProfile, version: str | None, files: list[Target], tests: list[Target],
+        result: JobResult,
+    ) -> list[RawFinding] | None:  # fmt: skip
+        """One invocation; findings with paths normalized, or None after an infra failure."""
+        with tempfile.TemporaryDirectory(prefix="incidents-check-") as tmp:
+            report_path = os.path.join(tmp, "report")
+            argv = self.expand(profile.argv, files, tests, report_path)
+            timeout = profile.timeout or self.settings.default_timeout
+            res = proc.run(argv, cwd=self.cwd, timeout=timeout)
+            report = _read_text(report_path)
+        n = len(tests) if profile.selects == "tests" else len(files)
+        result.runs.append(ToolRun(tool=profile.name, argv=argv, exit_code=res.returncode,
+                                   duration_s=round(res.duration_s, 4), version=version, files=n))  # fmt: skip
+
+        def infra(reason: str) -> None:
+            result.infra.append(InfraFailure(tool=profile.name, argv=argv, exit_code=res.returncode,
+                                             reason=reason, stderr_tail=tail(res.stderr_text, 2000)))  # fmt: skip
+
+        if res.returncode is None:
+            infra(res.error or "did not finish")
+            return None
+        if res.returncode not in profile.ok_exit_codes:
+            infra(f"exited {res.returncode} (expected one of {list(profile.ok_exit_codes)})")
+            return None
+        out = ToolOutput(res.stdout_text, res.stderr_text, res.returncode, report)
+        try:
+            raw = PARSERS[profile.parser](out)
+        except ParseError as exc:
+            infra(f"unreadable output: {exc}")
+            return None
+        return [_with_path(f, display_path(f.path, self.cwd)) for f in raw]
+
+    def finish(
+        self, profile: ToolProfile, raw: list[RawFinding], files: list[Target]
+    ) -> list[Finding]:
+        if profile.only_targets:
+            wanted = {t.path for t in files}
+            raw = [f for f in raw if f.path in wanted]
+        return [to_finding(profile, f) for f in raw]
+
+    # -- inputs of cache keys ------------------------------------------------------
+
+    def tool_version(self, profile: ToolProfile, program: str) -> str | None:
+        argv = tuple(self.expand_one(a) for a in profile.version_argv) or (program, "--version")
+        identity = VersionCache.identity(which(argv[0]) or argv[0]) or program
+        found, version = self.versions.get(identity, argv)
+        if found:
+            return version
+        if profile.dist and os.path.dirname(argv[0]) == os.path.dirname(sys.executable):
+            version = _dist_version(profile.dist)
+            if version is not None:
+                self.versions.put(identity, argv, version)
+                return version
+        res = proc.run(argv, cwd=self.cwd, timeout=VERSION_TIMEOUT)
+        text = (res.stdout_text.strip() or res.stderr_text.strip()).splitlines()
+        version = text[0].strip() if res.ok and text else None
+        if version is not None:
+            self.versions.put(identity, argv, version)
+        return version
+
+    def config_fingerprint(self, profile: ToolProfile, tests: list[Target]) -> str:
+        names = list(profile.config_files)
+        if profile.selects == "tests" and profile.language == "python":
+            names += sorted({_conftest(t.path) for t in tests} - {""})
+        memo_key = tuple(names)
+        if memo_key not in self._config_memo:
+            parts: list[str] = []
+            for name in names:
+                found = _find_upward(self.cwd, name) if os.sep not in name else self.cwd / name
+                if found is not None and found.is_file():
+                    parts.append(f"{found}\0{file_digest(found)}")
+            self._config_memo[memo_key] = make_key(*parts)
+        return self._config_memo[memo_key]
+
+    # -- argv templates ------------------------------------------------------------
+
+    def tools_cache_dir(self) -> str:
+        """The tools' own caches (mypy's, ruff's), one per working directory."""
+        return str(self.cache.root.parent / "tools" / make_key(str(self.cwd))[:16])
+
+    def expand_one(self, arg: str) -> str:
+        if arg.startswith("{script:") and arg.endswith("}"):
+            return script_path(arg[len("{script:") : -1])
+        return (
+            arg.replace("{python}", sys.executable)
+            .replace("{cwd}", str(self.cwd))
+            .replace("{cache_dir}", self.tools_cache_dir())
+        )
+
+    def expand(
+        self, template: Sequence[str], files: list[Target], tests: list[Target], report: str
+    ) -> list[str]:
+        argv: list[str] = []
+        for arg in template:
+            if arg == "{files}":
+                argv.extend(t.path for t in files)
+            elif arg == "{tests}":
+                argv.extend(t.path for t in tests)
+            else:
+                argv.append(self.expand_one(arg).replace("{report}", report))
+        if argv:
+            argv[0] = which(argv[0]) or argv[0]
+        return argv
+
+
+# -- the public function -----------------------------------------------------------
+
+
+def run_error_pipeline(
+    python_files: Sequence[str],
+    powershell_files: Sequence[str],
+    ctx: ErrorPipelineContext,
+    *,
+    settings: ChecksSettings | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    tools: Sequence[str] | None = None,
+) -> ErrorReport:
+    """Run the enabled tool profiles on the targets (paths relative to `cwd` or absolute)
+    and return the normalized report. Does not write it and does not change `ctx`."""
+    settings = settings or ChecksSettings()
+    base = Path(cwd or os.getcwd()).resolve()
+    cache_root = (
+        Path(settings.cache_dir).expanduser() if settings.cache_dir else default_cache_dir()
+    )
+    cache = FindingsCache(cache_root, enabled=settings.cache)
+    versions = VersionCache(cache)
+    versions.memo = _VERSION_MEMO
+    infra: list[InfraFailure] = []
+    targets: dict[str, list[Target]] = {}
+    for language, paths in (("python", python_files), ("powershell", powershell_files)):
+        targets[language] = []
+        for p in dict.fromkeys(paths):
+            rel = display_path(p, base)
+            try:
+                targets[language].append(Target(rel, file_digest(base / p)))
+            except OSError as exc:
+                reason = f"target {rel}: {exc.strerror or exc}"
+                infra.append(InfraFailure(tool="incidents", argv=[], exit_code=None, reason=reason))
+    profiles = resolve_profiles(
+        dict(settings.profiles), hard_ruff_prefixes=settings.hard_ruff_prefixes,
+        only=tools if tools is not None else settings.tools,
+    )  # fmt: skip
+    if targets["powershell"] and settings.skip_powershell_without_pwsh and which("pwsh") is None:
+        profiles = [p for p in profiles if p.language != "powershell"]
+    engine = Engine(base, settings, cache, versions, targets)
+    # The slow, whole-batch tools first, so they start at once.
+    profiles.sort(key=lambda p: p.scope != "batch")
+    workers = max(1, min(len(profiles) or 1, settings.max_workers or os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="check") as pool:
+        results = list(pool.map(engine.run_profile, profiles))
+    findings = sorted(
+        (f for r in results for f in r.findings),
+        key=lambda f: (f.path, f.line or 0, f.column or 0, f.tool, f.code or ""),
+    )
+    label = str(ctx.attempt_number)
+    if ctx.attempt_number == 0 and ctx.mechanical_fix_applied:
+        label = "0b"
+    return ErrorReport(
+        attempt_number=ctx.attempt_number,
+        ai_agent=ctx.current_agent,
+        run_id=ctx.run_id,
+        workstream_id=ctx.workstream_id,
+        label=label,
+        generated_at=datetime.now(UTC),
+        mechanical_fix_applied=ctx.mechanical_fix_applied,
+        issues=findings,
+        summary=summarize(findings),
+        tool_runs=[run for r in results for run in r.runs],
+        infra_failures=infra + [i for r in results for i in r.infra],
+    )
+
+
+def summarize(findings: Sequence[Finding]) -> ReportSummary:
+    hard = sum(1 for f in findings if f.hard)
+    by_category = Counter(f.category.value for f in findings)
+    return ReportSummary(
+        total_issues=len(findings),
+        issues_by_tool=dict(sorted(Counter(f.tool for f in findings).items())),
+        issues_by_category=dict(sorted(by_category.items())),
+        hard_error_count=hard,
+        style_error_count=len(findings) - hard,
+        security_issue_count=by_category.get(Category.SECURITY.value, 0),
+        error_categories_present=sorted(by_category),
+        has_hard_fail=hard > 0,
+        style_only=bool(findings) and hard == 0,
+    )
+
+
+def is_blocking(report: ErrorReport, strict: bool) -> bool:
+    """Seed 001: hard findings always block; in strict mode any finding does."""
+    return report.summary.has_hard_fail or (strict and report.summary.total_issues > 0)
+
+
+def to_finding(profile: ToolProfile, raw: RawFinding) -> Finding:
+    category = raw.category or profile.category_of(raw.code)
+    hard = category in HARD_CATEGORIES or profile.is_hard_code(raw.code)
+    severity = raw.severity or (Severity.ERROR if hard else Severity.WARNING)
+    return Finding(tool=profile.name, path=raw.path, line=raw.line, column=raw.column,
+                   code=raw.code, category=category, severity=severity,
+                   message=raw.message, hard=hard)  # fmt: skip
+
+
+# -- small helpers -----------------------------------------------------------------
+
+
+def file_digest(path: str | os.PathLike[str]) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def display_path(path: str, cwd: Path) -> str:
+    """Relative to `cwd` when under it (the same for every tool), else absolute."""
+    p = Path(path)
+    absolute = p if p.is_absolute() else cwd / p
+    norm = Path(os.path.normpath(absolute))
+    try:
+        return str(norm.relative_to(cwd))
+    except ValueError:
+        return str(norm)
+
+
+def which(program: str) -> str | None:
+    """The venv's own scripts first (the tools installed next to incidents), then PATH."""
+    if program not in _WHICH_MEMO:
+        if os.sep in program:
+            _WHICH_MEMO[program] = program if os.access(program, os.X_OK) else None
+        else:
+            search = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+            _WHICH_MEMO[program] = shutil.which(program, path=search)
+    return _WHICH_MEMO[program]
+
+
+def _dist_version(dist: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return f"{dist} {metadata.version(dist)}"
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _matches(path: str, globs: Sequence[str]) -> bool:
+    name = os.path.basename(path)
+    return any(fnmatch(name, g) or fnmatch(path, g) for g in globs)
+
+
+def _hidden(rel: str) -> bool:
+    return any(part.startswith(".") or part == "__pycache__" for part in Path(rel).parts[:-1])
+
+
+def _conftest(rel: str) -> str:
+    parent = os.path.dirname(rel)
+    return os.path.join(parent, "conftest.py") if parent else "conftest.py"
+
+
+def _find_upward(start: Path, name: str) -> Path | None:
+    for folder in (start, *start.parents):
+        candidate = folder / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def _with_path(f: RawFinding, path: str) -> RawFinding:
+    return f if f.path == path else RawFinding(path, f.line, f.column, f.code, f.message,
+                                               f.severity, f.category)  # fmt: skip
+
+
+def _chunks(items: list[Target], max_chars: int) -> list[list[Target]]:
+    chunks: list[list[Target]] = []
+    current: list[Target] = []
+    size = 0
+    for t in items:
+        if current and size + len(t.path) + 1 > max_chars:
+            chunks.append(current)
+            current, size = [], 0
+        current.append(t)
+        size += len(t.path) + 1
+    if current:
+        chunks.append(current)
+    return chunks

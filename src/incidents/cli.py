@@ -1,0 +1,135 @@
+"""The `incidents` command line.
+
+`main(argv) -> int` is the one entry point (console script, `scripts/*.py`, tests).
+`capture` and `run` take a lean stdlib path (failing scripts call them); every other
+command is a typer command registered from `incidents.commands.*`, imported lazily.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import time
+from collections.abc import Sequence
+
+from incidents import output
+from incidents.errors import IncidentsError
+
+TYPE_CHECKING = False  # typing stays off the capture path (import cost)
+if TYPE_CHECKING:
+    import typer
+
+LEAN_COMMANDS = ("capture", "run")
+# Each module defines `register(app)`; adding a command family is one line here.
+COMMAND_MODULES = (
+    "incidents.commands.lean",
+    "incidents.commands.status",
+    "incidents.commands.archive",
+    "incidents.commands.admin",
+    "incidents.commands.check",
+    "incidents.commands.plan",
+    "incidents.commands.step",
+    "incidents.commands.handoff",
+    "incidents.commands.watch",
+    "incidents.commands.review",
+)
+
+
+# Commands whose module is known are started with only that module imported (the startup
+# of `incidents check` on a warm cache is mostly imports); any other name loads them all.
+COMMAND_HOMES = {
+    "check": "incidents.commands.check",
+    "fix": "incidents.commands.check",
+    "status": "incidents.commands.status",
+    "step": "incidents.commands.step",
+    "drive": "incidents.commands.step",
+    "error-step": "incidents.commands.step",
+}
+
+
+def build_app(only: str | None = None) -> typer.Typer:
+    """The typer app; `only` names the one command the caller will run (or None: all)."""
+    import typer
+
+    app = typer.Typer(
+        name="incidents",
+        help="Turn failures of automation steps into incident bundles and drive them to a close.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+    )
+    home = COMMAND_HOMES.get(only or "")
+    if home:  # a module with one command must stay a group: else `status` reads as an ID
+        app.callback()(lambda: None)
+    for name in (home,) if home else COMMAND_MODULES:
+        importlib.import_module(name).register(app)
+    return app
+
+
+def _crash_log(exc: BaseException) -> str:
+    import traceback
+
+    base = os.environ.get("INCIDENTS_CRASH_DIR") or os.path.join(
+        os.path.expanduser("~"), ".cache", "incidents"
+    )
+    try:
+        os.makedirs(base, mode=0o700, exist_ok=True)
+        path = os.path.join(base, f"crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write("".join(traceback.format_exception(exc)))
+        return path
+    except OSError:
+        return "(could not write a crash log)"
+
+
+def _run_app(args: list[str]) -> int:
+    import typer
+
+    # typer >= 0.20 vendors click: take its exception classes from typer's own hierarchy
+    bases = {cls.__name__: cls for cls in typer.BadParameter.__mro__}
+    click_exception: type[Exception] = bases["ClickException"]
+    usage_error: type[Exception] = bases["UsageError"]
+    try:
+        first = args[0] if args and not args[0].startswith("-") else None
+        result = build_app(first)(args, standalone_mode=False, prog_name="incidents")
+    except typer.Exit as exc:
+        return int(getattr(exc, "exit_code", 0) or 0)
+    except typer.Abort:
+        output.err("incidents: aborted")
+        return 130
+    except click_exception as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            ctx = getattr(exc, "ctx", None)
+            output.out(ctx.get_help() if ctx is not None else "usage: incidents COMMAND --help")
+            return 0
+        output.err(f"incidents: {getattr(exc, 'format_message', exc.__str__)()}")
+        return 2 if isinstance(exc, usage_error) else int(getattr(exc, "exit_code", 1))
+    return int(result) if isinstance(result, int) else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if args and args[0] in LEAN_COMMANDS:
+            from incidents import capture
+
+            return capture.main(args)
+        return _run_app(args)
+    except IncidentsError as exc:
+        output.err(f"incidents: {exc}")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        output.err("incidents: interrupted")
+        return 130
+    except BrokenPipeError:
+        return 1
+    except Exception as exc:  # a bug: say where the details are, not a traceback wall
+        path = _crash_log(exc)
+        output.err(f"incidents: internal error: {exc.__class__.__name__}: {exc} (details: {path})")
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""Maintenance: `incidents reindex`."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from incidents import mirror, output, pause
+from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, Session, open_root
+from incidents.errors import UsageError
+
+
+def register(app: typer.Typer) -> None:
+    register_schemas(app)
+    register_pause(app)
+
+    @app.command("reindex")
+    def reindex(root: RootOpt = None, config: ConfigOpt = None, as_json: JsonOpt = False) -> int:
+        """Rebuild the SQLite mirror from the folders (the folders are the truth)."""
+        session = open_root(root, config)
+        result = mirror.reindex(session.root)
+        if as_json:
+            output.out_json(asdict(result))
+            return 0
+        counts = ", ".join(f"{n} {bucket}" for bucket, n in sorted(result.counts.items()))
+        output.out(f"reindexed {session.root.db_path}: {counts or 'no incidents'}")
+        for location, reason in result.unreadable:
+            output.err(f"unreadable: {location}: {reason}")
+        if result.moved_aside:
+            output.err(f"the corrupt database was moved aside to {result.moved_aside}")
+        return 0
+
+
+def register_schemas(app: typer.Typer) -> None:
+    @app.command("schemas")
+    def schemas(
+        write: Annotated[bool, typer.Option("--write", help="Regenerate the files.")] = False,
+        directory: Annotated[
+            str | None, typer.Option("--dir", help="Where the schema files are.")
+        ] = None,
+    ) -> int:
+        """Check (or with --write, regenerate) schemas/ against the document models."""
+        from incidents import schemas as sch
+
+        where = Path(directory) if directory else sch.default_dir()
+        if write:
+            for path in sch.write_all(where):
+                output.out(f"wrote {path}")
+            return 0
+        stale = sch.stale(where)
+        for name in stale:
+            output.err(f"{where / (name + '.schema.json')}: differs from the model; run --write")
+        if not stale:
+            output.out(f"{len(sch.SCHEMAS)} schemas in {where} match the models")
+        return 1 if stale else 0
+
+
+def register_pause(app: typer.Typer) -> None:
+    @app.command("pause")
+    def pause_cmd(
+        reason: Annotated[str, typer.Option("--reason", help="Why everything stops.")] = "",
+        root: RootOpt = None,
+        config: ConfigOpt = None,
+    ) -> int:
+        """Pause the whole system: step and watch start no new work (capture still works)."""
+        if not reason.strip():
+            raise UsageError("pause: --reason is required")
+        session = open_root(root, config)
+        info = pause.pause(session.root, reason.strip(), by="human")
+        _pause_event(session, "build_paused", {"reason": info.reason, "by": info.by})
+        output.out(f"paused: {info.reason}")
+        return 0
+
+    @app.command("resume")
+    def resume_cmd(root: RootOpt = None, config: ConfigOpt = None) -> int:
+        """Clear the pause flag, so step and watch work again."""
+        session = open_root(root, config)
+        info = pause.resume(session.root)
+        if info is None:
+            output.out("not paused")
+            return 0
+        _pause_event(session, "resumed", {"reason": info.reason})
+        output.out(f"resumed (was paused since {info.since_iso}: {info.reason})")
+        return 0
+
+
+def _pause_event(session: Session, event: str, payload: dict[str, str]) -> None:
+    conn = mirror.connect(session.root.db_path)
+    try:
+        with mirror.write(conn):
+            mirror.add_event(conn, None, event, payload)
+    finally:
+        conn.close()

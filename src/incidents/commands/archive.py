@@ -1,0 +1,43 @@
+"""`incidents archive ID --resolved|--escalated --reason TEXT`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from incidents import output, store
+from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, open_root
+from incidents.errors import UsageError
+from incidents.layout import validate_id
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("archive")
+    def archive(
+        incident_id: Annotated[str, typer.Argument(metavar="ID", help="The incident to close.")],
+        resolved: Annotated[bool, typer.Option("--resolved", help="Close it as fixed.")] = False,
+        escalated: Annotated[
+            bool, typer.Option("--escalated", help="Close it as needing a human.")
+        ] = False,
+        reason: Annotated[str, typer.Option("--reason", help="Why it is closed.")] = "",
+        root: RootOpt = None,
+        config: ConfigOpt = None,
+        as_json: JsonOpt = False,
+    ) -> int:
+        """Close an open incident: set its status, write run_result.json, move the folder."""
+        validate_id(incident_id)
+        if resolved == escalated:
+            raise UsageError("archive: give exactly one of --resolved or --escalated")
+        if not reason.strip():
+            raise UsageError("archive: --reason is required (why is it closed?)")
+        session = open_root(root, config)
+        bucket = "resolved" if resolved else "escalated"
+        target = store.archive(session.root, incident_id, bucket, reason.strip())
+        store.mirror_bundle(session.root, bucket, target, "archived", {"bucket": bucket})
+        rel = target.relative_to(session.root.path)
+        if as_json:
+            output.out_json({"incident_id": incident_id, "status": bucket, "archived_to": str(rel)})
+        else:
+            output.out(f"{incident_id}: {bucket} -> {rel}")
+        return 0

@@ -1,0 +1,111 @@
+"""`incidents next|claim|submit|attempt` (hand-off to agent skills) and
+`incidents resolve-escalation` (a human's decision on an escalated incident)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from incidents import handoff, output
+from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, open_root
+
+IdArg = Annotated[str, typer.Argument(metavar="ID", help="The incident.")]
+
+
+def _show_item(item: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        output.out_json(item)
+        return
+    output.out(f"{item['incident_id']}: waiting for {item['agent']}")
+    output.out(f"  prompt: {item['prompt_file']}")
+    output.out(f"  files: {', '.join(item['files']) or '-'}  (in {item['workdir']})")
+    output.out(f"  last report: {item['last_report'] or '-'}")
+    if item.get("lease_expires_at"):
+        output.out(f"  lease expires at {item['lease_expires_at']}")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("next")
+    def next_cmd(root: RootOpt = None, config: ConfigOpt = None, as_json: JsonOpt = False) -> int:
+        """The next incident waiting for an agent: its prompt, files and last report."""
+        session = open_root(root, config)
+        item = handoff.next_incident(session.root)
+        if item is None:
+            if as_json:
+                output.out_json({"incident_id": None})
+            else:
+                output.out("no incident is waiting for an agent")
+            return 0
+        _show_item(item, as_json)
+        return 0
+
+    @app.command("claim")
+    def claim_cmd(
+        incident_id: IdArg,
+        agent: Annotated[str, typer.Option("--agent", help="Who works on it (a skill's name).")],
+        lease: Annotated[str, typer.Option("--lease", help="For how long: 30m, 2h, 90s.")] = "30m",
+        root: RootOpt = None,
+        config: ConfigOpt = None,
+        as_json: JsonOpt = False,
+    ) -> int:
+        """Take a waiting incident for an agent until its lease expires."""
+        session = open_root(root, config)
+        item = handoff.claim(session.root, incident_id, agent, handoff.parse_ttl(lease))
+        _show_item(item, as_json)
+        return 0
+
+    @app.command("submit")
+    def submit_cmd(
+        incident_id: IdArg,
+        notes: Annotated[str, typer.Option("--notes", help="What the agent did.")] = "",
+        agent: Annotated[
+            str | None, typer.Option("--agent", help="Check that this agent holds the claim.")
+        ] = None,
+        root: RootOpt = None,
+        config: ConfigOpt = None,
+        as_json: JsonOpt = False,
+    ) -> int:
+        """Hand a claimed incident back; the next `step` runs its recheck."""
+        session = open_root(root, config)
+        attempt = handoff.submit(session.root, incident_id, notes, agent=agent)
+        if as_json:
+            output.out_json(attempt.model_dump(mode="json"))
+        else:
+            changed = ", ".join(attempt.changed_files) or "no target file"
+            output.out(f"{incident_id}: submitted by {attempt.agent} (changed {changed})")
+        return 0
+
+    @app.command("attempt")
+    def attempt_cmd(
+        incident_id: IdArg,
+        file: Annotated[str, typer.Option("--file", help="The attempt_XX.json to record.")],
+        root: RootOpt = None,
+        config: ConfigOpt = None,
+    ) -> int:
+        """Validate a skill's attempt document and record it as attempt_XX.json."""
+        session = open_root(root, config)
+        target = handoff.record_attempt(session.root, incident_id, Path(file))
+        output.out(f"recorded {target.relative_to(session.root.path)}")
+        return 0
+
+    @app.command("resolve-escalation")
+    def resolve_cmd(
+        incident_id: IdArg,
+        guidance: Annotated[str, typer.Option("--guidance", help="The human's decision.")] = "",
+        requeue: Annotated[
+            bool, typer.Option("--requeue", help="Back to the inbox with this guidance.")
+        ] = False,
+        root: RootOpt = None,
+        config: ConfigOpt = None,
+        as_json: JsonOpt = False,
+    ) -> int:
+        """Record a decision on an escalated incident and reset its signature's budget."""
+        session = open_root(root, config)
+        decision = handoff.resolve_escalation(session.root, incident_id, guidance, requeue=requeue)
+        if as_json:
+            output.out_json(decision.__dict__)
+        else:
+            output.out(f"{incident_id}: {decision.decision} -> {decision.location}")
+        return 0

@@ -1,0 +1,210 @@
+"""`incidents status [ID]`: open incidents from the SQLite mirror, or one in full from disk."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import asdict
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from incidents import fsutil, mirror, output, pause, store
+from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, Session, open_root
+from incidents.errors import UsageError
+from incidents.layout import Root, validate_id
+
+_REL = re.compile(r"^(\d+)\s*([smhdw])$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_since(text: str, now: datetime) -> str:
+    """`2h`, `3d`, `30m` ago, or an ISO date/time (UTC when it has no offset)."""
+    m = _REL.match(text.strip())
+    if m:
+        return store.iso(now - timedelta(**{_UNITS[m.group(2)]: int(m.group(1))}))
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError as exc:
+        raise UsageError(f"--since {text!r}: use an ISO date/time or an age like 2h, 3d") from exc
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return store.iso(when)
+
+
+def age(created_at: str, now: datetime) -> str:
+    try:
+        seconds = int((now - datetime.fromisoformat(created_at)).total_seconds())
+    except ValueError:
+        return "?"
+    for size, unit in ((86400, "d"), (3600, "h"), (60, "m")):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{max(seconds, 0)}s"
+
+
+def open_mirror(root: Root, reject_grace_s: float | None = None) -> Any:
+    """The mirror, rebuilt from the folders when it does not exist, caught up with captures.
+
+    An inbox bundle that does not parse or validate is reported with its path and reason;
+    once it has been unchanged for `reject_grace_s` (a hand copy may still be arriving) it
+    is moved to `error_rejected/<name>/` with a `reason.txt`. Nothing is deleted."""
+    if not root.db_path.exists():
+        mirror.reindex(root)
+    conn = mirror.connect(root.db_path)
+    result = mirror.catch_up(conn, root)
+    for location, reason in result.unreadable:
+        bucket, _, name = location.partition("/")
+        folder = root.bucket(bucket) / name
+        if (
+            bucket == "inbox"
+            and reject_grace_s is not None
+            and _quiet_for(folder) >= reject_grace_s
+        ):
+            target = store.reject(root, folder, reason)
+            output.err(f"incidents: {folder}: {reason}; moved to {target}")
+        else:
+            output.err(f"incidents: {folder}: {reason}")
+    return conn
+
+
+def _quiet_for(folder: Path) -> float:
+    """Seconds since anything in `folder` last changed."""
+    try:
+        newest = max([folder.stat().st_mtime, *(p.lstat().st_mtime for p in folder.iterdir())])
+    except OSError:
+        return 0.0
+    return time.time() - newest
+
+
+def row_json(row: mirror.IncidentRow, now: datetime) -> dict[str, Any]:
+    return {**asdict(row), "age": age(row.created_at, now)}
+
+
+def list_rows(
+    session: Session, show_all: bool, status: str | None, step: str | None, since: str | None
+) -> list[mirror.IncidentRow]:
+    buckets = ("inbox", "resolved", "escalated") if show_all else ("inbox",)
+    conn = open_mirror(session.root, session.config.watch.reject_grace_s)
+    try:
+        return list(
+            mirror.list_incidents(conn, buckets=buckets, status=status, step=step, since=since)
+        )
+    finally:
+        conn.close()
+
+
+def show_one(session: Session, incident_id: str, as_json: bool) -> int:
+    root = session.root
+    bucket, folder = root.locate(validate_id(incident_id))
+    doc = store.read_incident(folder)
+    state = None
+    if (folder / "state.json").is_file():
+        state = fsutil.read_json_object(folder / "state.json").get("current_state")
+    runs_dir = root.runs_dir(incident_id)
+    runs = sorted(os.listdir(runs_dir)) if runs_dir.is_dir() else []
+    plan = root.plan_dir(incident_id) / "plan.json"
+    detail = {
+        "incident": doc,
+        "bucket": bucket,
+        "location": str(folder.relative_to(root.path)),
+        "state": state,
+        "files": sorted(os.listdir(folder)),
+        "plan": str(plan.relative_to(root.path)) if plan.is_file() else None,
+        "runs": runs,
+    }
+    if as_json:
+        output.out_json(detail)
+        return 0
+    for key in ("incident_id", "status", "step", "failure_class", "error_code", "message"):
+        output.out(f"{key + ':':16} {doc.get(key)}")
+    output.out(f"{'signature:':16} {doc['error_signature']}")
+    output.out(f"{'occurrences:':16} {doc.get('occurrences', 1)} (last {doc.get('last_seen')})")
+    output.out(f"{'created:':16} {doc['created_at']}  updated: {doc.get('updated_at')}")
+    output.out(f"{'state:':16} {state or '-'}")
+    output.out(f"{'location:':16} {detail['location']}")
+    for key in ("python_files", "powershell_files", "verify"):
+        if doc.get(key):
+            output.out(f"{key + ':':16} {', '.join(doc[key])}")
+    if doc.get("resolution"):
+        output.out(f"{'resolution:':16} {doc['resolution']}")
+    output.out(f"{'plan:':16} {detail['plan'] or '-'}")
+    output.out(f"{'runs:':16} {', '.join(runs) or '-'}")
+    return 0
+
+
+def pause_json(root: Root) -> dict[str, Any] | None:
+    """The global pause flag (seed 003's threshold or `incidents pause`), or None."""
+    info = pause.current(root)
+    if info is None:
+        return None
+    return {"reason": info.reason, "since": info.since_iso, "by": info.by}
+
+
+def pause_line(root: Root) -> str | None:
+    info = pause_json(root)
+    if info is None:
+        return None
+    return (
+        f"PAUSED since {info['since']} by {info['by']}: {info['reason']} "
+        "(step and watch start no new work; `incidents resume` clears it)"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("status")
+    def status(
+        incident_id: Annotated[
+            str | None, typer.Argument(metavar="[ID]", help="Show one incident in full.")
+        ] = None,
+        show_all: Annotated[bool, typer.Option("--all", help="Include archived ones.")] = False,
+        status_filter: Annotated[
+            str | None, typer.Option("--status", help="new, planned, running, resolved, ...")
+        ] = None,
+        step: Annotated[str | None, typer.Option("--step", help="Only this step.")] = None,
+        since: Annotated[
+            str | None, typer.Option("--since", help="Created since: 2h, 3d or an ISO time.")
+        ] = None,
+        root: RootOpt = None,
+        config: ConfigOpt = None,
+        as_json: JsonOpt = False,
+    ) -> int:
+        """Show open incidents (from the SQLite mirror), or one incident in full."""
+        session = open_root(root, config)
+        if incident_id is not None:
+            return show_one(session, incident_id, as_json)
+        now = datetime.now(UTC)
+        since_iso = parse_since(since, now) if since else None
+        if status_filter in ("resolved", "escalated"):
+            show_all = True
+        rows = list_rows(session, show_all, status_filter, step, since_iso)
+        if as_json:
+            output.out_json(
+                {
+                    "root": str(session.root.path),
+                    "paused": pause_json(session.root),
+                    "incidents": [row_json(r, now) for r in rows],
+                }
+            )
+            return 0
+        paused = pause_line(session.root)
+        if paused:
+            output.out(paused)
+        if not rows:
+            output.out("no open incidents" if not show_all else "no incidents")
+            return 0
+        headers = ["ID", "STATUS", "STEP", "CLASS", "AGE", "SEEN"]
+        if show_all:
+            headers.append("WHERE")
+        table = []
+        for r in rows:
+            cells = [r.incident_id, r.status, r.step, r.failure_class, age(r.created_at, now)]
+            cells.append(str(r.occurrences))
+            if show_all:
+                cells.append(r.bucket)
+            table.append(cells)
+        output.out(output.table(headers, table))
+        return 0

@@ -1,0 +1,266 @@
+"""`incidents doctor`: is this reports root healthy, and if not, how to fix it.
+
+Each check returns findings (ok, warn, fail) with a fix; only reads, never repairs.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from incidents.errors import IncidentsError
+from incidents.layout import LAYOUT, STATE_DIRS, Root
+from incidents.settings import Config
+
+NETWORK_FS = (
+    "nfs",
+    "nfs4",
+    "cifs",
+    "smb3",
+    "smbfs",
+    "fuse.sshfs",
+    "9p",
+    "afs",
+    "ceph",
+    "glusterfs",
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    check: str
+    level: str  # ok | warn | fail
+    detail: str
+    fix: str = ""
+
+    def line(self) -> str:
+        mark = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}[self.level]
+        text = f"{mark} {self.check}: {self.detail}"
+        return f"{text}\n     fix: {self.fix}" if self.fix and self.level != "ok" else text
+
+    def to_json(self) -> dict[str, Any]:
+        return {"check": self.check, "level": self.level, "detail": self.detail, "fix": self.fix}
+
+
+def diagnose(root: Root, cfg: Config) -> list[Finding]:
+    findings = check_layout(root)
+    if any(f.level == "fail" and f.check == "root" for f in findings):
+        return findings
+    checks: list[Callable[[], Iterable[Finding]]] = [
+        lambda: check_filesystem(root),
+        lambda: check_database(root),
+        lambda: check_tools(cfg),
+        lambda: check_leases(root),
+        lambda: check_pending(root),
+        lambda: check_pause(root),
+    ]
+    for check in checks:
+        try:
+            findings.extend(check())
+        except IncidentsError as exc:  # e.g. a tool profile the config cannot build
+            findings.append(Finding("config", "fail", str(exc), "correct incidents.toml"))
+        except Exception as exc:  # a check that breaks is itself a finding, not a crash
+            findings.append(Finding("doctor", "fail", f"a check failed: {exc!r}", "report a bug"))
+    return findings
+
+
+# --- layout and permissions ----------------------------------------------------------------
+
+
+def check_layout(root: Root) -> list[Finding]:
+    p = root.path
+    if not p.exists():
+        return [Finding("root", "fail", f"{p} does not exist",
+                        f"create it: incidents watch --once --root {p} (or any command)")]  # fmt: skip
+    if not p.is_dir():
+        return [Finding("root", "fail", f"{p} is not a directory", "point --root at a folder")]
+    out: list[Finding] = []
+    st = p.stat()
+    if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
+        out.append(Finding("root", "fail", f"{p} is world-writable", f"chmod o-w {p}"))
+    elif st.st_uid != os.getuid():
+        out.append(Finding("root", "warn", f"{p} belongs to uid {st.st_uid}, not you",
+                           f"chown -R {os.getuid()} {p}"))  # fmt: skip
+    else:
+        out.append(Finding("root", "ok", str(p)))
+    missing = [s for s in LAYOUT if not (p / s).is_dir()]
+    missing += [f".state/{s}" for s in STATE_DIRS if not (p / ".state" / s).is_dir()]
+    if missing:
+        out.append(Finding("layout", "fail", f"missing folders: {', '.join(missing)}",
+                           f"incidents status --root {p} creates them"))  # fmt: skip
+    else:
+        out.append(Finding("layout", "ok", "all folders present"))
+    out.extend(_permissions(p))
+    return out
+
+
+def _permissions(p: Path) -> list[Finding]:
+    loose: list[str] = []
+    unwritable: list[str] = []
+    for sub in ("", *LAYOUT):
+        folder = p / sub
+        if not folder.is_dir():
+            continue
+        mode = folder.stat().st_mode
+        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+            loose.append(f"{sub or '.'} ({stat.filemode(mode)})")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            unwritable.append(sub or ".")
+    out: list[Finding] = []
+    if unwritable:
+        out.append(Finding("permissions", "fail", f"not writable: {', '.join(unwritable)}",
+                           f"chmod u+rwx on them under {p}"))  # fmt: skip
+    if loose:
+        out.append(Finding("permissions", "warn", f"open to group/others: {', '.join(loose)}",
+                           f"chmod -R go-rwx {p}"))  # fmt: skip
+    if not out:
+        out.append(Finding("permissions", "ok", "folders are 0700 and writable"))
+    return out
+
+
+def _mount_type(path: Path) -> str | None:
+    try:
+        with open("/proc/mounts", encoding="utf-8") as fh:
+            mounts = [line.split()[1:3] for line in fh if len(line.split()) >= 3]
+    except OSError:
+        return None
+    real = os.path.realpath(path)
+    best: tuple[str, str | None] = ("", None)
+    for mount_point, fstype in mounts:
+        mp = mount_point.replace("\\040", " ")
+        if (real == mp or real.startswith(mp.rstrip("/") + "/")) and len(mp) >= len(best[0]):
+            best = (mp, fstype)
+    return best[1]
+
+
+def check_filesystem(root: Root) -> list[Finding]:
+    fstype = _mount_type(root.path)
+    if fstype is None:
+        return [Finding("filesystem", "warn", "could not tell the filesystem type")]
+    if fstype in NETWORK_FS or fstype.startswith("fuse."):
+        return [Finding("filesystem", "fail",
+                        f"{fstype}: SQLite WAL and atomic renames need a local filesystem",
+                        "put the reports root on a local disk")]  # fmt: skip
+    return [Finding("filesystem", "ok", f"{fstype} (local)")]
+
+
+# --- the database --------------------------------------------------------------------------
+
+
+def check_database(root: Root) -> list[Finding]:
+    from incidents import mirror
+
+    if not root.db_path.exists():
+        return [Finding("database", "warn", "no mirror database yet",
+                        f"incidents reindex --root {root.path}")]  # fmt: skip
+    try:
+        conn = mirror.connect(root.db_path)
+    except Exception as exc:
+        return [Finding("database", "fail", f"cannot open: {exc}",
+                        f"incidents reindex --root {root.path} (rebuilds it from the folders)")]  # fmt: skip
+    try:
+        rows_ = [str(r[0]) for r in conn.execute("PRAGMA integrity_check").fetchall()]
+        problems = [] if rows_ == ["ok"] else rows_
+        if problems:
+            return [Finding("database", "fail", f"integrity_check: {'; '.join(problems[:3])}",
+                            f"incidents reindex --root {root.path}")]  # fmt: skip
+        out = [Finding("database", "ok", "integrity_check ok")]
+        rows = {r[0]: r[1] for r in conn.execute("SELECT incident_id, bucket FROM incidents")}
+    finally:
+        conn.close()
+    folders = folder_buckets(root)
+    drift = sorted(i for i in set(rows) | set(folders) if rows.get(i) != folders.get(i))
+    if drift:
+        sample = ", ".join(f"{i} (db {rows.get(i)}, folder {folders.get(i)})" for i in drift[:3])
+        out.append(Finding("mirror", "fail", f"{len(drift)} incident(s) differ: {sample}",
+                           f"incidents reindex --root {root.path}"))  # fmt: skip
+    else:
+        out.append(Finding("mirror", "ok", f"{len(rows)} incident(s), same as the folders"))
+    return out
+
+
+def folder_buckets(root: Root) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for bucket in ("inbox", "resolved", "escalated"):
+        folder = root.bucket(bucket)
+        if folder.is_dir():
+            for name in os.listdir(folder):
+                if not name.startswith(".") and (folder / name).is_dir():
+                    found[name] = bucket
+    return found
+
+
+# --- tools -----------------------------------------------------------------------------------
+
+
+def check_tools(cfg: Config) -> list[Finding]:
+    from incidents.checks.engine import which
+    from incidents.checks.profiles import resolve_profiles
+    from incidents.proc import run
+
+    profiles = resolve_profiles(
+        dict(cfg.checks.profiles), hard_ruff_prefixes=cfg.checks.hard_ruff_prefixes,
+        only=cfg.checks.tools,
+    )  # fmt: skip
+    out: list[Finding] = []
+    for profile in profiles:
+        argv0 = profile.argv[0]
+        if "{" in argv0:
+            out.append(Finding(f"tool {profile.name}", "ok", f"{argv0} (expanded at run time)"))
+            continue
+        program = which(argv0)
+        if program is None:
+            level = "warn" if profile.language == "powershell" else "fail"
+            out.append(Finding(f"tool {profile.name}", level, f"program not found: {argv0}",
+                               f"install {argv0} (or drop {profile.name!r} from [checks] tools)"))  # fmt: skip
+            continue
+        argv = [program if a == argv0 else a for a in profile.version_argv] or [
+            program,
+            "--version",
+        ]
+        res = run(argv, cwd=Path.cwd(), timeout=20)
+        text = (res.stdout_text.strip() or res.stderr_text.strip()).splitlines()
+        if res.ok and text:
+            out.append(Finding(f"tool {profile.name}", "ok", f"{program}: {text[0][:80]}"))
+        else:
+            out.append(Finding(f"tool {profile.name}", "fail",
+                               f"{program} does not run ({' '.join(argv)} failed)",
+                               f"reinstall {argv0}"))  # fmt: skip
+    return out
+
+
+# --- leases, pending closes, pause ------------------------------------------------------------
+
+
+def check_leases(root: Root) -> list[Finding]:
+    from incidents.watch.daemon import stale_leases
+
+    stale = stale_leases(root)
+    if not stale:
+        return [Finding("leases", "ok", "no stale lease")]
+    ids = ", ".join(f"{lease.incident_id} (pid {lease.pid})" for lease in stale[:5])
+    return [Finding("leases", "warn", f"{len(stale)} lease(s) left by a dead or stuck worker: {ids}",
+                    "a running `incidents watch` takes them over by itself; start one")]  # fmt: skip
+
+
+def check_pending(root: Root) -> list[Finding]:
+    pending = root.state / "pending"
+    names = [n for n in os.listdir(pending) if not n.startswith(".")] if pending.is_dir() else []
+    if names:
+        return [Finding("closes", "warn", f"{len(names)} interrupted close(s): {', '.join(names[:5])}",
+                        f"incidents status --root {root.path} finishes them")]  # fmt: skip
+    return [Finding("closes", "ok", "no interrupted close")]
+
+
+def check_pause(root: Root) -> list[Finding]:
+    from incidents import pause
+
+    info = pause.current(root)
+    if info is None:
+        return [Finding("pause", "ok", "not paused")]
+    return [Finding("pause", "warn", f"paused since {info.since_iso}: {info.reason}",
+                    "incidents resume (after looking at error_archive/escalated/)")]  # fmt: skip

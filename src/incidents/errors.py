@@ -1,0 +1,80 @@
+"""One exception hierarchy for expected failures.
+
+The CLI turns every `IncidentsError` into one clear line on stderr and its exit code;
+anything else is a bug and gets a crash log instead of a traceback wall.
+"""
+
+from __future__ import annotations
+
+
+class IncidentsError(Exception):
+    """Base of every expected failure. `exit_code` is what the CLI exits with."""
+
+    exit_code = 2
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(IncidentsError):
+    """Bad input on the command line: a missing option, a bad value."""
+
+
+class InvalidId(UsageError):
+    def __init__(self, incident_id: str, reason: str) -> None:
+        super().__init__(f"invalid incident id {incident_id!r}: {reason}")
+        self.incident_id = incident_id
+
+
+class NotFound(IncidentsError):
+    exit_code = 1
+
+
+class AlreadyArchived(IncidentsError):
+    exit_code = 1
+
+
+class RootError(IncidentsError):
+    """The reports root is unusable (a file, world-writable, wrong filesystem)."""
+
+
+class ConfigError(IncidentsError):
+    def __init__(self, file: str, key: str, reason: str) -> None:
+        where = f"{file}: {key}" if key else file
+        super().__init__(f"{where}: {reason}")
+        self.file, self.key, self.reason = file, key, reason
+
+
+class InvalidDocument(IncidentsError):
+    """A JSON document that does not parse or validate; names the file and field."""
+
+    def __init__(self, path: str, reason: str, field: str = "") -> None:
+        where = f"{path}: {field}" if field else path
+        super().__init__(f"{where}: {reason}")
+        self.path, self.field, self.reason = path, field, reason
+
+
+class UnsafeFile(IncidentsError):
+    """A file that is a symlink, FIFO, device, hard link or over its size cap."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path, self.reason = path, reason
+
+
+class LockBusy(IncidentsError):
+    exit_code = 1
+
+
+class LeaseLost(IncidentsError):
+    """A commit from a process whose lease was taken over (fencing)."""
+
+    exit_code = 1
+
+
+class Paused(IncidentsError):
+    exit_code = 1

@@ -1,0 +1,65 @@
+"""AI fixer tiers (seed 001 §3.5–3.10): aider -> codex -> claude.
+
+Each tier is an adapter over one configured command (`[tiers.<name>]` in incidents.toml,
+see `incidents.fixers.settings`): an argv template with `{prompt_file}`, `{prompt}`,
+`{files}` and `{workdir}` placeholders, optional prompt on stdin, a timeout, a mode
+(`on`, `off`, `auto` = on when the program is on PATH, `handoff` = an outside agent does
+the work through the CLI; the adapter is not run) and `max_attempts` per tier.
+
+Default commands, the CLIs' documented non-interactive forms:
+
+- aider: `aider --message-file {prompt_file} --yes-always --no-auto-commits
+  --no-dirty-commits --no-stream --no-pretty {files}`. aider.chat/docs/scripting.html:
+  `--message-file` sends one message from a file, applies the edits and exits;
+  `--yes-always` answers confirmations; `--no-auto-commits` / `--no-dirty-commits` keep
+  git alone (we judge the working tree, the caller decides about commits). Its
+  `.aider*` history/cache files are tier scratch, not violations.
+- codex: `codex exec --sandbox workspace-write --skip-git-repo-check --cd {workdir} -`,
+  prompt on stdin. developers.openai.com/codex/noninteractive: `codex exec` is the
+  non-interactive mode, read-only by default; `--sandbox workspace-write` allows edits
+  (`--full-auto` is kept only as a deprecated alias); a trailing `-` reads the prompt
+  from stdin (avoids ARG_MAX with long prompts); `--skip-git-repo-check` allows a workdir
+  that is not a git repository.
+- claude: `claude -p --permission-mode acceptEdits --output-format text`, prompt on
+  stdin. docs.claude.com/en/docs/claude-code/headless (and the CLI reference): `-p` /
+  `--print` runs non-interactively and reads the prompt from stdin when none is given;
+  `--permission-mode acceptEdits` auto-accepts file edits while other tools (Bash) that
+  would need approval are denied in print mode.
+
+Environment: `proc.minimal_env()` (PATH, HOME, locale, TMPDIR, ...) plus each tier's
+`env` pass-through list: the API keys and config homes its CLI needs
+(`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `AIDER_*`, `CODEX_HOME`, ...). HOME stays so
+the CLIs find their logins. Nothing else from our environment reaches a fixer.
+
+Untrusted output: prompts fence every finding, log and plan text as data; after a run
+only changes to the target files are accepted, everything else is reverted.
+"""
+
+import importlib
+from typing import Any
+
+# Names are imported on first use (PEP 562): `incidents.settings` needs only the tier
+# settings, and importing the prompt and runner modules (and every document model with
+# them) would make every command, `incidents check` among them, start ~150 ms slower.
+_HOMES = {
+    "RetryContext": "prompt",
+    "build_prompt": "prompt",
+    "FixerOutcome": "runner",
+    "load_ai_attempts": "runner",
+    "record_ai_attempt": "runner",
+    "render_argv": "runner",
+    "run_fixer": "runner",
+    "save_prompt": "runner",
+    "TIER_ORDER": "settings",
+    "TierSettings": "settings",
+    "TiersSettings": "settings",
+    "resolve_enabled": "settings",
+}
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'incidents.fixers' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"incidents.fixers.{home}"), name)

@@ -1,0 +1,137 @@
+"""`[tiers.aider]`, `[tiers.codex]`, `[tiers.claude]` in incidents.toml.
+
+Each tier is one configured command: an argv template whose placeholders are filled per
+element (never through a shell):
+
+- `{prompt_file}`: path of `error_runs/<id>/prompt_attempt_N.md`;
+- `{prompt}`: the prompt's text, as one argv element (for CLIs that take it as a string);
+- `{workdir}`: the incident's workdir (the command also runs there);
+- `{files}`: the target files, one argv element each; it must be an element on its own.
+
+`stdin = "prompt"` feeds the prompt text on standard input instead. An unknown
+placeholder, or `{files}` inside a longer element, is a config error at load time.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+TierName = Literal["aider", "codex", "claude"]
+TIER_ORDER: tuple[TierName, ...] = ("aider", "codex", "claude")
+PLACEHOLDERS = frozenset({"prompt_file", "prompt", "files", "workdir"})
+PLACEHOLDER_RE = re.compile(r"\{([^{}]*)\}")
+
+# The real CLIs' non-interactive forms (see the package docstring for sources).
+AIDER_ARGV = ["aider", "--message-file", "{prompt_file}", "--yes-always", "--no-auto-commits",
+              "--no-dirty-commits", "--no-stream", "--no-pretty", "{files}"]  # fmt: skip
+CODEX_ARGV = ["codex", "exec", "--sandbox", "workspace-write", "--skip-git-repo-check",
+              "--cd", "{workdir}", "-"]  # fmt: skip
+CLAUDE_ARGV = ["claude", "-p", "--permission-mode", "acceptEdits", "--output-format", "text"]
+
+AIDER_ENV = ["AIDER_*", "OPENAI_API_KEY", "OPENAI_API_BASE", "ANTHROPIC_API_KEY",
+             "OPENROUTER_API_KEY", "GEMINI_API_KEY", "DEEPSEEK_API_KEY"]  # fmt: skip
+CODEX_ENV = ["OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_API_KEY", "CODEX_HOME"]
+CLAUDE_ENV = ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL",
+              "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CONFIG_DIR"]  # fmt: skip
+
+
+class TierSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["on", "off", "auto", "handoff"] = Field(
+        default="auto",
+        description="auto: on when the program is on PATH; handoff: wait for an outside agent",
+    )
+    argv: list[str] = Field(min_length=1, description="the command template (see above)")
+    stdin: Literal["none", "prompt"] = Field(
+        default="none", description="'prompt': the prompt text is fed on standard input"
+    )
+    timeout_s: float = Field(default=900.0, gt=0, le=24 * 3600)
+    max_attempts: int = Field(default=1, ge=1, le=10, description="seed 001's per-agent cap")
+    env: list[str] = Field(
+        default_factory=list,
+        description="environment variables passed through besides the minimal set "
+        "(API keys the CLI needs); a trailing * matches a prefix",
+    )
+    scratch: list[str] = Field(
+        default_factory=list,
+        description="top-level names (a trailing * matches a prefix) the tool keeps its own "
+        "state in; never snapshotted, so never violations",
+    )
+
+    @field_validator("argv")
+    @classmethod
+    def _known_placeholders(cls, argv: list[str]) -> list[str]:
+        if not argv[0] or PLACEHOLDER_RE.search(argv[0]):
+            raise ValueError("the program (first element) must be a plain name or path")
+        for element in argv:
+            for name in PLACEHOLDER_RE.findall(element):
+                if name not in PLACEHOLDERS:
+                    known = ", ".join("{" + p + "}" for p in sorted(PLACEHOLDERS))
+                    raise ValueError(f"unknown placeholder {{{name}}} in {element!r} ({known})")
+                if name == "files" and element != "{files}":
+                    raise ValueError(f"{{files}} must be an argv element on its own: {element!r}")
+        return argv
+
+    @property
+    def program(self) -> str:
+        return self.argv[0]
+
+
+_DEFAULTS: dict[str, dict[str, Any]] = {
+    "aider": {"argv": AIDER_ARGV, "env": AIDER_ENV, "scratch": [".aider*"]},
+    "codex": {"argv": CODEX_ARGV, "stdin": "prompt", "env": CODEX_ENV},
+    "claude": {"argv": CLAUDE_ARGV, "stdin": "prompt", "env": CLAUDE_ENV, "scratch": [".claude"]},
+}
+
+
+def _default(name: str) -> TierSettings:
+    return TierSettings.model_validate(_DEFAULTS[name])
+
+
+class TiersSettings(BaseModel):
+    """A tier's table in incidents.toml overrides its defaults key by key: `mode = "off"`
+    alone keeps the default command."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    aider: TierSettings = Field(default_factory=lambda: _default("aider"))
+    codex: TierSettings = Field(default_factory=lambda: _default("codex"))
+    claude: TierSettings = Field(default_factory=lambda: _default("claude"))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _over_defaults(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        return {
+            key: (
+                {**_DEFAULTS[key], **value}
+                if key in _DEFAULTS and isinstance(value, dict)
+                else value
+            )
+            for key, value in data.items()
+        }
+
+    def tier(self, name: str) -> TierSettings:
+        if name not in TIER_ORDER:
+            raise KeyError(name)
+        settings: TierSettings = getattr(self, name)
+        return settings
+
+
+def resolve_enabled(settings: TiersSettings, path: str | None = None) -> dict[str, str]:
+    """Each tier's effective mode: `auto` becomes `on` when its program is found on PATH
+    (or `path`), else `off`; `on`, `off` and `handoff` stay as they are."""
+    out: dict[str, str] = {}
+    for name in TIER_ORDER:
+        tier = settings.tier(name)
+        if tier.mode == "auto":
+            out[name] = "on" if shutil.which(tier.program, path=path) else "off"
+        else:
+            out[name] = tier.mode
+    return out

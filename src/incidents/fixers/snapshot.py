@@ -1,0 +1,195 @@
+"""Content snapshots of a workdir: what a fixer changed, and putting back what it must not.
+
+Bounded: build and cache folders are skipped (`.venv`, `node_modules`, `__pycache__`, ...),
+and of `.git` only `config` and `hooks/` are kept (a hook is code someone runs later).
+Files up to `max_file_bytes` keep their bytes so they can be restored; larger ones keep
+only a digest (a change to them is reported but cannot be reverted). Symlinks are
+recorded as links, never followed; FIFOs, sockets and devices are ignored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import hashlib
+import os
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from incidents import fsutil
+from incidents.errors import IncidentsError
+
+SKIP_DIRS = frozenset({".venv", "venv", "__pycache__", "node_modules", ".mypy_cache",
+                       ".pytest_cache", ".ruff_cache", ".tox", ".nox"})  # fmt: skip
+GIT_KEEP = ("config", "hooks")
+MAX_FILE_BYTES = 4 << 20
+MAX_FILES = 20_000
+MAX_TOTAL_BYTES = 256 << 20
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+class SnapshotTooLarge(IncidentsError):
+    pass
+
+
+@dataclass(frozen=True)
+class Entry:
+    kind: str  # "file" or "link"
+    digest: str  # sha256 of the bytes, or the link's target
+    data: bytes | None  # the bytes to restore (None: too large to keep)
+    mode: int
+
+
+@dataclass
+class Snapshot:
+    root: Path
+    files: dict[str, Entry] = field(default_factory=dict)
+    dirs: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_file_bytes: int = MAX_FILE_BYTES
+    max_files: int = MAX_FILES
+    max_total_bytes: int = MAX_TOTAL_BYTES
+
+
+def _matches(name: str, patterns: Iterable[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def _read(path: str, limit: int) -> tuple[str, bytes | None, int] | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None  # vanished, a symlink race, unreadable: not ours to judge
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        digest = hashlib.sha256()
+        kept = bytearray() if st.st_size <= limit else None
+        while chunk := os.read(fd, 1 << 16):
+            digest.update(chunk)
+            if kept is not None:
+                kept += chunk
+                if len(kept) > limit:
+                    kept = None
+        return digest.hexdigest(), (bytes(kept) if kept is not None else None), st.st_mode
+    finally:
+        os.close(fd)
+
+
+def take(workdir: Path, skip: Iterable[str] = (), limits: Limits | None = None) -> Snapshot:
+    """Every file under `workdir` (bounded, see the module docstring). `skip`: top-level
+    names (glob) left out, such as a fixer's own state folder."""
+    limits = limits or Limits()
+    snap = Snapshot(Path(os.path.realpath(workdir)))
+    skip = tuple(skip)
+    total = 0
+    stack: list[tuple[str, str]] = [(str(snap.root), "")]
+    while stack:
+        abs_dir, rel_dir = stack.pop()
+        try:
+            entries = list(os.scandir(abs_dir))
+        except OSError:
+            continue
+        for entry in entries:
+            rel = f"{rel_dir}{entry.name}"
+            if not rel_dir and _matches(entry.name, skip):
+                continue
+            if rel_dir == ".git/" and entry.name not in GIT_KEEP:
+                continue
+            if entry.is_symlink():
+                snap.files[rel] = Entry("link", os.readlink(entry.path), None, 0)
+            elif entry.is_dir(follow_symlinks=False):
+                if entry.name in SKIP_DIRS:
+                    continue
+                snap.dirs.add(rel)
+                stack.append((entry.path, rel + "/"))
+            elif entry.is_file(follow_symlinks=False):
+                read = _read(entry.path, limits.max_file_bytes)
+                if read is None:
+                    continue
+                digest, data, mode = read
+                snap.files[rel] = Entry("file", digest, data, mode)
+                total += len(data or b"")
+            if len(snap.files) > limits.max_files or total > limits.max_total_bytes:
+                raise SnapshotTooLarge(
+                    f"workdir {workdir} is too large to snapshot (over {limits.max_files} "
+                    f"files or {limits.max_total_bytes} bytes); a fixer is not run there"
+                )
+    return snap
+
+
+def changed_paths(before: Snapshot, after: Snapshot) -> list[str]:
+    """Created, modified and deleted files (and links), sorted."""
+    paths = set(before.files) | set(after.files)
+    return sorted(p for p in paths if _key(before.files.get(p)) != _key(after.files.get(p)))
+
+
+def _key(entry: Entry | None) -> tuple[str, str] | None:
+    return None if entry is None else (entry.kind, entry.digest)
+
+
+def _safe_parent(root: Path, rel: str) -> Path | None:
+    """The parent folder of `rel`, created if missing, when every component is a real
+    folder inside `root` (no symlinks): else None."""
+    current = root
+    for part in Path(rel).parent.parts:
+        current = current / part
+        try:
+            st = os.lstat(current)
+        except FileNotFoundError:
+            os.mkdir(current, 0o700)
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            return None
+    return current
+
+
+def _remove(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        if path.is_dir() and not path.is_symlink():
+            raise IsADirectoryError(str(path))
+        path.unlink()
+
+
+def restore(before: Snapshot, paths: Iterable[str]) -> tuple[list[str], list[str]]:
+    """Put `paths` back as they were in `before` (delete what did not exist).
+    Returns (reverted, not reverted)."""
+    done: list[str] = []
+    failed: list[str] = []
+    for rel in sorted(paths):
+        old = before.files.get(rel)
+        try:
+            parent = _safe_parent(before.root, rel)
+            if parent is None:
+                failed.append(rel)
+                continue
+            target = parent / Path(rel).name
+            if old is None:
+                _remove(target)
+            elif old.kind == "link":
+                _remove(target)
+                os.symlink(old.digest, target)
+            elif old.data is None:
+                failed.append(rel)
+                continue
+            else:
+                if target.is_dir() and not target.is_symlink():
+                    raise IsADirectoryError(str(target))
+                fsutil.atomic_write_bytes(target, old.data, stat.S_IMODE(old.mode))
+            done.append(rel)
+        except OSError:
+            failed.append(rel)
+    return done, failed
+
+
+def remove_new_dirs(before: Snapshot, after: Snapshot) -> None:
+    """Remove folders the fixer created that are empty once its files are gone."""
+    for rel in sorted(after.dirs - before.dirs, key=lambda p: p.count("/"), reverse=True):
+        with contextlib.suppress(OSError):
+            os.rmdir(before.root / rel)

@@ -1,0 +1,330 @@
+"""The escalation state machine of seed 001, as one pure function (no I/O, no clock).
+
+Protocol (the step service follows it exactly; one tick = at most one step):
+
+1. Load `ctx` (state.json). `ctx.current_state` is the state the machine is IN: its entry
+   action has been performed and its outcome recorded.
+2. `na = decide_next_action(ctx)`. If `not is_actionable(na, now)` (WAIT_INPUT, NONE, or
+   `na.not_before` still in the future) the tick ends: nothing is written.
+3. `ctx.begin_step(na.action, na.new_state, now)`; persist. (The intent journal.)
+4. Perform `na.action` (the entry action of `na.new_state`), writing its artifacts keyed
+   by `ctx.step` (report label from `report_label`), then record its outcome with the one
+   matching `ctx` method (table below), then `ctx.complete_step()`; persist once,
+   atomically. That write commits the step: outcome, new state and `step + 1` together.
+
+   PLAN -> record_plan · RUN_PIPELINE -> record_check (clears not_before) ·
+   WAIT_RETRY -> schedule_retry(na.not_before) (always set) · MECHANICAL_AUTOFIX -> record_autofix ·
+   CALL_* -> enter_tier + record_ai_attempt · AWAIT_HANDOFF -> begin_handoff ·
+   QUARANTINE / FINALIZE_* -> record_final(status, reason=na.reason, kind=na.escalation) ·
+   any fixer that crashes, times out or cannot start -> record_fixer_failure (still
+   complete the step: the next decision is S_ERROR_INFRA).
+   A handoff is submitted from outside (CLI) with `ctx.submit_handoff(attempt)`.
+
+Crash-resume: if `ctx.pending` is set on load, step `pending.step` was begun but not
+committed. The decision is unchanged (begin_step touches nothing it reads), so redo it:
+if that step's artifact exists, record it and complete without re-running the action;
+otherwise perform the action again. A completed step is never repeated.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import NamedTuple
+
+from incidents.models.pipeline import (
+    Action,
+    Agent,
+    ErrorPipelineContext,
+    EscalationKind,
+    State,
+    finding_keys,
+)
+from incidents.models.report import ErrorReport
+from incidents.vocab import FailureClass
+
+__all__ = [
+    "TERMINAL",
+    "TIER_ORDER",
+    "TIERS",
+    "Action",
+    "EscalationKind",
+    "NextAction",
+    "State",
+    "Tier",
+    "backoff_delay",
+    "decide_next_action",
+    "is_actionable",
+    "is_terminal",
+    "max_steps",
+    "report_label",
+]
+
+
+class NextAction(NamedTuple):
+    """Move to `new_state` by performing `action`; `reason` says why, for the audit log."""
+
+    new_state: State
+    action: Action
+    reason: str
+    not_before: datetime | None = None
+    escalation: EscalationKind | None = None
+
+
+class Tier(NamedTuple):
+    agent: Agent
+    fix: State
+    recheck: State
+    call: Action
+    attempt_number: int
+    label: str
+
+
+TIERS = (
+    Tier("aider", State.S1_AIDER_FIX, State.S1_AIDER_RECHECK, Action.CALL_AIDER, 1, "1"),
+    Tier("codex", State.S2_CODEX_FIX, State.S2_CODEX_RECHECK, Action.CALL_CODEX, 2, "2"),
+    Tier("claude", State.S3_CLAUDE_FIX, State.S3_CLAUDE_RECHECK, Action.CALL_CLAUDE, 3, "3"),
+)
+TIER_ORDER: tuple[Agent, ...] = tuple(t.agent for t in TIERS)
+TERMINAL = frozenset({State.S_SUCCESS, State.S4_QUARANTINE, State.S_ERROR_INFRA})
+CHECK_LABELS = {
+    State.S0_BASELINE_CHECK: "0",
+    State.S0_MECHANICAL_RECHECK: "0b",
+    **{t.recheck: t.label for t in TIERS},
+}
+_FIX_TIER = {t.fix: t for t in TIERS}
+_RECHECK_TIER = {t.recheck: t for t in TIERS}
+_IDLE = frozenset({Action.WAIT_INPUT, Action.NONE})
+
+
+def is_terminal(state: State) -> bool:
+    return state in TERMINAL
+
+
+def is_actionable(na: NextAction, now: datetime) -> bool:
+    """Whether a tick should begin a step for `na` now (else it ends, writing nothing)."""
+    if na.action in _IDLE:
+        return False
+    if na.action is Action.WAIT_RETRY:  # its not_before is what it schedules: store it now
+        return True
+    return na.not_before is None or now >= na.not_before
+
+
+def report_label(state: State, used: list[str]) -> str:
+    """Seed file label of the report a check entering `state` writes: 0, 0b, 1, 2, 3 the
+    first time; any later report (a retry, a repeat pass) takes the next number after 3."""
+    label = CHECK_LABELS[state]
+    if label not in used:
+        return label
+    numbers = [int(u) for u in used if u.isdigit()]
+    return str(max([3, *numbers]) + 1)
+
+
+def backoff_delay(retries_done: int, base_s: float, max_s: float, jitter: float) -> float:
+    """Exponential backoff with "equal jitter": half fixed, half scaled by `jitter` in [0,1]."""
+    capped = min(max_s, base_s * 2.0**retries_done)
+    return capped / 2 + capped / 2 * jitter
+
+
+def max_steps(ctx: ErrorPipelineContext) -> int:
+    """An upper bound on the steps from S_INIT to a terminal state (waits not counted)."""
+    baseline = 1 + 2 * ctx.max_transient_retries
+    tiers = 2 * len(TIERS) * ctx.max_attempts_per_agent
+    return 1 + baseline + 2 + tiers + 1
+
+
+def decide_next_action(ctx: ErrorPipelineContext) -> NextAction:
+    """Seed 001's transitions from `ctx.current_state`; pure and deterministic."""
+    state = ctx.current_state
+    if is_terminal(state):
+        return NextAction(state, Action.NONE, "terminal state")
+    if state is State.S_INIT:
+        return _from_init(ctx)
+    if state is State.S0_MECHANICAL_AUTOFIX:
+        return _from_fix(ctx, State.S0_MECHANICAL_RECHECK, handoff=False)
+    if state in _FIX_TIER:
+        return _from_fix(ctx, _FIX_TIER[state].recheck, handoff=True)
+    return _from_check(ctx, state)
+
+
+# -- S_INIT -------------------------------------------------------------------------------
+
+
+def _from_init(ctx: ErrorPipelineContext) -> NextAction:
+    if ctx.failure_class is FailureClass.NEVER_RETRY:
+        return _quarantine(
+            EscalationKind.NEVER_RETRY,
+            f"failure class never_retry ({ctx.error_code or 'no code'}): escalate at once",
+        )
+    if not ctx.planned:
+        return NextAction(State.S_INIT, Action.PLAN, "plan before the baseline check")
+    if not ctx.has_something_to_check():
+        return _quarantine(
+            EscalationKind.UNVERIFIABLE,
+            "unverifiable: no target files and no verification commands, even after planning",
+        )
+    return NextAction(State.S0_BASELINE_CHECK, Action.RUN_PIPELINE, "baseline check")
+
+
+# -- FIX states ---------------------------------------------------------------------------
+
+
+def _from_fix(ctx: ErrorPipelineContext, recheck: State, *, handoff: bool) -> NextAction:
+    if ctx.fixer_failure is not None:
+        return _infra(f"fixer failed: {ctx.fixer_failure}")
+    if handoff and ctx.waiting_for_input:  # only AI tiers hand off; autofix never waits
+        return NextAction(
+            ctx.current_state, Action.WAIT_INPUT, f"waiting for {ctx.handoff_agent} to submit"
+        )
+    return NextAction(recheck, Action.RUN_PIPELINE, "recheck after the fix")
+
+
+# -- check states (baseline and every recheck) --------------------------------------------
+
+
+def _from_check(ctx: ErrorPipelineContext, state: State) -> NextAction:
+    report = ctx.last_error_report
+    if ctx.not_before is not None:
+        return NextAction(state, Action.RUN_PIPELINE, "transient retry", ctx.not_before)
+    if report is None:
+        return NextAction(state, Action.RUN_PIPELINE, "no report yet: run the check")
+    if report.infra_failures:
+        tools = ", ".join(sorted({f.tool for f in report.infra_failures}))
+        return _infra(f"the check could not run: {tools}")
+    return _CHECK_GUARDS[state](ctx, report)
+
+
+def _baseline(ctx: ErrorPipelineContext, report: ErrorReport) -> NextAction:
+    if _blocking(ctx, report) and _transient_retry_left(ctx):
+        return _wait_retry(ctx, report)
+    if report.summary.total_issues == 0:
+        return _success("baseline clean")
+    if report.summary.style_only and ctx.enable_mechanical_autofix:
+        return NextAction(
+            State.S0_MECHANICAL_AUTOFIX, Action.MECHANICAL_AUTOFIX, "style-only: autofix"
+        )
+    if not _blocking(ctx, report):
+        return _success("style-only findings, strict_mode off: not blocking")
+    return _escalate_after(ctx, None, "baseline blocking")
+
+
+def _mechanical_recheck(ctx: ErrorPipelineContext, report: ErrorReport) -> NextAction:
+    if not _blocking(ctx, report):
+        return _success("no blocking findings after the mechanical autofix")
+    return _escalate_after(ctx, None, "blocking after the mechanical autofix")
+
+
+def _tier_recheck(ctx: ErrorPipelineContext, report: ErrorReport) -> NextAction:
+    tier = _RECHECK_TIER[ctx.current_state]
+    if not _blocking(ctx, report):
+        return _success(f"no blocking findings after {tier.agent}")
+    passes = max(1, ctx.agent_attempt_counts.get(tier.agent, 0))  # in a RECHECK: >= 1 done
+    if _made_progress(ctx) and passes < ctx.max_attempts_per_agent:
+        return _enter_tier(ctx, tier, f"{tier.agent} made progress: pass {passes + 1}")
+    why = "made progress but used its passes" if _made_progress(ctx) else "made no progress"
+    return _escalate_after(ctx, tier, f"{tier.agent} {why}")
+
+
+_CHECK_GUARDS: dict[State, Callable[[ErrorPipelineContext, ErrorReport], NextAction]] = {
+    State.S0_BASELINE_CHECK: _baseline,
+    State.S0_MECHANICAL_RECHECK: _mechanical_recheck,
+    **{t.recheck: _tier_recheck for t in TIERS},
+}
+
+
+# -- guards -------------------------------------------------------------------------------
+
+
+def _blocking(ctx: ErrorPipelineContext, report: ErrorReport) -> bool:
+    """Seed 001: hard failures block; with strict_mode any finding blocks."""
+    return report.summary.has_hard_fail or (ctx.strict_mode and report.summary.total_issues > 0)
+
+
+def _made_progress(ctx: ErrorPipelineContext) -> bool:
+    """Fewer findings than before the fix, and not the same finding set."""
+    last, prev = ctx.last_error_report, ctx.previous_error_report
+    if last is None or prev is None:
+        return False
+    fewer = last.summary.total_issues < prev.summary.total_issues
+    return fewer and finding_keys(last) != finding_keys(prev)
+
+
+def _transient_retry_left(ctx: ErrorPipelineContext) -> bool:
+    return (
+        ctx.failure_class is FailureClass.TRANSIENT
+        and ctx.transient_retries < ctx.max_transient_retries
+    )
+
+
+def _tier_enabled(ctx: ErrorPipelineContext, agent: Agent) -> bool:
+    flags = {"aider": ctx.enable_aider, "codex": ctx.enable_codex, "claude": ctx.enable_claude}
+    return flags.get(agent, False)
+
+
+def _budget_exhausted(ctx: ErrorPipelineContext) -> bool:
+    limit = ctx.signature_attempt_limit
+    return limit is not None and ctx.signature_attempts_used >= limit
+
+
+# -- transitions --------------------------------------------------------------------------
+
+
+def _wait_retry(ctx: ErrorPipelineContext, report: ErrorReport) -> NextAction:
+    base = ctx.last_check_at or report.generated_at
+    if base is None:  # an older context: re-run once to get a time to back off from
+        return NextAction(ctx.current_state, Action.RUN_PIPELINE, "transient: no check time")
+    jitter = ctx.retry_jitter
+    if jitter is None:  # deterministic per incident and retry: spreads incidents apart
+        seed = f"{ctx.workstream_id}:{ctx.transient_retries}".encode()
+        jitter = zlib.crc32(seed) / 0xFFFFFFFF
+    delay = backoff_delay(ctx.transient_retries, ctx.retry_base_s, ctx.retry_max_s, jitter)
+    n = ctx.transient_retries + 1
+    return NextAction(
+        ctx.current_state,
+        Action.WAIT_RETRY,
+        f"transient failure: re-run the check (retry {n}/{ctx.max_transient_retries}) "
+        f"after {delay:.1f}s",
+        base + timedelta(seconds=delay),
+    )
+
+
+def _escalate_after(ctx: ErrorPipelineContext, done: Tier | None, why: str) -> NextAction:
+    """The first enabled tier after `done` (all of them when None), or quarantine."""
+    start = 0 if done is None else TIERS.index(done) + 1
+    following = [t for t in TIERS[start:] if _tier_enabled(ctx, t.agent)]
+    if not following:
+        kind = EscalationKind.NO_FIXER if done is None else EscalationKind.TIERS_EXHAUSTED
+        return _quarantine(kind, f"{why}; no further fixer tier enabled")
+    return _enter_tier(ctx, following[0], why)
+
+
+def _enter_tier(ctx: ErrorPipelineContext, tier: Tier, why: str) -> NextAction:
+    if not ctx.target_files:
+        return _quarantine(EscalationKind.NO_FIXER, f"{why}; no target files a fixer may edit")
+    if _budget_exhausted(ctx):
+        return _quarantine(
+            EscalationKind.BUDGET_EXHAUSTED,
+            f"{why}; retry budget of signature {ctx.error_signature or '?'} exhausted "
+            f"({ctx.signature_attempts_used}/{ctx.signature_attempt_limit})",
+        )
+    handoff = ctx.tier_modes.get(tier.agent, "run") == "handoff"
+    action = Action.AWAIT_HANDOFF if handoff else tier.call
+    return NextAction(tier.fix, action, f"{why} -> {tier.agent}")
+
+
+def _quarantine(kind: EscalationKind, reason: str) -> NextAction:
+    return NextAction(State.S4_QUARANTINE, Action.QUARANTINE, reason, escalation=kind)
+
+
+def _success(reason: str) -> NextAction:
+    return NextAction(State.S_SUCCESS, Action.FINALIZE_SUCCESS, reason)
+
+
+def _infra(reason: str) -> NextAction:
+    return NextAction(
+        State.S_ERROR_INFRA,
+        Action.FINALIZE_INFRA_ERROR,
+        reason,
+        escalation=EscalationKind.INFRA_FAILURE,
+    )

@@ -1,0 +1,215 @@
+"""Durable, symlink-safe filesystem primitives (stdlib only: on the capture path).
+
+Every file that matters is written old-or-new: a temp file in the same directory,
+fsync, `os.replace`, fsync of the directory. Bundle files are read without following
+symlinks and only when they are regular files with one link and under a size cap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+from pathlib import Path
+
+from incidents.errors import InvalidDocument, UnsafeFile
+
+TYPE_CHECKING = False  # typing stays off the capture path (import cost)
+if TYPE_CHECKING:
+    from typing import Any
+
+JSON_MAX_BYTES = 1 << 20
+JSON_MAX_DEPTH = 64
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def fsync_dir(path: str | os.PathLike[str]) -> None:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_new_file(
+    path: str | os.PathLike[str], data: bytes, mode: int = 0o600, durable: bool = True
+) -> None:
+    """Create `path` (which must not exist), write `data` and fsync it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, mode)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        if durable:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(
+    path: str | os.PathLike[str], data: bytes, mode: int = 0o600, durable: bool = True
+) -> None:
+    """Replace `path` with `data` so that a crash leaves the old or the new file.
+    `durable=False` (for hints that can be rebuilt) skips the fsyncs, never the rename."""
+    p = os.fspath(path)
+    directory, name = os.path.split(p)
+    tmp = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    try:
+        write_new_file(tmp, data, mode, durable)
+        os.replace(tmp, p)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    if durable:
+        fsync_dir(directory or ".")
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def dump_json(doc: Any) -> bytes:
+    return (json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+
+
+def atomic_write_json(path: str | os.PathLike[str], doc: Any) -> None:
+    atomic_write_bytes(path, dump_json(doc))
+
+
+def read_regular_file(path: str | os.PathLike[str], max_bytes: int = JSON_MAX_BYTES) -> bytes:
+    """Read a bundle file: no symlinks, no FIFOs or devices, no hard links, bounded size."""
+    p = os.fspath(path)
+    try:
+        fd = os.open(p, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        if os.path.islink(p):
+            raise UnsafeFile(p, "is a symbolic link") from exc
+        raise UnsafeFile(p, f"cannot be opened: {exc.strerror}") from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafeFile(p, "is not a regular file")
+        if st.st_nlink > 1:
+            raise UnsafeFile(p, f"has {st.st_nlink} hard links")
+        if st.st_size > max_bytes:
+            raise UnsafeFile(p, f"is {st.st_size} bytes, over the cap of {max_bytes}")
+        chunks: list[bytes] = []
+        remaining = max_bytes + 1
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 16))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) > max_bytes:
+            raise UnsafeFile(p, f"grew over the cap of {max_bytes} bytes")
+        return data
+    finally:
+        os.close(fd)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed in JSON")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def _depth(doc: Any, limit: int) -> bool:
+    stack: list[tuple[Any, int]] = [(doc, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict | list):
+            if depth > limit:
+                return False
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((child, depth + 1) for child in children)
+    return True
+
+
+def parse_json_strict(data: bytes, where: str, max_depth: int = JSON_MAX_DEPTH) -> Any:
+    """Parse untrusted JSON: UTF-8 only, no NaN/Infinity, no duplicate keys, bounded depth."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidDocument(where, f"not UTF-8 (byte {exc.start})") from exc
+    # A cheap guard before json recursion: nesting brackets can't exceed the depth cap
+    # by more than the parser's own recursion allows.
+    try:
+        doc = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
+    except RecursionError as exc:
+        raise InvalidDocument(where, f"nested deeper than {max_depth}") from exc
+    except ValueError as exc:
+        raise InvalidDocument(where, f"not valid JSON: {exc}") from exc
+    if not _depth(doc, max_depth):
+        raise InvalidDocument(where, f"nested deeper than {max_depth}")
+    return doc
+
+
+def read_json(path: str | os.PathLike[str], max_bytes: int = JSON_MAX_BYTES) -> Any:
+    return parse_json_strict(read_regular_file(path, max_bytes), os.fspath(path))
+
+
+def read_json_object(path: str | os.PathLike[str]) -> dict[str, Any]:
+    doc = read_json(path)
+    if not isinstance(doc, dict):
+        raise InvalidDocument(os.fspath(path), f"expected a JSON object, got {type(doc).__name__}")
+    return doc
+
+
+def tail_bytes(path: str | os.PathLike[str], max_bytes: int) -> bytes:
+    """The last `max_bytes` of a file (a log); reads no more than that."""
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        fh.seek(max(0, size - max_bytes))
+        return fh.read(max_bytes)
+
+
+def ensure_dir(path: Path, mode: int = 0o700) -> None:
+    path.mkdir(mode=mode, parents=True, exist_ok=True)
+
+
+def remove_orphan_temps(directory: str | os.PathLike[str]) -> list[str]:
+    """Remove the temp files of atomic writes whose writer died (`.NAME.PID.HEX.tmp` with a
+    PID that is no longer alive). They are never data: the file they were replacing is
+    intact. Temp files of live processes are left alone."""
+    import re
+
+    pattern = re.compile(r"^\..+\.(\d+)\.[0-9a-f]{8}\.tmp$")
+    removed: list[str] = []
+    try:
+        names = os.listdir(directory)
+    except (FileNotFoundError, NotADirectoryError):
+        return removed
+    for name in names:
+        m = pattern.match(name)
+        if m is None or pid_alive(int(m.group(1))):
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(directory, name))
+            removed.append(name)
+    return removed
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id exists on this host (PermissionError: it does)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

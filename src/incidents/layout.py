@@ -1,0 +1,138 @@
+"""The reports root: its folders, incident ids, and where each incident lives.
+
+Stdlib only: capture imports it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+
+from incidents.errors import InvalidId, NotFound, RootError
+
+INBOX = "error_inbox"
+ARCHIVE = "error_archive"
+RESOLVED = "error_archive/resolved"
+ESCALATED = "error_archive/escalated"
+PLANS = "error_plans"
+RUNS = "error_runs"
+REJECTED = "error_rejected"
+REVIEW = "error_review"
+STAGING = ".staging"  # bundles are built here, then renamed into the inbox
+STATE = ".state"  # the SQLite mirror, locks, the signature index, the pause flag
+LAYOUT = (INBOX, RESOLVED, ESCALATED, PLANS, RUNS, REJECTED, STAGING, STATE)
+STATE_DIRS = ("locks", "pending", "dirty", "leases", "signatures")
+
+BUCKETS = {"inbox": INBOX, "resolved": RESOLVED, "escalated": ESCALATED}
+TERMINAL_STATUSES = ("resolved", "escalated")
+
+_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+
+
+def validate_id(incident_id: str) -> str:
+    """An id is a single safe path component: letters, digits and `._-`, no `..`."""
+    if not incident_id:
+        raise InvalidId(incident_id, "it is empty")
+    if "/" in incident_id or "\\" in incident_id or os.sep in incident_id:
+        raise InvalidId(incident_id, "it contains a path separator")
+    if ".." in incident_id:
+        raise InvalidId(incident_id, "it contains '..'")
+    if not _ID_RE.fullmatch(incident_id):
+        raise InvalidId(incident_id, "use letters, digits, '.', '_' and '-' (at most 200)")
+    return incident_id
+
+
+class Root:
+    """A reports root. `ensure()` creates its layout; paths below are derived, never stored.
+
+    (A plain class, not a dataclass: `dataclasses` pulls `inspect` onto the capture path.)
+    """
+
+    __slots__ = ("path",)
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Root) and other.path == self.path
+
+    def __hash__(self) -> int:
+        return hash(self.path)
+
+    def __repr__(self) -> str:
+        return f"Root({self.path!r})"
+
+    @property
+    def inbox(self) -> Path:
+        return self.path / INBOX
+
+    @property
+    def staging(self) -> Path:
+        return self.path / STAGING
+
+    @property
+    def state(self) -> Path:
+        return self.path / STATE
+
+    @property
+    def rejected(self) -> Path:
+        return self.path / REJECTED
+
+    @property
+    def db_path(self) -> Path:
+        return self.path / STATE / "mirror.sqlite3"
+
+    @property
+    def locks(self) -> Path:
+        return self.path / STATE / "locks"
+
+    def bucket(self, name: str) -> Path:
+        return self.path / BUCKETS[name]
+
+    def plan_dir(self, incident_id: str) -> Path:
+        return self.path / PLANS / validate_id(incident_id)
+
+    def runs_dir(self, incident_id: str) -> Path:
+        return self.path / RUNS / validate_id(incident_id)
+
+    def ensure(self) -> Root:
+        """Create the layout (0700 folders); refuse a root that is a file or world-writable."""
+        p = self.path
+        if p.exists() and not p.is_dir():
+            raise RootError(f"reports root {p} is not a directory")
+        try:
+            p.mkdir(mode=0o700, parents=True, exist_ok=True)
+            st = p.stat()
+            if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
+                raise RootError(f"reports root {p} is world-writable; run: chmod o-w {p}")
+            for sub in LAYOUT:
+                (p / sub).mkdir(mode=0o700, parents=True, exist_ok=True)
+            for sub in STATE_DIRS:
+                (p / STATE / sub).mkdir(mode=0o700, exist_ok=True)
+        except OSError as exc:
+            raise RootError(f"cannot create the reports root {p}: {exc.strerror or exc}") from exc
+        return self
+
+    def ensure_fast(self) -> Root:
+        """`ensure()` unless the layout is already complete (its last folder exists): one
+        stat instead of a dozen mkdirs on the capture path."""
+        if os.path.isdir(os.path.join(self.path, STATE, STATE_DIRS[-1])):
+            return self
+        return self.ensure()
+
+    def locate(self, incident_id: str) -> tuple[str, Path]:
+        """Which bucket holds `incident_id` (inbox first); NotFound when none does."""
+        validate_id(incident_id)
+        for name in ("inbox", "resolved", "escalated"):
+            candidate = self.bucket(name) / incident_id
+            if candidate.is_dir() and not candidate.is_symlink():
+                return name, candidate
+        raise NotFound(f"no incident {incident_id!r} under {self.path}")
+
+
+def resolve_root(cli_root: str | None, config_root: str | None = None) -> Root:
+    """--root > INCIDENTS_ROOT > config > ./reports."""
+    chosen = cli_root or os.environ.get("INCIDENTS_ROOT") or config_root or "reports"
+    return Root(Path(os.path.abspath(os.path.expanduser(chosen))))

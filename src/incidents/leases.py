@@ -1,0 +1,153 @@
+"""Leases: which process works on an incident, until when, and with which generation.
+
+A lease is a small JSON file `.state/leases/<id>.json`: owner, pid, host, generation,
+expires_at. It is read and changed only under a short `filelock` critical section, so
+a stuck holder (SIGSTOPped, hung) never blocks anyone past its expiry: another process
+takes the lease over with generation + 1. Every commit a worker makes checks that the
+lease it holds still has its generation (fencing): a late commit from a process whose
+lease was taken over is refused with `LeaseLost`. Lease files are never deleted;
+releasing one sets its expiry to zero.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from incidents import fsutil
+from incidents.errors import LeaseLost, LockBusy
+from incidents.layout import Root, validate_id
+
+DEFAULT_TTL_S = 120.0
+HOST = socket.gethostname()
+
+
+@dataclass(frozen=True)
+class Lease:
+    incident_id: str
+    owner: str
+    generation: int
+    expires_at: float
+    pid: int
+    host: str
+    agent: str | None = None  # a skill's name when an outside agent holds it (claim)
+
+    def expired(self, now: float) -> bool:
+        return self.expires_at <= now
+
+
+def new_owner(prefix: str = "worker") -> str:
+    return f"{prefix}:{HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def _dir(root: Root) -> Path:
+    path = root.state / "leases"
+    path.mkdir(mode=0o700, exist_ok=True)
+    return path
+
+
+@contextmanager
+def _guard(root: Root, incident_id: str, timeout_s: float = 10.0) -> Iterator[Path]:
+    path = _dir(root) / f"{validate_id(incident_id)}.json"
+    try:
+        with FileLock(str(path) + ".lock", timeout=timeout_s):
+            yield path
+    except Timeout as exc:
+        raise LockBusy(f"lease of {incident_id} is busy (waited {timeout_s:g}s)") from exc
+
+
+def read(root: Root, incident_id: str) -> Lease | None:
+    path = _dir(root) / f"{validate_id(incident_id)}.json"
+    try:
+        doc = json.loads(fsutil.read_regular_file(path, 64 * 1024))
+        return Lease(**doc)
+    except FileNotFoundError:
+        return None
+    except (ValueError, TypeError):
+        return None  # a damaged lease file is treated as no lease; it is rewritten on acquire
+
+
+def holder_alive(lease: Lease) -> bool:
+    """A lease of a dead process on this host is free at once, without waiting for expiry;
+    one held by an outside agent or another host is judged by its expiry alone."""
+    if lease.host != HOST or lease.agent is not None:
+        return True
+    return fsutil.pid_alive(lease.pid)
+
+
+def acquire(
+    root: Root,
+    incident_id: str,
+    owner: str,
+    ttl_s: float = DEFAULT_TTL_S,
+    *,
+    agent: str | None = None,
+    clock: Callable[[], float] = time.time,
+) -> Lease | None:
+    """Take the lease if it is free, expired, ours, or held by a dead local process."""
+    with _guard(root, incident_id) as path:
+        now = clock()
+        current = read(root, incident_id)
+        if (
+            current is not None
+            and current.owner != owner
+            and not current.expired(now)
+            and holder_alive(current)
+        ):
+            return None
+        generation = (current.generation if current else 0) + 1
+        lease = Lease(incident_id, owner, generation, now + ttl_s, os.getpid(), HOST, agent)
+        fsutil.atomic_write_json(path, asdict(lease))
+        return lease
+
+
+def renew(
+    root: Root, lease: Lease, ttl_s: float = DEFAULT_TTL_S, clock: Callable[[], float] = time.time
+) -> Lease:
+    with _guard(root, lease.incident_id) as path:
+        _check(root, lease)
+        renewed = Lease(**{**asdict(lease), "expires_at": clock() + ttl_s})
+        fsutil.atomic_write_json(path, asdict(renewed))
+        return renewed
+
+
+def _check(root: Root, lease: Lease) -> None:
+    current = read(root, lease.incident_id)
+    if current is None or current.generation != lease.generation or current.owner != lease.owner:
+        holder = f"{current.owner} (generation {current.generation})" if current else "nobody"
+        raise LeaseLost(
+            f"lease of {lease.incident_id} generation {lease.generation} was taken over by {holder}"
+        )
+
+
+def check(root: Root, lease: Lease) -> None:
+    """Fencing: raise LeaseLost unless `lease` is still the current one."""
+    with _guard(root, lease.incident_id):
+        _check(root, lease)
+
+
+def release(root: Root, lease: Lease) -> None:
+    """Give the lease up (expiry 0, same generation); a lost lease is left alone."""
+    with _guard(root, lease.incident_id) as path:
+        current = read(root, lease.incident_id)
+        if current is None or current.generation != lease.generation:
+            return
+        fsutil.atomic_write_json(path, asdict(Lease(**{**asdict(lease), "expires_at": 0.0})))
+
+
+@contextmanager
+def fenced(root: Root, lease: Lease) -> Iterator[None]:
+    """Hold the lease guard while committing: no takeover can interleave with the commit.
+    Raises LeaseLost (before the body runs) when the lease was taken over."""
+    with _guard(root, lease.incident_id):
+        _check(root, lease)
+        yield

@@ -1,0 +1,25 @@
+"""Pydantic models of every document; `schemas/` is generated from these (see incidents.schemas)."""
+
+from incidents.models.incident import AuditEntry, CaptureContext, Incident
+from incidents.models.pipeline import AIAttempt, ErrorPipelineContext, QuarantineMetadata
+from incidents.models.plan import Attempt, Hypothesis, Plan, PlanAction, RunResult
+from incidents.models.report import ErrorReport, Finding, InfraFailure, ReportSummary, ToolRun
+
+__all__ = [
+    "AIAttempt",
+    "Attempt",
+    "AuditEntry",
+    "CaptureContext",
+    "ErrorPipelineContext",
+    "ErrorReport",
+    "Finding",
+    "Hypothesis",
+    "Incident",
+    "InfraFailure",
+    "Plan",
+    "PlanAction",
+    "QuarantineMetadata",
+    "ReportSummary",
+    "RunResult",
+    "ToolRun",
+]

@@ -1,0 +1,62 @@
+"""The incident bundle documents of seed 004: incident.json, context.json, audit_tail.jsonl."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from incidents.models.base import IncidentId, NonEmptyStr, OpenDocument, Timestamp
+from incidents.vocab import ErrorCode, FailureClass, IncidentStatus
+
+
+class Incident(OpenDocument):
+    """`incident.json`. The first twelve fields are seed 004's required ones."""
+
+    incident_id: IncidentId
+    status: IncidentStatus
+    created_at: Timestamp
+    updated_at: Timestamp
+    run_id: NonEmptyStr
+    year: int = Field(ge=1970, le=9999)
+    month: int = Field(ge=1, le=12)
+    ym: str = Field(pattern=r"^\d{4}-\d{2}$")
+    step: NonEmptyStr
+    failure_class: FailureClass
+    message: NonEmptyStr
+    error_signature: NonEmptyStr
+    error_code: ErrorCode | None = None
+    exit_code: int | None = None
+    occurrences: int = Field(default=1, ge=1, description="captures folded into this incident")
+    last_seen: Timestamp | None = None
+    python_files: list[str] = Field(default_factory=list, description="target files to check")
+    powershell_files: list[str] = Field(default_factory=list)
+    verify: list[str] = Field(
+        default_factory=list, description="verification commands (argv strings, no shell)"
+    )
+    workdir: str | None = Field(default=None, description="where checks and commands run")
+    resolution: str | None = Field(default=None, description="why it was closed")
+
+
+class CaptureContext(OpenDocument):
+    """`context.json`: what the capturing process knew, plus anything `--context-json` gave."""
+
+    cwd: str | None = None
+    host: str | None = None
+    pid: int | None = None
+    argv: list[str] | None = None
+    command: list[str] | None = Field(default=None, description="the argv `incidents run` ran")
+    duration_s: float | None = None
+    timed_out: bool | None = None
+
+
+class AuditEntry(OpenDocument):
+    """One line of `audit_tail.jsonl`: any JSON object. A line that was not valid JSON is
+    kept as `{"raw": "...", "invalid": "reason"}` rather than dropped."""
+
+    raw: str | None = None
+    invalid: str | None = None
+
+
+def audit_line_model(doc: dict[str, Any]) -> AuditEntry:
+    return AuditEntry.model_validate(doc)

@@ -1,0 +1,295 @@
+"""The escalation machine's context (seed 000 §4.1, seed 001 §2) and what it leaves behind.
+
+`ErrorPipelineContext` is `state.json`: everything `incidents.fsm.decide_next_action`
+decides on. The `record_*` / `*_step` methods are the only way the step service writes an
+action's outcome into it (see the protocol at the top of `incidents.fsm`). They are pure:
+no clock, no files; times are passed in.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import Field
+
+from incidents.models.base import Document, Timestamp
+from incidents.models.report import ErrorReport
+from incidents.vocab import ErrorCode, FailureClass, FinalStatus
+
+Agent = Literal["none", "aider", "codex", "claude"]
+TierMode = Literal["run", "handoff"]
+FindingKey = tuple[str, str, str, str, str]
+
+
+class State(StrEnum):
+    """Seed 001's states. `S_SUCCESS`, `S4_QUARANTINE` and `S_ERROR_INFRA` are terminal."""
+
+    S_INIT = "S_INIT"
+    S0_BASELINE_CHECK = "S0_BASELINE_CHECK"
+    S0_MECHANICAL_AUTOFIX = "S0_MECHANICAL_AUTOFIX"
+    S0_MECHANICAL_RECHECK = "S0_MECHANICAL_RECHECK"
+    S1_AIDER_FIX = "S1_AIDER_FIX"
+    S1_AIDER_RECHECK = "S1_AIDER_RECHECK"
+    S2_CODEX_FIX = "S2_CODEX_FIX"
+    S2_CODEX_RECHECK = "S2_CODEX_RECHECK"
+    S3_CLAUDE_FIX = "S3_CLAUDE_FIX"
+    S3_CLAUDE_RECHECK = "S3_CLAUDE_RECHECK"
+    S4_QUARANTINE = "S4_QUARANTINE"
+    S_SUCCESS = "S_SUCCESS"
+    S_ERROR_INFRA = "S_ERROR_INFRA"
+
+
+class Action(StrEnum):
+    """What the step service performs. The last two start no step (nothing to do)."""
+
+    PLAN = "PLAN"
+    RUN_PIPELINE = "RUN_PIPELINE"
+    WAIT_RETRY = "WAIT_RETRY"
+    MECHANICAL_AUTOFIX = "MECHANICAL_AUTOFIX"
+    CALL_AIDER = "CALL_AIDER"
+    CALL_CODEX = "CALL_CODEX"
+    CALL_CLAUDE = "CALL_CLAUDE"
+    AWAIT_HANDOFF = "AWAIT_HANDOFF"
+    QUARANTINE = "QUARANTINE"
+    FINALIZE_SUCCESS = "FINALIZE_SUCCESS"
+    FINALIZE_INFRA_ERROR = "FINALIZE_INFRA_ERROR"
+    WAIT_INPUT = "WAIT_INPUT"
+    NONE = "NONE"
+
+
+class EscalationKind(StrEnum):
+    """Why an incident left the ladder for a human (the escalation record's `kind`)."""
+
+    NEVER_RETRY = "never_retry"
+    UNVERIFIABLE = "unverifiable"
+    BUDGET_EXHAUSTED = "budget_exhausted"
+    NO_FIXER = "no_fixer"
+    TIERS_EXHAUSTED = "tiers_exhausted"
+    INFRA_FAILURE = "infra_failure"
+
+
+class AIAttempt(Document):
+    """Seed 001's AI attempt log entry (`ai_attempts.json` holds a list of these)."""
+
+    attempt_number: int = Field(ge=1)
+    agent: str
+    input_error_report_id: str
+    changed_files: list[str] = Field(default_factory=list)
+    notes: str = ""
+    started_at: Timestamp | None = None
+    finished_at: Timestamp | None = None
+    exit_code: int | None = None
+    violations: list[str] = Field(
+        default_factory=list, description="files changed outside the targets (not accepted)"
+    )
+    prompt_file: str | None = None
+    handoff: bool = Field(default=False, description="submitted by an outside agent")
+    step: int | None = Field(default=None, description="the FSM step that made this attempt")
+
+
+class PendingStep(Document):
+    """The intent journal: a step begun (persisted before its action) and not completed."""
+
+    step: int = Field(ge=0)
+    action: Action
+    from_state: State
+    new_state: State
+    started_at: Timestamp | None = None
+
+
+def finding_keys(report: ErrorReport) -> frozenset[FindingKey]:
+    """The finding set used to tell "same findings" from progress (lines move; ignore them)."""
+    return frozenset(
+        (f.tool, f.path, f.code or "", str(f.category), f.message) for f in report.issues
+    )
+
+
+class ErrorPipelineContext(Document):
+    """Everything the pure state machine decides on, serialized as `state.json`."""
+
+    # identity and targets (seed 001 §2)
+    run_id: str
+    workstream_id: str
+    python_files: list[str] = Field(default_factory=list)
+    powershell_files: list[str] = Field(default_factory=list)
+    verification_commands: list[str] = Field(
+        default_factory=list, description="argv strings; the check of a non-code incident"
+    )
+    # configuration (seed 001 §2, plus tier modes)
+    enable_mechanical_autofix: bool = True
+    enable_aider: bool = False
+    enable_codex: bool = False
+    enable_claude: bool = False
+    strict_mode: bool = False
+    max_attempts_per_agent: int = Field(default=1, ge=1)
+    tier_modes: dict[str, TierMode] = Field(
+        default_factory=dict, description="agent -> run|handoff; a missing agent runs"
+    )
+    # what failed (classification, seeds 002/003)
+    failure_class: FailureClass = FailureClass.UNKNOWN
+    error_code: ErrorCode | None = None
+    error_signature: str | None = None
+    # transient retry policy: re-run the baseline check with backoff before any fix
+    max_transient_retries: int = Field(default=3, ge=0)
+    retry_base_s: float = Field(default=5.0, ge=0)
+    retry_max_s: float = Field(default=300.0, ge=0)
+    retry_jitter: float | None = Field(
+        default=None, ge=0, le=1, description="jitter in [0,1]; None: derived from the id"
+    )
+    transient_retries: int = Field(default=0, ge=0)
+    not_before: Timestamp | None = None
+    # per-signature budget, counted across incidents by the caller
+    signature_attempts_used: int = Field(default=0, ge=0)
+    signature_attempt_limit: int | None = Field(default=None, ge=0)
+    # the machine
+    current_state: State = State.S_INIT
+    step: int = Field(default=0, ge=0, description="completed steps; keys each step's effects")
+    pending: PendingStep | None = None
+    planned: bool = False
+    attempt_number: int = Field(default=0, ge=0)
+    current_agent: Agent = "none"
+    mechanical_fix_applied: bool = False
+    agent_attempt_counts: dict[str, int] = Field(default_factory=dict)
+    same_error_repeats: int = Field(default=0, ge=0)
+    waiting_for_input: bool = False
+    handoff_agent: str | None = None
+    fixer_failure: str | None = Field(
+        default=None, description="a fixer crashed or timed out: the reason (-> S_ERROR_INFRA)"
+    )
+    last_check_at: Timestamp | None = None
+    report_labels: list[str] = Field(default_factory=list)
+    last_error_report: ErrorReport | None = None
+    previous_error_report: ErrorReport | None = None
+    ai_attempts: list[AIAttempt] = Field(default_factory=list)
+    # finalization
+    final_status: FinalStatus | None = None
+    escalation_kind: EscalationKind | None = None
+    escalation_reason: str | None = None
+    quarantine_path: str | None = None
+
+    @property
+    def target_files(self) -> list[str]:
+        return [*self.python_files, *self.powershell_files]
+
+    def has_something_to_check(self) -> bool:
+        return bool(self.target_files or self.verification_commands)
+
+    def update_error_reports(self, new_report: ErrorReport) -> None:
+        """Shift last -> previous and make `new_report` the last one."""
+        self.previous_error_report = self.last_error_report
+        self.last_error_report = new_report
+
+    def record_ai_attempt(self, attempt: AIAttempt) -> None:
+        """Append to the attempt log; count it for its agent and for the signature budget."""
+        self.ai_attempts = [*self.ai_attempts, attempt]
+        counts = dict(self.agent_attempt_counts)
+        counts[attempt.agent] = counts.get(attempt.agent, 0) + 1
+        self.agent_attempt_counts = counts
+        self.signature_attempts_used += 1
+
+    # -- outcomes of actions (one per action; see incidents.fsm) --------------------------
+
+    def record_plan(self, verification_commands: list[str] | None = None) -> None:
+        """PLAN done: a plan may add verification commands (kept in order, no duplicates)."""
+        merged = dict.fromkeys([*self.verification_commands, *(verification_commands or [])])
+        self.verification_commands = list(merged)
+        self.planned = True
+
+    def record_check(self, report: ErrorReport, at: datetime) -> None:
+        """RUN_PIPELINE done: the canonical check's report becomes the last one."""
+        if self.last_error_report is not None and finding_keys(report) == finding_keys(
+            self.last_error_report
+        ):
+            self.same_error_repeats += 1
+        self.update_error_reports(report)
+        self.report_labels = [*self.report_labels, report.label]
+        self.last_check_at = at
+        self.not_before = None
+
+    def schedule_retry(self, not_before: datetime) -> None:
+        """WAIT_RETRY done: the check re-runs once `not_before` has passed."""
+        self.transient_retries += 1
+        self.not_before = not_before
+
+    def record_autofix(self) -> None:
+        """MECHANICAL_AUTOFIX done."""
+        self.mechanical_fix_applied = True
+
+    def enter_tier(self, agent: Agent, attempt_number: int) -> None:
+        """Seed 001's FIX entry actions (before a CALL_* or AWAIT_HANDOFF)."""
+        self.current_agent = agent
+        self.attempt_number = attempt_number
+
+    def begin_handoff(self, agent: Agent, attempt_number: int) -> None:
+        """AWAIT_HANDOFF done: an outside agent may now claim and submit."""
+        self.enter_tier(agent, attempt_number)
+        self.waiting_for_input = True
+        self.handoff_agent = agent
+
+    def submit_handoff(self, attempt: AIAttempt) -> bool:
+        """The outside agent's submission; False (and nothing recorded) if none is awaited."""
+        if not self.waiting_for_input or attempt.agent != self.handoff_agent:
+            return False
+        self.record_ai_attempt(attempt)
+        self.waiting_for_input = False
+        self.handoff_agent = None
+        return True
+
+    def record_fixer_failure(self, reason: str) -> None:
+        """A fixer (mechanical or AI) crashed, timed out or could not start."""
+        self.fixer_failure = reason
+
+    def record_final(
+        self,
+        status: FinalStatus,
+        *,
+        reason: str | None = None,
+        kind: EscalationKind | None = None,
+        quarantine_path: str | None = None,
+    ) -> None:
+        """QUARANTINE / FINALIZE_SUCCESS / FINALIZE_INFRA_ERROR done."""
+        self.final_status = status
+        self.escalation_reason = reason
+        self.escalation_kind = kind
+        self.quarantine_path = quarantine_path
+
+    # -- the step journal ----------------------------------------------------------------
+
+    def begin_step(self, action: Action, new_state: State, at: datetime | None = None) -> None:
+        """Journal the intent before performing `action` (persist right after)."""
+        self.pending = PendingStep(
+            step=self.step,
+            action=action,
+            from_state=self.current_state,
+            new_state=new_state,
+            started_at=at,
+        )
+
+    def complete_step(self) -> None:
+        """After the outcome was recorded: enter the new state (persist once, atomically)."""
+        if self.pending is None:
+            raise ValueError(f"no step pending in state {self.current_state}")
+        self.current_state = self.pending.new_state
+        self.step += 1
+        self.pending = None
+
+
+class QuarantineMetadata(Document):
+    """`metadata.json` of a quarantine bundle in `error_archive/escalated/<id>/`."""
+
+    incident_id: str
+    run_id: str
+    workstream_id: str
+    created_at: Timestamp
+    finished_at: Timestamp
+    final_status: FinalStatus
+    reason: str
+    last_state: str
+    enabled_tiers: list[str]
+    tool_versions: dict[str, str | None]
+    final_error_counts: dict[str, int]
+    target_files: list[str] = Field(default_factory=list)
+    escalation_kind: str | None = None
+    error_signature: str | None = None

@@ -1,0 +1,70 @@
+"""The normalized error report of seed 000 §4.3 with seed 001 §2's summary fields."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from incidents.models.base import Document, Timestamp
+from incidents.vocab import Category, Severity
+
+
+class Finding(Document):
+    """One issue found by one tool."""
+
+    tool: str
+    path: str
+    line: int | None = None
+    column: int | None = None
+    code: str | None = None
+    category: Category
+    severity: Severity
+    message: str
+    hard: bool = Field(description="blocks success whatever strict_mode says")
+
+
+class ReportSummary(Document):
+    total_issues: int = Field(ge=0)
+    issues_by_tool: dict[str, int]
+    issues_by_category: dict[str, int]
+    hard_error_count: int = Field(ge=0)
+    style_error_count: int = Field(ge=0)
+    security_issue_count: int = Field(ge=0)
+    error_categories_present: list[str]
+    has_hard_fail: bool
+    style_only: bool = Field(description="there are issues and every one is style/format/import")
+
+
+class ToolRun(Document):
+    tool: str
+    argv: list[str]
+    exit_code: int | None
+    duration_s: float = Field(ge=0)
+    version: str | None = None
+    files: int = Field(ge=0, description="how many target files this run covered")
+    cached: bool = False
+
+
+class InfraFailure(Document):
+    """A tool that could not give an answer: missing, crashed, timed out, unreadable output."""
+
+    tool: str
+    argv: list[str]
+    exit_code: int | None
+    reason: str
+    stderr_tail: str = ""
+
+
+class ErrorReport(Document):
+    """What one canonical check run found. Every FSM decision is made on one of these."""
+
+    attempt_number: int = Field(ge=0)
+    ai_agent: str = "none"
+    run_id: str
+    workstream_id: str
+    label: str = Field(default="0", description="seed file label: 0, 0b, 1, 2, 3, 4, ...")
+    generated_at: Timestamp | None = None
+    mechanical_fix_applied: bool = False
+    issues: list[Finding]
+    summary: ReportSummary
+    tool_runs: list[ToolRun] = Field(default_factory=list)
+    infra_failures: list[InfraFailure] = Field(default_factory=list)

@@ -1,0 +1,34 @@
+"""Every line a user sees goes through here, so tests capture exactly what a user sees."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+TYPE_CHECKING = False  # typing stays off the capture path (import cost)
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def out(text: str = "") -> None:
+    sys.stdout.write(text + "\n")
+
+
+def err(text: str) -> None:
+    sys.stderr.write(text + "\n")
+
+
+def out_json(doc: Any) -> None:
+    sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
+
+
+def table(headers: list[str], rows: list[list[str]]) -> str:
+    """A plain, aligned text table (no colour: it must read the same in a log file)."""
+    widths = [len(h) for h in headers]
+    for row in rows:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+    lines = ["  ".join(h.ljust(widths[i]) for i, h in enumerate(headers)).rstrip()]
+    for row in rows:
+        lines.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
+    return "\n".join(lines)

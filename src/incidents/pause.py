@@ -1,0 +1,56 @@
+"""The global pause flag (seed 003's global escalation threshold).
+
+`.state/paused.json` under the reports root: while it stands, step and watch start no
+new work; capture keeps accepting incidents. A human removes it with `incidents resume`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from incidents import fsutil
+from incidents.errors import IncidentsError
+from incidents.layout import Root
+
+
+@dataclass(frozen=True)
+class PauseInfo:
+    reason: str
+    since: float
+    by: str  # "threshold" or "human"
+
+    @property
+    def since_iso(self) -> str:
+        return time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(self.since))
+
+
+def _path(root: Root) -> Path:
+    return root.state / "paused.json"
+
+
+def current(root: Root) -> PauseInfo | None:
+    try:
+        doc = fsutil.read_json_object(_path(root))
+        return PauseInfo(str(doc["reason"]), float(doc["since"]), str(doc.get("by", "human")))
+    except FileNotFoundError:
+        return None
+    except (IncidentsError, KeyError, ValueError, TypeError):
+        # a damaged flag still pauses: failing open would restart a runaway loop
+        return PauseInfo("pause flag unreadable; run `incidents resume` to clear it", 0.0, "?")
+
+
+def pause(root: Root, reason: str, by: str = "human", now: float | None = None) -> PauseInfo:
+    info = PauseInfo(reason, time.time() if now is None else now, by)
+    fsutil.atomic_write_json(_path(root), asdict(info))
+    return info
+
+
+def resume(root: Root) -> PauseInfo | None:
+    """Clear the flag; returns what it said (None when there was none)."""
+    info = current(root)
+    if info is not None:
+        previous = _path(root).with_name(f"paused.{int(time.time())}.cleared.json")
+        _path(root).rename(previous)  # kept as history, never deleted
+    return info

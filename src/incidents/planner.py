@@ -1,0 +1,304 @@
+"""Plans: `error_plans/<id>/plan.json` + `plan.md` in seed 004's shape.
+
+`make_plan` is pure: an incident document (incident.json as a dict), the history of its
+error signature (filled by the caller from the mirror) and the time in, a `Plan` out.
+Hypotheses come from a table keyed on the error code and the failure class; their
+confidence rises when the signature has been seen before. The I/O part writes, loads and
+validates plan files; a plan that does not validate is refused with its field paths and
+the plan already on disk is left untouched.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from incidents import fsutil
+from incidents.errors import InvalidDocument
+from incidents.layout import Root
+from incidents.models import Hypothesis, Plan, PlanAction
+from incidents.models.plan import Level
+from incidents.redact import redact
+from incidents.vocab import ErrorCode, FailureClass, IncidentStatus
+
+PLAN_JSON = "plan.json"
+PLAN_MD = "plan.md"
+SUMMARY_MAX = 240
+
+# What each error code (seed 002) most likely means; the primary hypothesis.
+_BY_CODE: dict[str, str] = {
+    ErrorCode.TIMEOUT: "the provider or service was slow or unavailable: retry with backoff",
+    ErrorCode.RATE_LIMIT: "an API rate limit was hit: wait for the window to reset, then retry",
+    ErrorCode.SYNTAX: "the code no longer parses: a syntax error was introduced",
+    ErrorCode.TEST_FAILURE: "a change broke behaviour that the tests cover",
+    ErrorCode.LINT_FAILURE: "generated code violates lint rules",
+    ErrorCode.TASK_FAILED: "the step's task reported failure (see the log tail for why)",
+    ErrorCode.HOOK_FAILURE: "a hook around the step failed: the tooling, not the step, is broken",
+}
+# What each failure class (seed 003) most likely means.
+_BY_CLASS: dict[str, str] = {
+    FailureClass.TRANSIENT: "a transient outage (network, provider, contention): retry with backoff",
+    FailureClass.CODE: "a defect in the step's code or in the files it generated",
+    FailureClass.ENV: "a missing dependency or configuration (package, program, variable, path)",
+    FailureClass.NEVER_RETRY: "credentials or permissions are wrong or revoked: needs a human",
+    FailureClass.UNKNOWN: "an unclassified failure: the log tail is the best evidence",
+}
+_LEVELS: tuple[Level, ...] = ("low", "medium", "high")
+_TRANSIENT_CODES = (ErrorCode.TIMEOUT, ErrorCode.RATE_LIMIT)
+
+
+@dataclass(frozen=True)
+class SignatureHistory:
+    """What the mirror knows about earlier incidents with the same error signature.
+
+    `occurrences` counts past incidents (not this one); `resolved` and `escalated` how
+    many of them closed each way.
+    """
+
+    occurrences: int = 0
+    resolved: int = 0
+    escalated: int = 0
+
+    @property
+    def seen_before(self) -> bool:
+        return self.occurrences > 0
+
+
+def _raise(level: Level) -> Level:
+    return _LEVELS[min(_LEVELS.index(level) + 1, len(_LEVELS) - 1)]
+
+
+def _str_list(incident: dict[str, Any], key: str) -> list[str]:
+    value = incident.get(key)
+    return [v for v in value if isinstance(v, str) and v] if isinstance(value, list) else []
+
+
+def _text(incident: dict[str, Any], key: str, default: str) -> str:
+    value = incident.get(key)
+    return value if isinstance(value, str) and value else default
+
+
+def hypotheses_for(
+    failure_class: str, error_code: str | None, history: SignatureHistory | None
+) -> list[Hypothesis]:
+    """The table lookup: the error code's reading first, then the class's, then history."""
+    reasons: list[tuple[str, Level]] = []
+    if error_code in _BY_CODE:
+        reasons.append((_BY_CODE[error_code], "medium"))
+    by_class = _BY_CLASS.get(failure_class, _BY_CLASS[FailureClass.UNKNOWN])
+    reasons.append((by_class, "low" if reasons else "medium"))
+    if history is not None and history.seen_before:
+        reasons[0] = (reasons[0][0], _raise(reasons[0][1]))
+        closed = history.resolved + history.escalated
+        if history.resolved > history.escalated:
+            reasons.append(
+                (
+                    f"a known recurring failure: seen in {history.occurrences} earlier "
+                    f"incident(s), {history.resolved} of {closed} resolved without a human",
+                    "high",
+                )
+            )
+        elif history.escalated:
+            reasons.append(
+                (
+                    f"a recurring failure the ladder has not fixed before: seen in "
+                    f"{history.occurrences} earlier incident(s), {history.escalated} of "
+                    f"{closed} escalated to a human",
+                    "medium",
+                )
+            )
+        else:
+            reasons.append(
+                (f"seen in {history.occurrences} earlier incident(s), none closed yet", "low")
+            )
+    return [
+        Hypothesis(id=f"H{i}", confidence=level, reason=reason)
+        for i, (reason, level) in enumerate(reasons, 1)
+    ]
+
+
+def _act(
+    title: str, priority: str, risk: str, verify: list[str], targets: list[str] | None = None
+) -> dict[str, Any]:
+    spec = {"title": title, "priority": priority, "risk": risk, "verification": verify}
+    return {**spec, "target_paths": targets or []}
+
+
+def _actions(
+    incident: dict[str, Any], failure_class: str, error_code: str | None
+) -> list[dict[str, Any]]:
+    targets = _str_list(incident, "python_files") + _str_list(incident, "powershell_files")
+    verify = _str_list(incident, "verify")
+    step = _text(incident, "step", "the step")
+    never = failure_class == FailureClass.NEVER_RETRY
+    transient = failure_class == FailureClass.TRANSIENT or error_code in _TRANSIENT_CODES
+    out: list[dict[str, Any]] = []
+    if never:
+        title = "Escalate to a human: check the credentials and permissions"
+        out.append(_act(title, "P0", "high", []))
+    if transient and not never:
+        title = (
+            "Re-run the step's verification with backoff"
+            if verify
+            else f"Re-run the step {step!r} with backoff (it has no verification command)"
+        )
+        out.append(_act(title, "P0", "low", verify))
+    if targets:
+        title = "Fix the check findings in the target files"
+        out.append(_act(title, "P1" if out else "P0", "low", verify, targets))
+    if failure_class == FailureClass.ENV:
+        out.append(_act("Install or configure the missing dependency", "P1", "medium", verify))
+    if failure_class == FailureClass.CODE and not targets:
+        title = "Find the failing code from the log tail and name it as a target"
+        out.append(_act(title, "P1", "medium", verify))
+    if not out:
+        title = "Investigate the log tail and the step's context"
+        out.append(_act(title, "P1", "medium", verify))
+    return out
+
+
+def _done_criteria(incident: dict[str, Any], failure_class: str) -> list[str]:
+    targets = _str_list(incident, "python_files") + _str_list(incident, "powershell_files")
+    out: list[str] = []
+    if failure_class == FailureClass.NEVER_RETRY:
+        out.append("a human has fixed the credentials or permissions")
+    if targets:
+        out.append("canonical checks pass on every target")
+    if _str_list(incident, "verify"):
+        out.append("every verification command exits 0")
+    else:
+        out.append(f"the step {_text(incident, 'step', '')!r} succeeds when run again")
+    out.append("the error signature does not reproduce")
+    return out
+
+
+def summarize(incident: dict[str, Any]) -> str:
+    step = _text(incident, "step", "a step")
+    failure_class = _text(incident, "failure_class", FailureClass.UNKNOWN)
+    code = incident.get("error_code")
+    kind = f"{failure_class}, {code}" if isinstance(code, str) and code else failure_class
+    message = " ".join(_text(incident, "message", "no message").split())
+    text = redact(f"{step} failed ({kind}): {message}")
+    return text if len(text) <= SUMMARY_MAX else text[: SUMMARY_MAX - 1] + "…"
+
+
+def make_plan(incident: dict[str, Any], history: SignatureHistory | None, now: datetime) -> Plan:
+    """The planner's plan for an incident (pure)."""
+    failure_class = _text(incident, "failure_class", FailureClass.UNKNOWN)
+    code = incident.get("error_code")
+    error_code = code if isinstance(code, str) and code else None
+    actions = [
+        PlanAction(id=f"A{i}", **spec)
+        for i, spec in enumerate(_actions(incident, failure_class, error_code), 1)
+    ]
+    return Plan(
+        incident_id=incident["incident_id"],
+        generated_at=now,
+        summary=summarize(incident),
+        root_cause_hypotheses=hypotheses_for(failure_class, error_code, history),
+        actions=actions,
+        verification_commands=_str_list(incident, "verify"),
+        done_criteria=_done_criteria(incident, failure_class),
+        source="planner",
+    )
+
+
+def _code(text: str) -> str:
+    """Inline code that stays inline whatever backticks `text` holds."""
+    runs = [len(r) for r in re.findall(r"`+", text)]
+    fence = "`" * (max(runs, default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def render_plan_md(plan: Plan) -> str:
+    """`plan.md`: the same plan, for a person."""
+    lines = [f"# Plan for {plan.incident_id}", ""]
+    lines.append(f"Generated {plan.generated_at.isoformat()} by {plan.source or 'unknown'}.")
+    lines += ["", "## Summary", "", plan.summary, "", "## Root-cause hypotheses", ""]
+    lines += [f"- **{h.id}** ({h.confidence}): {h.reason}" for h in plan.root_cause_hypotheses]
+    lines += ["", "## Actions"]
+    for a in plan.actions:
+        lines += ["", f"### {a.id}: {a.title}", "", f"Priority {a.priority}, risk {a.risk}."]
+        if a.target_paths:
+            lines += ["", "Targets:", *(f"- {_code(p)}" for p in a.target_paths)]
+        if a.verification:
+            lines += ["", "Verification:", *(f"- {_code(c)}" for c in a.verification)]
+    lines += ["", "## Verification commands", ""]
+    lines += [f"- {_code(c)}" for c in plan.verification_commands] or ["(none)"]
+    lines += ["", "## Done criteria", ""]
+    lines += [f"- [ ] {c}" for c in plan.done_criteria]
+    return "\n".join(lines) + "\n"
+
+
+# --- files -------------------------------------------------------------------------------
+
+
+def write_plan(root: Root, incident_id: str, plan: Plan) -> Path:
+    """Write plan.json then plan.md, each old-or-new; returns the plan.json path."""
+    if plan.incident_id != incident_id:
+        raise ValueError(f"plan is for {plan.incident_id!r}, not {incident_id!r}")
+    folder = root.plan_dir(incident_id)
+    fsutil.ensure_dir(folder)
+    path = folder / PLAN_JSON
+    fsutil.atomic_write_json(path, plan.model_dump(mode="json"))
+    fsutil.atomic_write_text(folder / PLAN_MD, render_plan_md(plan))
+    return path
+
+
+def _field(loc: tuple[int | str, ...]) -> str:
+    return ".".join(str(p) for p in loc) or "(document)"
+
+
+def plan_from_doc(doc: dict[str, Any], where: str, incident_id: str) -> Plan:
+    """Validate a parsed plan document; InvalidDocument names the first bad field and
+    lists every other one in its reason."""
+    try:
+        plan = Plan.model_validate(doc)
+    except ValidationError as exc:
+        errors = exc.errors()
+        first = errors[0]
+        reason = first["msg"] if first["type"] != "extra_forbidden" else "unknown field"
+        rest = [f"{_field(e['loc'])}: {e['msg']}" for e in errors[1:6]]
+        if rest:
+            more = len(errors) - 1
+            reason += f" (and {more} more: {'; '.join(rest)}{'; ...' if more > 5 else ''})"
+        raise InvalidDocument(where, reason, _field(first["loc"])) from exc
+    if plan.incident_id != incident_id:
+        raise InvalidDocument(
+            where, f"is for incident {plan.incident_id!r}, not {incident_id!r}", "incident_id"
+        )
+    return plan
+
+
+def validate_plan_file(path: str | os.PathLike[str], incident_id: str) -> Plan:
+    """Read (size cap, no symlinks, strict JSON) and validate a plan for `incident_id`."""
+    return plan_from_doc(fsutil.read_json_object(path), os.fspath(path), incident_id)
+
+
+def load_plan(root: Root, incident_id: str) -> Plan | None:
+    """The plan on disk, None when there is none; InvalidDocument when it does not validate."""
+    path = root.plan_dir(incident_id) / PLAN_JSON
+    try:
+        return validate_plan_file(path, incident_id)
+    except FileNotFoundError:
+        return None
+
+
+def apply_plan(
+    root: Root, folder: Path, incident: dict[str, Any], plan: Plan
+) -> tuple[Path, dict[str, Any]]:
+    """Write `plan` and move a `new` incident to `planned`. The caller holds the incident's
+    lock (`store.incident_lock`). Returns the plan.json path and the incident document."""
+    from incidents import store
+
+    path = write_plan(root, incident["incident_id"], plan)
+    if incident.get("status") == IncidentStatus.NEW:
+        incident = store.set_status(folder, incident, IncidentStatus.PLANNED.value)
+    return path, incident

@@ -1,0 +1,149 @@
+"""Retry policy around the escalation machine (seeds 002 and 003).
+
+- Fail fast (seed 002): RATE_LIMIT and HOOK_FAILURE are not retried. Classification keeps
+  what a failure *is* (a rate limit is transient by nature); the policy decides what is
+  *done*: these codes enter the machine as never_retry, which escalates at S_INIT without
+  a check, a backoff or a fixer.
+- Per-signature budget (seed 003): one unit per AI fixer attempt (run or handed off),
+  counted over every incident sharing the signature since a human last reset it
+  (`mirror.budget_used`: derived from the committed contexts, so exactly once).
+- Escalation records and the global threshold: each escalation is recorded once; when
+  `escalation_threshold` of them fall within `escalation_window_s` (counted from the last
+  `resume` at the earliest), the whole system pauses (`pause.pause(by="threshold")` and a
+  `build_paused` event).
+
+Every function here is best effort on the mirror: the folders stay the truth, and a
+mirror that cannot be opened never stops a tick.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from incidents import mirror, pause
+from incidents.layout import Root
+from incidents.models.pipeline import AIAttempt
+from incidents.settings import PolicySettings
+from incidents.vocab import ErrorCode, FailureClass
+
+__all__ = [
+    "FAIL_FAST_CODES",
+    "RETRIED_CODES",
+    "budget_used",
+    "effective_failure_class",
+    "record_escalation",
+    "retry_behaviour",
+]
+
+FAIL_FAST_CODES = frozenset({ErrorCode.RATE_LIMIT, ErrorCode.HOOK_FAILURE})
+RETRIED_CODES = frozenset(ErrorCode) - FAIL_FAST_CODES
+
+
+def effective_failure_class(code: str | None, failure_class: str) -> FailureClass:
+    """The class the machine acts on: seed 002's "not retried" codes become never_retry."""
+    if code in FAIL_FAST_CODES:
+        return FailureClass.NEVER_RETRY
+    return FailureClass(failure_class)
+
+
+def retry_behaviour(code: str | None, failure_class: str) -> str:
+    """What happens to a failure, in words (seed 002's table, for docs and `status`)."""
+    cls = effective_failure_class(code, failure_class)
+    if cls is FailureClass.NEVER_RETRY:
+        return "escalate at once"
+    if cls is FailureClass.TRANSIENT:
+        return "re-run the check with backoff, then fix within the signature budget"
+    return "fix within the signature budget"
+
+
+def _warn(what: str, exc: BaseException) -> None:
+    sys.stderr.write(f"incidents: warning: {what} ({exc}); run `incidents reindex`\n")
+
+
+def _own_attempts(attempts: Iterable[AIAttempt], since: str | None) -> int:
+    if since is None:
+        return sum(1 for _ in attempts)
+    return sum(
+        1
+        for a in attempts
+        if (when := a.started_at or a.finished_at) is not None and when.isoformat() > since
+    )
+
+
+def budget_used(
+    root: Root, signature: str, incident_id: str, own: Iterable[AIAttempt], fallback: int
+) -> int:
+    """Budget units used by `signature`: the other incidents' (mirror) plus this one's own
+    attempts since the last reset (from its context: exact even when the mirror lags).
+    `fallback` when the mirror cannot be read."""
+    try:
+        conn = mirror.connect(root.db_path)
+    except Exception as exc:  # the mirror is derivable; never stop a tick for it
+        _warn("budget not read", exc)
+        return fallback
+    try:
+        with mirror.write(conn):
+            since = mirror.budget_reset_at(conn, signature)
+            others = mirror.budget_used(conn, signature, exclude=incident_id)
+            mirror.refresh_budget(conn, signature)  # the display cache
+        return others + _own_attempts(own, since)
+    except sqlite3.Error as exc:
+        _warn("budget not read", exc)
+        return fallback
+    finally:
+        conn.close()
+
+
+def record_escalation(
+    root: Root,
+    policy: PolicySettings,
+    incident_id: str,
+    signature: str,
+    reason: str,
+    now: datetime,
+) -> bool:
+    """Record the escalation (once) and pause everything when the threshold is reached.
+    Returns whether this call paused the system."""
+    try:
+        conn = mirror.connect(root.db_path)
+    except Exception as exc:
+        _warn("escalation not recorded", exc)
+        return False
+    try:
+        with mirror.write(conn):
+            added = mirror.add_escalation(conn, incident_id, signature, reason, now.isoformat())
+            if not added or policy.escalation_threshold <= 0:
+                return False
+            if pause.current(root) is not None:
+                return False
+            count = mirror.escalations_since(conn, _window_start(conn, policy, now))
+            if count < policy.escalation_threshold:
+                return False
+            why = (
+                f"{count} escalations within {policy.escalation_window_s:g}s "
+                f"(threshold {policy.escalation_threshold}); last: {incident_id}"
+            )
+            pause.pause(root, why, by="threshold", now=now.timestamp())
+            mirror.add_event(
+                conn,
+                incident_id,
+                "build_paused",
+                {"reason": why, "by": "threshold", "escalations": count},
+            )
+            return True
+    except sqlite3.Error as exc:
+        _warn("escalation not recorded", exc)
+        return False
+    finally:
+        conn.close()
+
+
+def _window_start(conn: sqlite3.Connection, policy: PolicySettings, now: datetime) -> str:
+    """The window's start: `escalation_window_s` ago, but not before the last resume (a
+    human who resumed has seen the escalations before it)."""
+    start = (now - timedelta(seconds=policy.escalation_window_s)).isoformat()
+    resumed = mirror.last_event_ts(conn, "resumed")
+    return max(start, resumed) if resumed else start

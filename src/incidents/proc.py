@@ -1,0 +1,209 @@
+"""One door to subprocesses: `run(argv, ...) -> ProcResult`.
+
+A missing program, a timeout or an OS error is a failed result, never an exception.
+Commands are argv lists (never a shell); output is captured and capped; the child gets
+its own process group so a timeout kills everything it started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+DEFAULT_OUTPUT_CAP = 4 << 20
+
+
+@dataclass(frozen=True)
+class ProcResult:
+    argv: list[str]
+    returncode: int | None  # None: it never ran to an exit (missing, timeout, OS error)
+    stdout: bytes = b""
+    stderr: bytes = b""
+    duration_s: float = 0.0
+    timed_out: bool = False
+    error: str | None = None  # why it did not run or finish, in words
+    truncated: bool = field(default=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    @property
+    def stdout_text(self) -> str:
+        return self.stdout.decode("utf-8", errors="replace")
+
+    @property
+    def stderr_text(self) -> str:
+        return self.stderr.decode("utf-8", errors="replace")
+
+
+def _cap(data: bytes, cap: int) -> tuple[bytes, bool]:
+    if len(data) <= cap:
+        return data, False
+    return data[-cap:], True
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    timeout: float | None = None,
+    env: Mapping[str, str] | None = None,
+    stdin: bytes | None = None,
+    output_cap: int = DEFAULT_OUTPUT_CAP,
+) -> ProcResult:
+    args = [os.fspath(a) for a in argv]
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            args,
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except FileNotFoundError:
+        return ProcResult(args, None, error=f"program not found: {args[0]}")
+    except PermissionError:
+        return ProcResult(args, None, error=f"program not executable: {args[0]}")
+    except OSError as exc:
+        return ProcResult(args, None, error=f"cannot run {args[0]}: {exc.strerror or exc}")
+    try:
+        out, err = proc.communicate(input=stdin, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        out, err = proc.communicate()
+        out, t1 = _cap(out, output_cap)
+        err, t2 = _cap(err, output_cap)
+        return ProcResult(
+            args,
+            None,
+            out,
+            err,
+            time.monotonic() - start,
+            timed_out=True,
+            error=f"timed out after {timeout:g}s",
+            truncated=t1 or t2,
+        )
+    except BaseException:
+        _kill_group(proc)
+        proc.wait()
+        raise
+    out, t1 = _cap(out, output_cap)
+    err, t2 = _cap(err, output_cap)
+    return ProcResult(args, proc.returncode, out, err, time.monotonic() - start, truncated=t1 or t2)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+
+
+def minimal_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A small environment for commands taken from bundles: PATH, HOME, locale, TMP."""
+    keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "VIRTUAL_ENV", "SYSTEMROOT", "TERM")
+    env = {k: v for k, v in os.environ.items() if k in keep}
+    env.setdefault("PATH", os.defpath)
+    if extra:
+        env.update(extra)
+    return env
+
+
+@dataclass(frozen=True)
+class TeeResult:
+    returncode: int | None
+    tail: bytes
+    duration_s: float
+    timed_out: bool = False
+    error: str | None = None
+
+    @property
+    def exit_status(self) -> int:
+        """What a shell would report: the code, 128+signal, 124 on timeout, 127 when missing."""
+        if self.timed_out:
+            return 124
+        if self.returncode is None:
+            return 127
+        return 128 - self.returncode if self.returncode < 0 else self.returncode
+
+
+def run_tee(
+    argv: Sequence[str],
+    *,
+    timeout: float | None = None,
+    tail_bytes: int = 65536,
+    cwd: str | None = None,
+) -> TeeResult:
+    """Run `argv`, passing its stdout/stderr through live, keeping a bounded combined tail.
+
+    Signals that stop us (INT, TERM, HUP) are forwarded to the command's process group.
+    """
+    import selectors
+    import sys
+
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            list(argv), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True,
+        )  # fmt: skip
+    except OSError as exc:
+        reason = "not found" if isinstance(exc, FileNotFoundError) else exc.strerror or str(exc)
+        return TeeResult(None, f"{argv[0]}: {reason}\n".encode(), 0.0, error=str(reason))
+
+    def forward(signum: int, _frame: object) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signum)
+
+    previous = {
+        s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    }
+    tail = bytearray()
+    sinks = {proc.stdout: sys.stdout.buffer, proc.stderr: sys.stderr.buffer}
+    timed_out = False
+    try:
+        with selectors.DefaultSelector() as sel:
+            for pipe in sinks:
+                assert pipe is not None
+                sel.register(pipe, selectors.EVENT_READ)
+            deadline = None if timeout is None else start + timeout
+            while sel.get_map():
+                wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+                if wait == 0.0:
+                    timed_out = True
+                    _kill_group(proc)
+                    break
+                for key, _ in sel.select(wait):
+                    chunk = os.read(key.fd, 65536)
+                    if not chunk:
+                        sel.unregister(key.fileobj)
+                        continue
+                    sink = sinks[key.fileobj]  # type: ignore[index]
+                    sink.write(chunk)
+                    sink.flush()
+                    tail += chunk
+                    if len(tail) > 2 * tail_bytes:
+                        del tail[: len(tail) - tail_bytes]
+        proc.wait()
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        for pipe in sinks:
+            if pipe is not None:
+                pipe.close()
+    return TeeResult(
+        None if timed_out else proc.returncode,
+        bytes(tail[-tail_bytes:]),
+        time.monotonic() - start,
+        timed_out=timed_out,
+        error=f"timed out after {timeout:g}s" if timed_out and timeout else None,
+    )

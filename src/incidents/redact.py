@@ -1,0 +1,282 @@
+"""Redact secrets from text and JSON-like values before they reach any sink.
+
+Runs on the capture path, so it imports only `re` and compiles its patterns on first
+use. Every rule names the literal triggers it needs; a rule whose triggers are absent
+from the text is skipped, so clean log text costs a few substring scans.
+
+What is redacted (replaced by `[REDACTED]`, keeping the key or scheme name visible):
+
+- PEM private key blocks (RSA, EC, DSA, OPENSSH, PGP, ENCRYPTED, PKCS#8), whole block,
+  also when the END line was cut off (to the end of the text);
+- credentials in URLs (`scheme://user:[REDACTED]@host`) and `curl -u user:pass`;
+- vendor tokens: AWS access key ids, Google API keys, GitHub, GitLab, Slack (tokens and
+  webhook paths), Stripe, OpenAI/Anthropic `sk-...`, npm, PyPI, Hugging Face, SendGrid,
+  JWTs;
+- `Authorization:` header values (Bearer, Basic, Token, ...) and bare `Bearer <token>`;
+- `key=value` / `key: value` / `"key": "value"` / `--key value` pairs whose key *ends*
+  with a secret word (password, passwd, pwd, passphrase, secret, token, api_key,
+  access_key, secret_key, private_key, client_secret, account_key, credentials,
+  shared access key/signature); query-string `sig=` (Azure SAS).
+
+What is deliberately kept: hex digests, git SHAs, UUIDs, ordinary base64, paths,
+version strings, prose ("the token was invalid"), plural or prefixed words that are
+not keys (`max_tokens=4096`, `token_type=bearer`), a key with no value (`password:`),
+values that are code rather than data (`token = get_token()`, `os.environ["X"]`),
+`PWD=/some/dir` (the shell's working directory) and literal None/null/true/false.
+"""
+
+from __future__ import annotations
+
+import re
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import Any
+
+    # (literal triggers, match on lowercased text?, pattern, veto: keep this match?).
+    # The last capturing group of a pattern's match is the secret that is replaced.
+    _Veto = Callable[[re.Match[str], str], bool]
+    _Rule = tuple[tuple[str, ...], bool, "_Lazy", _Veto | None]
+
+__all__ = ["REDACTED", "is_secret_key", "redact", "redact_json"]
+
+REDACTED = "[REDACTED]"
+
+# Words a key must end with to name a secret (`[_.-]` between parts is optional).
+_SECRET_WORDS = (
+    r"password|passwd|pwd|passphrase|secret|token|api[_.-]?key|access[_.-]?key"
+    r"|secret[_.-]?key|private[_.-]?key|client[_.-]?secret|account[_.-]?key"
+    r"|credentials?|shared[_.-]?access[_.-]?(?:key|signature)"
+)
+# Values of a secret-named key that are not secrets (code or config placeholders).
+_KEEP_VALUES = frozenset({"none", "null", "nil", "true", "false", "undefined"})
+
+# Vendor token formats: (literal triggers, pattern). Matched as whole tokens.
+_VENDOR_TOKENS = (
+    (
+        ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA"),
+        r"(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}",  # AWS access key id
+    ),
+    (("AIza",), r"AIza[0-9A-Za-z_-]{35}"),  # Google API key
+    (
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        r"gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255}",  # GitHub
+    ),
+    (("glpat-",), r"glpat-[A-Za-z0-9_-]{20,}"),  # GitLab
+    (("xox", "xapp-"), r"xox[abposr]-[A-Za-z0-9-]{10,}|xapp-[0-9]-[A-Za-z0-9-]{10,}"),  # Slack
+    (("k_live_", "k_test_"), r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"),  # Stripe
+    (("sk-",), r"sk-[A-Za-z0-9_-]{20,}"),  # OpenAI, Anthropic (sk-ant-...), sk-proj-...
+    (("npm_",), r"npm_[A-Za-z0-9]{36}"),  # npm
+    (("pypi-",), r"pypi-AgE[A-Za-z0-9_-]{50,}"),  # PyPI
+    (("hf_",), r"hf_[A-Za-z0-9]{30,}"),  # Hugging Face
+    (("SG.",), r"SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{30,64}"),  # SendGrid
+    (("eyJ",), r"eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),  # JWT
+)
+
+_rules: list[_Rule] | None = None
+_secret_key_re: re.Pattern[str] | None = None
+
+
+class _Lazy:
+    """A pattern compiled on first use: most texts trigger only a few rules, and compiling
+    all of them would cost more than scanning 64 KiB."""
+
+    __slots__ = ("_flags", "_pattern", "_source")
+
+    def __init__(self, source: str, flags: int = 0) -> None:
+        self._source = source
+        self._flags = flags
+        self._pattern: re.Pattern[str] | None = None
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        if self._pattern is None:
+            self._pattern = re.compile(self._source, self._flags)
+        return self._pattern.finditer(text)
+
+
+def _after_space(m: re.Match[str], text: str) -> bool:
+    """Veto for options: `-u`/`--password` must start a word."""
+    start = m.start()
+    return start > 0 and not text[start - 1].isspace()
+
+
+def _not_a_secret(m: re.Match[str], text: str) -> bool:
+    """Veto for key/value pairs: placeholders, references, and `PWD=/dir`."""
+    value = m.group(m.lastindex or 0).lower()
+    if value in _KEEP_VALUES:
+        return True
+    word = m.group("word")
+    if value.endswith(word):  # `api_key=api_key`, `token = self.token`, `TOKEN=$TOKEN`
+        return True
+    if word == "pwd" and value.startswith(("/", "~")):  # the shell's PWD/OLDPWD: a directory
+        start = m.start("word")
+        key_start = start
+        while key_start > 0 and (text[key_start - 1].isalnum() or text[key_start - 1] == "_"):
+            key_start -= 1
+        return text[key_start:start].lower() in ("", "old")
+    return False
+
+
+def _build_rules() -> list[_Rule]:
+    # Order matters: whole PEM blocks first, then URLs, vendor tokens, headers, and the
+    # generic key/value pairs last. Rules on lowercased text are written in lowercase.
+    vendor = "|".join(pattern for _, pattern in _VENDOR_TOKENS)
+    return [
+        (
+            ("-----BEGIN",),
+            False,
+            _Lazy(
+                r"-----BEGIN (?P<label>(?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----"
+                r"(?P<val>.*?(?=-----END (?P=label)-----)|.*\Z)",
+                re.DOTALL,
+            ),
+            None,
+        ),
+        (("://",), False, _Lazy(r"://[^:/@\s]*:(?P<val>[^@/\s]+)@"), None),
+        (
+            ("-u", "--user"),
+            False,
+            _Lazy(r"-(?:u|-user)[ \t]+[^\s:]+:(?P<val>[^\s'\"]+)"),
+            _after_space,
+        ),
+        (
+            ("hooks.slack.com/services/",),
+            False,
+            _Lazy(r"hooks\.slack\.com/services/(?P<val>[A-Za-z0-9/_-]+)"),
+            None,
+        ),
+        (
+            tuple(t for triggers, _ in _VENDOR_TOKENS for t in triggers),
+            False,
+            _Lazy(rf"(?<![A-Za-z0-9_-])(?P<val>{vendor})(?![A-Za-z0-9_-])"),
+            None,
+        ),
+        (
+            ("authorization",),
+            True,
+            _Lazy(
+                r"authorization[\"']?[ \t]*[:=][ \t]*(?:[rbfu]{0,2}[\"'])?"
+                r"(?:(?:bearer|basic|token|digest|negotiate|ntlm|apikey)[ \t]+)?"
+                r"(?P<val>[^\s\"'\[]+)"
+            ),
+            None,
+        ),
+        (
+            ("bearer",),
+            True,
+            _Lazy(r"\bbearer[ \t]+(?P<val>[a-z0-9._~+/-]{16,}=*)"),
+            None,
+        ),
+        (("sig=",), True, _Lazy(r"[?&]sig=(?P<val>[^&\s\"'#]+)"), None),
+        (
+            ("pass", "pwd", "secret", "token", "key", "credential", "shared"),
+            True,
+            _Lazy(
+                rf"(?P<word>{_SECRET_WORDS})"
+                r"(?:\\?[\"'][ \t]*(?:[:=]|=>)|[ \t]*(?:[:=]|=>))[ \t]*"
+                r"(?:"
+                r"\"(?P<dq>(?:[^\"\\\n]|\\.)+)\""  # "double quoted"
+                r"|'(?P<sq>[^'\n]+)'"  # 'single quoted'
+                r"|\\\"(?P<esc>[^\"\\\n]+)\\\""  # \"escaped quotes\" (JSON in a string)
+                # bare, up to the next query parameter, unless it is a call or a subscript
+                r"|(?P<val>(?:[^\s&\"'\\,;()\[\]{}<>]|&(?![\w.-]+=))++)(?![(\[])"
+                r")"
+            ),
+            _not_a_secret,
+        ),
+        (
+            ("--",),
+            True,
+            _Lazy(rf"--?[a-z0-9_-]*?(?P<word>{_SECRET_WORDS})[ \t]+(?P<val>(?!-)[^\s\"']+)"),
+            lambda m, text: _after_space(m, text) or _not_a_secret(m, text),
+        ),
+    ]
+
+
+def _apply(rule: _Rule, text: str, haystack: str) -> str:
+    _, _, pattern, veto = rule
+    parts: list[str] = []
+    pos = 0
+    for m in pattern.finditer(haystack):
+        if veto is not None and veto(m, text):
+            continue
+        start, end = m.span(m.lastindex or 0)
+        parts.append(text[pos:start])
+        parts.append(REDACTED)
+        pos = end
+    if not parts:
+        return text
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+def _lower(text: str) -> str:
+    """Lowercase without moving any character (rules map match spans back onto `text`)."""
+    lowered = text.lower()
+    if len(lowered) != len(text):  # a few non-ASCII letters lowercase to two characters
+        lowered = "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
+    return lowered
+
+
+def redact(text: str) -> str:
+    """Return `text` with every recognised secret replaced by `[REDACTED]`."""
+    global _rules
+    if _rules is None:
+        _rules = _build_rules()
+    lowered: str | None = None
+    for rule in _rules:
+        triggers, on_lower = rule[0], rule[1]
+        if on_lower:
+            if lowered is None:
+                lowered = _lower(text)
+            haystack = lowered
+        else:
+            haystack = text
+        if any(t in haystack for t in triggers):
+            new = _apply(rule, text, haystack)
+            if new is not text:
+                text = new
+                lowered = None
+    return text
+
+
+def is_secret_key(key: str) -> bool:
+    """True when a mapping key names a secret (`password`, `api_token`, `X-Api-Key`...)."""
+    global _secret_key_re
+    if _secret_key_re is None:
+        _secret_key_re = re.compile(
+            rf".*(?:{_SECRET_WORDS})|_?auth|(?:proxy[_-]?)?authorization|(?:set[_-]?)?cookie",
+            re.IGNORECASE,
+        )
+    return _secret_key_re.fullmatch(key) is not None
+
+
+def _holds_nothing(value: Any) -> bool:
+    return value is None or isinstance(value, bool) or value == ""
+
+
+def redact_json(obj: Any) -> Any:
+    """Redact a JSON-like value recursively, returning a new value.
+
+    Strings are passed through `redact`. The value under a key that names a secret is
+    replaced wholesale (whatever its type), except None, booleans and empty strings,
+    which hold nothing secret. Keys are redacted like any other string.
+    """
+    if isinstance(obj, str):
+        return redact(obj)
+    if isinstance(obj, dict):
+        out: dict[Any, Any] = {}
+        for key, value in obj.items():
+            if isinstance(key, str):
+                if is_secret_key(key) and not _holds_nothing(value):
+                    out[redact(key)] = REDACTED
+                    continue
+                key = redact(key)
+            out[key] = redact_json(value)
+        return out
+    if isinstance(obj, list):
+        return [redact_json(item) for item in obj]
+    if isinstance(obj, tuple):
+        return tuple(redact_json(item) for item in obj)
+    return obj

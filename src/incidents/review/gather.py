@@ -1,0 +1,305 @@
+"""Read the archive's bundles into plain, render-ready records (no HTML here).
+
+Every bundle file is read with the same caps as everywhere else (`fsutil`); a file that is
+missing or does not parse leaves its part of the card empty and adds a note, so one broken
+bundle never hides the others.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from incidents.errors import IncidentsError
+from incidents.fsutil import read_json, read_regular_file
+from incidents.layout import Root
+
+DIFF_MAX_BYTES = 256 * 1024  # per target file, each side
+DIFF_MAX_LINES = 400  # per target file; the rest is summarised
+LABEL_RE = re.compile(r"error_report_attempt_(\w+)\.json")
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One canonical check: its label (`0`, `0b`, `1`...) and counts per category."""
+
+    label: str
+    at: str
+    counts: dict[str, int]
+    fixed: list[str]
+    introduced: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One line of the timeline."""
+
+    at: str
+    what: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """One AI attempt: who, what changed, what it said."""
+
+    number: int
+    at: str
+    agent: str
+    changed: list[str]
+    exit_code: int | None
+    notes: str
+    violations: list[str]
+    handoff: bool
+
+
+@dataclass(frozen=True, slots=True)
+class FileDiff:
+    path: str
+    text: str  # a unified diff, or a sentence saying why there is none
+
+
+@dataclass
+class Card:
+    incident_id: str
+    bucket: str
+    at: str  # when it was closed (newest first)
+    reason: str = ""
+    final_status: str = ""
+    escalation_kind: str = ""
+    last_state: str = ""
+    step: str = ""
+    failure_class: str = ""
+    error_code: str = ""
+    signature: str = ""
+    message: str = ""
+    occurrences: int = 1
+    created_at: str = ""
+    checks: list[Check] = field(default_factory=list)
+    timeline: list[Step] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
+    diffs: list[FileDiff] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def _load(folder: Path, name: str, problems: list[str]) -> Any:
+    path = folder / name
+    if not path.exists():
+        return None
+    try:
+        return read_json(path)
+    except (IncidentsError, OSError) as exc:
+        problems.append(f"{name}: {exc}")
+        return None
+
+
+def _obj(doc: Any) -> dict[str, Any]:
+    return doc if isinstance(doc, dict) else {}
+
+
+def _text(doc: dict[str, Any], *keys: str) -> str:
+    for key in keys:
+        value = doc.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def _label_key(label: str) -> tuple[int, str]:
+    digits = re.match(r"\d+", label)
+    return (int(digits.group()) if digits else 1 << 30, label)
+
+
+def _issue_key(issue: Any) -> str:
+    if not isinstance(issue, dict):
+        return str(issue)
+    where = issue.get("path") or "?"
+    return f"{issue.get('tool', '?')} {issue.get('code') or issue.get('category', '?')} {where}: {issue.get('message', '')}"
+
+
+def _checks(folder: Path, state: dict[str, Any], problems: list[str]) -> list[Check]:
+    reports = folder / "error_reports"
+    found = {}
+    if reports.is_dir():
+        for entry in os.scandir(reports):
+            m = LABEL_RE.fullmatch(entry.name)
+            if m:
+                found[m.group(1)] = entry.name
+    order = [str(x) for x in state.get("report_labels") or [] if str(x) in found]
+    order += sorted((x for x in found if x not in order), key=_label_key)
+    checks: list[Check] = []
+    before: Counter[str] = Counter()
+    for label in order:
+        doc = _obj(_load(reports, found[label], problems))
+        summary = _obj(doc.get("summary"))
+        counts = {
+            str(k): int(v)
+            for k, v in _obj(summary.get("issues_by_category")).items()
+            if isinstance(v, int)
+        }
+        issues = doc.get("issues")
+        now = Counter(_issue_key(i) for i in (issues if isinstance(issues, list) else []))
+        checks.append(
+            Check(
+                label=label,
+                at=_text(doc, "generated_at"),
+                counts=counts,
+                fixed=sorted((before - now).elements()) if checks else [],
+                introduced=sorted((now - before).elements()) if checks else [],
+            )
+        )
+        before = now
+    return checks
+
+
+def _notes(doc: Any) -> list[Note]:
+    notes: list[Note] = []
+    for item in doc if isinstance(doc, list) else []:
+        if not isinstance(item, dict):
+            continue
+        code = item.get("exit_code")
+        notes.append(
+            Note(
+                number=int(item.get("attempt_number") or len(notes) + 1),
+                at=str(item.get("started_at") or ""),
+                agent=str(item.get("agent") or "?"),
+                changed=[str(x) for x in item.get("changed_files") or []],
+                exit_code=code if isinstance(code, int) else None,
+                notes=str(item.get("notes") or ""),
+                violations=[str(x) for x in item.get("violations") or []],
+                handoff=bool(item.get("handoff")),
+            )
+        )
+    return notes
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return read_regular_file(path, DIFF_MAX_BYTES).decode("utf-8", "replace")
+    except FileNotFoundError:
+        return None
+    except (IncidentsError, OSError) as exc:
+        return f"\0{exc}"
+
+
+def _diff_one(folder: Path, target: str) -> FileDiff:
+    if target.startswith("/") or ".." in Path(target).parts:
+        return FileDiff(target, "not shown: the path leaves the bundle")
+    original = _read_text(folder / "original_scripts" / target)
+    final = _read_text(folder / "final_scripts" / target)
+    for side in (original, final):
+        if side is not None and side.startswith("\0"):
+            return FileDiff(target, f"not shown: {side[1:]}")
+    if original is None:
+        return FileDiff(target, "original not kept")
+    if final is None:
+        return FileDiff(target, "final version not kept")
+    if original == final:
+        return FileDiff(target, "unchanged: the final file is the original")
+    lines = list(
+        difflib.unified_diff(
+            original.splitlines(),
+            final.splitlines(),
+            f"original/{target}",
+            f"final/{target}",
+            lineterm="",
+        )
+    )
+    if len(lines) > DIFF_MAX_LINES:
+        rest = len(lines) - DIFF_MAX_LINES
+        lines = lines[:DIFF_MAX_LINES] + [f"... {rest} more diff lines (see the bundle)"]
+    return FileDiff(target, "\n".join(lines))
+
+
+def _targets(folder: Path, meta: dict[str, Any], incident: dict[str, Any]) -> list[str]:
+    named = meta.get("target_files") or [
+        *(incident.get("python_files") or []),
+        *(incident.get("powershell_files") or []),
+    ]
+    targets = [str(x) for x in named if isinstance(x, str)]
+    for side in ("original_scripts", "final_scripts"):
+        base = folder / side
+        if base.is_dir():
+            for path in sorted(base.rglob("*")):
+                rel = path.relative_to(base).as_posix()
+                if path.is_file() and rel not in targets:
+                    targets.append(rel)
+    return targets
+
+
+def _timeline(card: Card, folder: Path, state: dict[str, Any], meta: dict[str, Any]) -> None:
+    steps = [Step(card.created_at, "captured", f"{card.occurrences} occurrence(s)")]
+    for check in card.checks:
+        total = sum(check.counts.values())
+        steps.append(Step(check.at, f"check {check.label}", f"{total} issue(s)"))
+    attempts = folder / "attempts"
+    if attempts.is_dir():
+        for name in sorted(
+            n for n in os.listdir(attempts) if re.fullmatch(r"attempt_\d+\.json", n)
+        ):
+            doc = _obj(_load(attempts, name, card.problems))
+            actions = ", ".join(str(a) for a in doc.get("actions_applied") or []) or "-"
+            detail = f"{actions} -> {doc.get('result', '?')}"
+            if isinstance(doc.get("total_issues"), int):
+                detail += f" ({doc['total_issues']} issue(s) left)"
+            steps.append(Step(_text(doc, "started_at"), _text(doc, "state") or name, detail))
+    for note in card.notes:
+        changed = ", ".join(note.changed) or "no files changed"
+        steps.append(Step(note.at, f"AI attempt {note.number}", f"{note.agent}: {changed}"))
+    steps.sort(key=lambda s: s.at or "~")  # stable; steps without a time go last
+    end = _text(meta, "finished_at") or card.at
+    final = card.last_state or _text(state, "current_state") or card.bucket
+    steps.append(Step(end, final, card.final_status or card.bucket))
+    card.timeline = steps
+
+
+def read_card(folder: Path, bucket: str) -> Card:
+    """One bundle as a card; never raises for a bad file inside it."""
+    problems: list[str] = []
+    incident = _obj(_load(folder, "incident.json", problems))
+    state = _obj(_load(folder, "state.json", problems))
+    meta = _obj(_load(folder, "metadata.json", problems))
+    occurrences = incident.get("occurrences")
+    card = Card(
+        incident_id=folder.name,
+        bucket=bucket,
+        at=_text(meta, "finished_at") or _text(incident, "updated_at", "created_at"),
+        reason=_text(meta, "reason")
+        or _text(state, "escalation_reason")
+        or _text(incident, "resolution"),
+        final_status=_text(meta, "final_status") or _text(state, "final_status") or bucket,
+        escalation_kind=_text(meta, "escalation_kind") or _text(state, "escalation_kind"),
+        last_state=_text(meta, "last_state") or _text(state, "current_state"),
+        step=_text(incident, "step") or "?",
+        failure_class=_text(incident, "failure_class") or "?",
+        error_code=_text(incident, "error_code"),
+        signature=_text(incident, "error_signature") or _text(meta, "error_signature"),
+        message=_text(incident, "message"),
+        occurrences=occurrences if isinstance(occurrences, int) else 1,
+        created_at=_text(incident, "created_at"),
+        problems=problems,
+    )
+    card.checks = _checks(folder, state, problems)
+    card.notes = _notes(_load(folder, "ai_attempts.json", problems) or state.get("ai_attempts"))
+    card.diffs = [_diff_one(folder, t) for t in _targets(folder, meta, incident)]
+    _timeline(card, folder, state, meta)
+    return card
+
+
+def read_bucket(root: Root, bucket: str) -> list[Card]:
+    """Every bundle of an archive bucket, newest first."""
+    base = root.bucket(bucket)
+    if not base.is_dir():
+        return []
+    cards = [
+        read_card(Path(entry.path), bucket)
+        for entry in os.scandir(base)
+        if not entry.name.startswith(".") and entry.is_dir(follow_symlinks=False)
+    ]
+    cards.sort(key=lambda c: (c.at, c.incident_id), reverse=True)
+    return cards

@@ -1,0 +1,214 @@
+"""Cards to one self-contained HTML page (pure: strings in, a string out)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections import Counter
+from collections.abc import Iterable
+from html import escape
+
+from incidents.review.assets import CSS, JS
+from incidents.review.gather import Card, Check
+
+COLOURS = {
+    "syntax": "#c62828",
+    "type": "#6a1b9a",
+    "test": "#ef6c00",
+    "import": "#00838f",
+    "lint": "#1565c0",
+    "format": "#9e9d24",
+    "security": "#ad1457",
+}
+OTHER = "#78909c"
+BAR_W, BAR_GAP, CHART_H = 18, 6, 46
+GUIDANCE = "describe what a human changed"
+
+
+def requeue_command(incident_id: str, root: str) -> str:
+    """The exact command that sends an escalated incident back to the inbox."""
+    argv = ["incidents", "resolve-escalation", incident_id, "--guidance", GUIDANCE, "--requeue"]
+    return shlex.join([*argv, "--root", root])
+
+
+def chart(checks: list[Check]) -> str:
+    """Stacked bars: issues per category after each canonical check (inline SVG)."""
+    if not checks:
+        return '<svg class="chart" width="60" height="46" role="img"><title>no checks</title></svg>'
+    top = max(1, max(sum(c.counts.values()) for c in checks))
+    width = len(checks) * (BAR_W + BAR_GAP) + BAR_GAP
+    parts = [
+        f'<svg class="chart" width="{width}" height="{CHART_H + 14}" role="img" '
+        f'aria-label="errors per category after each check">'
+    ]
+    for i, check in enumerate(checks):
+        x, y = BAR_GAP + i * (BAR_W + BAR_GAP), CHART_H
+        for category, n in sorted(check.counts.items()):
+            h = max(1, round(n / top * (CHART_H - 4))) if n else 0
+            y -= h
+            colour = COLOURS.get(category, OTHER)
+            parts.append(
+                f'<rect x="{x}" y="{y}" width="{BAR_W}" height="{h}" fill="{colour}">'
+                f"<title>check {escape(check.label)}: {n} {escape(category)}</title></rect>"
+            )
+        if not check.counts:
+            parts.append(
+                f'<rect x="{x}" y="{CHART_H - 1}" width="{BAR_W}" height="1" fill="#0a6b2b"/>'
+            )
+        parts.append(
+            f'<text x="{x + BAR_W / 2}" y="{CHART_H + 11}" font-size="9" text-anchor="middle" '
+            f'fill="#5b6570">{escape(check.label)}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _legend(checks: list[Check]) -> str:
+    cats = sorted({c for check in checks for c in check.counts})
+    return "".join(f'<i style="background:{COLOURS.get(c, OTHER)}"></i>{escape(c)}' for c in cats)
+
+
+def _badges(card: Card) -> str:
+    items = [
+        (card.final_status, card.final_status),
+        (f"step: {card.step}", ""),
+        (f"class: {card.failure_class}", ""),
+        (card.error_code, ""),
+        (card.escalation_kind, ""),
+        (f"occurrences: {card.occurrences}", ""),
+    ]
+    return "".join(
+        f'<span class="{escape(cls)}">{escape(text)}</span>' for text, cls in items if text
+    )
+
+
+def card_html(card: Card, root: str) -> str:
+    attrs = " ".join(
+        f'data-{k}="{escape(v)}"'
+        for k, v in (
+            ("bucket", card.bucket),
+            ("step", card.step),
+            ("class", card.failure_class),
+            ("reason", card.reason),
+        )
+    )
+    cmd = (
+        f'<code class="cmd" title="requeue">{escape(requeue_command(card.incident_id, root))}</code>'
+        if card.bucket == "escalated"
+        else ""
+    )
+    return (
+        f'<article class="card" id="{escape(card.incident_id)}" {attrs}>'
+        f'<div class="top"><div><h2>{escape(card.incident_id)}</h2>'
+        f'<div class="badges">{_badges(card)}</div>'
+        f'<div class="reason">{escape(card.reason or "(no reason recorded)")}</div>'
+        f'<div class="sig">{escape(card.signature)}</div>'
+        f'<div class="sig">{escape(card.at)} &middot; {escape(card.message)}</div></div>'
+        f'<div>{chart(card.checks)}<div class="legend">{_legend(card.checks)}</div></div></div>'
+        f"{cmd}"
+        f'<details data-id="{escape(card.incident_id)}"><summary>Timeline, fixes, diff, AI notes'
+        f'</summary><div class="body"></div></details></article>'
+    )
+
+
+def _fixes(items: list[str], empty: str) -> str:
+    if not items:
+        return f'<span class="empty">{empty}</span>'
+    return '<ul class="fix">' + "".join(f"<li>{escape(i)}</li>" for i in items) + "</ul>"
+
+
+def _diff_html(text: str) -> str:
+    lines = []
+    for line in text.splitlines():
+        cls = "add" if line.startswith("+") else "del" if line.startswith("-") else ""
+        lines.append(f'<span class="{cls}">{escape(line)}</span>' if cls else escape(line))
+    return "<pre>" + "\n".join(lines) + "</pre>"
+
+
+def details_html(card: Card) -> str:
+    """The part of a card rendered only when it is opened."""
+    out = ["<h3>Timeline</h3><table><tr><th>when</th><th>state</th><th>what</th></tr>"]
+    out += [
+        f"<tr><td>{escape(s.at)}</td><td>{escape(s.what)}</td><td>{escape(s.detail)}</td></tr>"
+        for s in card.timeline
+    ]
+    out.append("</table><h3>Checks: errors per category, fixed and introduced</h3><table>")
+    out.append("<tr><th>check</th><th>counts</th><th>fixed</th><th>introduced</th></tr>")
+    for check in card.checks:
+        counts = ", ".join(f"{k}: {v}" for k, v in sorted(check.counts.items())) or "clean"
+        out.append(
+            f"<tr><td>{escape(check.label)}</td><td>{escape(counts)}</td>"
+            f"<td>{_fixes(check.fixed, '-')}</td><td>{_fixes(check.introduced, '-')}</td></tr>"
+        )
+    out.append("</table><h3>AI attempt notes</h3>")
+    if not card.notes:
+        out.append('<p class="empty">no AI attempts</p>')
+    for note in card.notes:
+        head = f"attempt {note.number}: {note.agent}" + (" (handoff)" if note.handoff else "")
+        head += f", exit {note.exit_code}" if note.exit_code is not None else ""
+        changed = ", ".join(note.changed) or "no files changed"
+        out.append(f"<p><b>{escape(head)}</b> &middot; {escape(changed)}</p>")
+        if note.violations:
+            out.append(f"<p>violations: {escape(', '.join(note.violations))}</p>")
+        out.append(f"<pre>{escape(note.notes or '(no notes)')}</pre>")
+    out.append("<h3>Original vs final target files</h3>")
+    if not card.diffs:
+        out.append('<p class="empty">no target files</p>')
+    for diff in card.diffs:
+        out.append(f"<p><b>{escape(diff.path)}</b></p>")
+        if "\n" in diff.text or diff.text.startswith("---"):
+            out.append(_diff_html(diff.text))
+        else:
+            out.append(f'<p class="empty">{escape(diff.text)}</p>')
+    if card.problems:
+        out.append("<h3>Unreadable bundle files</h3>" + _fixes(card.problems, ""))
+    return "".join(out)
+
+
+def _options(values: Iterable[str], label: str, name: str) -> str:
+    counts = Counter(values)
+    opts = [f'<option value="">all {label}</option>']
+    for value in sorted(counts):
+        short = value if len(value) <= 70 else value[:67] + "..."
+        opts.append(f'<option value="{escape(value)}">{escape(short)} ({counts[value]})</option>')
+    return f'<label>{label} <select name="{name}">{"".join(opts)}</select></label>'
+
+
+def _section(name: str, cards: list[Card], root: str) -> str:
+    hidden = "" if name == "escalated" else " hidden"
+    body = (
+        "".join(card_html(c, root) for c in cards) or f'<p class="empty">No {name} incidents.</p>'
+    )
+    return f'<section class="tab" id="tab-{name}"{hidden}>{body}</section>'
+
+
+def page(escalated: list[Card], resolved: list[Card], *, root: str, generated_at: str) -> str:
+    everything = escalated + resolved
+    blob = json.dumps({c.incident_id: details_html(c) for c in everything}, ensure_ascii=True)
+    blob = blob.replace("<", "\\u003c")  # nothing in the data can close the script element
+    filters = "".join(
+        (
+            _options((c.step for c in everything), "steps", "step"),
+            _options((c.failure_class for c in everything), "failure classes", "class"),
+            _options((c.reason for c in everything), "reasons", "reason"),
+        )
+    )
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
+        f"<title>incidents: escalation review</title><style>{CSS}</style></head><body>"
+        f'<header class="page"><h1>Escalation review</h1><p>{len(escalated)} escalated, '
+        f"{len(resolved)} resolved &middot; reports root {escape(root)} &middot; generated "
+        f"{escape(generated_at)}</p></header>"
+        '<nav class="tabs">'
+        f'<button type="button" data-tab="escalated" aria-selected="true">Escalated ({len(escalated)})</button>'
+        f'<button type="button" data-tab="resolved" aria-selected="false">Resolved ({len(resolved)})</button>'
+        "</nav>"
+        f'<form class="filters" id="filters" onsubmit="return false">{filters}'
+        '<button type="reset">clear</button><span id="shown"></span></form>'
+        f"<main>{_section('escalated', escalated, root)}{_section('resolved', resolved, root)}</main>"
+        f'<script type="application/json" id="details">{blob}</script>'
+        f"<script>{JS}</script></body></html>\n"
+    )

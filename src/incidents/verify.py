@@ -1,0 +1,267 @@
+"""Verification commands: an incident's `verify` list (and its plan's), run safely.
+
+Commands are data from files on disk, so:
+- each is split once with `shlex` and run as argv (never a shell), in the incident's
+  workdir, with a timeout, a minimal environment and capped output, through `proc.run`;
+- its program must be on the allowlist, checked for every command before any runs
+  (`check_allowed`). Default allowlist: the Python interpreter (`python`, `python3`,
+  `python3.N`, `sys.executable`) and the check tools (`pytest`, `ruff`, `black`, `mypy`,
+  `bandit`); `[verification] allow` in incidents.toml adds names or paths.
+  A bare name is allowed by its basename and must then be found on PATH. A path
+  (absolute, or relative to the workdir such as `.venv/bin/python`) is allowed only when
+  its realpath is the realpath of an allowed program, or it is listed itself; so a venv's
+  `python` symlink to the real interpreter passes and `./evil` or `/bin/sh` do not.
+  `python -c CODE` is refused too: an incident file must not carry code to run inline;
+- a refused command means nothing runs: the caller escalates with `escalation_reason`.
+
+Outcomes:
+- exit 0: passed (a `ToolRun`);
+- non-zero exit: a hard `verification` finding whose message is the exit code and the
+  redacted tail of its output;
+- timeout: also a failing verification finding (code `TIMEOUT`), not an infra failure:
+  the command *is* the step being re-run, and a step that times out is the failure we
+  are verifying (transient; the retry policy backs off and tries again);
+- a program that cannot be started (missing, not executable): an `InfraFailure`; the
+  check could not give an answer, which is never "passed".
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from incidents import proc
+from incidents.models.report import Finding, InfraFailure, ToolRun
+from incidents.vocab import Category, Severity
+
+TOOL = "verify"
+DEFAULT_PROGRAMS = ("python", "python3", "pytest", "ruff", "black", "mypy", "bandit")
+_PYTHON_NAME = re.compile(r"python(?:3(?:\.\d+)?)?")
+
+
+def _is_path(program: str) -> bool:
+    return os.sep in program or bool(os.altsep and os.altsep in program)
+
+
+class VerifySettings(BaseModel):
+    """`[verification]` in incidents.toml."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    allow: list[str] = Field(
+        default_factory=list,
+        description="programs allowed besides the interpreter and check tools: bare names "
+        "(matched by basename, found on PATH) or paths (matched by realpath)",
+    )
+    timeout_s: float = Field(default=300.0, gt=0, le=24 * 3600, description="per command")
+    output_tail_bytes: int = Field(
+        default=4096, ge=256, le=1 << 20, description="how much output a failure keeps"
+    )
+
+    @field_validator("allow")
+    @classmethod
+    def _absolute_paths(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            if not entry.strip():
+                raise ValueError("an empty program name")
+            if _is_path(entry) and not os.path.isabs(os.path.expanduser(entry)):
+                raise ValueError(f"{entry!r}: a program path must be absolute (or a bare name)")
+        return value
+
+
+@dataclass(frozen=True)
+class Refusal:
+    command: str
+    program: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.command!r}: {self.reason}"
+
+
+@dataclass
+class VerificationResult:
+    findings: list[Finding] = field(default_factory=list)
+    tool_runs: list[ToolRun] = field(default_factory=list)
+    infra_failures: list[InfraFailure] = field(default_factory=list)
+    refusals: list[Refusal] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not (self.findings or self.infra_failures or self.refusals)
+
+    @property
+    def timed_out(self) -> bool:
+        return any(f.code == "TIMEOUT" for f in self.findings)
+
+    @property
+    def escalation_reason(self) -> str | None:
+        """Why the incident must be escalated without running anything (refusals)."""
+        if not self.refusals:
+            return None
+        return "verification command refused: " + "; ".join(str(r) for r in self.refusals)
+
+
+def collect_commands(incident: dict[str, Any], plan_commands: Iterable[str] = ()) -> list[str]:
+    """The incident's `verify` list then the plan's commands, without repeats."""
+    seen: dict[str, None] = {}
+    verify = incident.get("verify")
+    for cmd in [*(verify if isinstance(verify, list) else []), *plan_commands]:
+        if isinstance(cmd, str) and cmd.strip():
+            seen.setdefault(cmd, None)
+    return list(seen)
+
+
+def _real(path: str) -> str:
+    return os.path.realpath(path)
+
+
+@dataclass(frozen=True)
+class _Allowlist:
+    names: frozenset[str]  # bare names, matched by basename
+    reals: frozenset[str]  # realpaths of every allowed program
+    pythons: frozenset[str]  # realpaths of the interpreters among them
+
+
+def _allowlist(settings: VerifySettings, search_path: str) -> _Allowlist:
+    names = set(DEFAULT_PROGRAMS)
+    pythons = {_real(sys.executable)}
+    base = getattr(sys, "_base_executable", None)
+    if isinstance(base, str) and base:
+        pythons.add(_real(base))
+    reals: set[str] = set()
+    for entry in settings.allow:
+        if _is_path(entry):
+            reals.add(_real(os.path.expanduser(entry)))
+        else:
+            names.add(entry)
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for name in (*names, version):
+        found = shutil.which(name, path=search_path)
+        if found:
+            (pythons if _PYTHON_NAME.fullmatch(name) else reals).add(_real(found))
+    return _Allowlist(frozenset(names), frozenset(reals | pythons), frozenset(pythons))
+
+
+def _inline_code(args: list[str]) -> bool:
+    """`python [-opts] -c CODE` (also clustered, `-Ic`): code carried in the command."""
+    for arg in args:
+        if arg in ("-", "-m") or not arg.startswith("-") or arg.startswith("--"):
+            return False
+        if "c" in arg[1:]:
+            return True
+    return False
+
+
+def _refuse(
+    command: str, argv: list[str], allow: _Allowlist, workdir: Path | None
+) -> Refusal | None:
+    program = argv[0]
+    not_allowed = Refusal(command, program, f"program {program!r} is not on the allowlist")
+    if _is_path(program):
+        if not os.path.isabs(program) and workdir is None:
+            return Refusal(command, program, "a relative program path needs a workdir")
+        real = _real(os.path.join(workdir or "", program))
+        if real not in allow.reals:
+            return not_allowed
+        is_python = real in allow.pythons
+    else:
+        is_python = bool(_PYTHON_NAME.fullmatch(program))
+        if program not in allow.names and not is_python:
+            return not_allowed
+    if is_python and _inline_code(argv[1:]):
+        return Refusal(command, program, "inline code (python -c) is not run from incidents")
+    return None
+
+
+def split_command(command: str) -> list[str]:
+    """shlex, POSIX rules; ValueError when it cannot be split or is empty."""
+    argv = shlex.split(command)
+    if not argv:
+        raise ValueError("empty command")
+    return argv
+
+
+def check_allowed(
+    commands: list[str], settings: VerifySettings, workdir: Path | None = None
+) -> list[Refusal]:
+    """Every command that must not run, with why. Empty list: all may run."""
+    allow = _allowlist(settings, proc.minimal_env()["PATH"])
+    refusals: list[Refusal] = []
+    for command in commands:
+        try:
+            argv = split_command(command)
+        except ValueError as exc:
+            refusals.append(Refusal(command, "", f"cannot split into arguments: {exc}"))
+            continue
+        refusal = _refuse(command, argv, allow, workdir)
+        if refusal is not None:
+            refusals.append(refusal)
+    return refusals
+
+
+def _tail(result: proc.ProcResult, limit: int) -> str:
+    from incidents.redact import redact
+
+    data = result.stdout + (b"\n" if result.stdout and result.stderr else b"") + result.stderr
+    text = data[-limit:].decode("utf-8", errors="replace")
+    return redact(text.strip())
+
+
+def _run_one(
+    command: str, workdir: Path, settings: VerifySettings, out: VerificationResult
+) -> None:
+    argv = split_command(command)
+    result = proc.run(argv, cwd=workdir, timeout=settings.timeout_s, env=proc.minimal_env())
+    out.tool_runs.append(
+        ToolRun(tool=TOOL, argv=argv, exit_code=result.returncode,
+                duration_s=round(result.duration_s, 3), files=0)
+    )  # fmt: skip
+    tail = _tail(result, settings.output_tail_bytes)
+    if result.timed_out:
+        message = f"timed out after {settings.timeout_s:g}s"
+        code = "TIMEOUT"
+    elif result.returncode is None:
+        out.infra_failures.append(
+            InfraFailure(tool=TOOL, argv=argv, exit_code=None,
+                         reason=result.error or "did not run", stderr_tail=tail)
+        )  # fmt: skip
+        return
+    elif result.returncode == 0:
+        return
+    else:
+        message = f"exited with {result.returncode}"
+        code = f"EXIT_{result.returncode}"
+    out.findings.append(
+        Finding(tool=TOOL, path=command, code=code, category=Category.VERIFICATION,
+                severity=Severity.ERROR, hard=True,
+                message=f"{message}; output tail:\n{tail}" if tail else message)
+    )  # fmt: skip
+
+
+def run_verification(
+    commands: list[str], workdir: Path, settings: VerifySettings
+) -> VerificationResult:
+    """Check every command against the allowlist; if all pass, run each in `workdir`."""
+    out = VerificationResult()
+    if not workdir.is_dir():
+        out.infra_failures.append(
+            InfraFailure(tool=TOOL, argv=[], exit_code=None,
+                         reason=f"workdir {workdir} is missing or not a directory")
+        )  # fmt: skip
+        return out
+    out.refusals = check_allowed(commands, settings, workdir)
+    if out.refusals:
+        return out
+    for command in commands:
+        _run_one(command, workdir, settings, out)
+    return out

@@ -1,0 +1,70 @@
+"""The closed vocabularies of the seeds, as StrEnums (stdlib only: capture uses them)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class IncidentStatus(StrEnum):
+    """Coarse status of seed 004 (`status.txt`)."""
+
+    NEW = "new"
+    PLANNED = "planned"
+    RUNNING = "running"
+    RESOLVED = "resolved"
+    ESCALATED = "escalated"
+
+
+class FailureClass(StrEnum):
+    """Seed 003's classes, plus `unknown` when nothing says which."""
+
+    TRANSIENT = "transient"
+    CODE = "code"
+    ENV = "env"
+    NEVER_RETRY = "never_retry"
+    UNKNOWN = "unknown"
+
+
+class ErrorCode(StrEnum):
+    """Seed 002's structured error codes."""
+
+    TIMEOUT = "TIMEOUT"
+    RATE_LIMIT = "RATE_LIMIT"
+    SYNTAX = "SYNTAX"
+    TEST_FAILURE = "TEST_FAILURE"
+    LINT_FAILURE = "LINT_FAILURE"
+    TASK_FAILED = "TASK_FAILED"
+    HOOK_FAILURE = "HOOK_FAILURE"
+    UNKNOWN = "UNKNOWN"
+
+
+class Category(StrEnum):
+    """What a finding is about. `verification` is a failing verification command."""
+
+    SYNTAX = "syntax"
+    TYPE = "type"
+    LINT = "lint"
+    FORMAT = "format"
+    IMPORT = "import"
+    TEST = "test"
+    SECURITY = "security"
+    VERIFICATION = "verification"
+
+
+HARD_CATEGORIES = frozenset(
+    {Category.SYNTAX, Category.TYPE, Category.TEST, Category.SECURITY, Category.VERIFICATION}
+)
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+class FinalStatus(StrEnum):
+    """Seed 001's `final_status` of the escalation machine."""
+
+    SUCCESS = "success"
+    QUARANTINED = "quarantined"
+    INFRA_FAILURE = "infra_failure"

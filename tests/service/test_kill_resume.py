@@ -1,0 +1,97 @@
+"""SIGKILL the step process at random points; the end result equals an uninterrupted run."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from incidents.layout import Root
+
+MESSY = "import os\nimport json\n\n\ndef build(rows):\n    return json.dumps({'n':len(rows)})\n"
+CONFIG = '[checks]\ntools = ["ruff", "ruff-format"]\n'
+
+
+def capture(root: Root, ws: Path, env: dict[str, str]) -> str:
+    ws.mkdir()
+    (ws / "messy.py").write_text(MESSY)
+    p = subprocess.run(
+        [sys.executable, "-m", "incidents", "capture", "--step", "lint", "--message", "ruff failed",
+         "--python-file", "messy.py", "--workdir", str(ws), "--no-dedupe"],
+        capture_output=True, text=True, env=env, check=True,
+    )  # fmt: skip
+    return p.stdout.strip()
+
+
+def closed(root: Root, incident_id: str) -> Path | None:
+    for bucket in ("resolved", "escalated"):
+        if (root.bucket(bucket) / incident_id).is_dir():
+            return root.bucket(bucket) / incident_id
+    return None
+
+
+def outcome(root: Root, incident_id: str, ws: Path) -> dict[str, object]:
+    folder = closed(root, incident_id)
+    assert folder is not None and not (root.inbox / incident_id).exists()
+    state = json.loads((folder / "state.json").read_text())
+    result = json.loads((root.runs_dir(incident_id) / "run_result.json").read_text())
+    runs = sorted(p.name for p in root.runs_dir(incident_id).iterdir())
+    return {
+        "bucket": folder.parent.name,
+        "state": state["current_state"],
+        "final_status": state["final_status"],
+        "steps": state["step"],
+        "labels": state["report_labels"],
+        "repeats": state["same_error_repeats"],
+        "result": (result["final_status"], result["loops_used"], result["same_error_repeats"]),
+        "runs": runs,
+        "fixed": (ws / "messy.py").read_text(),
+        "status": (folder / "status.txt").read_text(),
+    }
+
+
+@pytest.mark.slow
+def test_sigkill_at_random_points_then_resume(root: Root, tmp_path: Path) -> None:
+    (tmp_path / "incidents.toml").write_text(CONFIG)
+    env = {**os.environ, "INCIDENTS_ROOT": str(root.path),
+           "INCIDENTS_CONFIG": str(tmp_path / "incidents.toml")}  # fmt: skip
+    drive = [sys.executable, "-m", "incidents", "drive"]
+
+    reference_id = capture(root, tmp_path / "ref", env)
+    t0 = time.monotonic()
+    subprocess.run([*drive, reference_id], env=env, check=True, capture_output=True)
+    full = time.monotonic() - t0
+    expected = outcome(root, reference_id, tmp_path / "ref")
+    assert expected["bucket"] == "resolved"
+
+    rng = random.Random(20261123)
+    kills, n = 0, 0
+    while kills < 30:
+        n += 1
+        ws = tmp_path / f"ws{n}"
+        incident_id = capture(root, ws, env)
+        while closed(root, incident_id) is None:
+            proc = subprocess.Popen([*drive, incident_id], env=env,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+            time.sleep(rng.uniform(0.05, full))
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+                kills += 1
+            proc.wait()
+        assert outcome(root, incident_id, ws) == expected, f"after {kills} kills"
+    # nothing half-done is left behind
+    assert os.listdir(root.inbox) == []
+    assert os.listdir(root.state / "pending") == []
+    with __import__("sqlite3").connect(root.db_path) as conn:
+        dupes = conn.execute(
+            "SELECT ws_id, label, count(*) FROM step_attempts GROUP BY ws_id, step_name, label "
+            "HAVING count(*) > 1"
+        ).fetchall()
+    assert dupes == []

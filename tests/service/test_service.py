@@ -1,0 +1,265 @@
+"""The step service end to end (seed 000 §5), with the real check tools on real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from incidents.layout import Root
+from incidents.models import (
+    AIAttempt,
+    Attempt,
+    ErrorPipelineContext,
+    ErrorReport,
+    Plan,
+    QuarantineMetadata,
+    RunResult,
+)
+
+FAST = '[checks]\ntools = ["ruff", "ruff-format"]\n'
+TYPED = '[checks]\ntools = ["ruff", "ruff-format", "mypy"]\n'
+NO_TIERS = (
+    '[tiers.aider]\nmode = "off"\n[tiers.codex]\nmode = "off"\n[tiers.claude]\nmode = "off"\n'
+)
+CLEAN = "def total(amounts: list[int]) -> int:\n    return sum(amounts)\n"
+MESSY = "import os\nimport json\n\n\ndef build(rows):\n    return json.dumps({'n':len(rows)})\n"
+TWO_TYPE_ERRORS = 'def first() -> int:\n    return "one"\n\n\ndef second() -> str:\n    return 2\n'
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    path = tmp_path / "ws"
+    path.mkdir()
+    return path
+
+
+def config(tmp_path: Path, text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "incidents.toml").write_text(text)
+    monkeypatch.setenv("INCIDENTS_CONFIG", str(tmp_path / "incidents.toml"))
+
+
+def capture(cli, ws: Path, name: str, content: str, step: str = "lint") -> str:  # type: ignore[no-untyped-def]
+    (ws / name).write_text(content)
+    r = cli("capture", "--step", step, "--message", f"{name} failed its checks",
+            "--python-file", name, "--workdir", str(ws), "--no-dedupe")  # fmt: skip
+    assert r.code == 0, r.err
+    return str(r.out.strip())
+
+
+def runs(root: Root, incident_id: str) -> dict[str, Path]:
+    return {p.name: p for p in root.runs_dir(incident_id).iterdir()}
+
+
+def load(path: Path) -> dict:  # type: ignore[type-arg]
+    return json.loads(path.read_text())
+
+
+def events(root: Root, incident_id: str) -> list[str]:
+    with sqlite3.connect(root.db_path) as conn:
+        rows = conn.execute(
+            "SELECT event_type FROM events WHERE incident_id = ? ORDER BY id", (incident_id,)
+        )
+        return [r[0] for r in rows]
+
+
+def test_baseline_success_on_a_clean_file(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    config(tmp_path, FAST, monkeypatch)
+    incident_id = capture(cli, ws, "clean.py", CLEAN)
+    r = cli("drive", incident_id)
+    assert r.code == 0, r.err
+    lines = r.out.splitlines()
+    assert "S_INIT -> S0_BASELINE_CHECK (RUN_PIPELINE)" in lines[1]
+    assert "report: error_report_attempt_0.json" in lines[1]
+    assert "-> S_SUCCESS" in lines[-1] and "archived to error_archive/resolved/" in lines[-1]
+    folder = root.bucket("resolved") / incident_id
+    assert (folder / "status.txt").read_text() == "resolved\n"
+    files = runs(root, incident_id)
+    report = ErrorReport.model_validate(load(files["error_report_attempt_0.json"]))
+    assert report.summary.total_issues == 0 and report.label == "0"
+    result = RunResult.model_validate(load(files["run_result.json"]))
+    assert (result.final_status, result.loops_used) == ("resolved", 0)
+    Plan.model_validate(load(root.plan_dir(incident_id) / "plan.json"))
+    ctx = ErrorPipelineContext.model_validate(load(folder / "state.json"))
+    assert ctx.current_state == "S_SUCCESS" and ctx.final_status == "success"
+    kinds = events(root, incident_id)
+    assert {"state_transition", "error_report_generated", "archived"} <= set(kinds)
+    with sqlite3.connect(root.db_path) as conn:
+        meta = conn.execute(
+            "SELECT metadata_json FROM workstreams WHERE ws_id = ?", (incident_id,)
+        ).fetchone()[0]
+        assert json.loads(meta)["error_pipeline"]["current_state"] == "S_SUCCESS"
+        labels = {
+            r[0]
+            for r in conn.execute("SELECT label FROM step_attempts WHERE ws_id = ?", (incident_id,))
+        }
+        assert "error_report_attempt_0" in labels
+
+
+def test_mechanical_path_unused_import_and_formatting(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    config(tmp_path, FAST, monkeypatch)
+    incident_id = capture(cli, ws, "messy.py", MESSY)
+    r = cli("drive", incident_id)
+    assert r.code == 0, r.err
+    assert "(MECHANICAL_AUTOFIX)" in r.out and "-> S_SUCCESS" in r.out
+    fixed = (ws / "messy.py").read_text()
+    assert "import os" not in fixed and '{"n": len(rows)}' in fixed
+    files = runs(root, incident_id)
+    before = ErrorReport.model_validate(load(files["error_report_attempt_0.json"]))
+    after = ErrorReport.model_validate(load(files["error_report_attempt_0b.json"]))
+    assert before.summary.style_only and before.summary.total_issues >= 2
+    assert after.summary.total_issues == 0 and after.mechanical_fix_applied
+    attempt = Attempt.model_validate(load(files["attempt_01.json"]))
+    assert attempt.result == "resolved" and attempt.verification_passed
+    assert RunResult.model_validate(load(files["run_result.json"])).loops_used == 1
+    original = root.bucket("resolved") / incident_id / "original_scripts" / "messy.py"
+    assert original.read_text() == MESSY
+
+
+def stand_in(bin_dir: Path, name: str, body: str) -> None:
+    """A small real executable named like the fixer CLI (aider, codex, claude)."""
+    path = bin_dir / name
+    path.write_text(f"#!{sys.executable}\nimport sys, pathlib\n{body}\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+
+
+def test_escalation_through_aider_codex_claude(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    # aider fixes one of the two type errors, codex does nothing, claude fixes the rest
+    stand_in(
+        bin_dir,
+        "aider",
+        "p = pathlib.Path('typed.py'); p.write_text(p.read_text().replace('\"one\"', '1'))",
+    )
+    stand_in(bin_dir, "codex", "sys.stdin.read()")
+    stand_in(
+        bin_dir,
+        "claude",
+        "sys.stdin.read(); p = pathlib.Path('typed.py'); p.write_text(p.read_text().replace('return 2', 'return \"2\"'))",
+    )
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    config(
+        tmp_path,
+        TYPED
+        + '[tiers.aider]\nmode = "on"\n[tiers.codex]\nmode = "on"\n[tiers.claude]\nmode = "on"\n',
+        monkeypatch,
+    )
+    incident_id = capture(cli, ws, "typed.py", TWO_TYPE_ERRORS, step="typecheck")
+    r = cli("drive", incident_id)
+    assert r.code == 0, r.err
+    states = [line.split(": ", 1)[1].split(" (")[0] for line in r.out.splitlines()]
+    assert states == [
+        "S_INIT -> S_INIT",
+        "S_INIT -> S0_BASELINE_CHECK",
+        "S0_BASELINE_CHECK -> S1_AIDER_FIX",
+        "S1_AIDER_FIX -> S1_AIDER_RECHECK",
+        "S1_AIDER_RECHECK -> S2_CODEX_FIX",
+        "S2_CODEX_FIX -> S2_CODEX_RECHECK",
+        "S2_CODEX_RECHECK -> S3_CLAUDE_FIX",
+        "S3_CLAUDE_FIX -> S3_CLAUDE_RECHECK",
+        "S3_CLAUDE_RECHECK -> S_SUCCESS",
+    ], r.out
+    assert "AI action required: yes" in r.out.splitlines()[2]
+    files = runs(root, incident_id)
+    attempts = [AIAttempt.model_validate(a) for a in load(files["ai_attempts.json"])]
+    assert [(a.attempt_number, a.agent) for a in attempts] == [
+        (1, "aider"),
+        (2, "codex"),
+        (3, "claude"),
+    ]
+    assert attempts[0].changed_files == ["typed.py"] and attempts[1].changed_files == []
+    counts = [
+        ErrorReport.model_validate(
+            load(files[f"error_report_attempt_{n}.json"])
+        ).summary.total_issues
+        for n in "0123"
+    ]
+    assert counts == [2, 1, 1, 0]
+    assert {"prompt_attempt_1.md", "prompt_attempt_2.md", "prompt_attempt_3.md"} <= set(files)
+    assert "## Retry context" in files["prompt_attempt_2.md"].read_text()
+    assert [
+        Attempt.model_validate(load(files[f"attempt_0{i}.json"])).result for i in (1, 2, 3)
+    ] == ["continue", "continue", "resolved"]
+    assert events(root, incident_id).count("ai_attempt") == 3
+
+
+def test_quarantine_path_keeps_everything(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    config(tmp_path, TYPED + NO_TIERS, monkeypatch)
+    incident_id = capture(cli, ws, "typed.py", TWO_TYPE_ERRORS, step="typecheck")
+    r = cli("drive", incident_id)
+    assert r.code == 0 and "-> S4_QUARANTINE" in r.out, r.out + r.err
+    folder = root.bucket("escalated") / incident_id
+    assert not (root.inbox / incident_id).exists()
+    for name in ("incident.json", "status.txt", "log_tail.txt", "audit_tail.jsonl", "context.json",
+                 "state.json", "metadata.json", "ai_attempts.json", "final_scripts/typed.py",
+                 "original_scripts/typed.py", "error_reports/error_report_attempt_0.json",
+                 "plan/plan.json", "plan/plan.md"):  # fmt: skip
+        assert (folder / name).is_file(), name
+    meta = QuarantineMetadata.model_validate(load(folder / "metadata.json"))
+    assert meta.final_status == "quarantined" and meta.final_error_counts == {"type": 2}
+    assert "no further fixer tier" in meta.reason and meta.escalation_kind == "no_fixer"
+    assert meta.tool_versions.get("mypy")
+    assert (folder / "status.txt").read_text() == "escalated\n"
+    result = RunResult.model_validate(load(root.runs_dir(incident_id) / "run_result.json"))
+    assert result.final_status == "escalated" and result.archived_to.endswith(incident_id)
+    assert "escalation" in events(root, incident_id)
+
+
+def test_infra_path_when_a_tool_is_missing(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    missing = '[checks.profiles.ruff]\nargv = ["definitely-not-installed-linter", "{files}"]\n'
+    config(tmp_path, FAST + missing, monkeypatch)
+    incident_id = capture(cli, ws, "clean.py", CLEAN)
+    r = cli("drive", incident_id)
+    assert r.code == 0 and "-> S_ERROR_INFRA" in r.out, r.out + r.err
+    folder = root.bucket("escalated") / incident_id
+    meta = QuarantineMetadata.model_validate(load(folder / "metadata.json"))
+    assert meta.final_status == "infra_failure"
+    assert "definitely-not-installed-linter" in meta.reason
+    assert "infra_error" in events(root, incident_id)
+    with sqlite3.connect(root.db_path) as conn:
+        (count,) = conn.execute(
+            "SELECT count FROM errors WHERE last_incident_id = ?", (incident_id,)
+        ).fetchone()
+    assert count == 1
+
+
+def test_step_and_error_step_print_one_transition(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    config(tmp_path, FAST, monkeypatch)
+    incident_id = capture(cli, ws, "clean.py", CLEAN)
+    r = cli("step", incident_id)
+    assert (
+        r.out.strip()
+        == f"{incident_id}: S_INIT -> S_INIT (PLAN); report: none; AI action required: no"
+    )
+    run_id = load(root.inbox / incident_id / "incident.json")["run_id"]
+    r = cli("error-step", "--run-id", run_id, "--ws-id", incident_id, "--json")
+    doc = json.loads(r.out)
+    assert (doc["old_state"], doc["new_state"], doc["report_written"]) == (
+        "S_INIT", "S0_BASELINE_CHECK", "error_report_attempt_0.json")  # fmt: skip
+    assert cli("error-step", "--run-id", "nope", "--ws-id", incident_id).code == 1
+    assert cli("step", "incident_missing").code == 1
+
+
+def test_nothing_to_check_is_escalated_as_unverifiable(cli, root: Root) -> None:  # type: ignore[no-untyped-def]
+    r = cli("capture", "--step", "notify", "--message", "webhook returned 500")
+    incident_id = r.out.strip()
+    r = cli("drive", incident_id)
+    assert "-> S4_QUARANTINE" in r.out, r.out
+    meta = load(root.bucket("escalated") / incident_id / "metadata.json")
+    assert "unverifiable" in meta["reason"]
+
+
+def test_a_verification_command_off_the_allowlist_is_refused(cli, root: Root, ws: Path) -> None:  # type: ignore[no-untyped-def]
+    r = cli("capture", "--step", "dl", "--message", "download failed", "--verify",
+            "curl -fsS http://127.0.0.1:9/", "--workdir", str(ws))  # fmt: skip
+    incident_id = r.out.strip()
+    r = cli("drive", incident_id)
+    assert "-> S_ERROR_INFRA" in r.out, r.out
+    meta = load(root.bucket("escalated") / incident_id / "metadata.json")
+    assert "refused" in meta["reason"] and "curl" in meta["reason"]

@@ -1,0 +1,236 @@
+"""`incidents capture`: bundles, classification, redaction, dedupe, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from incidents.layout import Root
+from incidents.models import CaptureContext, Incident
+from tests.conftest import Result, tree
+
+BUNDLE = {"incident.json", "status.txt", "log_tail.txt", "audit_tail.jsonl", "context.json"}
+
+
+def bundle(root: Root, incident_id: str) -> Path:
+    folder = root.inbox / incident_id
+    assert folder.is_dir(), f"{incident_id} not in the inbox"
+    return folder
+
+
+def doc(folder: Path, name: str = "incident.json") -> dict:  # type: ignore[type-arg]
+    return json.loads((folder / name).read_text())
+
+
+def test_capture_writes_a_complete_valid_bundle(cli, root: Root) -> None:  # type: ignore[no-untyped-def]
+    r: Result = cli("capture", "--step", "amazon_download", "--message", "Network timeout")
+    assert r.code == 0, r.err
+    incident_id = r.out.strip()
+    assert r.out == incident_id + "\n"  # stdout is only the id
+    assert incident_id.startswith("incident_") and "_amazon_download_" in incident_id
+    folder = bundle(root, incident_id)
+    assert {p.name for p in folder.iterdir()} == BUNDLE
+    incident = Incident.model_validate(doc(folder))
+    CaptureContext.model_validate(doc(folder, "context.json"))
+    assert incident.status == "new" and (folder / "status.txt").read_text() == "new\n"
+    assert incident.occurrences == 1
+    assert incident.error_signature.startswith(
+        f"{incident.failure_class.value} | amazon_download | "
+    )
+    assert list(root.staging.iterdir()) == []
+
+
+def test_failure_class_and_error_code_are_classified_when_not_given(cli, root: Root) -> None:  # type: ignore[no-untyped-def]
+    r = cli("capture", "--step", "dl", "--message", "Read timed out after 30 seconds")
+    d = doc(bundle(root, r.out.strip()))
+    assert (d["failure_class"], d["error_code"]) == ("transient", "TIMEOUT")
+    r = cli(
+        "capture", "--step", "dl", "--message", "boom",
+        "--failure-class", "env", "--error-code", "HOOK_FAILURE", "--exit-code", "3",
+    )  # fmt: skip
+    d = doc(bundle(root, r.out.strip()))
+    assert (d["failure_class"], d["error_code"], d["exit_code"]) == ("env", "HOOK_FAILURE", 3)
+
+
+def test_repeats_share_a_signature_and_fold_into_one_incident(cli, root: Root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    log1, log2 = tmp_path / "a.log", tmp_path / "b.log"
+    log1.write_text("first run\n")
+    log2.write_text("second run\n")
+    a = cli(
+        "capture", "--step", "s", "--message", "job 1234 failed after 31s", "--log-file", str(log1)
+    )
+    b = cli(
+        "capture", "--step", "s", "--message", "job 98 failed after 7s", "--log-file", str(log2)
+    )
+    assert a.out == b.out
+    folder = bundle(root, a.out.strip())
+    d = doc(folder)
+    assert d["occurrences"] == 2 and d["last_seen"] >= d["created_at"]
+    log = (folder / "log_tail.txt").read_text()
+    assert "first run" in log and "second run" in log and "occurrence 2" in log
+    c = cli("capture", "--step", "s", "--message", "job 5 failed after 1s", "--no-dedupe")
+    assert c.out != a.out
+    other = cli("capture", "--step", "other", "--message", "job 5 failed after 1s")
+    assert other.out not in (a.out, c.out)
+
+
+def test_an_archived_incident_is_not_reopened_by_a_repeat(cli, root: Root) -> None:  # type: ignore[no-untyped-def]
+    a = cli("capture", "--step", "s", "--message", "disk full on /dev/sda1").out.strip()
+    assert cli("archive", a, "--resolved", "--reason", "cleaned up").code == 0
+    b = cli("capture", "--step", "s", "--message", "disk full on /dev/sdb1").out.strip()
+    assert a != b and (root.inbox / b).is_dir()
+
+
+def test_secrets_are_redacted_in_every_file(cli, root: Root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    log = tmp_path / "x.log"
+    log.write_text(f"curl -H 'Authorization: Bearer {token}'\npassword=hunter2hunter2\n")
+    audit = tmp_path / "audit.jsonl"
+    audit.write_text(json.dumps({"event": "login", "password": "s3cr3t-pw"}) + "\n")
+    ctx = tmp_path / "ctx.json"
+    ctx.write_text(json.dumps({"api_token": token, "note": f"used {token}"}))
+    r = cli(
+        "capture", "--step", "s", "--message", f"push failed with {token}",
+        "--log-file", str(log), "--audit-file", str(audit), "--context-json", str(ctx),
+    )  # fmt: skip
+    assert r.code == 0, r.err
+    folder = bundle(root, r.out.strip())
+    for name in BUNDLE:
+        text = (folder / name).read_text()
+        assert token not in text and "hunter2hunter2" not in text and "s3cr3t-pw" not in text, name
+    assert "[REDACTED]" in (folder / "log_tail.txt").read_text()
+
+
+def test_log_tail_is_bounded_and_invalid_utf8_is_kept(cli, root: Root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    log = tmp_path / "big.log"
+    log.write_bytes(b"x" * 200_000 + b"\nlast line \xff\xfe end\n")
+    r = cli("capture", "--step", "s", "--message", "m", "--log-file", str(log))
+    text = (bundle(root, r.out.strip()) / "log_tail.txt").read_text(encoding="utf-8")
+    assert len(text.encode()) <= 65536
+    assert "last line \\xff\\xfe end" in text
+
+
+def test_invalid_audit_lines_are_kept_raw(cli, root: Root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    audit = tmp_path / "a.jsonl"
+    audit.write_bytes(b'{"ok": 1}\nnot json at all\n[1, 2]\n{"dup": 1, "dup": 2}\n')
+    r = cli("capture", "--step", "s", "--message", "m", "--audit-file", str(audit))
+    lines = (bundle(root, r.out.strip()) / "audit_tail.jsonl").read_text().splitlines()
+    entries = [json.loads(line) for line in lines]
+    assert entries[0] == {"ok": 1}
+    assert entries[1]["raw"] == "not json at all" and entries[1]["invalid"]
+    assert entries[2]["raw"] == "[1, 2]" and "object" in entries[2]["invalid"]
+    assert "duplicate" in entries[3]["invalid"]
+
+
+def test_context_json_from_stdin_is_merged(cli, root: Root, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    import io
+    import sys
+
+    monkeypatch.setattr(
+        sys, "stdin", io.TextIOWrapper(io.BytesIO(b'{"ticket": "OPS-1", "year": 2025, "month": 7}'))
+    )
+    r = cli("capture", "--step", "s", "--message", "m", "--context-json", "-")
+    folder = bundle(root, r.out.strip())
+    assert doc(folder, "context.json")["ticket"] == "OPS-1"
+    d = doc(folder)
+    assert (d["year"], d["month"], d["ym"]) == (2025, 7, "2025-07")
+
+
+def test_targets_and_verification_commands_are_recorded(cli, root: Root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "mod.py").write_text("x = 1\n")
+    r = cli(
+        "capture", "--step", "lint", "--message", "ruff failed", "--python-file", "pkg/mod.py",
+        "--verify", "python -m pytest -q tests/test_x.py", "--workdir", str(tmp_path),
+    )  # fmt: skip
+    d = doc(bundle(root, r.out.strip()))
+    assert d["python_files"] == ["pkg/mod.py"]
+    assert d["verify"] == ["python -m pytest -q tests/test_x.py"]
+    assert d["workdir"] == str(tmp_path.resolve())
+
+
+def test_json_flag_prints_the_incident(cli, root: Root) -> None:  # type: ignore[no-untyped-def]
+    r = cli("capture", "--step", "s", "--message", "m", "--json")
+    printed = json.loads(r.out)
+    assert printed == doc(bundle(root, printed["incident_id"]))
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--message", "m"], "--step"),
+        (["--step", "s"], "--message"),
+        (["--step", "s", "--message", "m", "--context-json", "CTX_NOT_JSON"], "not valid JSON"),
+        (["--step", "s", "--message", "m", "--context-json", "CTX_LIST"], "JSON object"),
+        (["--step", "s", "--message", "m", "--context-json", "missing.json"], "no such file"),
+        (["--step", "s", "--message", "m", "--log-file", "LOG_DIR"], "--log-file"),
+        (["--step", "s", "--message", "m", "--log-file", "nope.log"], "--log-file"),
+        (["--step", "s", "--message", "m", "--python-file", "/etc/passwd"], "outside the workdir"),
+        (["--step", "s", "--message", "m", "--python-file", "absent.py"], "no such file"),
+        (["--step", "s", "--message", "m", "--verify", "echo 'unclosed"], "--verify"),
+        (["--step", "s", "--message", "m", "--failure-class", "flaky"], "--failure-class"),
+        (["--step", "s", "--message", "m", "--exit-code", "x"], "--exit-code"),
+        (["--step", "", "--message", "m"], "--step"),
+        (["--step", "s", "--message", "   "], "--message"),
+    ],
+)
+def test_bad_input_is_one_clear_line_exit_2_and_nothing_written(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path, args: list[str], needle: str
+) -> None:
+    (tmp_path / "CTX_NOT_JSON").write_text("{not json")
+    (tmp_path / "CTX_LIST").write_text("[1, 2]")
+    (tmp_path / "LOG_DIR").mkdir()
+    r = cli("capture", *args)
+    assert r.code == 2
+    assert r.out == ""
+    assert len(r.err.strip().splitlines()) == 1 and needle in r.err, r.err
+    assert not (tmp_path / "reports").exists()
+
+
+def test_a_root_that_is_a_file_is_refused(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "rootfile").write_text("I am a file\n")
+    r = cli("capture", "--root", str(tmp_path / "rootfile"), "--step", "s", "--message", "m")
+    assert r.code == 2 and "not a directory" in r.err
+    assert (tmp_path / "rootfile").read_text() == "I am a file\n"
+
+
+def test_root_precedence_cli_env_config(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "incidents.toml").write_text('root = "from-config"\n')
+    monkeypatch.delenv("INCIDENTS_ROOT")
+    r = cli("capture", "--step", "s", "--message", "config root")
+    assert (tmp_path / "from-config" / "error_inbox" / r.out.strip()).is_dir()
+    monkeypatch.setenv("INCIDENTS_ROOT", str(tmp_path / "from-env"))
+    r = cli("capture", "--step", "s", "--message", "env root")
+    assert (tmp_path / "from-env" / "error_inbox" / r.out.strip()).is_dir()
+    r = cli("capture", "--root", str(tmp_path / "from-cli"), "--step", "s", "--message", "cli")
+    assert (tmp_path / "from-cli" / "error_inbox" / r.out.strip()).is_dir()
+
+
+def test_bad_config_names_file_and_key(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "incidents.toml").write_text("[capture]\nlog_tail_bytes = 'big'\n")
+    before = tree(tmp_path)
+    r = cli("capture", "--step", "s", "--message", "m")
+    assert r.code == 2 and "incidents.toml: capture.log_tail_bytes" in r.err
+    assert tree(tmp_path) == before
+
+
+def test_the_capture_path_imports_no_heavy_dependency(tmp_path: Path) -> None:
+    """typer, pydantic, jsonschema, sqlite3 and friends stay off the capture path."""
+    import subprocess
+    import sys
+
+    from tests.conftest import SCRIPTS
+
+    env = {**__import__("os").environ, "INCIDENTS_ROOT": str(tmp_path / "reports")}
+    p = subprocess.run(
+        [sys.executable, "-X", "importtime", str(SCRIPTS / "error_capture.py"),
+         "--step", "s", "--message", "m"],
+        capture_output=True, text=True, env=env,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    imported = {line.split("|")[-1].strip() for line in p.stderr.splitlines() if "|" in line}
+    heavy = {"typer", "pydantic", "jsonschema", "sqlite3", "click", "rich", "watchdog",
+             "filelock", "typing", "dataclasses", "subprocess", "hashlib"}  # fmt: skip
+    assert imported & heavy == set()

@@ -1,0 +1,64 @@
+"""`incidents doctor`: exit 0 on a healthy root, non-zero with a fix when something is wrong."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from incidents import pause
+from incidents.layout import Root
+from tests.test_watch_helpers import capture, run_watch, workspace
+
+
+def test_healthy_root(tmp_path: Path, root: Root, cli) -> None:  # type: ignore[no-untyped-def]
+    workspace(tmp_path)
+    capture(tmp_path, "d1")
+    assert run_watch(tmp_path, "--until-idle").returncode == 0
+    r = cli("doctor")
+    assert r.code == 0, r.out
+    assert "ok   database: integrity_check ok" in r.out
+    assert "ok   mirror: 1 incident(s), same as the folders" in r.out
+    assert "ok   tool ruff:" in r.out
+    assert r.out.rstrip().endswith("0 problem(s), 0 warning(s)")
+
+
+def test_world_writable_root_fails_with_fix(root: Root, cli) -> None:  # type: ignore[no-untyped-def]
+    root.ensure()
+    os.chmod(root.path, 0o777)
+    r = cli("doctor")
+    assert r.code == 1
+    assert f"FAIL root: {root.path} is world-writable\n     fix: chmod o-w {root.path}" in r.out
+
+
+def test_drift_missing_tool_stale_lease_and_pause(tmp_path: Path, root: Root, cli) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "incidents.toml").write_text(
+        '[checks]\ntools = ["ruff", "gone"]\n[checks.profiles.gone]\n'
+        'argv = ["no-such-linter-xyz", "{files}"]\nparser = "ruff-json"\nlanguage = "python"\n'
+        'globs = ["*.py"]\n'
+    )
+    root.ensure()
+    r0 = cli("reindex")
+    assert r0.code == 0, r0.err
+    (root.inbox / "incident_moved_by_hand").mkdir()  # a folder the mirror does not know
+    (root.state / "leases" / "incident_x.json").write_text(json.dumps({
+        "incident_id": "incident_x", "owner": "w", "generation": 1, "expires_at": 1e12,
+        "pid": 999_999_999, "host": __import__("socket").gethostname(), "agent": None,
+    }))  # fmt: skip
+    pause.pause(root, "too many escalations")
+    r = cli("doctor", "--json")
+    assert r.code == 1
+    by = {f["check"]: f for f in r.json()}  # type: ignore[union-attr]
+    assert by["mirror"]["level"] == "fail" and "reindex" in by["mirror"]["fix"]
+    assert by["tool gone"]["level"] == "fail"
+    assert "program not found: no-such-linter-xyz" in by["tool gone"]["detail"]
+    assert by["leases"]["level"] == "warn" and "incident_x" in by["leases"]["detail"]
+    assert by["pause"]["level"] == "warn" and by["pause"]["fix"].startswith("incidents resume")
+
+
+def test_corrupt_database_fails(root: Root, cli) -> None:  # type: ignore[no-untyped-def]
+    root.ensure()
+    root.db_path.write_bytes(b"this is not a database" * 100)
+    r = cli("doctor")
+    assert r.code == 1
+    assert "FAIL database" in r.out and "reindex" in r.out

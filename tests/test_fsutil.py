@@ -1,0 +1,68 @@
+"""Durable, symlink-safe file primitives and strict JSON parsing of untrusted files."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from incidents import fsutil
+from incidents.errors import InvalidDocument, UnsafeFile
+
+
+def test_atomic_write_replaces_and_leaves_no_temp(tmp_path: Path) -> None:
+    target = tmp_path / "doc.json"
+    fsutil.atomic_write_json(target, {"a": 1})
+    fsutil.atomic_write_json(target, {"a": 2})
+    assert fsutil.read_json(target) == {"a": 2}
+    assert os.listdir(tmp_path) == ["doc.json"]
+    assert target.stat().st_mode & 0o777 == 0o600
+
+
+def test_bundle_files_that_are_not_plain_files_are_refused(tmp_path: Path) -> None:
+    real = tmp_path / "real.json"
+    real.write_text("{}")
+    (tmp_path / "link.json").symlink_to(real)
+    with pytest.raises(UnsafeFile, match="symbolic link"):
+        fsutil.read_json(tmp_path / "link.json")
+    os.link(real, tmp_path / "hard.json")
+    with pytest.raises(UnsafeFile, match="hard links"):
+        fsutil.read_json(tmp_path / "hard.json")
+    os.mkfifo(tmp_path / "fifo.json")
+    with pytest.raises(UnsafeFile, match="not a regular file"):
+        fsutil.read_json(tmp_path / "fifo.json")
+    (tmp_path / "big.json").write_text("[" + "1," * 600_000 + "1]")
+    with pytest.raises(UnsafeFile, match="over the cap"):
+        fsutil.read_json(tmp_path / "big.json")
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b'{"a": NaN}', "NaN"),
+        (b'{"a": Infinity}', "Infinity"),
+        (b'{"a": 1, "a": 2}', "duplicate key"),
+        (b"\xff\xfe{}", "not UTF-8"),
+        (b"[" * 65 + b"]" * 65, "nested deeper"),
+        (b"[" * 100_000 + b"]" * 100_000, "nested deeper"),
+        (b"{not json", "not valid JSON"),
+    ],
+)
+def test_untrusted_json_is_parsed_strictly(data: bytes, reason: str) -> None:
+    with pytest.raises(InvalidDocument, match=reason):
+        fsutil.parse_json_strict(data, "x.json")
+
+
+def test_orphaned_temp_files_of_dead_writers_are_removed(tmp_path: Path) -> None:
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    orphan = tmp_path / f".state.json.{dead}.0123abcd.tmp"
+    live = tmp_path / f".state.json.{os.getpid()}.89abcdef.tmp"
+    other = tmp_path / ".hidden"
+    for p in (orphan, live, other):
+        p.write_text("x")
+    assert fsutil.remove_orphan_temps(tmp_path) == [orphan.name]
+    assert live.exists() and other.exists() and not orphan.exists()

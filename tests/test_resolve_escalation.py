@@ -1,0 +1,210 @@
+"""resolve-escalation (seed 003): a human's decision, with and without --requeue."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from incidents import mirror, policy
+from incidents.layout import Root
+from incidents.models import ErrorPipelineContext, RunResult
+
+BROKEN = "def f(:\n    pass\n"
+FIXED = "def f() -> None:\n    pass\n"
+CONFIG = (
+    '[checks]\ntools = ["ruff"]\n[policy]\nsignature_budget = 1\nescalation_threshold = 0\n'
+    '[tiers.aider]\nmode = "on"\n[tiers.codex]\nmode = "off"\n[tiers.claude]\nmode = "off"\n'
+)
+# aider fixes the file only when the human's guidance reaches its prompt
+AIDER = f"""#!{sys.executable}
+import pathlib, sys
+prompt = pathlib.Path(sys.argv[sys.argv.index("--message-file") + 1]).read_text()
+if "close the parenthesis" in prompt:
+    pathlib.Path("f.py").write_text({FIXED!r})
+"""
+
+
+@pytest.fixture
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "incidents.toml").write_text(CONFIG)
+    monkeypatch.setenv("INCIDENTS_CONFIG", str(tmp_path / "incidents.toml"))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "aider").write_text(AIDER)
+    (bin_dir / "aider").chmod(0o700 | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    path = tmp_path / "ws"
+    path.mkdir()
+    return path
+
+
+def escalated(cli, ws: Path) -> str:  # type: ignore[no-untyped-def]
+    (ws / "f.py").write_text(BROKEN)
+    r = cli("capture", "--step", "lint", "--message", "f.py broken", "--python-file", "f.py",
+            "--workdir", str(ws), "--no-dedupe")  # fmt: skip
+    incident_id = str(r.out.strip())
+    assert "S4_QUARANTINE" in cli("drive", incident_id).out
+    return incident_id
+
+
+def ctx_of(root: Root, incident_id: str) -> ErrorPipelineContext:
+    _, folder = root.locate(incident_id)
+    return ErrorPipelineContext.model_validate_json((folder / "state.json").read_text())
+
+
+def escalation_rows(root: Root) -> list[tuple[str, str | None, str | None]]:
+    with sqlite3.connect(root.db_path) as conn:
+        return conn.execute(
+            "SELECT incident_id, resolved_at, guidance FROM escalations ORDER BY id"
+        ).fetchall()
+
+
+def test_resolve_without_requeue_archives_it_as_resolved(cli, root: Root, ws: Path) -> None:  # type: ignore[no-untyped-def]
+    incident_id = escalated(cli, ws)
+    assert cli("resolve-escalation", incident_id).code == 2  # --guidance is required
+    r = cli("resolve-escalation", incident_id, "--guidance", "fixed upstream, nothing to do")
+    assert r.code == 0 and "resolved -> error_archive/resolved/" in r.out, r.err
+    folder = root.bucket("resolved") / incident_id
+    assert folder.is_dir() and not (root.bucket("escalated") / incident_id).exists()
+    doc = json.loads((folder / "incident.json").read_text())
+    assert doc["status"] == "resolved" and "fixed upstream" in doc["resolution"]
+    [decision] = json.loads((folder / "decisions.json").read_text())
+    assert decision["decision"] == "resolved" and decision["by"] == "human"
+    result = RunResult.model_validate_json(
+        (root.runs_dir(incident_id) / "run_result.json").read_text()
+    )
+    assert result.final_status == "resolved" and "fixed upstream" in (result.reason or "")
+    assert (root.runs_dir(incident_id) / "run_result.escalated.json").is_file()
+    [(iid, resolved_at, guidance)] = escalation_rows(root)
+    assert iid == incident_id and resolved_at and guidance == "fixed upstream, nothing to do"
+    assert cli("resolve-escalation", incident_id, "--guidance", "again").code == 1
+
+
+def test_requeue_resets_the_budget_and_carries_the_guidance(cli, root: Root, ws: Path) -> None:  # type: ignore[no-untyped-def]
+    first = escalated(cli, ws)  # aider tried once without guidance: budget 1/1 used
+    second = escalated(cli, ws)  # same signature: escalated on the budget, no fixer
+    assert ctx_of(root, second).escalation_kind == "budget_exhausted"
+    assert ctx_of(root, second).ai_attempts == []
+    before = ctx_of(root, first)
+    r = cli("resolve-escalation", first, "--guidance", "close the parenthesis", "--requeue")
+    assert r.code == 0 and "requeue -> error_inbox/" in r.out, r.err
+    ctx = ctx_of(root, first)
+    assert ctx.current_state == "S_INIT" and ctx.final_status is None
+    assert ctx.step == before.step and ctx.report_labels == before.report_labels  # history kept
+    assert len(ctx.ai_attempts) == 1
+    assert json.loads((root.inbox / first / "incident.json").read_text())["status"] == "new"
+    assert (root.runs_dir(first) / "run_result.1.json").is_file()
+    r = cli("drive", first)
+    assert "S1_AIDER_FIX" in r.out and "-> S_SUCCESS" in r.out, r.out + r.err  # budget reset
+    prompt = (root.runs_dir(first) / "prompt_attempt_2.md").read_text()
+    assert "close the parenthesis" in prompt
+    assert (ws / "f.py").read_text() == FIXED
+    assert len(ctx_of(root, first).ai_attempts) == 2
+    labels = ctx_of(root, first).report_labels
+    assert labels[: len(before.report_labels)] == before.report_labels  # earlier reports kept
+    assert len(set(labels)) == len(labels) > len(before.report_labels)  # new labels, no reuse
+    rows = escalation_rows(root)
+    assert [r[0] for r in rows] == [first, second] and rows[0][1] and rows[1][1] is None
+    with sqlite3.connect(root.db_path) as conn:
+        kinds = {r[0] for r in conn.execute("SELECT event_type FROM events WHERE incident_id=?",
+                                             (first,))}  # fmt: skip
+    assert {"escalation_resolved", "requeued"} <= kinds
+
+
+def test_only_escalated_incidents_can_be_resolved(cli, root: Root, ws: Path) -> None:  # type: ignore[no-untyped-def]
+    r = cli("capture", "--step", "x", "--message", "m")
+    r = cli("resolve-escalation", r.out.strip(), "--guidance", "g")
+    assert r.code == 1 and "not escalated" in r.err
+
+
+def budget(root: Root, signature: str) -> tuple[int, str | None]:
+    conn = mirror.connect(root.db_path)
+    try:
+        return mirror.budget_used(conn, signature), mirror.budget_reset_at(conn, signature)
+    finally:
+        conn.close()
+
+
+def test_budget_reset_survives_a_deleted_mirror(cli, root: Root, ws: Path) -> None:  # type: ignore[no-untyped-def]
+    first = escalated(cli, ws)  # aider tried once: budget 1/1 used
+    second = escalated(cli, ws)  # escalated on the budget
+    signature = json.loads((root.bucket("escalated") / first / "incident.json").read_text())[
+        "error_signature"
+    ]
+    assert budget(root, signature)[0] == 1
+    assert cli("resolve-escalation", first, "--guidance", "close the parenthesis",
+               "--requeue").code == 0  # fmt: skip
+    used, reset_at = budget(root, signature)
+    assert used == 0 and reset_at  # the human reset it
+    own = ctx_of(root, first).ai_attempts
+    via_policy = policy.budget_used(root, signature, first, own, fallback=99)
+    rows = escalation_rows(root)
+    for path in root.state.glob("mirror.sqlite3*"):
+        path.unlink()
+    assert cli("reindex").code == 0
+    assert budget(root, signature) == (used, reset_at)
+    assert policy.budget_used(root, signature, first, own, fallback=99) == via_policy == 0
+    assert escalation_rows(root) == rows  # the records too: resolved first, open second
+    assert [r[0] for r in rows] == [first, second] and rows[0][1] and rows[1][1] is None
+    # and the next climb is allowed (budget reset), as it would be without the deletion
+    r = cli("drive", first)
+    assert "S1_AIDER_FIX" in r.out and "-> S_SUCCESS" in r.out, r.out + r.err
+
+
+# a crash between rewriting the bundle (decisions.json, state.json, status) and moving it:
+# the process dies at the rename of the folder, the way SIGKILL would leave it
+CRASH_AT_MOVE = """
+import os, sys
+real = os.rename
+def rename(src, dst, *a, **k):
+    if "error_inbox" in str(dst) or "resolved" in str(dst):
+        os._exit(9)
+    return real(src, dst, *a, **k)
+os.rename = rename
+from incidents.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("requeue", [True, False])
+def test_a_crashed_resolve_is_finished_by_a_rerun_without_a_second_decision(cli, root: Root, ws: Path, requeue: bool) -> None:  # type: ignore[no-untyped-def]  # fmt: skip
+    incident_id = escalated(cli, ws)
+    args = ["resolve-escalation", incident_id, "--guidance", "close the parenthesis"]
+    args += ["--requeue"] if requeue else []
+    crashed = subprocess.run(
+        [sys.executable, "-c", CRASH_AT_MOVE, *args],
+        capture_output=True, text=True, env=dict(os.environ), timeout=120,
+    )  # fmt: skip
+    assert crashed.returncode == 9, crashed.stderr
+    folder = root.bucket("escalated") / incident_id
+    assert folder.is_dir() and len(json.loads((folder / "decisions.json").read_text())) == 1
+    r = subprocess.run(
+        [sys.executable, "-m", "incidents", *args],
+        capture_output=True, text=True, env=dict(os.environ), timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    bucket = "inbox" if requeue else "resolved"
+    places = [
+        b for b in ("inbox", "escalated", "resolved") if (root.bucket(b) / incident_id).exists()
+    ]
+    assert places == [bucket]
+    where = root.bucket(bucket) / incident_id
+    [decision] = json.loads((where / "decisions.json").read_text())
+    assert decision["decision"] == ("requeue" if requeue else "resolved")
+    doc = json.loads((where / "incident.json").read_text())
+    status = (where / "status.txt").read_text().strip()
+    assert doc["status"] == status == ("new" if requeue else "resolved")
+    [(iid, resolved_at, guidance)] = escalation_rows(root)
+    assert resolved_at == decision["at"] and guidance == "close the parenthesis"
+    if requeue:
+        assert ctx_of(root, incident_id).current_state == "S_INIT"
+        assert sorted(p.name for p in root.runs_dir(incident_id).glob("run_result*.json")) == [
+            "run_result.1.json"
+        ]

@@ -1,0 +1,158 @@
+"""`incidents status` and `incidents archive`, and the round trip through the scripts."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from incidents import fsutil, store
+from incidents.layout import Root
+from incidents.models import RunResult
+from tests.conftest import run_script, tree
+
+
+def capture(cli, step: str, message: str) -> str:  # type: ignore[no-untyped-def]
+    r = cli("capture", "--step", step, "--message", message, "--no-dedupe")
+    assert r.code == 0, r.err
+    return str(r.out.strip())
+
+
+def test_round_trip_through_the_scripts(root: Root) -> None:
+    p = run_script("error_capture.py", "--step", "amazon_download", "--message", "Network timeout")
+    assert p.returncode == 0, p.stderr
+    incident_id = p.stdout.strip()
+    p = run_script("error_status.py")
+    assert p.returncode == 0 and incident_id in p.stdout and "amazon_download" in p.stdout
+    p = run_script("error_status.py", incident_id, "--json")
+    assert json.loads(p.stdout)["incident"]["status"] == "new"
+    p = run_script("error_archive.py", incident_id, "--resolved", "--reason", "retried by hand")
+    assert p.returncode == 0, p.stderr
+    assert (root.bucket("resolved") / incident_id / "incident.json").is_file()
+    assert not (root.inbox / incident_id).exists()
+    p = run_script("error_status.py")
+    assert incident_id not in p.stdout
+    p = run_script("error_status.py", "--all", "--json")
+    [row] = json.loads(p.stdout)["incidents"]
+    assert (row["incident_id"], row["bucket"], row["status"]) == (
+        incident_id,
+        "resolved",
+        "resolved",
+    )
+
+
+def test_status_table_and_filters(cli) -> None:  # type: ignore[no-untyped-def]
+    a = capture(cli, "download", "timeout one")
+    b = capture(cli, "lint", "ruff failed")
+    r = cli("status")
+    assert r.code == 0
+    header, *rows = r.out.splitlines()
+    assert header.split() == ["ID", "STATUS", "STEP", "CLASS", "AGE", "SEEN"]
+    assert {row.split()[0] for row in rows} == {a, b}
+    only = cli("status", "--step", "lint", "--json").json()
+    assert [i["incident_id"] for i in only["incidents"]] == [b]  # type: ignore[index]
+    assert cli("status", "--since", "1h").out.count("incident_") == 2
+    assert cli("status", "--since", "2999-01-01").out.strip() == "no open incidents"
+    assert cli("status", "--status", "planned", "--json").json()["incidents"] == []  # type: ignore[index]
+
+
+def test_status_json_shape_is_stable(cli) -> None:  # type: ignore[no-untyped-def]
+    a = capture(cli, "s", "m")
+    doc = cli("status", "--json").json()
+    assert set(doc) == {"root", "paused", "incidents"}  # type: ignore[arg-type]
+    assert doc["paused"] is None  # type: ignore[index]
+    [row] = doc["incidents"]  # type: ignore[index]
+    assert row["incident_id"] == a
+    for key in ("status", "state", "step", "failure_class", "error_code", "signature", "run_id",
+                "occurrences", "created_at", "updated_at", "last_seen", "bucket", "location", "age"):  # fmt: skip
+        assert key in row, key
+
+
+def test_status_of_one_incident_and_unknown_ids(cli) -> None:  # type: ignore[no-untyped-def]
+    a = capture(cli, "s", "the message")
+    r = cli("status", a)
+    assert r.code == 0 and "the message" in r.out and "error_inbox/" in r.out
+    r = cli("status", "incident_nope")
+    assert r.code == 1 and "no incident 'incident_nope'" in r.err
+    r = cli("status", "../etc")
+    assert r.code == 2 and "path separator" in r.err
+    r = cli("status", "a..b")
+    assert r.code == 2 and "'..'" in r.err
+
+
+def test_archive_writes_run_result_and_moves_once(cli, root: Root) -> None:  # type: ignore[no-untyped-def]
+    a = capture(cli, "s", "m")
+    r = cli("archive", a, "--escalated", "--reason", "needs a human")
+    assert r.code == 0, r.err
+    folder = root.bucket("escalated") / a
+    doc = json.loads((folder / "incident.json").read_text())
+    assert doc["status"] == "escalated" and doc["resolution"] == "needs a human"
+    assert (folder / "status.txt").read_text() == "escalated\n"
+    result = RunResult.model_validate_json((root.runs_dir(a) / "run_result.json").read_text())
+    assert result.final_status == "escalated"
+    assert result.archived_to == f"error_archive/escalated/{a}"
+    before = tree(root.path / "error_archive"), tree(root.path / "error_runs")
+    again = cli("archive", a, "--resolved", "--reason", "x")
+    assert again.code == 1 and "already archived" in again.err
+    assert (tree(root.path / "error_archive"), tree(root.path / "error_runs")) == before
+
+
+def test_archive_bad_input(cli, root: Root) -> None:  # type: ignore[no-untyped-def]
+    a = capture(cli, "s", "m")
+    before = tree(root.inbox)
+    assert cli("archive", "incident_unknown", "--resolved", "--reason", "x").code == 1
+    both = cli("archive", a, "--resolved", "--escalated", "--reason", "x")
+    assert both.code == 2 and "exactly one" in both.err
+    assert cli("archive", a, "--resolved").code == 2
+    assert cli("archive", "x/y", "--resolved", "--reason", "r").code == 2
+    assert tree(root.inbox) == before
+
+
+def test_an_interrupted_close_is_completed_by_the_next_command(cli, root: Root) -> None:  # type: ignore[no-untyped-def]
+    """The state a crash leaves between the status update and the rename."""
+    a = capture(cli, "s", "m")
+    folder = root.inbox / a
+    fsutil.atomic_write_json(root.state / "pending" / a, {"bucket": "resolved", "reason": "done"})
+    store.set_status(folder, store.read_incident(folder), "resolved", resolution="done")
+    r = cli("status")
+    assert r.code == 0 and a not in r.out
+    assert not folder.exists() and (root.bucket("resolved") / a / "incident.json").is_file()
+    assert (root.runs_dir(a) / "run_result.json").is_file()
+    assert os.listdir(root.state / "pending") == []
+
+
+def test_status_rebuilds_a_deleted_mirror(cli, root: Root) -> None:  # type: ignore[no-untyped-def]
+    a = capture(cli, "s", "m")
+    b = capture(cli, "t", "n")
+    cli("archive", b, "--resolved", "--reason", "ok")
+    before = cli("status", "--all", "--json").json()
+    for p in root.state.glob("mirror.sqlite3*"):
+        p.unlink()
+    after = cli("status", "--all", "--json").json()
+    strip = lambda d: sorted((r["incident_id"], r["status"], r["bucket"], r["step"]) for r in d["incidents"])  # type: ignore[index]  # noqa: E731
+    assert strip(after) == strip(before) and {a, b} == {r[0] for r in strip(after)}
+
+
+def test_a_malformed_bundle_is_reported_and_moved_aside_with_a_reason(cli, root: Root, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    good = capture(cli, "s", "m")
+    (tmp_path / "incidents.toml").write_text("[watch]\nreject_grace_s = 0\n")
+    bad = root.inbox / "incident_20260101_000000_broken_aaaaaa"
+    bad.mkdir()
+    (bad / "incident.json").write_text('{"incident_id": "incident_20260101_000000_broken_aaaaaa",')
+    (bad / "status.txt").write_text("new\n")
+    r = cli("status")
+    assert r.code == 0 and good in r.out
+    assert str(bad) in r.err and "not valid JSON" in r.err and "moved to" in r.err
+    moved = root.rejected / bad.name
+    assert not bad.exists() and (moved / "incident.json").is_file()
+    assert "not valid JSON" in (moved / "reason.txt").read_text()
+    assert bad.name not in cli("status", "--all").out
+
+
+def test_an_incomplete_folder_is_reported_but_left_within_the_grace_period(cli, root: Root) -> None:  # type: ignore[no-untyped-def]
+    capture(cli, "s", "m")
+    arriving = root.inbox / "incident_20260101_000000_copying_bbbbbb"
+    arriving.mkdir()
+    (arriving / "status.txt").write_text("new\n")
+    r = cli("status")
+    assert r.code == 0 and str(arriving) in r.err
+    assert arriving.is_dir() and not (root.rejected / arriving.name).exists()

