@@ -8,6 +8,8 @@ import multiprocessing
 import os
 import sqlite3
 import stat
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -162,6 +164,27 @@ def test_symlinked_database_is_refused(tmp_path: Path) -> None:
     (tmp_path / "m.sqlite3").symlink_to(target)
     with pytest.raises(mirror.MirrorError, match="symbolic link"):
         mirror.connect(tmp_path / "m.sqlite3")
+
+
+def test_a_second_connect_keeps_the_first_connections_locks(tmp_path: Path) -> None:
+    """A watcher worker keeps one connection open and each tick connects again. Opening and
+    closing the file outside SQLite would drop the first connection's POSIX locks; another
+    process closing its connection would then think it was the last user and delete the
+    WAL under the live connection (the soak test saw "database disk image is malformed")."""
+    db = tmp_path / "m.sqlite3"
+    kept = mirror.connect(db)
+    try:
+        with mirror.write(kept):
+            kept.execute("INSERT INTO meta (key, value) VALUES ('k', 'v')")
+        mirror.connect(db).close()
+        other = (
+            f"import sqlite3; c = sqlite3.connect({str(db)!r}); "
+            "c.execute('SELECT count(*) FROM meta').fetchone(); c.close()"
+        )
+        subprocess.run([sys.executable, "-c", other], check=True)
+        assert Path(f"{db}-wal").exists(), "another process took the WAL from a live connection"
+    finally:
+        kept.close()
 
 
 def test_statements_split_keeps_each_statement_whole() -> None:

@@ -27,6 +27,7 @@ import contextlib
 import json
 import os
 import sqlite3
+import stat
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -273,19 +274,33 @@ def _translating(func: Callable[P, T]) -> Callable[P, T]:
 
 
 def _create_private(db_path: Path) -> None:
-    """Create the file 0600 (SQLite gives -wal/-shm the same mode); refuse a symlink."""
-    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    """Create the file 0600 (SQLite gives -wal/-shm the same mode); refuse a symlink.
+
+    An existing file is only stat'ed and chmod'ed, never opened: closing any descriptor of
+    the database drops every POSIX lock this process holds on it, including the SHARED lock
+    of a connection that is still open. Another process closing its connection then takes
+    the EXCLUSIVE lock, believes it is the last user, checkpoints and deletes the WAL under
+    the live connection, and the database ends up malformed (SQLite's "How To Corrupt",
+    section 2.2). A file we have just created with `O_EXCL` has no connection yet.
+    """
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        fd = os.open(db_path, flags, 0o600)
+        os.close(os.open(db_path, flags, 0o600))
+        return
+    except FileExistsError:
+        pass
     except OSError as exc:
-        if os.path.islink(db_path):
-            raise MirrorError(f"the mirror database {db_path} is a symbolic link") from exc
-        raise MirrorError(f"cannot open the mirror database {db_path}: {exc.strerror}") from exc
+        raise MirrorError(f"cannot create the mirror database {db_path}: {exc.strerror}") from exc
     try:
-        if os.fstat(fd).st_mode & 0o077:
-            os.fchmod(fd, 0o600)
-    finally:
-        os.close(fd)
+        st = os.lstat(db_path)
+        if stat.S_ISLNK(st.st_mode):
+            raise MirrorError(f"the mirror database {db_path} is a symbolic link")
+        if not stat.S_ISREG(st.st_mode):
+            raise MirrorError(f"the mirror database {db_path} is not a regular file")
+        if st.st_mode & 0o077:
+            os.chmod(db_path, 0o600)
+    except OSError as exc:
+        raise MirrorError(f"cannot open the mirror database {db_path}: {exc.strerror}") from exc
 
 
 def connect(db_path: Path, *, busy_timeout_ms: int = 5000) -> sqlite3.Connection:
