@@ -34,6 +34,7 @@ test: lint
 
 bench: $(STAMP)
 	$(BIN)/python bench/capture.py
+	$(BIN)/python bench/mirror.py
 
 clean-venv:
 	rm -rf $(VENV)

@@ -75,6 +75,11 @@ def main() -> int:
                    "--message", "benchmark failure", "--no-dedupe"]  # fmt: skip
         dedupe = [py, str(REPO / "scripts" / "error_capture.py"), "--step", "bench",
                   "--message", "benchmark repeat 1"]  # fmt: skip
+        log = os.path.join(tmp, "secrets.log")
+        with open(log, "w") as fh:  # 64 KiB, a token or password on every other line
+            line = "export GITHUB_TOKEN=ghp_R4nd0mF4k3T0k3nV4lu3F0rT3st1ng00001 password=hunter2\n"
+            fh.write((line + "INFO step ok pid=4242\n") * (65536 // (len(line) + 22)))
+        with_log = capture + ["--log-file", log]
         floor = os.path.join(tmp, "floor.py")
         with open(floor, "w") as fh:
             fh.write(FLOOR)
@@ -84,6 +89,7 @@ def main() -> int:
             "python -c 'import typer, pydantic'": [py, "-c", "import typer, pydantic"],
             "error_capture.py (new bundle)": capture,
             "error_capture.py (dedupe: add occurrence)": dedupe,
+            "error_capture.py (64 KiB log of secrets, redacted)": with_log,
         }
         for argv in cases.values():  # warm the page cache and .pyc files
             timed(argv, env, 3)

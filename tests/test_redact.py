@@ -6,7 +6,6 @@ import json
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -265,20 +264,13 @@ def _log_64k() -> str:
     return (text * (65536 // len(text) + 1))[:65536]
 
 
-def test_64k_of_secret_dense_log_is_redacted_in_a_few_ms() -> None:
+def test_64k_of_secret_dense_log_is_redacted_throughout() -> None:
+    """Every repetition is scrubbed, not just the first; the cost is in bench/capture.py."""
     log = _log_64k()
-    redact(log)  # compile the patterns
-    best = min(_timed(redact, log) for _ in range(5))
     out = redact(log)
     assert "hunter2" not in out and "s3cr3t" not in out and "ghp_R4" not in out
-    assert best < 0.025, f"redact took {best * 1000:.1f} ms on 64 KiB"  # ~4 ms measured
-
-
-def _timed(fn: object, arg: str) -> float:
-    assert callable(fn)
-    start = time.perf_counter()
-    fn(arg)
-    return time.perf_counter() - start
+    assert out.count("password=[REDACTED]") == log.count("password=hunter2") > 100
+    assert out.count("3f2a9c1e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39") == log.count("commit 3f2a")
 
 
 def test_import_is_light() -> None:
