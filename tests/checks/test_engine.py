@@ -242,3 +242,43 @@ def test_paths_outside_cwd_stay_absolute_and_label_follows_context(
     )
     assert [f.path for f in report.issues] == [target]
     assert report.label == "0b" and report.mechanical_fix_applied
+
+
+def test_a_change_outside_the_targets_reruns_mypy_and_pytest(
+    tmp_path: Path, ctx: ErrorPipelineContext, settings: ChecksSettings
+) -> None:
+    """Only `user.py` and the test are targets; what they import and the conftest.py above
+    the test are not, yet a change there changes mypy's and pytest's verdict."""
+    write_tree(tmp_path, {
+        "lib.py": "def add(a: int, b: int) -> int:\n    return a + b\n",
+        "user.py": "from lib import add\n\ny: int = add(1, 2)\n",
+        "tests/conftest.py": "import pytest\n\n\n@pytest.fixture\ndef n() -> int:\n    return 3\n",
+        "tests/unit/test_user.py": "from lib import add\n\n\ndef test_add(n: int) -> None:\n    assert add(1, 2) == n\n",
+    })  # fmt: skip
+    targets = ["user.py", "tests/unit/test_user.py"]
+    clean = run_error_pipeline(
+        targets, [], ctx, settings=settings, cwd=tmp_path, tools=["mypy", "pytest"]
+    )
+    assert clean.issues == [] and clean.infra_failures == []
+
+    (tmp_path / "lib.py").write_text("def add(a: int, b: int) -> str:\n    return str(a + b)\n")
+    after_lib = run_error_pipeline(
+        targets, [], ctx, settings=settings, cwd=tmp_path, tools=["mypy", "pytest"]
+    )
+    assert not any(r.cached for r in after_lib.tool_runs)
+    assert {(f.tool, f.path) for f in after_lib.issues} >= {
+        ("mypy", "user.py"), ("pytest", "tests/unit/test_user.py"),
+    }  # fmt: skip
+
+    (tmp_path / "lib.py").write_text("def add(a: int, b: int) -> int:\n    return a + b\n")
+    assert run_error_pipeline(targets, [], ctx, settings=settings, cwd=tmp_path).issues == []
+    (tmp_path / "tests/conftest.py").write_text(
+        "import pytest\n\n\n@pytest.fixture\ndef n() -> int:\n    return 4\n"
+    )
+    after_conftest = run_error_pipeline(
+        targets, [], ctx, settings=settings, cwd=tmp_path, tools=["pytest"]
+    )
+    assert [r.cached for r in after_conftest.tool_runs] == [False]
+    assert [(f.tool, f.path) for f in after_conftest.issues] == [
+        ("pytest", "tests/unit/test_user.py")
+    ]

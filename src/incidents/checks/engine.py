@@ -58,6 +58,7 @@ class Engine:
     versions: VersionCache
     targets: dict[str, list[Target]]  # by language
     _config_memo: dict[tuple[str, ...], str] = field(default_factory=dict)
+    _tree_memo: dict[tuple[str, ...], str | None] = field(default_factory=dict)
 
     # -- planning ------------------------------------------------------------------
 
@@ -153,14 +154,16 @@ class Engine:
         self, profile: ToolProfile, version: str | None, config: str, files: list[Target],
         tests: list[Target], result: JobResult,
     ) -> None:  # fmt: skip
-        # mypy's answer for a file depends on the others; tests on the code they import.
+        # mypy's answer for a file depends on the modules it imports, a test's on the code
+        # and the conftest.py files around it: every source file under cwd is an input.
         inputs = sorted(
             {(t.path, t.digest) for t in [*self.targets.get(profile.language, []), *tests]}
         )
-        key = make_key(profile.fingerprint(), version or "", config, *(f"{p}\0{d}" for p, d in inputs),
-                       "tests", *(t.path for t in tests))  # fmt: skip
+        tree = self.tree_fingerprint(profile.globs)
+        key = make_key(profile.fingerprint(), version or "", config, tree or "",
+                       *(f"{p}\0{d}" for p, d in inputs), "tests", *(t.path for t in tests))  # fmt: skip
         runnable = tests if profile.selects == "tests" else files
-        cached = self.cache.get(key)
+        cached = self.cache.get(key) if tree is not None else None
         if cached is not None:
             argv = self.expand(profile.argv, files, tests, "<report>")
             result.runs.append(ToolRun(tool=profile.name, argv=argv, exit_code=None, duration_s=0.0,
@@ -246,6 +249,14 @@ class Engine:
                     parts.append(f"{found}\0{file_digest(found)}")
             self._config_memo[memo_key] = make_key(*parts)
         return self._config_memo[memo_key]
+
+    def tree_fingerprint(self, globs: Sequence[str]) -> str | None:
+        """Digest of every file matching `globs` under cwd (None: too many to be worth it,
+        so the tool runs uncached). Skips hidden folders, caches and virtualenvs."""
+        memo_key = tuple(globs)
+        if memo_key not in self._tree_memo:
+            self._tree_memo[memo_key] = _tree_digest(self.cwd, globs)
+        return self._tree_memo[memo_key]
 
     # -- argv templates ------------------------------------------------------------
 
@@ -417,6 +428,30 @@ def _dist_version(dist: str) -> str | None:
 def _matches(path: str, globs: Sequence[str]) -> bool:
     name = os.path.basename(path)
     return any(fnmatch(name, g) or fnmatch(path, g) for g in globs)
+
+
+TREE_MAX_FILES = 5000
+_SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
+
+
+def _tree_digest(base: Path, globs: Sequence[str]) -> str | None:
+    parts: list[str] = []
+    for folder, dirs, names in os.walk(base):
+        dirs[:] = sorted(
+            d for d in dirs
+            if d[:1] != "." and d not in _SKIPPED_DIRS
+            and not os.path.exists(os.path.join(folder, d, "pyvenv.cfg"))
+        )  # fmt: skip
+        for name in sorted(names):
+            if any(fnmatch(name, g) for g in globs):
+                if len(parts) >= TREE_MAX_FILES:
+                    return None
+                path = os.path.join(folder, name)
+                try:
+                    parts.append(f"{os.path.relpath(path, base)}\0{file_digest(path)}")
+                except OSError:
+                    parts.append(f"{os.path.relpath(path, base)}\0unreadable")
+    return make_key(*parts)
 
 
 def _hidden(rel: str) -> bool:

@@ -40,7 +40,8 @@ class ToolProfile:
     enabled: bool = True
     timeout: float | None = None
     # file: a file's findings depend on that file alone (cache and batch per file);
-    # batch: on the whole set of targets (mypy, test runners).
+    # batch: on the whole set of targets and on every source file under the working
+    # directory matching `globs` (what mypy imports, what tests and conftest.py load).
     scope: Scope = "file"
     selects: Selects = "targets"
     config_files: tuple[str, ...] = PY_CONFIGS
