@@ -35,7 +35,8 @@ def script(workdir: Path, name: str, body: str) -> str:
     "command",
     ["python -m pytest -q tests/test_x.py", "python3 tool.py", "python3.11 -V", "pytest -q",
      "pytest -c setup.cfg", "ruff check .", "black --check .", "mypy --strict src",
-     "bandit -r src", f"{PY} -m pytest", "python -I -m mod -c arg"],
+     "bandit -r src", f"{PY} -m pytest", "python -I -m pytest -c arg", "python -W ignore tool.py",
+     "python3 -X dev -m mypy.stubtest x", "python3 --check-hash-based-pycs never -V"],
 )  # fmt: skip
 def test_interpreter_and_check_tools_are_allowed(command: str) -> None:
     assert refused([command]) == []
@@ -52,6 +53,17 @@ def test_interpreter_and_check_tools_are_allowed(command: str) -> None:
         ("python -c 'import os'", "inline code (python -c) is not run from incidents"),
         ("python3 -Ic 'import os'", "inline code (python -c) is not run from incidents"),
         (f"{PY} -c 'import os'", "inline code (python -c) is not run from incidents"),
+        # an option's value must not hide the -c after it
+        ("python3 -W ignore -c 'import os'", "inline code (python -c) is not run from incidents"),
+        ("python3 -X dev -c 'import os'", "inline code (python -c) is not run from incidents"),
+        ("python3 -Wignore -Bc 'import os'", "inline code (python -c) is not run from incidents"),
+        (
+            "python3 --check-hash-based-pycs never -c 1",
+            "inline code (python -c) is not run from incidents",
+        ),
+        ("python -m pip install evil", "module 'pip' (python -m) is not on the allowlist"),
+        ("python3 -I -m http.server", "module 'http.server' (python -m) is not on the allowlist"),
+        ("python3 -", "code from standard input (python -) is not run"),
         ("python 'unterminated", "cannot split into arguments: No closing quotation"),
         ("   ", "cannot split into arguments: empty command"),
     ],
@@ -79,6 +91,20 @@ def test_relative_paths_are_judged_by_what_they_really_are(tmp_path: Path) -> No
     ]
     allowed = VerifySettings(allow=[str(evil)])
     assert refused(["./evil", ".venv/bin/pytest"], allowed, tmp_path) == []
+
+
+def test_a_script_must_be_inside_the_workdir(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    (work / "sub").mkdir(parents=True)
+    (tmp_path / "evil.py").write_text("print(1)\n")
+    (work / "link.py").symlink_to(tmp_path / "evil.py")
+    assert refused(["python3 sub/ok.py", "python3 -u ./ok.py"], workdir=work) == []
+    outside = ["python3 ../evil.py", f"python3 {tmp_path / 'evil.py'}", "python3 link.py"]
+    assert refused(outside, workdir=work) == [
+        "script '../evil.py' is outside the workdir",
+        f"script '{tmp_path / 'evil.py'}' is outside the workdir",
+        "script 'link.py' is outside the workdir",
+    ]
 
 
 def test_allow_extends_by_name_and_rejects_relative_paths() -> None:

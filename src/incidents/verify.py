@@ -152,14 +152,59 @@ def _allowlist(settings: VerifySettings, search_path: str) -> _Allowlist:
     return _Allowlist(frozenset(names), frozenset(reals | pythons), frozenset(pythons))
 
 
-def _inline_code(args: list[str]) -> bool:
-    """`python [-opts] -c CODE` (also clustered, `-Ic`): code carried in the command."""
-    for arg in args:
-        if arg in ("-", "-m") or not arg.startswith("-") or arg.startswith("--"):
-            return False
-        if "c" in arg[1:]:
-            return True
-    return False
+# CPython's options that take a value (`-W ignore`, `-Wignore`, `-X dev`); `-c` and `-m`
+# take one too and end the interpreter's options.
+_PY_VALUE_OPTS = frozenset("WX")
+_PY_LONG_VALUE_OPTS = frozenset({"--check-hash-based-pycs"})
+
+
+def python_invocation(args: list[str]) -> tuple[str, str]:
+    """What `python ARGS` runs: ("code", CODE), ("module", NAME), ("stdin", "-"),
+    ("script", PATH) or ("none", "") (`python -V`). Parsed as CPython parses it, so an
+    option value (`-W ignore -c ...`) cannot hide what follows."""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "-":
+            return "stdin", arg
+        if arg == "--" or not arg.startswith("-"):
+            rest = args[i + 1 :] if arg == "--" else args[i:]
+            return ("script", rest[0]) if rest else ("none", "")
+        if arg.startswith("--"):
+            name = arg.split("=", 1)[0]
+            i += 2 if name in _PY_LONG_VALUE_OPTS and "=" not in arg else 1
+            continue
+        for j, flag in enumerate(arg[1:], start=1):
+            if flag in "cm" or flag in _PY_VALUE_OPTS:
+                value = arg[j + 1 :]
+                if not value:
+                    i += 1
+                    value = args[i] if i < len(args) else ""
+                if flag == "c":
+                    return "code", value
+                if flag == "m":
+                    return "module", value
+                break
+        i += 1
+    return "none", ""
+
+
+def _refuse_python(
+    command: str, program: str, args: list[str], allow: _Allowlist, workdir: Path | None
+) -> Refusal | None:
+    kind, value = python_invocation(args)
+    if kind == "code":
+        return Refusal(command, program, "inline code (python -c) is not run from incidents")
+    if kind == "stdin":
+        return Refusal(command, program, "code from standard input (python -) is not run")
+    if kind == "module" and value.split(".")[0] not in allow.names:
+        return Refusal(command, program, f"module {value!r} (python -m) is not on the allowlist")
+    if kind == "script" and workdir is not None:
+        real = _real(os.path.join(workdir, value))
+        base = _real(str(workdir))
+        if os.path.commonpath([real, base]) != base:
+            return Refusal(command, program, f"script {value!r} is outside the workdir")
+    return None
 
 
 def _refuse(
@@ -178,9 +223,7 @@ def _refuse(
         is_python = bool(_PYTHON_NAME.fullmatch(program))
         if program not in allow.names and not is_python:
             return not_allowed
-    if is_python and _inline_code(argv[1:]):
-        return Refusal(command, program, "inline code (python -c) is not run from incidents")
-    return None
+    return _refuse_python(command, program, argv[1:], allow, workdir) if is_python else None
 
 
 def split_command(command: str) -> list[str]:
