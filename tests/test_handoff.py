@@ -157,9 +157,15 @@ def test_an_expired_lease_returns_the_incident_to_the_queue(root: Root, waiting:
 def test_lease_durations_parse() -> None:
     assert [handoff.parse_ttl(t) for t in ("30m", "2h", "90s", "45", "1d")] == [
         1800.0, 7200.0, 90.0, 45.0, 86400.0]  # fmt: skip
-    for bad in ("", "soon", "-5m", "0"):
+    for bad in ("", "soon", "-5m", "0", "31d", "99999999999999d"):
         with pytest.raises(handoff.UsageError):
             handoff.parse_ttl(bad)
+
+
+def test_an_absurd_lease_is_refused_and_writes_nothing(cli, root: Root, waiting: str) -> None:  # type: ignore[no-untyped-def]
+    r = cli("claim", waiting, "--agent", "a", "--lease", "99999999999999d")
+    assert r.code == 2 and "at most 30 days" in r.err, r.err
+    assert cli("claim", waiting, "--agent", "b", "--lease", "5m").code == 0  # not held by a
 
 
 def attempt_doc(incident_id: str, **over: object) -> dict[str, object]:
@@ -193,3 +199,41 @@ def test_attempt_records_a_valid_document_once_and_refuses_bad_ones(cli, root: R
     assert cli("attempt", waiting, "--file", str(bad)).code == 2
     assert not (root.runs_dir(waiting) / "attempt_01.json").exists()
     assert "attempt_recorded" in events(root, waiting)
+
+
+def test_the_recheck_keeps_a_skills_attempt_and_adds_its_verdict(cli, root: Root, tmp_path: Path, waiting: str) -> None:  # type: ignore[no-untyped-def]
+    iteration = cli("next", "--json").json()["attempt_iteration"]  # type: ignore[index]
+    assert iteration == 1
+    assert cli("claim", waiting, "--agent", "sk", "--lease", "30m").code == 0
+    (tmp_path / "ws" / "f.py").write_text(FIXED)
+    mine = tmp_path / "a1.json"
+    claim = attempt_doc(waiting, iteration=iteration, actions_applied=["SKILL WROTE THIS"],
+                        notes="closed the parenthesis")  # fmt: skip
+    mine.write_text(json.dumps(claim))
+    assert cli("attempt", waiting, "--file", str(mine)).code == 0
+    assert cli("submit", waiting, "--notes", "fixed", "--agent", "sk").code == 0
+    assert "S_SUCCESS" in cli("drive", waiting).out
+    stored = json.loads((root.runs_dir(waiting) / "attempt_01.json").read_text())
+    # what the skill said is kept; what the check found is the machine's
+    assert stored["actions_applied"] == ["SKILL WROTE THIS"] and stored["notes"] == claim["notes"]
+    assert stored["verification_passed"] is True and stored["result"] == "resolved"
+    assert stored["verified_by"] == "incidents" and stored["report"].startswith("error_report")
+    assert not (root.runs_dir(waiting) / "attempt_02.json").exists()
+
+
+def test_attempt_for_an_iteration_the_machine_wrote_names_the_next_free_one(cli, root: Root, tmp_path: Path, waiting: str) -> None:  # type: ignore[no-untyped-def]
+    assert cli("claim", waiting, "--agent", "sk", "--lease", "30m").code == 0
+    assert cli("submit", waiting, "--notes", "tried nothing", "--agent", "sk").code == 0
+    cli("drive", waiting)  # the recheck writes attempt_01.json (still broken)
+    assert (
+        json.loads((root.runs_dir(waiting) / "attempt_01.json").read_text())["recorded_by"]
+        == "incidents"
+    )
+    late = tmp_path / "late.json"
+    late.write_text(json.dumps(attempt_doc(waiting, iteration=1)))
+    r = cli("attempt", waiting, "--file", str(late))
+    assert (
+        r.code == 2 and "by the machine's recheck" in r.err and "next free iteration is 2" in r.err
+    )
+    r = cli("attempt", waiting, "--file", str(tmp_path / "missing.json"))
+    assert r.code == 2 and "missing.json" in r.err, r.err

@@ -39,7 +39,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from incidents import fsutil, leases, mirror, store
+from incidents import attempts, fsutil, leases, mirror, store
 from incidents.errors import (
     IncidentsError,
     InvalidDocument,
@@ -69,12 +69,18 @@ class NotWaiting(IncidentsError):
     exit_code = 1
 
 
+MAX_LEASE_S = 30 * 86400  # an agent that needs longer should claim again
+
+
 def parse_ttl(text: str) -> float:
     """`30m`, `2h`, `90s`, `1d` or plain seconds."""
     m = _TTL_RE.match(text)
     if not m or float(m.group(1)) <= 0:
         raise UsageError(f"--lease {text!r}: use a duration like 30m, 2h or 90s")
-    return float(m.group(1)) * _TTL_UNITS[m.group(2)]
+    seconds = float(m.group(1)) * _TTL_UNITS[m.group(2)]
+    if seconds > MAX_LEASE_S:
+        raise UsageError(f"--lease {text!r}: at most {MAX_LEASE_S // 86400} days")
+    return seconds
 
 
 def _iso(ts: float) -> str:
@@ -136,6 +142,7 @@ def work_item(root: Root, incident_id: str) -> dict[str, Any]:
         "files": ctx.target_files,
         "workdir": str(_workdir(root, incident)),
         "last_report": _last_report(root, incident_id, ctx),
+        "attempt_iteration": attempts.waiting_iteration(ctx),
         "guidance": read_guidance(folder),
     }
 
@@ -384,7 +391,10 @@ def submit(
 def record_attempt(root: Root, incident_id: str, path: Path) -> Path:
     """Validate a skill's attempt document and store it as `attempt_XX.json` (once)."""
     root.locate(validate_id(incident_id))
-    doc = fsutil.read_json_object(path)
+    try:
+        doc = fsutil.read_json_object(path)
+    except FileNotFoundError:
+        raise UsageError(f"attempt --file {path}: no such file") from None
     try:
         attempt = Attempt.model_validate(doc)
     except ValidationError as exc:
@@ -393,13 +403,18 @@ def record_attempt(root: Root, incident_id: str, path: Path) -> Path:
         raise InvalidDocument(str(path), err["msg"], field) from exc
     if attempt.incident_id != incident_id:
         raise InvalidDocument(str(path), f"is for {attempt.incident_id}, not {incident_id}")
-    target = root.runs_dir(incident_id) / f"attempt_{attempt.iteration:02d}.json"
+    runs = root.runs_dir(incident_id)
+    target = attempts.path_for(runs, attempt.iteration)
     data = attempt.model_dump(mode="json")
     with store.incident_lock(root, incident_id):
         if target.exists():
             if fsutil.read_json_object(target) == data:
                 return target  # the same document again: recorded once
-            raise UsageError(f"{target.name} already exists for {incident_id}; not replacing it")
+            whose = "the machine's recheck" if attempts.written_by_machine(target) else "a skill"
+            raise UsageError(
+                f"{target.name} was already recorded for {incident_id} by {whose}; not "
+                f"replacing it (the next free iteration is {attempts.next_free(runs)})"
+            )
         fsutil.ensure_dir(target.parent)
         fsutil.atomic_write_json(target, data)
     try:

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from incidents import fsutil, leases, mirror, pause, planner, quarantine, store
 from incidents import policy as policy_mod
+from incidents.attempts import attempt_iteration, merge_skill_attempt
 from incidents.errors import InvalidDocument, LockBusy, NotFound, Paused
 from incidents.fsm import (
     TIERS,
@@ -348,9 +349,10 @@ class Tick:
         )
 
     def write_attempt(self, ctx: ErrorPipelineContext, report: ErrorReport, now: datetime) -> None:
-        """attempt_NN.json after each fix-and-recheck (seed 004), numbered by fix iterations."""
-        iteration = int(ctx.mechanical_fix_applied) + len(ctx.ai_attempts)
-        iteration = max(1, iteration)
+        """attempt_NN.json after each fix-and-recheck (seed 004), numbered by fix iterations.
+        A skill's own record of the same iteration (`incidents attempt`) is kept: the
+        machine adds its canonical verdict to it instead of replacing it."""
+        iteration = attempt_iteration(ctx)
         path = self.artifact(f"attempt_{iteration:02d}.json")
         after = ctx.pending.new_state if ctx.pending else ctx.current_state
         peek = decide_next_action(ctx.model_copy(update={"current_state": after, "pending": None}))
@@ -377,7 +379,8 @@ class Tick:
         }
         from incidents.models import Attempt
 
-        fsutil.atomic_write_json(path, Attempt.model_validate(doc).model_dump(mode="json"))
+        merged = merge_skill_attempt(path, doc)
+        fsutil.atomic_write_json(path, Attempt.model_validate(merged).model_dump(mode="json"))
 
     def autofix(self, incident: dict[str, Any], ctx: ErrorPipelineContext) -> None:
         from incidents.checks.autofix import apply_mechanical_fixes

@@ -1,0 +1,58 @@
+"""`error_runs/<id>/attempt_NN.json`: one per fix-and-recheck iteration (seed 004).
+
+Two writers share these files: the machine, after each recheck, and a skill through
+`incidents attempt`. A skill's record of an iteration is kept; the machine adds its
+canonical verdict to it (success is decided by the check, never by a fixer's claim).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from incidents import fsutil
+from incidents.models import ErrorPipelineContext
+
+# The fields only the canonical recheck decides.
+VERDICT_FIELDS = ("finished_at", "verification_passed", "result", "state", "report", "total_issues")
+MACHINE = "incidents"
+
+
+def attempt_iteration(ctx: ErrorPipelineContext) -> int:
+    """The iteration whose recheck is running or last ran (fixes applied so far)."""
+    return max(1, int(ctx.mechanical_fix_applied) + len(ctx.ai_attempts))
+
+
+def waiting_iteration(ctx: ErrorPipelineContext) -> int:
+    """The iteration an agent working a handed-off incident is doing now."""
+    return int(ctx.mechanical_fix_applied) + len(ctx.ai_attempts) + 1
+
+
+def path_for(runs_dir: Path, iteration: int) -> Path:
+    return runs_dir / f"attempt_{iteration:02d}.json"
+
+
+def next_free(runs_dir: Path) -> int:
+    n = 1
+    while path_for(runs_dir, n).exists():
+        n += 1
+    return n
+
+
+def written_by_machine(path: Path) -> bool:
+    try:
+        return fsutil.read_json_object(path).get("recorded_by") == MACHINE
+    except FileNotFoundError:
+        return False
+
+
+def merge_skill_attempt(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
+    """`doc` marked as the machine's or, when a skill recorded this iteration first, the
+    skill's document with the machine's verdict on top (the same result on a re-run)."""
+    try:
+        existing = fsutil.read_json_object(path)
+    except FileNotFoundError:
+        existing = None
+    if existing is None or existing.get("recorded_by") == MACHINE:
+        return {**doc, "recorded_by": MACHINE}
+    return {**existing, **{k: doc[k] for k in VERDICT_FIELDS}, "verified_by": MACHINE}
