@@ -62,3 +62,15 @@ def test_corrupt_database_fails(root: Root, cli) -> None:  # type: ignore[no-unt
     r = cli("doctor")
     assert r.code == 1
     assert "FAIL database" in r.out and "reindex" in r.out
+
+
+def test_capture_hint_pending_is_not_drift(tmp_path: Path, root: Root, cli) -> None:  # type: ignore[no-untyped-def]
+    """A capture only leaves `.state/dirty/<id>` for the mirror: doctor folds it in first."""
+    workspace(tmp_path)
+    assert cli("reindex").code == 0
+    incident_id = capture(tmp_path, "d2")
+    assert (root.state / "dirty" / incident_id).exists()
+    r = cli("doctor")
+    assert "ok   mirror: 1 incident(s), same as the folders" in r.out, r.out
+    assert r.code == 0, r.out
+    assert not (root.state / "dirty" / incident_id).exists()

@@ -1,6 +1,9 @@
 """`incidents doctor`: is this reports root healthy, and if not, how to fix it.
 
-Each check returns findings (ok, warn, fail) with a fix; only reads, never repairs.
+Each check returns findings (ok, warn, fail) with a fix; it repairs nothing. The one write
+is the one every `status` makes: the mirror is caught up with the captures' pending hints
+(`.state/dirty/<id>`) before it is compared with the folders, so that a capture nobody has
+folded in yet is not reported as drift.
 """
 
 from __future__ import annotations
@@ -169,6 +172,13 @@ def check_database(root: Root) -> list[Finding]:
             return [Finding("database", "fail", f"integrity_check: {'; '.join(problems[:3])}",
                             f"incidents reindex --root {root.path}")]  # fmt: skip
         out = [Finding("database", "ok", "integrity_check ok")]
+        # a capture leaves only a hint for the mirror: fold those in (as the watcher and
+        # status do), so that what is left to compare is real drift
+        try:
+            mirror.catch_up(conn, root)
+        except Exception as exc:
+            return [*out, Finding("mirror", "fail", f"cannot catch up with captures: {exc}",
+                                  f"incidents reindex --root {root.path}")]  # fmt: skip
         rows = {r[0]: r[1] for r in conn.execute("SELECT incident_id, bucket FROM incidents")}
     finally:
         conn.close()
