@@ -137,6 +137,12 @@ def test_record_plan_merges_verification_commands() -> None:
     assert ctx.planned and ctx.verification_commands == ["a", "b"]
 
 
+def test_adopt_plan_replaces_the_verification_commands() -> None:
+    ctx = make_ctx(verification_commands=["a", "old"])
+    ctx.adopt_plan(["a", "new", "a"])
+    assert ctx.verification_commands == ["a", "new"]
+
+
 def test_handoff_is_submitted_once_and_only_by_its_agent() -> None:
     ctx = make_ctx()
     assert not ctx.submit_handoff(attempt())

@@ -16,6 +16,7 @@ from incidents.layout import Root
 from incidents.models import Plan
 from incidents.planner import (
     SignatureHistory,
+    commands_to_run,
     load_plan,
     make_plan,
     render_plan_md,
@@ -65,6 +66,22 @@ def test_lint_failure_with_targets_plans_a_targeted_fix() -> None:
         "canonical checks pass on every target",
         "every verification command exits 0",
         "the error signature does not reproduce",
+    ]
+
+
+def test_commands_to_run_are_the_incidents_then_the_plans_then_its_actions() -> None:
+    plan = make_plan(incident(python_files=["a.py"], verify=["python -V"]), None, NOW)
+    replaced = plan.model_copy(
+        update={
+            "verification_commands": ["python check.py", "python -V"],
+            "actions": [plan.actions[0].model_copy(update={"verification": ["pytest -q"]})],
+        }
+    )
+    inc = incident(verify=["python -V"])
+    assert commands_to_run(inc, replaced) == ["python -V", "python check.py", "pytest -q"]
+    assert commands_to_run(incident(), replaced.model_copy(update={"actions": []})) == [
+        "python check.py",
+        "python -V",
     ]
 
 

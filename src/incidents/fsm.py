@@ -3,7 +3,9 @@
 Protocol (the step service follows it exactly; one tick = at most one step):
 
 1. Load `ctx` (state.json). `ctx.current_state` is the state the machine is IN: its entry
-   action has been performed and its outcome recorded.
+   action has been performed and its outcome recorded. Once planned, and when no step is
+   pending, the service adopts the plan on disk (`ctx.adopt_plan`): a plan supplied or
+   replaced since PLAN is what the next check runs.
 2. `na = decide_next_action(ctx)`. If `not is_actionable(na, now)` (WAIT_INPUT, NONE, or
    `na.not_before` still in the future) the tick ends: nothing is written.
 3. `ctx.begin_step(na.action, na.new_state, now)`; persist. (The intent journal.)

@@ -209,6 +209,16 @@ def make_plan(incident: dict[str, Any], history: SignatureHistory | None, now: d
     )
 
 
+def commands_to_run(incident: dict[str, Any], plan: Plan) -> list[str]:
+    """What a check runs under `plan`: the incident's own `verify` commands, then the
+    plan's, then each action's (in order, no duplicates). A replaced plan's commands
+    replace the old plan's; the incident's stay."""
+    commands = [*_str_list(incident, "verify"), *plan.verification_commands]
+    for action in plan.actions:
+        commands.extend(action.verification)
+    return list(dict.fromkeys(commands))
+
+
 def _code(text: str) -> str:
     """Inline code that stays inline whatever backticks `text` holds."""
     runs = [len(r) for r in re.findall(r"`+", text)]

@@ -194,6 +194,8 @@ class Tick:
         old = ctx.current_state
         if is_terminal(old):
             return self.close(incident, ctx, old)
+        if ctx.pending is None and ctx.planned:
+            self.adopt_current_plan(incident, ctx)
         now = self.clock()
         na = decide_next_action(ctx)
         if ctx.pending is None and ctx.error_signature and _budget_matters(na):
@@ -279,10 +281,16 @@ class Tick:
             self.events.append(("plan_generated", {"actions": len(plan.actions)}))
         else:
             self.set_status("planned")
-        commands = list(plan.verification_commands)
-        for action in plan.actions:
-            commands.extend(action.verification)
-        ctx.record_plan(commands)
+        ctx.record_plan(planner.commands_to_run(incident, plan))
+
+    def adopt_current_plan(self, incident: dict[str, Any], ctx: ErrorPipelineContext) -> None:
+        """plan.json is the one source of truth for what a check runs: a plan supplied or
+        replaced after PLAN (`incidents plan --from`) is read when the next step begins and
+        stored in state.json by that step's journal write. Not while a step is pending: its
+        redo must make the decision it journaled."""
+        plan = planner.load_plan(self.root, self.id)
+        if plan is not None:
+            ctx.adopt_plan(planner.commands_to_run(incident, plan))
 
     def check(
         self, incident: dict[str, Any], ctx: ErrorPipelineContext, state: State, now: datetime

@@ -263,3 +263,56 @@ def test_a_verification_command_off_the_allowlist_is_refused(cli, root: Root, ws
     assert "-> S_ERROR_INFRA" in r.out, r.out
     meta = load(root.bucket("escalated") / incident_id / "metadata.json")
     assert "refused" in meta["reason"] and "curl" in meta["reason"]
+
+
+def replacement_plan(tmp_path: Path, incident_id: str, commands: list[str]) -> Path:
+    path = tmp_path / "replan.json"
+    plan = {
+        "incident_id": incident_id, "generated_at": "2026-02-17T03:15:00+00:00",
+        "summary": "the check must also run fail.py",
+        "root_cause_hypotheses": [{"id": "H1", "confidence": "medium", "reason": "fail.py"}],
+        "actions": [], "verification_commands": commands,
+        "done_criteria": ["fail.py exits 0"], "source": "error-plan",
+    }  # fmt: skip
+    path.write_text(json.dumps(plan))
+    return path
+
+
+def test_a_plan_replaced_after_planning_is_what_the_next_check_runs(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    config(tmp_path, FAST + NO_TIERS, monkeypatch)
+    (ws / "fail.py").write_text("import sys\nsys.exit(5)\n")
+    incident_id = capture(cli, ws, "clean.py", CLEAN)
+    assert "(PLAN)" in cli("step", incident_id).out
+    replan = replacement_plan(tmp_path, incident_id, ["python3 fail.py"])
+    assert cli("plan", incident_id, "--from", str(replan)).code == 0
+    r = cli("drive", incident_id)
+    assert r.code == 0 and "-> S4_QUARANTINE" in r.out, r.out + r.err
+    folder = root.bucket("escalated") / incident_id
+    ctx = ErrorPipelineContext.model_validate(load(folder / "state.json"))
+    assert ctx.verification_commands == ["python3 fail.py"]
+    report = ErrorReport.model_validate(
+        load(runs(root, incident_id)["error_report_attempt_0.json"])
+    )
+    assert [(f.tool, f.path, f.code) for f in report.issues] == [
+        ("verify", "python3 fail.py", "EXIT_5")
+    ]
+
+
+def test_a_replaced_plan_drops_the_old_plans_commands_but_keeps_the_incidents(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    config(tmp_path, FAST + NO_TIERS, monkeypatch)
+    (ws / "fail.py").write_text("import sys\nsys.exit(5)\n")
+    (ws / "ok.py").write_text("print('ok')\n")
+    r = cli("capture", "--step", "dl", "--message", "download failed", "--verify", "python3 ok.py",
+            "--workdir", str(ws))  # fmt: skip
+    incident_id = r.out.strip()
+    first = replacement_plan(tmp_path, incident_id, ["python3 fail.py"])
+    assert cli("plan", incident_id, "--from", str(first)).code == 0
+    assert "(PLAN)" in cli("step", incident_id).out
+    second = replacement_plan(tmp_path, incident_id, [])
+    assert cli("plan", incident_id, "--from", str(second)).code == 0
+    r = cli("drive", incident_id)
+    assert "-> S_SUCCESS" in r.out, r.out + r.err
+    ctx = ErrorPipelineContext.model_validate(
+        load(root.bucket("resolved") / incident_id / "state.json")
+    )
+    assert ctx.verification_commands == ["python3 ok.py"]

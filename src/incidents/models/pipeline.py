@@ -197,6 +197,11 @@ class ErrorPipelineContext(Document):
         self.verification_commands = list(merged)
         self.planned = True
 
+    def adopt_plan(self, verification_commands: list[str]) -> None:
+        """The plan on disk, read when a step begins after PLAN: its commands (a plan
+        supplied or replaced since) are what the next check runs, replacing the old ones."""
+        self.verification_commands = list(dict.fromkeys(verification_commands))
+
     def record_check(self, report: ErrorReport, at: datetime) -> None:
         """RUN_PIPELINE done: the canonical check's report becomes the last one."""
         if self.last_error_report is not None and finding_keys(report) == finding_keys(
