@@ -74,3 +74,41 @@ def test_capture_hint_pending_is_not_drift(tmp_path: Path, root: Root, cli) -> N
     assert "ok   mirror: 1 incident(s), same as the folders" in r.out, r.out
     assert r.code == 0, r.out
     assert not (root.state / "dirty" / incident_id).exists()
+
+
+def test_world_writable_inbox_fails_with_fix(root: Root, cli) -> None:  # type: ignore[no-untyped-def]
+    """Anyone who can drop a bundle in error_inbox/ runs its verify command as the watcher."""
+    root.ensure()
+    os.chmod(root.inbox, 0o777)
+    r = cli("doctor", "--json")
+    assert r.code == 1
+    by = {f["check"]: f for f in r.json()}  # type: ignore[union-attr]
+    assert by["permissions"]["level"] == "fail", by["permissions"]
+    assert "error_inbox" in by["permissions"]["detail"]
+    assert by["permissions"]["fix"] == f"chmod go-w {root.inbox}"
+
+
+def test_group_writable_root_fails_with_fix(root: Root, cli) -> None:  # type: ignore[no-untyped-def]
+    root.ensure()
+    os.chmod(root.path, 0o770)
+    r = cli("doctor")
+    assert r.code == 1, r.out
+    assert "FAIL permissions: writable by group/others: . (drwxrwx---)" in r.out
+    assert f"fix: chmod go-w {root.path}" in r.out
+
+
+def test_group_writable_staging_fails(root: Root, cli) -> None:  # type: ignore[no-untyped-def]
+    """Bundles are renamed from .staging/ into the inbox: swapping one there is as bad."""
+    root.ensure()
+    os.chmod(root.path / ".staging", 0o730)
+    r = cli("doctor")
+    assert r.code == 1, r.out
+    assert f"fix: chmod go-w {root.path / '.staging'}" in r.out
+
+
+def test_group_readable_archive_only_warns(root: Root, cli) -> None:  # type: ignore[no-untyped-def]
+    root.ensure()
+    os.chmod(root.bucket("resolved"), 0o750)
+    r = cli("doctor", "--json")
+    by = {f["check"]: f for f in r.json()}  # type: ignore[union-attr]
+    assert by["permissions"]["level"] == "warn", by["permissions"]

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from incidents.errors import IncidentsError
-from incidents.layout import LAYOUT, STATE_DIRS, Root
+from incidents.layout import INBOX, LAYOUT, STAGING, STATE_DIRS, Root
 from incidents.settings import Config
 
 NETWORK_FS = (
@@ -101,7 +101,13 @@ def check_layout(root: Root) -> list[Finding]:
     return out
 
 
+# where a bundle can be put so that the watcher works it (and runs its verify command as
+# the watcher's user): nobody else may write there, sticky bit or not
+ENTRY_POINTS = ("", INBOX, STAGING)
+
+
 def _permissions(p: Path) -> list[Finding]:
+    open_entry: list[tuple[str, str]] = []
     loose: list[str] = []
     unwritable: list[str] = []
     for sub in ("", *LAYOUT):
@@ -109,11 +115,18 @@ def _permissions(p: Path) -> list[Finding]:
         if not folder.is_dir():
             continue
         mode = folder.stat().st_mode
-        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        if sub in ENTRY_POINTS and mode & (stat.S_IWGRP | stat.S_IWOTH):
+            open_entry.append((f"{sub or '.'} ({stat.filemode(mode)})", str(folder)))
+        elif mode & (stat.S_IRWXG | stat.S_IRWXO):
             loose.append(f"{sub or '.'} ({stat.filemode(mode)})")
         if not os.access(folder, os.W_OK | os.X_OK):
             unwritable.append(sub or ".")
     out: list[Finding] = []
+    if open_entry:
+        out.append(Finding("permissions", "fail",
+                           f"writable by group/others: {', '.join(n for n, _ in open_entry)}; "
+                           "anyone there can drop a bundle whose commands run as you",
+                           f"chmod go-w {' '.join(f for _, f in open_entry)}"))  # fmt: skip
     if unwritable:
         out.append(Finding("permissions", "fail", f"not writable: {', '.join(unwritable)}",
                            f"chmod u+rwx on them under {p}"))  # fmt: skip
