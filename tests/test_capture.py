@@ -9,7 +9,7 @@ import pytest
 
 from incidents.layout import Root
 from incidents.models import CaptureContext, Incident
-from tests.conftest import Result, tree
+from tests.conftest import Result, run_script, tree
 
 BUNDLE = {"incident.json", "status.txt", "log_tail.txt", "audit_tail.jsonl", "context.json"}
 
@@ -110,6 +110,23 @@ def test_log_tail_is_bounded_and_invalid_utf8_is_kept(cli, root: Root, tmp_path:
     text = (bundle(root, r.out.strip()) / "log_tail.txt").read_text(encoding="utf-8")
     assert len(text.encode()) <= 65536
     assert "last line \\xff\\xfe end" in text
+
+
+def test_a_private_key_cut_by_the_log_tail_does_not_leak(root: Root, tmp_path: Path) -> None:
+    """The 64 KiB tail cut drops the BEGIN line; the key body before END is still redacted."""
+    body = [f"b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAB{i:08d}" for i in range(40)]
+    key = ["-----BEGIN OPENSSH PRIVATE KEY-----", *body, "-----END OPENSSH PRIVATE KEY-----"]
+    filler = [f"INFO filler line {i} of the job" for i in range(10_000)]
+    after = [f"INFO after the key, line {i:05d} ..........." for i in range(1500)]  # 64.5 KB
+    log = tmp_path / "big.log"
+    log.write_text("\n".join(filler + key + after) + "\n")
+    p = run_script("error_capture.py", "--step", "pk", "--message", "m", "--log-file", str(log))
+    assert p.returncode == 0, p.stderr
+    text = (bundle(root, p.stdout.strip()) / "log_tail.txt").read_text()
+    assert "-----BEGIN OPENSSH" not in text, "the test must cut inside the key"
+    assert text.startswith("[REDACTED]-----END OPENSSH PRIVATE KEY-----\nINFO after the key")
+    assert not any(line in text for line in body)
+    assert text.endswith(after[-1] + "\n")
 
 
 def test_invalid_audit_lines_are_kept_raw(cli, root: Root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -64,18 +64,22 @@ def test_corpus_has_no_false_positives() -> None:
     assert changed == [], f"{len(changed)}/{len(NEGATIVES)} negatives changed"
 
 
-def test_secrets_do_not_survive_anywhere_in_a_joined_log() -> None:
+@pytest.mark.parametrize("lead", [c for c in POSITIVES if c.startswith("«")])
+def test_secrets_do_not_survive_anywhere_in_a_joined_log(lead: str) -> None:
     """All cases in one log: each secret gone, each negative kept.
 
-    Negatives come first: the last positive is a PEM block cut off by the end of the log,
-    which is redacted to the end of the text.
+    A PEM block whose BEGIN was cut off can only start a log (a tail cut), so each such case
+    leads one log. Negatives come next: the last positive is a PEM block cut off by the end
+    of the log, which is redacted to the end of the text.
     """
-    log = "\n".join(NEGATIVES) + "\n"
-    log += "\n".join(c.replace("«", "").replace("»", "") for c in POSITIVES)
+    cases = [lead] + [c for c in POSITIVES if not c.startswith("«")]
+    log = lead.replace("«", "").replace("»", "") + "\n" + "\n".join(NEGATIVES) + "\n"
+    log += "\n".join(c.replace("«", "").replace("»", "") for c in cases[1:])
     out = redact(log)
-    for case in POSITIVES:
+    for case in cases:
         for secret in MARKED.findall(case):
-            assert secret.strip() not in out
+            for line in filter(None, secret.strip().splitlines()):
+                assert line not in out
     for case in NEGATIVES:
         assert case in out
 
@@ -150,6 +154,34 @@ def test_pem_block_is_redacted_whole_and_the_rest_kept() -> None:
 def test_truncated_pem_is_redacted_to_the_end() -> None:
     out = redact("x\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA\n")
     assert out == "x\n-----BEGIN OPENSSH PRIVATE KEY-----[REDACTED]"
+
+
+def test_pem_block_cut_before_its_begin_is_redacted_from_the_start() -> None:
+    """A log tail cut inside a key: body lines, then the END line, then the rest."""
+    text = "b3BlbnNzaC1rZXktdjEAAAA\nAAAABG5vbmU=\n-----END OPENSSH PRIVATE KEY-----\nafter\n"
+    out = redact(text)
+    assert out == "[REDACTED]-----END OPENSSH PRIVATE KEY-----\nafter\n"
+    assert redact(out) == out
+
+
+def test_only_an_end_with_no_begin_before_it_reaches_back_to_the_start() -> None:
+    block = "-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----"
+    cut = "BBBB\n-----END RSA PRIVATE KEY-----"
+    assert redact(f"{cut}\nkept\n{block}") == (
+        "[REDACTED]-----END RSA PRIVATE KEY-----\nkept\n"
+        "-----BEGIN EC PRIVATE KEY-----[REDACTED]-----END EC PRIVATE KEY-----"
+    )
+    # With a whole block first, a later stray END line is not a cut block: text is kept.
+    assert redact(f"kept\n{block}\nalso kept\n-----END RSA PRIVATE KEY-----") == (
+        "kept\n-----BEGIN EC PRIVATE KEY-----[REDACTED]-----END EC PRIVATE KEY-----"
+        "\nalso kept\n-----END RSA PRIVATE KEY-----"
+    )
+
+
+def test_public_blocks_cut_before_their_begin_are_kept() -> None:
+    for label in ("CERTIFICATE", "PUBLIC KEY", "RSA PUBLIC KEY"):
+        text = f"MIIBszCCAVmgAwIBAgIUcVtqXkq1\n-----END {label}-----\nafter"
+        assert redact(text) == text
 
 
 def test_two_pem_blocks_are_both_redacted_and_text_between_kept() -> None:

@@ -160,6 +160,18 @@ def test_a_failing_command_is_a_hard_verification_finding_with_redacted_tail(
     assert len(finding.message) < 400  # the tail is bounded
 
 
+def test_an_output_tail_cut_inside_a_private_key_does_not_leak_it(tmp_path: Path) -> None:
+    body = ("print('-----BEGIN RSA PRIVATE KEY-----')\n"
+            "for i in range(40): print(f'MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0t{i:04d}')\n"
+            "print('-----END RSA PRIVATE KEY-----')\nprint('after')\nraise SystemExit(1)\n")  # fmt: skip
+    cmd = f"python {script(tmp_path, 'key.py', body)}"
+    result = run_verification([cmd], tmp_path, VerifySettings(output_tail_bytes=512))
+    [finding] = result.findings
+    assert "BEGIN RSA" not in finding.message, "the test must cut inside the key"
+    assert "MIIEowIBAAKCAQEA" not in finding.message
+    assert finding.message.endswith("[REDACTED]-----END RSA PRIVATE KEY-----\nafter")
+
+
 def test_a_timeout_is_a_failing_verification(tmp_path: Path) -> None:
     cmd = f"python {script(tmp_path, 'slow.py', 'import time; time.sleep(30)')}"
     result = run_verification([cmd, "python -V"], tmp_path, VerifySettings(timeout_s=0.5))

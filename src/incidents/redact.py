@@ -7,7 +7,9 @@ from the text is skipped, so clean log text costs a few substring scans.
 What is redacted (replaced by `[REDACTED]`, keeping the key or scheme name visible):
 
 - PEM private key blocks (RSA, EC, DSA, OPENSSH, PGP, ENCRYPTED, PKCS#8), whole block,
-  also when the END line was cut off (to the end of the text);
+  also when the END line was cut off (to the end of the text) and when the BEGIN line was
+  (a log tail cut inside a key: an END line with no BEGIN before it means everything from
+  the start of the text up to it is key material);
 - credentials in URLs (`scheme://user:[REDACTED]@host`) and `curl -u user:pass`;
 - vendor tokens: AWS access key ids, Google API keys, GitHub, GitLab, Slack (tokens and
   webhook paths), Stripe, OpenAI/Anthropic `sk-...`, npm, PyPI, Hugging Face, SendGrid,
@@ -49,6 +51,8 @@ _SECRET_WORDS = (
     r"|secret[_.-]?key|private[_.-]?key|client[_.-]?secret|account[_.-]?key"
     r"|credentials?|shared[_.-]?access[_.-]?(?:key|signature)"
 )
+# The label of a PEM private key block: `RSA PRIVATE KEY`, `PGP PRIVATE KEY BLOCK`...
+_PEM_LABEL = r"(?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?"
 # Values of a secret-named key that are not secrets (code or config placeholders).
 _KEEP_VALUES = frozenset({"none", "null", "nil", "true", "false", "undefined"})
 
@@ -76,6 +80,7 @@ _VENDOR_TOKENS = (
 
 _rules: list[_Rule] | None = None
 _secret_key_re: re.Pattern[str] | None = None
+_pem_begin_re: re.Pattern[str] | None = None
 
 
 class _Lazy:
@@ -101,6 +106,18 @@ def _after_space(m: re.Match[str], text: str) -> bool:
     return start > 0 and not text[start - 1].isspace()
 
 
+def _no_begin_was_cut(m: re.Match[str], _text: str) -> bool:
+    """Veto for the first PEM END line: it ends a cut-off block only when nothing before it
+    is a BEGIN line (that block was redacted whole) and something before it is not blank."""
+    global _pem_begin_re
+    value = m.group("val")
+    if not value.strip():
+        return True
+    if _pem_begin_re is None:
+        _pem_begin_re = re.compile(rf"-----BEGIN {_PEM_LABEL}-----")
+    return _pem_begin_re.search(value) is not None
+
+
 def _not_a_secret(m: re.Match[str], text: str) -> bool:
     """Veto for key/value pairs: placeholders, references, and `PWD=/dir`."""
     value = m.group(m.lastindex or 0).lower()
@@ -119,19 +136,26 @@ def _not_a_secret(m: re.Match[str], text: str) -> bool:
 
 
 def _build_rules() -> list[_Rule]:
-    # Order matters: whole PEM blocks first, then URLs, vendor tokens, headers, and the
-    # generic key/value pairs last. Rules on lowercased text are written in lowercase.
+    # Order matters: whole PEM blocks first, then one whose BEGIN was cut off, URLs, vendor
+    # tokens, headers, and the generic key/value pairs last. Rules on lowercased text are
+    # written in lowercase.
     vendor = "|".join(pattern for _, pattern in _VENDOR_TOKENS)
     return [
         (
             ("-----BEGIN",),
             False,
             _Lazy(
-                r"-----BEGIN (?P<label>(?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----"
+                rf"-----BEGIN (?P<label>{_PEM_LABEL})-----"
                 r"(?P<val>.*?(?=-----END (?P=label)-----)|.*\Z)",
                 re.DOTALL,
             ),
             None,
+        ),
+        (
+            ("-----END",),
+            False,
+            _Lazy(rf"\A(?P<val>.*?)-----END {_PEM_LABEL}-----", re.DOTALL),
+            _no_begin_was_cut,
         ),
         (("://",), False, _Lazy(r"://[^:/@\s]*:(?P<val>[^@/\s]+)@"), None),
         (
