@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from incidents import fsutil, leases, mirror, pause, planner, quarantine, store
 from incidents import policy as policy_mod
 from incidents.attempts import attempt_iteration, merge_skill_attempt
-from incidents.errors import InvalidDocument, LockBusy, NotFound, Paused
+from incidents.errors import IncidentsError, InvalidDocument, LockBusy, NotFound, Paused
 from incidents.fsm import (
     TIERS,
     NextAction,
@@ -161,10 +161,16 @@ class Tick:
 
     # persistence -----------------------------------------------------------------------
 
-    def persist(self, ctx: ErrorPipelineContext) -> None:
-        """Commit `state.json`, old-or-new, only while our lease is current (fencing)."""
+    def persist(self, ctx: ErrorPipelineContext, *, durable: bool = True) -> None:
+        """Commit `state.json`, old-or-new, only while our lease is current (fencing).
+
+        The intent written before an action (`durable=False`) is replaced atomically but
+        not fsynced: a killed process leaves it whole, and losing it to a power cut only
+        means the action is decided and run again, as after any crash before its commit.
+        """
+        data = fsutil.dump_json(ctx.model_dump(mode="json"))
         with leases.fenced(self.root, self.lease), store.incident_lock(self.root, self.id):
-            fsutil.atomic_write_json(self.folder / STATE_FILE, ctx.model_dump(mode="json"))
+            fsutil.atomic_write_bytes(self.folder / STATE_FILE, data, durable=durable)
 
     def set_status(self, status: str) -> dict[str, Any]:
         with store.incident_lock(self.root, self.id):
@@ -213,7 +219,7 @@ class Tick:
                     waiting=na.action is Action.WAIT_INPUT, not_before=na.not_before, idle=True,
                 )  # fmt: skip
             ctx.begin_step(na.action, na.new_state, now)
-            self.persist(ctx)
+            self.persist(ctx, durable=False)
         self.perform(na, incident, ctx, now)
         ctx.complete_step()
         self.persist(ctx)
@@ -474,9 +480,15 @@ class Tick:
     # after the commit --------------------------------------------------------------------
 
     def after_commit(self, old: State, na: NextAction, ctx: ErrorPipelineContext) -> None:
-        fsutil.atomic_write_json(
-            self.artifact("ai_attempts.json"), [a.model_dump(mode="json") for a in ctx.ai_attempts]
-        )
+        # a copy of state.json's attempts for readers: written when it changed, not per tick
+        path = self.artifact("ai_attempts.json")
+        data = fsutil.dump_json([a.model_dump(mode="json") for a in ctx.ai_attempts])
+        try:
+            same = fsutil.read_regular_file(path) == data
+        except (FileNotFoundError, IncidentsError):
+            same = False
+        if not same:
+            fsutil.atomic_write_bytes(path, data)
         self.events.insert(
             0,
             (
