@@ -131,6 +131,19 @@ def test_finding_keys_ignore_line_numbers() -> None:
     assert finding_keys(a) != finding_keys(make_report(style("y")))
 
 
+def test_finding_keys_count_repeated_findings() -> None:
+    assert finding_keys(make_report(hard("a", "a"))) != finding_keys(make_report(hard("a")))
+    assert finding_keys(make_report(hard("a", "b"))) == finding_keys(make_report(hard("b", "a")))
+
+
+def test_same_error_repeats_counts_an_unchanged_multiset_only() -> None:
+    """Report totals 2, 1, 1, 0 of one repeated message: one repeat, not two."""
+    ctx = make_ctx()
+    for n in (2, 1, 1, 0):
+        ctx.record_check(make_report(hard(*["a"] * n) if n else []), T0)
+    assert ctx.same_error_repeats == 1
+
+
 def test_record_plan_merges_verification_commands() -> None:
     ctx = make_ctx(planned=False, verification_commands=["a"])
     ctx.record_plan(["b", "a", "b"])

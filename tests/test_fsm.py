@@ -479,6 +479,21 @@ def test_progress_at_max_attempts_moves_on() -> None:
     assert decide(ctx).new_state is State.S3_CLAUDE_FIX
 
 
+def test_fewer_findings_with_one_message_are_progress() -> None:
+    """Seed 001's guard is the total: three identical findings down to two is progress."""
+    ctx = after_fix(
+        State.S1_AIDER_RECHECK,
+        hard("a", "a", "a"),
+        hard("a", "a"),
+        max_attempts_per_agent=3,
+        agent_attempt_counts={"aider": 1},
+        **ALL_TIERS,
+    )
+    assert ctx.same_error_repeats == 0
+    na = decide(ctx)
+    assert (na.new_state, na.action) == (State.S1_AIDER_FIX, Action.CALL_AIDER)
+
+
 def test_no_progress_moves_on_early_and_counts_the_repeat() -> None:
     ctx = after_fix(
         State.S1_AIDER_RECHECK,

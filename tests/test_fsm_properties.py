@@ -307,3 +307,35 @@ def test_any_context_gets_one_deterministic_allowed_decision(
         assert ctx.last_error_report is None or ctx.not_before is not None
     else:
         assert na.new_state in ALLOWED[state], (state, na)
+
+
+@PROPS
+@given(
+    st.sampled_from(TIERS),
+    st.lists(st.sampled_from("ab"), min_size=1, max_size=4),
+    st.lists(st.sampled_from("ab"), min_size=0, max_size=4),
+    st.integers(1, 3),
+    st.data(),
+)
+def test_a_fall_in_total_issues_is_progress(
+    tier: Any, after: list[str], extra: list[str], limit: int, data: Any
+) -> None:
+    """Seed 001: a tier repeats when its recheck has fewer findings than before its fix and
+    passes are left, whatever the messages (identical ones included) and their order."""
+    before = data.draw(st.permutations([*after, *extra]))
+    ctx = ErrorPipelineContext(
+        run_id="run_1",
+        workstream_id="inc_1",
+        python_files=["a.py"],
+        planned=True,
+        current_state=tier.recheck,
+        max_attempts_per_agent=limit,
+        agent_attempt_counts={tier.agent: 1},
+        **{f"enable_{t.agent}": True for t in TIERS},
+    )
+    ctx.record_check(make_report([finding(n, "type") for n in before]), T0)
+    ctx.record_check(make_report([finding(n, "type") for n in after]), T0)
+    na = decide_next_action(ctx)
+    repeats = na.new_state is tier.fix
+    assert repeats == (len(extra) > 0 and limit > 1), (before, after, na)
+    assert ctx.same_error_repeats == (0 if extra else 1)

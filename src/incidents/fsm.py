@@ -41,7 +41,6 @@ from incidents.models.pipeline import (
     ErrorPipelineContext,
     EscalationKind,
     State,
-    finding_keys,
 )
 from incidents.models.report import ErrorReport
 from incidents.vocab import FailureClass
@@ -244,12 +243,12 @@ def _blocking(ctx: ErrorPipelineContext, report: ErrorReport) -> bool:
 
 
 def _made_progress(ctx: ErrorPipelineContext) -> bool:
-    """Fewer findings than before the fix, and not the same finding set."""
+    """Seed 001's guard: fewer findings (`total_issues`) than before the fix. A count, so
+    findings that share a message still count one by one."""
     last, prev = ctx.last_error_report, ctx.previous_error_report
     if last is None or prev is None:
         return False
-    fewer = last.summary.total_issues < prev.summary.total_issues
-    return fewer and finding_keys(last) != finding_keys(prev)
+    return last.summary.total_issues < prev.summary.total_issues
 
 
 def _transient_retry_left(ctx: ErrorPipelineContext) -> bool:

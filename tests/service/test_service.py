@@ -316,3 +316,43 @@ def test_a_replaced_plan_drops_the_old_plans_commands_but_keeps_the_incidents(cl
         load(root.bucket("resolved") / incident_id / "state.json")
     )
     assert ctx.verification_commands == ["python3 ok.py"]
+
+
+THREE_SAME_TYPE_ERRORS = (
+    "".join(
+        f'def {name}() -> int:\n    return "{name}"\n\n\n' for name in ("one", "two", "three")
+    ).rstrip("\n")
+    + "\n"
+)
+ONLY = '[tiers.{0}]\nmode = "on"\nmax_attempts = 3\n'
+OFF = '[tiers.{0}]\nmode = "off"\n'
+
+
+def test_a_tier_repeats_while_findings_with_one_message_fall(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    # one fix per call; mypy reports all three alike: got "str", expected "int"
+    stand_in(
+        bin_dir,
+        "aider",
+        "import re; p = pathlib.Path('same.py')\n"
+        "p.write_text(re.sub(r'return \"\\w+\"', 'return 1', p.read_text(), count=1))",
+    )
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    config(tmp_path, TYPED + ONLY.format("aider") + OFF.format("codex") + OFF.format("claude"),
+           monkeypatch)  # fmt: skip
+    incident_id = capture(cli, ws, "same.py", THREE_SAME_TYPE_ERRORS, step="typecheck")
+    r = cli("drive", incident_id)
+    assert r.code == 0, r.err
+    assert r.out.count("S1_AIDER_RECHECK -> S1_AIDER_FIX") == 2, r.out
+    assert "S1_AIDER_RECHECK -> S_SUCCESS" in r.out, r.out
+    files = runs(root, incident_id)
+    totals = [
+        ErrorReport.model_validate(load(files[f"error_report_attempt_{n}.json"])).summary
+        for n in "0145"
+    ]
+    assert [t.total_issues for t in totals] == [3, 2, 1, 0]
+    assert len({str(i.message) for i in ErrorReport.model_validate(
+        load(files["error_report_attempt_0.json"])).issues}) == 1  # fmt: skip
+    result = RunResult.model_validate(load(files["run_result.json"]))
+    assert (result.loops_used, result.same_error_repeats) == (3, 0)

@@ -99,10 +99,12 @@ class PendingStep(Document):
     started_at: Timestamp | None = None
 
 
-def finding_keys(report: ErrorReport) -> frozenset[FindingKey]:
-    """The finding set used to tell "same findings" from progress (lines move; ignore them)."""
-    return frozenset(
-        (f.tool, f.path, f.code or "", str(f.category), f.message) for f in report.issues
+def finding_keys(report: ErrorReport) -> tuple[FindingKey, ...]:
+    """The findings as a multiset (a sorted tuple), to tell "same findings again" apart.
+    Lines move when code is edited, so they are left out; duplicates are kept, so fixing
+    one of three findings with one message is a change."""
+    return tuple(
+        sorted((f.tool, f.path, f.code or "", str(f.category), f.message) for f in report.issues)
     )
 
 
