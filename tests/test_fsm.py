@@ -494,6 +494,27 @@ def test_fewer_findings_with_one_message_are_progress() -> None:
     assert (na.new_state, na.action) == (State.S1_AIDER_FIX, Action.CALL_AIDER)
 
 
+def test_each_agent_has_its_own_max_attempts() -> None:
+    limits = {"aider": 1, "codex": 3}  # claude: max_attempts_per_agent (2)
+    for state, agent, passes, expected in [
+        (State.S2_CODEX_RECHECK, "codex", 2, State.S2_CODEX_FIX),
+        (State.S2_CODEX_RECHECK, "codex", 3, State.S3_CLAUDE_FIX),
+        (State.S1_AIDER_RECHECK, "aider", 1, State.S2_CODEX_FIX),
+        (State.S3_CLAUDE_RECHECK, "claude", 1, State.S3_CLAUDE_FIX),
+        (State.S3_CLAUDE_RECHECK, "claude", 2, State.S4_QUARANTINE),
+    ]:
+        ctx = after_fix(
+            state,
+            hard("a", "b"),
+            hard("a"),
+            max_attempts_per_agent=2,
+            agent_max_attempts=limits,
+            agent_attempt_counts={agent: passes},
+            **ALL_TIERS,
+        )
+        assert decide(ctx).new_state is expected, (agent, passes)
+
+
 def test_no_progress_moves_on_early_and_counts_the_repeat() -> None:
     ctx = after_fix(
         State.S1_AIDER_RECHECK,
@@ -575,6 +596,8 @@ def test_max_steps_grows_with_passes_and_retries() -> None:
     small = max_steps(make_ctx(max_transient_retries=0))
     assert max_steps(make_ctx(max_transient_retries=2)) == small + 4
     assert max_steps(make_ctx(max_transient_retries=0, max_attempts_per_agent=2)) == small + 6
+    per_agent = make_ctx(max_transient_retries=0, agent_max_attempts={"codex": 3})
+    assert max_steps(per_agent) == small + 4
 
 
 def test_deciding_changes_nothing_and_begin_step_does_not_change_the_decision() -> None:

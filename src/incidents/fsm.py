@@ -131,7 +131,7 @@ def backoff_delay(retries_done: int, base_s: float, max_s: float, jitter: float)
 def max_steps(ctx: ErrorPipelineContext) -> int:
     """An upper bound on the steps from S_INIT to a terminal state (waits not counted)."""
     baseline = 1 + 2 * ctx.max_transient_retries
-    tiers = 2 * len(TIERS) * ctx.max_attempts_per_agent
+    tiers = 2 * sum(ctx.max_attempts_for(t.agent) for t in TIERS)
     return 1 + baseline + 2 + tiers + 1
 
 
@@ -221,7 +221,7 @@ def _tier_recheck(ctx: ErrorPipelineContext, report: ErrorReport) -> NextAction:
     if not _blocking(ctx, report):
         return _success(f"no blocking findings after {tier.agent}")
     passes = max(1, ctx.agent_attempt_counts.get(tier.agent, 0))  # in a RECHECK: >= 1 done
-    if _made_progress(ctx) and passes < ctx.max_attempts_per_agent:
+    if _made_progress(ctx) and passes < ctx.max_attempts_for(tier.agent):
         return _enter_tier(ctx, tier, f"{tier.agent} made progress: pass {passes + 1}")
     why = "made progress but used its passes" if _made_progress(ctx) else "made no progress"
     return _escalate_after(ctx, tier, f"{tier.agent} {why}")

@@ -131,7 +131,7 @@ def new_context(incident: dict[str, Any], cfg: Config, budget_used: int) -> Erro
         enable_codex=modes["codex"] in ("on", "handoff"),
         enable_claude=modes["claude"] in ("on", "handoff"),
         strict_mode=policy.strict_mode,
-        max_attempts_per_agent=max(1, cfg.tiers.aider.max_attempts),
+        agent_max_attempts={t.agent: cfg.tiers.tier(t.agent).max_attempts for t in TIERS},
         tier_modes={a: "handoff" for a, m in modes.items() if m == "handoff"},
         failure_class=policy_mod.effective_failure_class(code, incident["failure_class"]),
         error_code=ErrorCode(code) if code else None,

@@ -356,3 +356,37 @@ def test_a_tier_repeats_while_findings_with_one_message_fall(cli, root: Root, ws
         load(files["error_report_attempt_0.json"])).issues}) == 1  # fmt: skip
     result = RunResult.model_validate(load(files["run_result.json"]))
     assert (result.loops_used, result.same_error_repeats) == (3, 0)
+
+
+THREE_TYPE_ERRORS = (
+    'def one() -> int:\n    return "one"\n\n\n'
+    "def two() -> str:\n    return 2\n\n\n"
+    "def three() -> bool:\n    return 3.0\n"
+)
+
+
+def test_each_tier_has_its_own_max_attempts(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    # codex fixes one distinct finding per call; aider's max_attempts stays the default 1
+    stand_in(
+        bin_dir,
+        "codex",
+        "sys.stdin.read(); p = pathlib.Path('three.py'); text = p.read_text()\n"
+        "for bad, good in (('\"one\"', '1'), ('return 2', 'return \"2\"'), ('3.0', 'True')):\n"
+        "    if bad in text:\n"
+        "        p.write_text(text.replace(bad, good)); break",
+    )
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    config(tmp_path, TYPED + OFF.format("aider") + ONLY.format("codex") + OFF.format("claude"),
+           monkeypatch)  # fmt: skip
+    incident_id = capture(cli, ws, "three.py", THREE_TYPE_ERRORS, step="typecheck")
+    r = cli("drive", incident_id)
+    assert r.code == 0, r.err
+    assert r.out.count("S2_CODEX_RECHECK -> S2_CODEX_FIX") == 2, r.out
+    assert "S2_CODEX_RECHECK -> S_SUCCESS" in r.out, r.out
+    ctx = ErrorPipelineContext.model_validate(
+        load(root.bucket("resolved") / incident_id / "state.json")
+    )
+    assert ctx.agent_attempt_counts == {"codex": 3}
+    assert ctx.agent_max_attempts == {"aider": 1, "codex": 3, "claude": 1}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -125,7 +125,12 @@ class ErrorPipelineContext(Document):
     enable_codex: bool = False
     enable_claude: bool = False
     strict_mode: bool = False
-    max_attempts_per_agent: int = Field(default=1, ge=1)
+    max_attempts_per_agent: int = Field(
+        default=1, ge=1, description="passes of a tier missing from agent_max_attempts"
+    )
+    agent_max_attempts: dict[str, Annotated[int, Field(ge=1)]] = Field(
+        default_factory=dict, description="agent -> its tier's max_attempts (passes allowed)"
+    )
     tier_modes: dict[str, TierMode] = Field(
         default_factory=dict, description="agent -> run|handoff; a missing agent runs"
     )
@@ -174,6 +179,10 @@ class ErrorPipelineContext(Document):
     @property
     def target_files(self) -> list[str]:
         return [*self.python_files, *self.powershell_files]
+
+    def max_attempts_for(self, agent: str) -> int:
+        """Seed 001's `max_attempts_per_agent`, per agent: how many passes its tier gets."""
+        return self.agent_max_attempts.get(agent, self.max_attempts_per_agent)
 
     def has_something_to_check(self) -> bool:
         return bool(self.target_files or self.verification_commands)
