@@ -69,3 +69,20 @@ def test_an_agent_lease_is_not_freed_by_pid(r: Root) -> None:
     a = leases.acquire(r, "inc1", "skill", ttl_s=600, agent="error-exec-loop")
     assert a is not None and a.agent == "error-exec-loop"
     assert leases.acquire(r, "inc1", "watcher", ttl_s=30) is None
+
+
+def test_renew_if_due_writes_only_past_half_the_ttl(r: Root) -> None:
+    t = [1000.0]
+    a = leases.acquire(r, "inc1", "A", ttl_s=100, clock=lambda: t[0])
+    assert a is not None
+    t[0] += 40  # 60 s left of 100: not due
+    assert leases.renew_if_due(r, a, ttl_s=100, clock=lambda: t[0]) is a
+    assert leases.read(r, "inc1") == a
+    t[0] += 20  # 40 s left: renewed to a full ttl from now, same generation
+    b = leases.renew_if_due(r, a, ttl_s=100, clock=lambda: t[0])
+    assert b.expires_at == t[0] + 100 and b.generation == a.generation
+    assert leases.read(r, "inc1") == b
+    t[0] += 200  # expired and taken over: the renewal is refused like any other
+    assert leases.acquire(r, "inc1", "B", ttl_s=100, clock=lambda: t[0]) is not None
+    with pytest.raises(LeaseLost):
+        leases.renew_if_due(r, b, ttl_s=100, clock=lambda: t[0])

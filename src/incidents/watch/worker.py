@@ -140,7 +140,7 @@ def _pickup(root: Root, cfg: Config, incident_id: str) -> Pickup:
                     not_before=nb, detail=outcome.reason if result == "idle" else "",
                     archived_to=outcome.archived_to, recovered=recovered,
                 )  # fmt: skip
-            lease = leases.renew(root, lease, ttl)
+            lease = leases.renew_if_due(root, lease, ttl)
     except LeaseLost as exc:
         return Pickup(incident_id, "lost", detail=str(exc), recovered=recovered)
     except InvalidDocument as exc:
