@@ -66,3 +66,13 @@ def test_orphaned_temp_files_of_dead_writers_are_removed(tmp_path: Path) -> None
         p.write_text("x")
     assert fsutil.remove_orphan_temps(tmp_path) == [orphan.name]
     assert live.exists() and other.exists() and not orphan.exists()
+
+
+def test_temp_file_names_are_recognised_and_absurd_pids_are_not_alive(tmp_path: Path) -> None:
+    assert fsutil.atomic_temp_pid(".log_tail.txt.4242.0123abcd.tmp") == 4242
+    for name in (".log_tail.txt.tmp", ".status.txt.Xq3d9A", "log.4242.0123abcd.tmp",
+                 ".x.4242.0123ABCD.tmp", ".x.4242.0123abcd.tmp.swp"):  # fmt: skip
+        assert fsutil.atomic_temp_pid(name) is None, name
+    huge = tmp_path / f".state.json.{10**30}.0123abcd.tmp"  # a crafted name, not a crash
+    huge.write_text("x")
+    assert fsutil.remove_orphan_temps(tmp_path) == [huge.name]

@@ -4,15 +4,19 @@ hand-copied bundles, poison incidents, the pause flag."""
 from __future__ import annotations
 
 import collections
+import os
 import shutil
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 from incidents import pause
 from incidents.layout import Root
+from incidents.watch.intake import Examined, Verdict, examine
 from tests.test_watch_helpers import (
+    FAST_TOML,
     capture,
     closed,
     mirror_rows,
@@ -182,3 +186,98 @@ def test_pause_flag_is_honoured(tmp_path: Path, root: Root) -> None:
     pause.resume(root)
     assert run_watch(tmp_path, "--once").returncode == 0
     assert places(root)[ids[0]] == ["error_archive/resolved"]
+
+
+GRACE_0 = FAST_TOML.replace("reject_grace_s = 2.0", "reject_grace_s = 0.0")
+
+
+def killed_mid_write(folder: Path, name: str) -> Path:
+    """A real writer killed mid-write: it creates its atomic-write temp file for `name`
+    in `folder` (as `fsutil.atomic_write_bytes` does), then is SIGKILLed."""
+    code = ("import os, signal, sys\nfrom incidents import fsutil\n"
+            "tmp = os.path.join(sys.argv[1], f'.{sys.argv[2]}.{os.getpid()}.{os.urandom(4).hex()}.tmp')\n"
+            "fsutil.write_new_file(tmp, b'half of a new log tail')\n"
+            "os.kill(os.getpid(), signal.SIGKILL)\n")  # fmt: skip
+    p = subprocess.run([sys.executable, "-c", code, str(folder), name], check=False)
+    assert p.returncode == -signal.SIGKILL
+    [tmp] = folder.glob(f".{name}.*.tmp")
+    return tmp
+
+
+def backdate(folder: Path, seconds: float = 30.0) -> None:
+    """Make a bundle look long quiet (past `stable_s`) without sleeping."""
+    when = time.time() - seconds
+    for p in [*folder.iterdir(), folder]:
+        os.utime(p, (when, when), follow_symlinks=False)
+
+
+def test_a_temp_file_left_by_a_killed_writer_does_not_get_a_valid_bundle_rejected(
+    tmp_path: Path, root: Root
+) -> None:
+    workspace(tmp_path, GRACE_0)
+    incident_id = capture(tmp_path, "leftover")
+    tmp = killed_mid_write(root.inbox / incident_id, "log_tail.txt")
+    backdate(root.inbox / incident_id)
+    done = run_watch(tmp_path, "--once")
+    assert done.returncode == 0, done.stderr
+    assert places(root)[incident_id] == ["error_archive/resolved"], done.stderr
+    assert not (root.path / "error_archive" / "resolved" / incident_id / tmp.name).exists()
+
+
+def test_a_hand_copy_temp_file_still_keeps_a_bundle_from_being_taken(
+    tmp_path: Path, root: Root
+) -> None:
+    workspace(tmp_path, GRACE_0)
+    incident_id = capture(tmp_path, "rsync")
+    (root.inbox / incident_id / ".status.txt.Xq3d9A").write_text("new\n")  # rsync's shape
+    backdate(root.inbox / incident_id)
+    done = run_watch(tmp_path, "--once")
+    assert done.returncode == 0, done.stderr
+    assert places(root)[incident_id] == ["error_rejected"]
+    rejected = root.rejected / incident_id
+    assert (rejected / ".status.txt.Xq3d9A").exists()
+    assert "hidden temp file" in (rejected / "reason.txt").read_text()
+
+
+HOLD_LOCK = """\
+import sys
+from pathlib import Path
+from incidents import store
+from incidents.layout import Root
+with store.incident_lock(Root(Path(sys.argv[1])), sys.argv[2]):
+    print("held", flush=True)
+    sys.stdin.read()
+"""
+
+
+def _examine(root: Root, incident_id: str) -> Examined:
+    now = time.time_ns()
+    return examine(root.inbox / incident_id, now_ns=now, first_seen_ns=now, whole_ns=None,
+                   stable_s=5.0, grace_s=0.0, root=root)  # fmt: skip
+
+
+def test_a_temp_file_of_a_live_pid_is_removed_only_when_old_and_unlocked(
+    tmp_path: Path, root: Root
+) -> None:
+    """A live pid may be reused: an old temp file is a leftover when no writer holds the
+    incident's lock (every writer of ours does), and kept while one does."""
+    incident_id = capture(tmp_path, "live")
+    folder = root.inbox / incident_id
+    tmp = folder / f".log_tail.txt.{os.getpid()}.0123abcd.tmp"
+    tmp.write_bytes(b"being written")
+    assert _examine(root, incident_id).verdict is Verdict.WAIT  # fresh: a write in progress
+    assert tmp.exists()
+    backdate(folder)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(root.path), incident_id],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        seen = _examine(root, incident_id)
+        assert seen.verdict is Verdict.REJECT and "hidden temp file" in seen.reason
+        assert tmp.exists()
+    finally:
+        holder.communicate("")
+    assert _examine(root, incident_id).verdict is Verdict.READY
+    assert not tmp.exists()

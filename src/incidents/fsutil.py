@@ -17,6 +17,7 @@ from incidents.errors import InvalidDocument, UnsafeFile
 
 TYPE_CHECKING = False  # typing stays off the capture path (import cost)
 if TYPE_CHECKING:
+    import re
     from typing import Any
 
 JSON_MAX_BYTES = 1 << 20
@@ -182,21 +183,33 @@ def ensure_dir(path: Path, mode: int = 0o700) -> None:
     path.mkdir(mode=mode, parents=True, exist_ok=True)
 
 
+_temp_name_re: re.Pattern[str] | None = None
+
+
+def atomic_temp_pid(name: str) -> int | None:
+    """The writer's pid when `name` is the temp file of an `atomic_write_bytes`
+    (`.NAME.PID.HEX.tmp`), else None."""
+    global _temp_name_re
+    if _temp_name_re is None:
+        import re
+
+        _temp_name_re = re.compile(r"\..+\.(\d+)\.[0-9a-f]{8}\.tmp")
+    m = _temp_name_re.fullmatch(name)
+    return None if m is None else int(m.group(1))
+
+
 def remove_orphan_temps(directory: str | os.PathLike[str]) -> list[str]:
     """Remove the temp files of atomic writes whose writer died (`.NAME.PID.HEX.tmp` with a
     PID that is no longer alive). They are never data: the file they were replacing is
     intact. Temp files of live processes are left alone."""
-    import re
-
-    pattern = re.compile(r"^\..+\.(\d+)\.[0-9a-f]{8}\.tmp$")
     removed: list[str] = []
     try:
         names = os.listdir(directory)
     except (FileNotFoundError, NotADirectoryError):
         return removed
     for name in names:
-        m = pattern.match(name)
-        if m is None or pid_alive(int(m.group(1))):
+        pid = atomic_temp_pid(name)
+        if pid is None or pid_alive(pid):
             continue
         with contextlib.suppress(FileNotFoundError):
             os.unlink(os.path.join(directory, name))
@@ -208,7 +221,7 @@ def pid_alive(pid: int) -> bool:
     """Whether a process with this id exists on this host (PermissionError: it does)."""
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # OverflowError: past any real pid
         return False
     except PermissionError:
         return True

@@ -393,6 +393,7 @@ class Watcher:
                 self.root.inbox / incident_id, now_ns=now_ns, first_seen_ns=first,
                 whole_ns=self.whole.get(incident_id),
                 stable_s=self.settings.stable_s, grace_s=self.settings.reject_grace_s,
+                root=self.root,
             )  # fmt: skip
             if seen.verdict is not Verdict.WAIT:
                 self.whole.pop(incident_id, None)

@@ -9,6 +9,11 @@ copied by hand fills up file by file — is ready only when `incident.json` pars
 the folder, `status.txt` is there, no hidden temp file (rsync, editors) is left, and nothing
 in it has changed for `stable_s`. One that never becomes valid is set aside to
 `error_rejected/` with a reason after `reject_grace_s`; nothing is deleted.
+
+The one exception: a temp file of our own atomic writes (`.NAME.PID.HEX.tmp`) left by a
+writer killed mid-write (a capture adding an occurrence, a step) is not data and not a
+copy in progress: the file it was replacing is intact. It is removed, and the bundle is
+judged without it.
 """
 
 from __future__ import annotations
@@ -19,8 +24,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from incidents import fsutil
+from incidents import fsutil, store
 from incidents.errors import IncidentsError
+from incidents.layout import Root
 
 REQUIRED = ("incident.json", "status.txt")
 
@@ -41,25 +47,75 @@ class Examined:
 
 @dataclass(frozen=True)
 class _Listing:
-    names: frozenset[str]
-    newest_ns: int  # newest mtime of an entry or of the folder itself
+    mtimes: dict[str, int]  # entry name -> mtime (ns)
+    folder_ns: int  # mtime of the folder itself
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(self.mtimes)
+
+    @property
+    def newest_ns(self) -> int:  # newest mtime of an entry or of the folder itself
+        return max([self.folder_ns, *self.mtimes.values()])
+
+    def without(self, names: set[str]) -> _Listing:
+        return _Listing({n: t for n, t in self.mtimes.items() if n not in names}, self.folder_ns)
 
 
 def _listing(folder: Path) -> _Listing | None:
     try:
         st = os.stat(folder, follow_symlinks=False)
         if not stat.S_ISDIR(st.st_mode):
-            return _Listing(frozenset(), st.st_mtime_ns)
-        names: set[str] = set()
-        newest_entry = 0
+            return _Listing({}, st.st_mtime_ns)
+        mtimes: dict[str, int] = {}
         with os.scandir(folder) as it:
             for entry in it:
-                names.add(entry.name)
-                est = entry.stat(follow_symlinks=False)
-                newest_entry = max(newest_entry, est.st_mtime_ns)
+                mtimes[entry.name] = entry.stat(follow_symlinks=False).st_mtime_ns
     except FileNotFoundError:
         return None
-    return _Listing(frozenset(names), max(newest_entry, st.st_mtime_ns))
+    return _Listing(mtimes, st.st_mtime_ns)
+
+
+def remove_aborted_writes(
+    root: Root, folder: Path, names: frozenset[str], *, now_ns: int, stable_s: float
+) -> set[str]:
+    """Remove the temp files our own atomic writes left in `folder` (a real folder) when
+    their writer was killed; returns the names removed (or found gone meanwhile).
+
+    One is a leftover when its writer's pid is gone, or when it has not changed for
+    `stable_s` and the incident's lock is free (the pid was reused: every writer of ours
+    holds that lock). Anything else hidden (rsync, editors, a live writer) is kept.
+    """
+    removed: set[str] = set()
+    stale: list[str] = []
+    for name in names:
+        pid = fsutil.atomic_temp_pid(name)
+        if pid is None:
+            continue
+        try:
+            st = os.stat(folder / name, follow_symlinks=False)
+        except FileNotFoundError:
+            removed.add(name)  # renamed into place or removed by its writer
+            continue
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
+            continue  # never one of ours: left for the checks that reject it
+        if not fsutil.pid_alive(pid):
+            _unlink(folder / name, removed)
+        elif now_ns - st.st_mtime_ns >= stable_s * 1e9:
+            stale.append(name)
+    if stale:
+        try:
+            with store.incident_lock(root, folder.name, timeout_s=0):
+                for name in stale:
+                    _unlink(folder / name, removed)
+        except (IncidentsError, OSError):
+            pass  # a writer holds the lock (or the id is not one): look again later
+    return removed
+
+
+def _unlink(path: Path, removed: set[str]) -> None:
+    path.unlink(missing_ok=True)
+    removed.add(path.name)
 
 
 def _document_problem(folder: Path, names: frozenset[str]) -> str | None:
@@ -83,13 +139,19 @@ def examine(
     whole_ns: int | None,
     stable_s: float,
     grace_s: float,
+    root: Root | None = None,
 ) -> Examined:
-    """Ready, wait, reject or gone, from one listing of the folder (no writes)."""
+    """Ready, wait, reject or gone, from one listing of the folder. Its only writes: with
+    `root`, the leftovers of our own aborted atomic writes are removed first."""
     if folder.name.startswith("."):
         return Examined(Verdict.WAIT, "hidden")
     listing = _listing(folder)
     if listing is None:
         return Examined(Verdict.GONE)
+    hidden = frozenset(n for n in listing.names if n.startswith("."))
+    if root is not None and hidden and os.path.isdir(folder) and not os.path.islink(folder):
+        gone = remove_aborted_writes(root, folder, hidden, now_ns=now_ns, stable_s=stable_s)
+        listing = listing.without(gone)  # the folder's mtime stays the one before the sweep
     if "state.json" in listing.names:
         return Examined(Verdict.READY)  # a watcher worked it before: it was complete then
     if not os.path.isdir(folder) or os.path.islink(folder):
