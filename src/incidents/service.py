@@ -480,15 +480,18 @@ class Tick:
     # after the commit --------------------------------------------------------------------
 
     def after_commit(self, old: State, na: NextAction, ctx: ErrorPipelineContext) -> None:
-        # a copy of state.json's attempts for readers: written when it changed, not per tick
-        path = self.artifact("ai_attempts.json")
+        # a copy of state.json's attempts for readers: written when it changed, not per
+        # tick, and not at all before the first attempt (the quarantine bundle has its own)
+        path = self.runs / "ai_attempts.json"
         data = fsutil.dump_json([a.model_dump(mode="json") for a in ctx.ai_attempts])
         try:
             same = fsutil.read_regular_file(path) == data
-        except (FileNotFoundError, IncidentsError):
+        except FileNotFoundError:
+            same = not ctx.ai_attempts
+        except IncidentsError:
             same = False
         if not same:
-            fsutil.atomic_write_bytes(path, data)
+            fsutil.atomic_write_bytes(self.artifact(path.name), data)
         self.events.insert(
             0,
             (
