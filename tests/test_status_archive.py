@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
+
+import pytest
 
 from incidents import fsutil, store
 from incidents.layout import Root
@@ -105,6 +108,37 @@ def test_archive_bad_input(cli, root: Root) -> None:  # type: ignore[no-untyped-
     assert cli("archive", a, "--resolved").code == 2
     assert cli("archive", "x/y", "--resolved", "--reason", "r").code == 2
     assert tree(root.inbox) == before
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["status", "../x"], 2, "invalid incident id '../x'"),
+        (["status", "--since", "bogus"], 2, "--since 'bogus'"),
+        (["status", "--status", "bogus"], 2,
+         "--status 'bogus': use one of new, planned, running, resolved, escalated"),
+        (["status", "incident_x", "--since", "bogus"], 2, "--since 'bogus'"),
+        (["status", "incident_nope"], 1, "no incident 'incident_nope'"),
+        (["archive", "nope_id", "--resolved", "--reason", "r"], 1, "no incident 'nope_id'"),
+        (["archive", "../x", "--resolved", "--reason", "r"], 2, "invalid incident id"),
+    ],
+)  # fmt: skip
+def test_bad_input_or_unknown_ids_do_not_create_a_missing_root(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path, args: list[str], code: int, message: str
+) -> None:
+    fresh = tmp_path / "fresh"
+    r = cli(*args, "--root", str(fresh))
+    assert (r.code, r.out) == (code, "")
+    assert len(r.err.splitlines()) == 1 and message in r.err, r.err
+    assert not fresh.exists()
+
+
+def test_status_filter_must_be_a_known_status(cli, root: Root) -> None:  # type: ignore[no-untyped-def]
+    capture(cli, "s", "m")
+    before = tree(root.path)
+    r = cli("status", "--status", "bogus")
+    assert r.code == 2 and "use one of new, planned, running, resolved, escalated" in r.err
+    assert tree(root.path) == before
 
 
 def test_an_interrupted_close_is_completed_by_the_next_command(cli, root: Root) -> None:  # type: ignore[no-untyped-def]

@@ -31,7 +31,7 @@ def register(app: typer.Typer) -> None:
             raise UsageError("archive: give exactly one of --resolved or --escalated")
         if not reason.strip():
             raise UsageError("archive: --reason is required (why is it closed?)")
-        session = open_root(root, config)
+        session = open_root(root, config, incident_id)
         bucket = "resolved" if resolved else "escalated"
         target = store.archive(session.root, incident_id, bucket, reason.strip())
         store.mirror_bundle(session.root, bucket, target, "archived", {"bucket": bucket})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -9,6 +10,7 @@ import typer
 
 from incidents import store
 from incidents.config import load_config
+from incidents.errors import NotFound
 from incidents.layout import Root, resolve_root
 from incidents.settings import Config
 
@@ -31,9 +33,15 @@ class Session:
     config: Config
 
 
-def open_root(root: str | None, config: str | None) -> Session:
-    """Validate the config, create the root's layout, finish any interrupted close."""
+def open_root(root: str | None, config: str | None, incident_id: str | None = None) -> Session:
+    """Validate the config, create the root's layout, finish any interrupted close.
+
+    With `incident_id` (a command about one existing incident), a root that does not exist
+    yet is not created: it holds no incident, so this is NotFound."""
     cfg = load_config(config)
-    r = resolve_root(root, cfg.root).ensure()
+    r = resolve_root(root, cfg.root)
+    if incident_id is not None and not os.path.lexists(r.path):
+        raise NotFound(f"no incident {incident_id!r} under {r.path}")
+    r.ensure()
     store.complete_pending(r)
     return Session(r, cfg)

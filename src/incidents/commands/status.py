@@ -16,6 +16,7 @@ from incidents import fsutil, mirror, output, pause, store
 from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, Session, open_root
 from incidents.errors import UsageError
 from incidents.layout import Root, validate_id
+from incidents.vocab import IncidentStatus
 
 _REL = re.compile(r"^(\d+)\s*([smhdw])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -33,6 +34,12 @@ def parse_since(text: str, now: datetime) -> str:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return store.iso(when)
+
+
+def check_status(value: str | None) -> None:
+    if value is not None and value not in set(IncidentStatus):
+        allowed = ", ".join(IncidentStatus)
+        raise UsageError(f"--status {value!r}: use one of {allowed}")
 
 
 def age(created_at: str, now: datetime) -> str:
@@ -162,7 +169,8 @@ def register(app: typer.Typer) -> None:
         ] = None,
         show_all: Annotated[bool, typer.Option("--all", help="Include archived ones.")] = False,
         status_filter: Annotated[
-            str | None, typer.Option("--status", help="new, planned, running, resolved, ...")
+            str | None,
+            typer.Option("--status", help="new, planned, running, resolved or escalated."),
         ] = None,
         step: Annotated[str | None, typer.Option("--step", help="Only this step.")] = None,
         since: Annotated[
@@ -173,11 +181,15 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
     ) -> int:
         """Show open incidents (from the SQLite mirror), or one incident in full."""
-        session = open_root(root, config)
+        # every argument is checked before the root is opened (which creates its layout)
         if incident_id is not None:
-            return show_one(session, incident_id, as_json)
+            validate_id(incident_id)
         now = datetime.now(UTC)
         since_iso = parse_since(since, now) if since else None
+        check_status(status_filter)
+        if incident_id is not None:
+            return show_one(open_root(root, config, incident_id), incident_id, as_json)
+        session = open_root(root, config)
         if status_filter in ("resolved", "escalated"):
             show_all = True
         rows = list_rows(session, show_all, status_filter, step, since_iso)
