@@ -8,6 +8,7 @@ import pytest
 
 from incidents.config import load_config
 from incidents.errors import ConfigError
+from tests.conftest import run_script
 
 
 def test_defaults_without_a_file() -> None:
@@ -75,3 +76,17 @@ def test_capture_refuses_the_same_values_as_the_full_model(cli, tmp_path: Path, 
         load_config(None)
     r = cli("capture", "--step", "s", "--message", "m")
     assert r.code == 2 and f"capture.{key}" in r.err and not (tmp_path / "reports").exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [("error_capture.py", "--step", "s", "--message", "m"), ("error_status.py",)],
+)
+def test_a_config_that_is_not_utf8_is_one_line_exit_2(
+    tmp_path: Path, argv: tuple[str, ...]
+) -> None:
+    (tmp_path / "nu.toml").write_bytes(b'root = "\xff"\n')
+    p = run_script(argv[0], "--config", "nu.toml", *argv[1:], cwd=tmp_path)
+    assert (p.returncode, p.stdout) == (2, "")
+    assert p.stderr == f"incidents: {tmp_path / 'nu.toml'}: not UTF-8 (byte 0xff at offset 8)\n"
+    assert sorted(q.name for q in tmp_path.iterdir()) == ["nu.toml"]

@@ -43,6 +43,11 @@ def read_raw(path: Path) -> dict[str, Any]:
         raise ConfigError(str(path), "", f"cannot read: {exc.strerror}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(str(path), "", f"not valid TOML: {exc}") from exc
+    except UnicodeDecodeError as exc:  # TOML is UTF-8; tomllib decodes the whole file first
+        byte = exc.object[exc.start : exc.start + 1].hex()
+        raise ConfigError(
+            str(path), "", f"not UTF-8 (byte 0x{byte} at offset {exc.start})"
+        ) from exc
 
 
 def root_from_raw(path: Path, raw: dict[str, Any]) -> str | None:
