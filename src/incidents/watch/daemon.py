@@ -139,6 +139,9 @@ class Watcher:
         self._next_incomplete = 0.0
         # id -> when it was known whole: arrived by one rename (event) or a capture's hint
         self.whole: dict[str, int] = {}
+        # id -> identity of the folder once found ready: complete then, written only by our
+        # workers and agents' commands since (atomic writes), so it needs no waiting again
+        self.taken: dict[str, tuple[int, int]] = {}
         self.display: Display | None = None
 
     # -- public ---------------------------------------------------------------------------
@@ -393,14 +396,17 @@ class Watcher:
                 self.root.inbox / incident_id, now_ns=now_ns, first_seen_ns=first,
                 whole_ns=self.whole.get(incident_id),
                 stable_s=self.settings.stable_s, grace_s=self.settings.reject_grace_s,
-                root=self.root,
+                root=self.root, taken=self.taken.get(incident_id),
             )  # fmt: skip
             if seen.verdict is not Verdict.WAIT:
                 self.whole.pop(incident_id, None)
                 self.changing.discard(incident_id)
             if seen.verdict is Verdict.READY:
                 self._first_seen.pop(incident_id, None)
+                if seen.identity is not None:
+                    self.taken[incident_id] = seen.identity
                 return incident_id
+            self.taken.pop(incident_id, None)
             if seen.verdict is Verdict.WAIT:
                 self.incomplete[incident_id] = first
                 if not seen.settled:
@@ -450,6 +456,8 @@ class Watcher:
     def _settle(self, r: Pickup, elapsed: float) -> None:
         self.stats.results[r.result] += 1
         self.first_pass.discard(r.incident_id)
+        if r.result in ("terminal", "gone", "rejected"):
+            self.taken.pop(r.incident_id, None)
         level = "error" if r.result == "error" else "info"
         self.log.event(
             r.result, level=level, id=r.incident_id, state=r.state, ticks=r.ticks,

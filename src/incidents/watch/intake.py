@@ -10,6 +10,11 @@ the folder, `status.txt` is there, no hidden temp file (rsync, editors) is left,
 in it has changed for `stable_s`. One that never becomes valid is set aside to
 `error_rejected/` with a reason after `reject_grace_s`; nothing is deleted.
 
+A `state.json` does not make a folder ready: a bundle worked before and copied in by hand
+may bring it first. Only a folder this watcher has already taken (the same folder, by its
+inode) is ready as it is: from then on it is written by our workers and by agents' commands,
+whose writes are atomic.
+
 The one exception: a temp file of our own atomic writes (`.NAME.PID.HEX.tmp`) left by a
 writer killed mid-write (a capture adding an occurrence, a step) is not data and not a
 copy in progress: the file it was replacing is intact. It is removed, and the bundle is
@@ -20,7 +25,7 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 
@@ -43,12 +48,14 @@ class Examined:
     verdict: Verdict
     reason: str = ""
     settled: bool = True  # WAIT only: False while the folder is still changing
+    identity: tuple[int, int] | None = None  # READY: (st_dev, st_ino) of the folder taken
 
 
 @dataclass(frozen=True)
 class _Listing:
     mtimes: dict[str, int]  # entry name -> mtime (ns)
     folder_ns: int  # mtime of the folder itself
+    identity: tuple[int, int]  # (st_dev, st_ino) of the folder
 
     @property
     def names(self) -> frozenset[str]:
@@ -59,21 +66,21 @@ class _Listing:
         return max([self.folder_ns, *self.mtimes.values()])
 
     def without(self, names: set[str]) -> _Listing:
-        return _Listing({n: t for n, t in self.mtimes.items() if n not in names}, self.folder_ns)
+        return replace(self, mtimes={n: t for n, t in self.mtimes.items() if n not in names})
 
 
 def _listing(folder: Path) -> _Listing | None:
     try:
         st = os.stat(folder, follow_symlinks=False)
         if not stat.S_ISDIR(st.st_mode):
-            return _Listing({}, st.st_mtime_ns)
+            return _Listing({}, st.st_mtime_ns, (st.st_dev, st.st_ino))
         mtimes: dict[str, int] = {}
         with os.scandir(folder) as it:
             for entry in it:
                 mtimes[entry.name] = entry.stat(follow_symlinks=False).st_mtime_ns
     except FileNotFoundError:
         return None
-    return _Listing(mtimes, st.st_mtime_ns)
+    return _Listing(mtimes, st.st_mtime_ns, (st.st_dev, st.st_ino))
 
 
 def remove_aborted_writes(
@@ -140,9 +147,12 @@ def examine(
     stable_s: float,
     grace_s: float,
     root: Root | None = None,
+    taken: tuple[int, int] | None = None,
 ) -> Examined:
     """Ready, wait, reject or gone, from one listing of the folder. Its only writes: with
-    `root`, the leftovers of our own aborted atomic writes are removed first."""
+    `root`, the leftovers of our own aborted atomic writes are removed first.
+
+    `taken`: the identity of the folder when this watcher last found it ready, if it did."""
     if folder.name.startswith("."):
         return Examined(Verdict.WAIT, "hidden")
     listing = _listing(folder)
@@ -152,8 +162,8 @@ def examine(
     if root is not None and hidden and os.path.isdir(folder) and not os.path.islink(folder):
         gone = remove_aborted_writes(root, folder, hidden, now_ns=now_ns, stable_s=stable_s)
         listing = listing.without(gone)  # the folder's mtime stays the one before the sweep
-    if "state.json" in listing.names:
-        return Examined(Verdict.READY)  # a watcher worked it before: it was complete then
+    if taken is not None and listing.identity == taken:
+        return Examined(Verdict.READY, identity=taken)  # ours: complete when we took it
     if not os.path.isdir(folder) or os.path.islink(folder):
         problem: str | None = "not a folder"
     elif any(n.startswith(".") for n in listing.names):
@@ -163,7 +173,7 @@ def examine(
     whole = whole_ns is not None and listing.newest_ns <= whole_ns
     quiet = now_ns - listing.newest_ns >= stable_s * 1e9
     if problem is None and (whole or quiet):  # whole: nothing changed since it arrived
-        return Examined(Verdict.READY)
+        return Examined(Verdict.READY, identity=listing.identity)
     if problem is not None and quiet and now_ns - first_seen_ns >= grace_s * 1e9:
         return Examined(Verdict.REJECT, f"incomplete bundle: {problem} after {grace_s:g}s")
     return Examined(Verdict.WAIT, problem or "still changing", settled=quiet)
