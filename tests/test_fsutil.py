@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -76,3 +77,19 @@ def test_temp_file_names_are_recognised_and_absurd_pids_are_not_alive(tmp_path: 
     huge = tmp_path / f".state.json.{10**30}.0123abcd.tmp"  # a crafted name, not a crash
     huge.write_text("x")
     assert fsutil.remove_orphan_temps(tmp_path) == [huge.name]
+
+
+def test_atomic_replace_files_replaces_in_order_and_a_failure_keeps_the_rest(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "b.txt").write_text("old b\n")
+    fsutil.atomic_replace_files(tmp_path, [("a.json", b"{}\n"), ("b.txt", b"new b\n")])
+    assert (tmp_path / "a.json").read_bytes() == b"{}\n"
+    assert (tmp_path / "b.txt").read_bytes() == b"new b\n"
+    assert stat.S_IMODE((tmp_path / "a.json").stat().st_mode) == 0o600
+    (tmp_path / "c").mkdir()  # a folder cannot be replaced by a file: the second write fails
+    with pytest.raises(OSError):
+        fsutil.atomic_replace_files(tmp_path, [("a.json", b"[]\n"), ("c", b"x"), ("b.txt", b"z")])
+    assert (tmp_path / "a.json").read_bytes() == b"[]\n"  # the prefix before the failure
+    assert (tmp_path / "b.txt").read_bytes() == b"new b\n"  # after it: the old file, whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "b.txt", "c"]  # no temps

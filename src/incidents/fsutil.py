@@ -49,23 +49,39 @@ def write_new_file(
         os.close(fd)
 
 
-def atomic_write_bytes(
-    path: str | os.PathLike[str], data: bytes, mode: int = 0o600, durable: bool = True
-) -> None:
-    """Replace `path` with `data` so that a crash leaves the old or the new file.
-    `durable=False` (for hints that can be rebuilt) skips the fsyncs, never the rename."""
+def _replace(path: str | os.PathLike[str], data: bytes, mode: int, sync_file: bool) -> str:
+    """Temp file in the same folder (fsynced when `sync_file`), renamed over `path`;
+    returns the folder (whose fsync, when wanted, is the caller's)."""
     p = os.fspath(path)
     directory, name = os.path.split(p)
     tmp = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     try:
-        write_new_file(tmp, data, mode, durable)
+        write_new_file(tmp, data, mode, sync_file)
         os.replace(tmp, p)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    return directory or "."
+
+
+def atomic_write_bytes(
+    path: str | os.PathLike[str], data: bytes, mode: int = 0o600, durable: bool = True
+) -> None:
+    """Replace `path` with `data` so that a crash leaves the old or the new file.
+    `durable=False` (for hints that can be rebuilt) skips the fsyncs, never the rename."""
+    directory = _replace(path, data, mode, durable)
     if durable:
-        fsync_dir(directory or ".")
+        fsync_dir(directory)
+
+
+def atomic_replace_files(directory: str | os.PathLike[str], files: list[tuple[str, bytes]]) -> None:
+    """`atomic_write_bytes` for several files of one folder, in order, with one fsync of
+    the folder at the end instead of one per file: each file is fsynced before its
+    rename, so each is old-or-new, and a crash between two leaves a prefix replaced."""
+    for name, data in files:
+        _replace(os.path.join(directory, name), data, 0o600, True)
+    fsync_dir(directory)
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:

@@ -256,10 +256,14 @@ def write_plan(root: Root, incident_id: str, plan: Plan) -> Path:
         raise ValueError(f"plan is for {plan.incident_id!r}, not {incident_id!r}")
     folder = root.plan_dir(incident_id)
     fsutil.ensure_dir(folder)
-    path = folder / PLAN_JSON
-    fsutil.atomic_write_json(path, plan.model_dump(mode="json"))
-    fsutil.atomic_write_text(folder / PLAN_MD, render_plan_md(plan))
-    return path
+    fsutil.atomic_replace_files(
+        folder,
+        [
+            (PLAN_JSON, fsutil.dump_json(plan.model_dump(mode="json"))),
+            (PLAN_MD, render_plan_md(plan).encode("utf-8")),
+        ],
+    )
+    return folder / PLAN_JSON
 
 
 def _field(loc: tuple[int | str, ...]) -> str:

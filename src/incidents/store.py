@@ -119,8 +119,10 @@ def read_incident(folder: Path) -> dict[str, Any]:
 
 def save_incident(folder: Path, doc: dict[str, Any]) -> None:
     """incident.json first (authoritative), then status.txt from it."""
-    fsutil.atomic_write_json(folder / "incident.json", doc)
-    fsutil.atomic_write_text(folder / "status.txt", f"{doc['status']}\n")
+    fsutil.atomic_replace_files(
+        folder,
+        [("incident.json", fsutil.dump_json(doc)), ("status.txt", f"{doc['status']}\n".encode())],
+    )
 
 
 def set_status(folder: Path, doc: dict[str, Any], status: str, **fields: Any) -> dict[str, Any]:
