@@ -252,7 +252,7 @@ with store.incident_lock(Root(Path(sys.argv[1])), sys.argv[2]):
 
 def _examine(root: Root, incident_id: str) -> Examined:
     now = time.time_ns()
-    return examine(root.inbox / incident_id, now_ns=now, first_seen_ns=now, whole_ns=None,
+    return examine(root.inbox / incident_id, now_ns=now, whole_ns=None,
                    stable_s=5.0, grace_s=0.0, root=root)  # fmt: skip
 
 

@@ -129,12 +129,11 @@ class Watcher:
         self.queued: set[str] = set()
         self.later: list[tuple[float, str]] = []
         self.due: dict[str, float] = {}
-        self.incomplete: dict[str, int] = {}  # id -> first seen (ns)
+        self.incomplete: set[str] = set()  # looked at again every RECHECK_INCOMPLETE_S
         self.changing: set[str] = set()  # incomplete and still changing (until-idle waits)
         self.rerun: set[str] = set()
         self.errors: Counter[str] = Counter()
         self.first_pass: set[str] = set()
-        self._first_seen: dict[str, int] = {}  # id -> when first found incomplete (ns)
         self._waiting_logged: set[str] = set()
         self._next_incomplete = 0.0
         # id -> when it was known whole: arrived by one rename (event) or a capture's hint
@@ -364,7 +363,7 @@ class Watcher:
             return
         self._next_incomplete = time.monotonic() + RECHECK_INCOMPLETE_S
         for incident_id in list(self.incomplete):
-            del self.incomplete[incident_id]
+            self.incomplete.discard(incident_id)
             self._enqueue(incident_id)
 
     def _dispatch(self, mode: Mode, max_items: int | None) -> None:
@@ -391,9 +390,8 @@ class Watcher:
         while self.ready:
             incident_id = self.ready.popleft()
             self.queued.discard(incident_id)
-            first = self._first_seen.setdefault(incident_id, now_ns)
             seen = examine(
-                self.root.inbox / incident_id, now_ns=now_ns, first_seen_ns=first,
+                self.root.inbox / incident_id, now_ns=now_ns,
                 whole_ns=self.whole.get(incident_id),
                 stable_s=self.settings.stable_s, grace_s=self.settings.reject_grace_s,
                 root=self.root, taken=self.taken.get(incident_id),
@@ -402,13 +400,12 @@ class Watcher:
                 self.whole.pop(incident_id, None)
                 self.changing.discard(incident_id)
             if seen.verdict is Verdict.READY:
-                self._first_seen.pop(incident_id, None)
                 if seen.identity is not None:
                     self.taken[incident_id] = seen.identity
                 return incident_id
             self.taken.pop(incident_id, None)
             if seen.verdict is Verdict.WAIT:
-                self.incomplete[incident_id] = first
+                self.incomplete.add(incident_id)
                 if not seen.settled:
                     self.changing.add(incident_id)
                 else:
@@ -417,10 +414,7 @@ class Watcher:
                     self._waiting_logged.add(incident_id)
                     self.log.event("incomplete", id=incident_id, why=seen.reason)
             elif seen.verdict is Verdict.REJECT:
-                self._first_seen.pop(incident_id, None)
                 self._reject(incident_id, seen.reason)
-            else:
-                self._first_seen.pop(incident_id, None)
         return None
 
     def _reject(self, incident_id: str, reason: str) -> None:

@@ -8,7 +8,11 @@ times cannot tell: they have the kernel clock's coarse granularity.) Any other f
 copied by hand fills up file by file — is ready only when `incident.json` parses and names
 the folder, `status.txt` is there, no hidden temp file (rsync, editors) is left, and nothing
 in it has changed for `stable_s`. One that never becomes valid is set aside to
-`error_rejected/` with a reason after `reject_grace_s`; nothing is deleted.
+`error_rejected/` with a reason once nothing in it has changed for `reject_grace_s`;
+nothing is deleted. That grace is read from the disk, not from the watcher's memory, so
+that `--once` and `--until-idle` runs from cron, each starting afresh, still set such a
+folder aside; it counts inode change times as well as modification times, because a copy
+that keeps the source's mtimes (`cp -a`, `tar x`, `mv`) has only those to say it arrived.
 
 A `state.json` does not make a folder ready: a bundle worked before and copied in by hand
 may bring it first. Only a folder this watcher has already taken (the same folder, by its
@@ -55,6 +59,7 @@ class Examined:
 class _Listing:
     mtimes: dict[str, int]  # entry name -> mtime (ns)
     folder_ns: int  # mtime of the folder itself
+    changed_ns: int  # newest mtime or ctime of an entry or of the folder: when it last changed
     identity: tuple[int, int]  # (st_dev, st_ino) of the folder
 
     @property
@@ -72,15 +77,18 @@ class _Listing:
 def _listing(folder: Path) -> _Listing | None:
     try:
         st = os.stat(folder, follow_symlinks=False)
+        changed = max(st.st_mtime_ns, st.st_ctime_ns)
         if not stat.S_ISDIR(st.st_mode):
-            return _Listing({}, st.st_mtime_ns, (st.st_dev, st.st_ino))
+            return _Listing({}, st.st_mtime_ns, changed, (st.st_dev, st.st_ino))
         mtimes: dict[str, int] = {}
         with os.scandir(folder) as it:
             for entry in it:
-                mtimes[entry.name] = entry.stat(follow_symlinks=False).st_mtime_ns
+                est = entry.stat(follow_symlinks=False)
+                mtimes[entry.name] = est.st_mtime_ns
+                changed = max(changed, est.st_mtime_ns, est.st_ctime_ns)
     except FileNotFoundError:
         return None
-    return _Listing(mtimes, st.st_mtime_ns, (st.st_dev, st.st_ino))
+    return _Listing(mtimes, st.st_mtime_ns, changed, (st.st_dev, st.st_ino))
 
 
 def remove_aborted_writes(
@@ -142,7 +150,6 @@ def examine(
     folder: Path,
     *,
     now_ns: int,
-    first_seen_ns: int,
     whole_ns: int | None,
     stable_s: float,
     grace_s: float,
@@ -174,6 +181,7 @@ def examine(
     quiet = now_ns - listing.newest_ns >= stable_s * 1e9
     if problem is None and (whole or quiet):  # whole: nothing changed since it arrived
         return Examined(Verdict.READY, identity=listing.identity)
-    if problem is not None and quiet and now_ns - first_seen_ns >= grace_s * 1e9:
-        return Examined(Verdict.REJECT, f"incomplete bundle: {problem} after {grace_s:g}s")
+    if problem is not None and quiet and now_ns - listing.changed_ns >= grace_s * 1e9:
+        why = f"incomplete bundle: {problem}, unchanged for {grace_s:g}s"
+        return Examined(Verdict.REJECT, why)
     return Examined(Verdict.WAIT, problem or "still changing", settled=quiet)
