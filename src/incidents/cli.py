@@ -1,7 +1,8 @@
 """The `incidents` command line.
 
 `main(argv) -> int` is the one entry point (console script, `scripts/*.py`, tests).
-`capture` and `run` take a lean stdlib path (failing scripts call them); every other
+`capture` and `run` take a lean stdlib path (failing scripts call them); `check` first
+tries to replay its last report (incidents.checks.replay, stdlib only too); every other
 command is a typer command registered from `incidents.commands.*`, imported lazily.
 """
 
@@ -116,6 +117,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             from incidents import capture
 
             return capture.main(args)
+        if args and args[0] == "check":
+            from incidents.checks.replay import try_replay
+
+            code = try_replay(args[1:])
+            if code is not None:
+                return code
         return _run_app(args)
     except IncidentsError as exc:
         output.err(f"incidents: {exc}")

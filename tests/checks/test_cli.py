@@ -110,3 +110,12 @@ def test_processes_sharing_one_cache_agree(workdir: Path, shared_cache: Path) ->
     warm = subprocess.run(argv, cwd=workdir, capture_output=True, env=env, check=True)
     doc = json.loads(warm.stdout)
     assert doc["issues"] == issues[0] and all(r["cached"] for r in doc["tool_runs"])
+
+
+def test_config_strict_mode_counts(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (workdir / "imp.py").write_text("import os\n")
+    assert main(["check", "imp.py", "--tools", "ruff"]) == 0  # style only
+    with open(workdir / "incidents.toml", "a") as fh:
+        fh.write("[policy]\nstrict_mode = true\n")
+    assert main(["check", "imp.py", "--tools", "ruff"]) == 1
+    assert "F401" in capsys.readouterr().out

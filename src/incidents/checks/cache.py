@@ -12,11 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
-from incidents.checks.parsers import RawFinding
+TYPE_CHECKING = False  # typing and the parsers stay off the replay path (import cost)
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+    from incidents.checks.parsers import RawFinding
 
 FORMAT = 1
 
@@ -65,6 +68,8 @@ class FindingsCache:
             pass  # a cache that cannot be written only costs time
 
     def get(self, key: str) -> list[RawFinding] | None:
+        from incidents.checks.parsers import RawFinding
+
         doc = self.get_doc(key)
         if doc is None:
             return None

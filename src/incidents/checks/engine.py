@@ -3,13 +3,13 @@ reusing cached findings for unchanged inputs, and return the normalized `ErrorRe
 
 Every tool run goes through `incidents.proc.run`. A tool that is missing, crashes, times
 out or prints what its parser cannot read is an `InfraFailure`, never "0 issues".
+Every input the answer depends on is read through `Inputs` (see incidents.checks.inputs),
+which the caller may pass in to learn what this run used.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 import sys
 import tempfile
 from collections import Counter
@@ -17,12 +17,15 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from fnmatch import fnmatch
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from incidents import proc
 from incidents.checks.cache import FindingsCache, VersionCache, default_cache_dir, make_key
+from incidents.checks.inputs import TREE_MAX_FILES, Inputs, matches
+from incidents.checks.inputs import display_path as display_path
+from incidents.checks.inputs import file_digest as file_digest
+from incidents.checks.inputs import which as which
 from incidents.checks.parsers import PARSERS, ParseError, RawFinding, ToolOutput, tail
 from incidents.checks.profiles import ToolProfile, resolve_profiles, script_path
 from incidents.checks.settings import ChecksSettings
@@ -34,7 +37,6 @@ if TYPE_CHECKING:
 
 VERSION_TIMEOUT = 60.0
 _VERSION_MEMO: dict[str, str | None] = {}  # one `tool --version` per program per process
-_WHICH_MEMO: dict[str, str | None] = {}
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,8 @@ class JobResult:
     findings: list[Finding] = field(default_factory=list)
     runs: list[ToolRun] = field(default_factory=list)
     infra: list[InfraFailure] = field(default_factory=list)
+    # what a re-run on unchanged inputs reports: every run served from the cache
+    warm: list[ToolRun] = field(default_factory=list)
 
 
 @dataclass
@@ -57,6 +61,7 @@ class Engine:
     cache: FindingsCache
     versions: VersionCache
     targets: dict[str, list[Target]]  # by language
+    inputs: Inputs = field(default_factory=Inputs)
     _config_memo: dict[tuple[str, ...], str] = field(default_factory=dict)
     _tree_memo: dict[tuple[str, ...], str | None] = field(default_factory=dict)
 
@@ -64,12 +69,10 @@ class Engine:
 
     def select(self, profile: ToolProfile) -> tuple[list[Target], list[Target]]:
         """(files the tool is about, test files it runs) for this profile."""
-        mine = [
-            t for t in self.targets.get(profile.language, []) if _matches(t.path, profile.globs)
-        ]
+        mine = [t for t in self.targets.get(profile.language, []) if matches(t.path, profile.globs)]
         if profile.selects != "tests":
             return mine, []
-        tests = [t for t in mine if _matches(t.path, profile.test_globs)]
+        tests = [t for t in mine if matches(t.path, profile.test_globs)]
         seen = {t.path for t in tests}
         for extra in self.test_path_targets(profile):
             if extra.path not in seen:
@@ -78,15 +81,11 @@ class Engine:
         return mine, tests
 
     def test_path_targets(self, profile: ToolProfile) -> list[Target]:
-        found: list[Target] = []
-        for entry in self.settings.test_paths:
-            base = (self.cwd / entry).resolve()
-            paths = [base] if base.is_file() else sorted(p for p in base.rglob("*") if p.is_file())
-            for p in paths:
-                rel = display_path(str(p), self.cwd)
-                if _matches(rel, profile.test_globs) and not _hidden(rel):
-                    found.append(Target(rel, file_digest(p)))
-        return found
+        return [
+            Target(rel, digest)
+            for entry in self.settings.test_paths
+            for rel, digest in self.inputs.test_files(str(self.cwd), entry, profile.test_globs)
+        ]
 
     # -- running -------------------------------------------------------------------
 
@@ -97,7 +96,7 @@ class Engine:
         if not runnable:
             return result
         argv0 = self.expand_one(profile.argv[0])
-        program = which(argv0)
+        program = self.inputs.which(argv0)
         if program is None:
             argv = self.expand(profile.argv, runnable, tests, "<report>")
             reason = f"program not found: {argv0}"
@@ -123,6 +122,7 @@ class Engine:
                 for t in files}  # fmt: skip
         misses: list[Target] = []
         hits = 0
+        cached_all = True
         for t in files:
             cached = self.cache.get(keys[t.path])
             if cached is None:
@@ -148,7 +148,14 @@ class Engine:
             if not stray:
                 for t in chunk:
                     self.cache.put(keys[t.path], by_path[t.path])
+            else:
+                self.inputs.refuse(f"{profile.name} reported on a file outside its batch")
+            cached_all = cached_all and not stray
             result.findings.extend(self.finish(profile, raw, files))
+        if cached_all and not result.infra:
+            argv = self.expand(profile.argv, files, [], "")
+            result.warm.append(ToolRun(tool=profile.name, argv=argv, exit_code=None, duration_s=0.0,
+                                       version=version, files=len(files), cached=True))  # fmt: skip
 
     def _run_batch(
         self, profile: ToolProfile, version: str | None, config: str, files: list[Target],
@@ -164,15 +171,18 @@ class Engine:
                        *(f"{p}\0{d}" for p, d in inputs), "tests", *(t.path for t in tests))  # fmt: skip
         runnable = tests if profile.selects == "tests" else files
         cached = self.cache.get(key) if tree is not None else None
+        argv = self.expand(profile.argv, files, tests, "<report>")
+        warm = ToolRun(tool=profile.name, argv=argv, exit_code=None, duration_s=0.0,
+                       version=version, files=len(runnable), cached=True)  # fmt: skip
         if cached is not None:
-            argv = self.expand(profile.argv, files, tests, "<report>")
-            result.runs.append(ToolRun(tool=profile.name, argv=argv, exit_code=None, duration_s=0.0,
-                                       version=version, files=len(runnable), cached=True))  # fmt: skip
+            result.runs.append(warm)
+            result.warm.append(warm)
             result.findings.extend(self.finish(profile, cached, files))
             return
         raw = self.execute(profile, version, files, tests, result)
         if raw is not None:
             self.cache.put(key, raw)
+            result.warm.append(warm)
             result.findings.extend(self.finish(profile, raw, files))
 
     def execute(
@@ -220,7 +230,7 @@ class Engine:
 
     def tool_version(self, profile: ToolProfile, program: str) -> str | None:
         argv = tuple(self.expand_one(a) for a in profile.version_argv) or (program, "--version")
-        identity = VersionCache.identity(which(argv[0]) or argv[0]) or program
+        identity = self.inputs.identity(self.inputs.which(argv[0]) or argv[0]) or program
         found, version = self.versions.get(identity, argv)
         if found:
             return version
@@ -234,6 +244,8 @@ class Engine:
         version = text[0].strip() if res.ok and text else None
         if version is not None:
             self.versions.put(identity, argv, version)
+        else:  # asked again next time, maybe with another answer
+            self.inputs.refuse(f"{profile.name}: no version from {' '.join(argv)}")
         return version
 
     def config_fingerprint(self, profile: ToolProfile, tests: list[Target]) -> str:
@@ -242,12 +254,8 @@ class Engine:
             names += sorted({_conftest(t.path) for t in tests} - {""})
         memo_key = tuple(names)
         if memo_key not in self._config_memo:
-            parts: list[str] = []
-            for name in names:
-                found = _find_upward(self.cwd, name) if os.sep not in name else self.cwd / name
-                if found is not None and found.is_file():
-                    parts.append(f"{found}\0{file_digest(found)}")
-            self._config_memo[memo_key] = make_key(*parts)
+            found = [self.inputs.config_file(str(self.cwd), name) for name in names]
+            self._config_memo[memo_key] = make_key(*(part for part in found if part is not None))
         return self._config_memo[memo_key]
 
     def tree_fingerprint(self, globs: Sequence[str]) -> str | None:
@@ -255,7 +263,10 @@ class Engine:
         so the tool runs uncached). Skips hidden folders, caches and virtualenvs."""
         memo_key = tuple(globs)
         if memo_key not in self._tree_memo:
-            self._tree_memo[memo_key] = _tree_digest(self.cwd, globs)
+            digest = self.inputs.tree(str(self.cwd), globs)
+            if digest is None:
+                self.inputs.refuse(f"more than {TREE_MAX_FILES} files match {list(globs)}")
+            self._tree_memo[memo_key] = digest
         return self._tree_memo[memo_key]
 
     # -- argv templates ------------------------------------------------------------
@@ -285,7 +296,7 @@ class Engine:
             else:
                 argv.append(self.expand_one(arg).replace("{report}", report))
         if argv:
-            argv[0] = which(argv[0]) or argv[0]
+            argv[0] = self.inputs.which(argv[0]) or argv[0]
         return argv
 
 
@@ -300,9 +311,12 @@ def run_error_pipeline(
     settings: ChecksSettings | None = None,
     cwd: str | os.PathLike[str] | None = None,
     tools: Sequence[str] | None = None,
+    inputs: Inputs | None = None,
 ) -> ErrorReport:
     """Run the enabled tool profiles on the targets (paths relative to `cwd` or absolute)
-    and return the normalized report. Does not write it and does not change `ctx`."""
+    and return the normalized report. Does not write it and does not change `ctx`.
+    `inputs`, when given, receives every input the answer depended on."""
+    inputs = inputs if inputs is not None else Inputs()
     settings = settings or ChecksSettings()
     base = Path(cwd or os.getcwd()).resolve()
     cache_root = (
@@ -318,7 +332,7 @@ def run_error_pipeline(
         for p in dict.fromkeys(paths):
             rel = display_path(p, base)
             try:
-                targets[language].append(Target(rel, file_digest(base / p)))
+                targets[language].append(Target(rel, inputs.digest(str(base / p))))
             except OSError as exc:
                 reason = f"target {rel}: {exc.strerror or exc}"
                 infra.append(InfraFailure(tool="incidents", argv=[], exit_code=None, reason=reason))
@@ -326,14 +340,16 @@ def run_error_pipeline(
         dict(settings.profiles), hard_ruff_prefixes=settings.hard_ruff_prefixes,
         only=tools if tools is not None else settings.tools,
     )  # fmt: skip
-    if targets["powershell"] and settings.skip_powershell_without_pwsh and which("pwsh") is None:
+    if (targets["powershell"] and settings.skip_powershell_without_pwsh
+            and inputs.which("pwsh") is None):  # fmt: skip
         profiles = [p for p in profiles if p.language != "powershell"]
-    engine = Engine(base, settings, cache, versions, targets)
+    engine = Engine(base, settings, cache, versions, targets, inputs)
     # The slow, whole-batch tools first, so they start at once.
     profiles.sort(key=lambda p: p.scope != "batch")
     workers = max(1, min(len(profiles) or 1, settings.max_workers or os.cpu_count() or 1))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="check") as pool:
         results = list(pool.map(engine.run_profile, profiles))
+    inputs.runs = [run.model_dump(mode="json") for r in results for run in r.warm]
     findings = sorted(
         (f for r in results for f in r.findings),
         key=lambda f: (f.path, f.line or 0, f.column or 0, f.tool, f.code or ""),
@@ -389,33 +405,6 @@ def to_finding(profile: ToolProfile, raw: RawFinding) -> Finding:
 # -- small helpers -----------------------------------------------------------------
 
 
-def file_digest(path: str | os.PathLike[str]) -> str:
-    with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
-
-
-def display_path(path: str, cwd: Path) -> str:
-    """Relative to `cwd` when under it (the same for every tool), else absolute."""
-    p = Path(path)
-    absolute = p if p.is_absolute() else cwd / p
-    norm = Path(os.path.normpath(absolute))
-    try:
-        return str(norm.relative_to(cwd))
-    except ValueError:
-        return str(norm)
-
-
-def which(program: str) -> str | None:
-    """The venv's own scripts first (the tools installed next to incidents), then PATH."""
-    if program not in _WHICH_MEMO:
-        if os.sep in program:
-            _WHICH_MEMO[program] = program if os.access(program, os.X_OK) else None
-        else:
-            search = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
-            _WHICH_MEMO[program] = shutil.which(program, path=search)
-    return _WHICH_MEMO[program]
-
-
 def _dist_version(dist: str) -> str | None:
     from importlib import metadata
 
@@ -425,50 +414,9 @@ def _dist_version(dist: str) -> str | None:
         return None
 
 
-def _matches(path: str, globs: Sequence[str]) -> bool:
-    name = os.path.basename(path)
-    return any(fnmatch(name, g) or fnmatch(path, g) for g in globs)
-
-
-TREE_MAX_FILES = 5000
-_SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "site-packages"})
-
-
-def _tree_digest(base: Path, globs: Sequence[str]) -> str | None:
-    parts: list[str] = []
-    for folder, dirs, names in os.walk(base):
-        dirs[:] = sorted(
-            d for d in dirs
-            if d[:1] != "." and d not in _SKIPPED_DIRS
-            and not os.path.exists(os.path.join(folder, d, "pyvenv.cfg"))
-        )  # fmt: skip
-        for name in sorted(names):
-            if any(fnmatch(name, g) for g in globs):
-                if len(parts) >= TREE_MAX_FILES:
-                    return None
-                path = os.path.join(folder, name)
-                try:
-                    parts.append(f"{os.path.relpath(path, base)}\0{file_digest(path)}")
-                except OSError:
-                    parts.append(f"{os.path.relpath(path, base)}\0unreadable")
-    return make_key(*parts)
-
-
-def _hidden(rel: str) -> bool:
-    return any(part.startswith(".") or part == "__pycache__" for part in Path(rel).parts[:-1])
-
-
 def _conftest(rel: str) -> str:
     parent = os.path.dirname(rel)
     return os.path.join(parent, "conftest.py") if parent else "conftest.py"
-
-
-def _find_upward(start: Path, name: str) -> Path | None:
-    for folder in (start, *start.parents):
-        candidate = folder / name
-        if candidate.is_file():
-            return candidate
-    return None
 
 
 def _read_text(path: str) -> str | None:
