@@ -38,6 +38,14 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
 
 
 @pytest.fixture
+def bin_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder first on PATH for stand-in executables (tests/stand_ins.py)."""
+    from tests.stand_ins import on_path
+
+    return on_path(tmp_path, monkeypatch)
+
+
+@pytest.fixture
 def root(tmp_path: Path) -> Root:
     return Root(tmp_path / "reports")
 

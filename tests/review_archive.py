@@ -6,10 +6,7 @@ bundle without original_scripts/)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import stat
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +14,7 @@ from typing import Any
 import pytest
 
 from incidents.layout import Root
+from tests.stand_ins import on_path, stand_in
 
 TYPED = '[checks]\ntools = ["ruff", "ruff-format", "mypy"]\n'
 FAST = '[checks]\ntools = ["ruff", "ruff-format"]\n'
@@ -38,12 +36,6 @@ def _config(tmp_path: Path, name: str, text: str, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("INCIDENTS_CONFIG", str(path))
 
 
-def _stand_in(bin_dir: Path, name: str, body: str) -> None:
-    path = bin_dir / name
-    path.write_text(f"#!{sys.executable}\nimport sys, pathlib\n{body}\n")
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-
-
 def _capture_and_drive(cli: Cli, ws: Path, step: str, name: str, content: str) -> str:
     (ws / name).write_text(content)
     r = cli("capture", "--step", step, "--message", f"{name} failed its checks",
@@ -59,19 +51,17 @@ def build_real(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dic
     """Four incidents driven for real; returns {kind: incident_id}."""
     ws = tmp_path / "ws"
     ws.mkdir(exist_ok=True)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir(exist_ok=True)
+    bin_dir = on_path(tmp_path, monkeypatch)
     ids: dict[str, str] = {}
     # aider fixes one type error and says so; codex and claude change nothing -> quarantine
-    _stand_in(
+    stand_in(
         bin_dir,
         "aider",
         "p = pathlib.Path('typed.py'); p.write_text(p.read_text().replace('\"one\"', '1'))\n"
         "print('aider: replaced the string literal returned by first()')",
     )
-    _stand_in(bin_dir, "codex", "sys.stdin.read()")
-    _stand_in(bin_dir, "claude", "sys.stdin.read(); print('claude: I could not fix second()')")
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    stand_in(bin_dir, "codex", "sys.stdin.read()")
+    stand_in(bin_dir, "claude", "sys.stdin.read(); print('claude: I could not fix second()')")
     _config(tmp_path, "ai", TYPED + TIERS_ON, monkeypatch)
     ids["ai"] = _capture_and_drive(cli, ws, "typecheck", "typed.py", TWO_TYPE_ERRORS)
     _config(tmp_path, "plain", TYPED + TIERS_OFF, monkeypatch)

@@ -6,8 +6,6 @@ Python script named like the CLI into a `bin/` folder first on PATH."""
 from __future__ import annotations
 
 import json
-import os
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -30,6 +28,7 @@ from incidents.fixers.snapshot import Limits
 from incidents.layout import Root
 from incidents.models import ErrorReport, Finding, ReportSummary
 from incidents.vocab import Category, ErrorCode, Severity
+from tests.stand_ins import stand_in
 
 RETRY = RetryContext(
     attempt_number=2,
@@ -55,21 +54,6 @@ def report(*issues: Finding) -> ErrorReport:
     )  # fmt: skip
     return ErrorReport(attempt_number=1, run_id="run_1", workstream_id="inc_1",
                        issues=list(issues), summary=summary)  # fmt: skip
-
-
-@pytest.fixture
-def bin_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "bin"
-    path.mkdir()
-    monkeypatch.setenv("PATH", f"{path}{os.pathsep}{os.environ['PATH']}")
-    return path
-
-
-def stand_in(bin_dir: Path, name: str, body: str) -> str:
-    exe = bin_dir / name
-    exe.write_text(f"#!{sys.executable}\nimport os, sys, pathlib, time\n{body}\n")
-    exe.chmod(0o755)
-    return name
 
 
 @pytest.fixture

@@ -5,10 +5,7 @@ that crash, hang or edit outside their targets. Real folders, SQLite, tools and 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import stat
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -20,6 +17,7 @@ from incidents.layout import Root
 from incidents.models import AIAttempt, ErrorPipelineContext, QuarantineMetadata, RunResult
 from incidents.service import drive, run_step
 from incidents.vocab import ErrorCode, FailureClass
+from tests.stand_ins import on_path, stand_in
 
 BROKEN = "def f(:\n    pass\n"
 FIXED = "def f() -> None:\n    pass\n"
@@ -36,15 +34,6 @@ def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> Path:
     ws = tmp_path / "ws"
     ws.mkdir(exist_ok=True)
     return ws
-
-
-def stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, body: str) -> None:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir(exist_ok=True)
-    path = bin_dir / name
-    path.write_text(f"#!{sys.executable}\nimport sys, pathlib, time\n{body}\n")
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
 
 
 def capture(cli, ws: Path, message: str, *extra: str, content: str | None = BROKEN) -> str:  # type: ignore[no-untyped-def]
@@ -105,7 +94,7 @@ def test_every_error_code_has_its_seed_002_behaviour(code: ErrorCode) -> None:
 )
 def test_rate_limit_and_hook_failure_fail_fast_end_to_end(cli, root: Root, tmp_path, monkeypatch, message: str, code: str) -> None:  # type: ignore[no-untyped-def]
     ws = setup(tmp_path, monkeypatch, BASE + AIDER_ON)
-    stand_in(tmp_path, monkeypatch, "aider", "raise SystemExit('must not run')")
+    stand_in(on_path(tmp_path, monkeypatch), "aider", "raise SystemExit('must not run')")
     incident_id = capture(cli, ws, message)
     incident = json.loads((root.inbox / incident_id / "incident.json").read_text())
     assert incident["error_code"] == code
@@ -178,7 +167,7 @@ def test_transient_failure_passes_on_its_second_try_after_the_backoff(cli, root:
 
 def test_budget_is_shared_by_a_signature_and_kept_apart_from_another(cli, root: Root, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     ws = setup(tmp_path, monkeypatch, BASE + AIDER_ON)
-    stand_in(tmp_path, monkeypatch, "aider", "pass  # changes nothing")
+    stand_in(on_path(tmp_path, monkeypatch), "aider", "pass  # changes nothing")
     same = []
     for _ in range(3):
         incident_id = capture(cli, ws, "f.py is broken")
@@ -209,7 +198,7 @@ def test_budget_is_shared_by_a_signature_and_kept_apart_from_another(cli, root: 
 
 def test_budget_is_derived_from_the_folders_after_the_mirror_is_deleted(cli, root: Root, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     ws = setup(tmp_path, monkeypatch, BASE.replace("escalation_threshold = 0", "signature_budget = 1\nescalation_threshold = 0") + AIDER_ON)  # fmt: skip
-    stand_in(tmp_path, monkeypatch, "aider", "pass")
+    stand_in(on_path(tmp_path, monkeypatch), "aider", "pass")
     first = capture(cli, ws, "f.py is broken")
     cli("drive", first)
     for suffix in ("", "-wal", "-shm"):
@@ -227,8 +216,8 @@ def test_budget_is_derived_from_the_folders_after_the_mirror_is_deleted(cli, roo
 def test_no_progress_skips_the_tiers_remaining_passes(cli, root: Root, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     text = BASE.replace('[tiers.codex]\nmode = "off"', '[tiers.codex]\nmode = "on"')
     ws = setup(tmp_path, monkeypatch, text + '[tiers.aider]\nmode = "on"\nmax_attempts = 3\n')
-    stand_in(tmp_path, monkeypatch, "aider", "pass")
-    stand_in(tmp_path, monkeypatch, "codex", "sys.stdin.read()")
+    stand_in(on_path(tmp_path, monkeypatch), "aider", "pass")
+    stand_in(on_path(tmp_path, monkeypatch), "codex", "sys.stdin.read()")
     incident_id = capture(cli, ws, "f.py is broken")
     r = cli("drive", incident_id)
     assert "S1_AIDER_RECHECK -> S2_CODEX_FIX" in r.out, r.out  # after one aider pass, not 3
@@ -276,7 +265,7 @@ def state_missing(root: Root, incident_id: str) -> bool:
 
 def test_a_fixer_that_crashes_is_an_infra_failure(cli, root: Root, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     ws = setup(tmp_path, monkeypatch, BASE + AIDER_ON)
-    stand_in(tmp_path, monkeypatch, "aider", "raise RuntimeError('segfault-ish')")
+    stand_in(on_path(tmp_path, monkeypatch), "aider", "raise RuntimeError('segfault-ish')")
     incident_id = capture(cli, ws, "f.py is broken")
     r = cli("drive", incident_id)
     assert "S1_AIDER_FIX -> S_ERROR_INFRA" in r.out, r.out
@@ -290,7 +279,7 @@ def test_a_fixer_that_crashes_is_an_infra_failure(cli, root: Root, tmp_path, mon
 
 def test_a_fixer_that_hangs_is_stopped_by_its_timeout(cli, root: Root, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     ws = setup(tmp_path, monkeypatch, BASE + '[tiers.aider]\nmode = "on"\ntimeout_s = 0.5\n')
-    stand_in(tmp_path, monkeypatch, "aider", "time.sleep(30)")
+    stand_in(on_path(tmp_path, monkeypatch), "aider", "time.sleep(30)")
     incident_id = capture(cli, ws, "f.py is broken")
     r = cli("drive", incident_id)
     assert "S_ERROR_INFRA" in r.out, r.out
@@ -301,7 +290,7 @@ def test_a_fixer_edit_outside_its_targets_is_reverted(cli, root: Root, tmp_path,
     ws = setup(tmp_path, monkeypatch, BASE + AIDER_ON)
     (ws / "keep.py").write_text("x = 1\n")
     stand_in(
-        tmp_path, monkeypatch, "aider",
+        on_path(tmp_path, monkeypatch), "aider",
         f"pathlib.Path('f.py').write_text({FIXED!r}); pathlib.Path('keep.py').write_text('x = 2')"
         "; pathlib.Path('new.py').write_text('evil')",
     )  # fmt: skip

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 from incidents import mirror, policy
 from incidents.layout import Root
 from incidents.models import ErrorPipelineContext, RunResult
+from tests.stand_ins import on_path, stand_in
 
 BROKEN = "def f(:\n    pass\n"
 FIXED = "def f() -> None:\n    pass\n"
@@ -23,8 +23,7 @@ CONFIG = (
     '[tiers.aider]\nmode = "on"\n[tiers.codex]\nmode = "off"\n[tiers.claude]\nmode = "off"\n'
 )
 # aider fixes the file only when the human's guidance reaches its prompt
-AIDER = f"""#!{sys.executable}
-import pathlib, sys
+AIDER = f"""
 prompt = pathlib.Path(sys.argv[sys.argv.index("--message-file") + 1]).read_text()
 if "close the parenthesis" in prompt:
     pathlib.Path("f.py").write_text({FIXED!r})
@@ -35,11 +34,7 @@ if "close the parenthesis" in prompt:
 def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "incidents.toml").write_text(CONFIG)
     monkeypatch.setenv("INCIDENTS_CONFIG", str(tmp_path / "incidents.toml"))
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "aider").write_text(AIDER)
-    (bin_dir / "aider").chmod(0o700 | stat.S_IXUSR)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    stand_in(on_path(tmp_path, monkeypatch), "aider", AIDER)
     path = tmp_path / "ws"
     path.mkdir()
     return path

@@ -17,6 +17,7 @@ from incidents.verify import (
     run_verification,
 )
 from incidents.vocab import Category, Severity
+from tests.stand_ins import on_path, stand_in
 
 PY = sys.executable
 DEFAULT = VerifySettings()
@@ -210,12 +211,8 @@ def test_the_workdir_must_be_a_directory(tmp_path: Path) -> None:
 
 
 def test_bare_names_are_found_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    tool = bin_dir / "ruff"
-    tool.write_text(f"#!{PY}\nimport sys\nprint('ruff stand-in', sys.argv[1:])\nsys.exit(1)\n")
-    tool.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    bin_dir = on_path(tmp_path, monkeypatch)
+    tool = bin_dir / stand_in(bin_dir, "ruff", "print('ruff stand-in', sys.argv[1:]); sys.exit(1)")
     assert shutil.which("ruff") == str(tool)
     [finding] = run_verification(["ruff check ."], tmp_path, DEFAULT).findings
     assert finding.message == "exited with 1; output tail:\nruff stand-in ['check', '.']"

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import stat
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +18,7 @@ from incidents.models import (
     QuarantineMetadata,
     RunResult,
 )
+from tests.stand_ins import stand_in
 
 FAST = '[checks]\ntools = ["ruff", "ruff-format"]\n'
 TYPED = '[checks]\ntools = ["ruff", "ruff-format", "mypy"]\n'
@@ -68,7 +66,7 @@ def events(root: Root, incident_id: str) -> list[str]:
         return [r[0] for r in rows]
 
 
-def test_baseline_success_on_a_clean_file(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_baseline_success_on_a_clean_file(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path) -> None:  # type: ignore[no-untyped-def]
     config(tmp_path, FAST, monkeypatch)
     incident_id = capture(cli, ws, "clean.py", CLEAN)
     r = cli("drive", incident_id)
@@ -101,7 +99,7 @@ def test_baseline_success_on_a_clean_file(cli, root: Root, ws: Path, tmp_path: P
         assert "error_report_attempt_0" in labels
 
 
-def test_mechanical_path_unused_import_and_formatting(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_mechanical_path_unused_import_and_formatting(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path) -> None:  # type: ignore[no-untyped-def]
     config(tmp_path, FAST, monkeypatch)
     incident_id = capture(cli, ws, "messy.py", MESSY)
     r = cli("drive", incident_id)
@@ -121,16 +119,7 @@ def test_mechanical_path_unused_import_and_formatting(cli, root: Root, ws: Path,
     assert original.read_text() == MESSY
 
 
-def stand_in(bin_dir: Path, name: str, body: str) -> None:
-    """A small real executable named like the fixer CLI (aider, codex, claude)."""
-    path = bin_dir / name
-    path.write_text(f"#!{sys.executable}\nimport sys, pathlib\n{body}\n")
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-
-
-def test_escalation_through_aider_codex_claude(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
+def test_escalation_through_aider_codex_claude(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path) -> None:  # type: ignore[no-untyped-def]
     # aider fixes one of the two type errors, codex does nothing, claude fixes the rest
     stand_in(
         bin_dir,
@@ -143,7 +132,6 @@ def test_escalation_through_aider_codex_claude(cli, root: Root, ws: Path, tmp_pa
         "claude",
         "sys.stdin.read(); p = pathlib.Path('typed.py'); p.write_text(p.read_text().replace('return 2', 'return \"2\"'))",
     )
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     config(
         tmp_path,
         TYPED
@@ -189,7 +177,7 @@ def test_escalation_through_aider_codex_claude(cli, root: Root, ws: Path, tmp_pa
     assert events(root, incident_id).count("ai_attempt") == 3
 
 
-def test_quarantine_path_keeps_everything(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_quarantine_path_keeps_everything(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path) -> None:  # type: ignore[no-untyped-def]
     config(tmp_path, TYPED + NO_TIERS, monkeypatch)
     incident_id = capture(cli, ws, "typed.py", TWO_TYPE_ERRORS, step="typecheck")
     r = cli("drive", incident_id)
@@ -211,7 +199,7 @@ def test_quarantine_path_keeps_everything(cli, root: Root, ws: Path, tmp_path: P
     assert "escalation" in events(root, incident_id)
 
 
-def test_infra_path_when_a_tool_is_missing(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_infra_path_when_a_tool_is_missing(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path) -> None:  # type: ignore[no-untyped-def]
     missing = '[checks.profiles.ruff]\nargv = ["definitely-not-installed-linter", "{files}"]\n'
     config(tmp_path, FAST + missing, monkeypatch)
     incident_id = capture(cli, ws, "clean.py", CLEAN)
@@ -229,7 +217,7 @@ def test_infra_path_when_a_tool_is_missing(cli, root: Root, ws: Path, tmp_path: 
     assert count == 1
 
 
-def test_step_and_error_step_print_one_transition(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_step_and_error_step_print_one_transition(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path) -> None:  # type: ignore[no-untyped-def]
     config(tmp_path, FAST, monkeypatch)
     incident_id = capture(cli, ws, "clean.py", CLEAN)
     r = cli("step", incident_id)
@@ -278,7 +266,7 @@ def replacement_plan(tmp_path: Path, incident_id: str, commands: list[str]) -> P
     return path
 
 
-def test_a_plan_replaced_after_planning_is_what_the_next_check_runs(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_plan_replaced_after_planning_is_what_the_next_check_runs(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path) -> None:  # type: ignore[no-untyped-def]
     config(tmp_path, FAST + NO_TIERS, monkeypatch)
     (ws / "fail.py").write_text("import sys\nsys.exit(5)\n")
     incident_id = capture(cli, ws, "clean.py", CLEAN)
@@ -298,7 +286,7 @@ def test_a_plan_replaced_after_planning_is_what_the_next_check_runs(cli, root: R
     ]
 
 
-def test_a_replaced_plan_drops_the_old_plans_commands_but_keeps_the_incidents(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_replaced_plan_drops_the_old_plans_commands_but_keeps_the_incidents(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path) -> None:  # type: ignore[no-untyped-def]
     config(tmp_path, FAST + NO_TIERS, monkeypatch)
     (ws / "fail.py").write_text("import sys\nsys.exit(5)\n")
     (ws / "ok.py").write_text("print('ok')\n")
@@ -328,9 +316,7 @@ ONLY = '[tiers.{0}]\nmode = "on"\nmax_attempts = 3\n'
 OFF = '[tiers.{0}]\nmode = "off"\n'
 
 
-def test_a_tier_repeats_while_findings_with_one_message_fall(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
+def test_a_tier_repeats_while_findings_with_one_message_fall(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path) -> None:  # type: ignore[no-untyped-def]
     # one fix per call; mypy reports all three alike: got "str", expected "int"
     stand_in(
         bin_dir,
@@ -338,7 +324,6 @@ def test_a_tier_repeats_while_findings_with_one_message_fall(cli, root: Root, ws
         "import re; p = pathlib.Path('same.py')\n"
         "p.write_text(re.sub(r'return \"\\w+\"', 'return 1', p.read_text(), count=1))",
     )
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     config(tmp_path, TYPED + ONLY.format("aider") + OFF.format("codex") + OFF.format("claude"),
            monkeypatch)  # fmt: skip
     incident_id = capture(cli, ws, "same.py", THREE_SAME_TYPE_ERRORS, step="typecheck")
@@ -365,9 +350,7 @@ THREE_TYPE_ERRORS = (
 )
 
 
-def test_each_tier_has_its_own_max_attempts(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
+def test_each_tier_has_its_own_max_attempts(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path) -> None:  # type: ignore[no-untyped-def]
     # codex fixes one distinct finding per call; aider's max_attempts stays the default 1
     stand_in(
         bin_dir,
@@ -377,7 +360,6 @@ def test_each_tier_has_its_own_max_attempts(cli, root: Root, ws: Path, tmp_path:
         "    if bad in text:\n"
         "        p.write_text(text.replace(bad, good)); break",
     )
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     config(tmp_path, TYPED + OFF.format("aider") + ONLY.format("codex") + OFF.format("claude"),
            monkeypatch)  # fmt: skip
     incident_id = capture(cli, ws, "three.py", THREE_TYPE_ERRORS, step="typecheck")
