@@ -30,6 +30,11 @@ def test_capture_writes_a_complete_valid_bundle(cli, root: Root) -> None:  # typ
     incident_id = r.out.strip()
     assert r.out == incident_id + "\n"  # stdout is only the id
     assert incident_id.startswith("incident_") and "_amazon_download_" in incident_id
+    # seed 004's incident_YYYYMMDD_HHMMSS_<slug>, then 48 random bits: two captures of one
+    # step in one second must not collide (with 24 bits one in 16 million pairs did)
+    stamp, suffix = incident_id[len("incident_") : len("incident_") + 15], incident_id[-13:]
+    assert stamp[8] == "_" and (stamp[:8] + stamp[9:]).isdigit()
+    assert suffix[0] == "_" and len(suffix[1:]) == 12 and int(suffix[1:], 16) >= 0
     folder = bundle(root, incident_id)
     assert {p.name for p in folder.iterdir()} == BUNDLE
     incident = Incident.model_validate(doc(folder))

@@ -61,7 +61,7 @@ def _compact(ts: float) -> str:
 
 def new_incident_id(step: str, ts: float) -> str:
     """seed 004's `incident_YYYYMMDD_HHMMSS_<slug>`, plus 48 random bits against collisions."""
-    return f"incident_{_compact(ts)}_{slugify(step)}_{os.urandom(3).hex()}"
+    return f"incident_{_compact(ts)}_{slugify(step)}_{os.urandom(6).hex()}"
 
 
 def new_run_id(ts: float) -> str:
