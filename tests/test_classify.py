@@ -14,7 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from incidents.classify import _RULES, _TRIGGERS, LOG_WINDOW, Classification, classify
+from incidents.classify import (
+    _RULES,
+    _TRIGGERS,
+    LOG_WINDOW,
+    Classification,
+    classify,
+    code_of_findings,
+)
 from incidents.vocab import ErrorCode, FailureClass
 
 FIXTURES = Path(__file__).parent / "fixtures" / "classify"
@@ -408,3 +415,22 @@ def test_import_is_light() -> None:
     )
     assert "incidents.classify" in mods
     assert not mods & {"typing", "json", "hashlib", "dataclasses", "pathlib", "pydantic"}
+
+
+@pytest.mark.parametrize(
+    ("categories", "timed_out", "code"),
+    [
+        ({"format", "syntax", "test"}, False, ErrorCode.SYNTAX),
+        ({"lint", "test"}, False, ErrorCode.TEST_FAILURE),
+        ({"verification"}, False, ErrorCode.TASK_FAILED),
+        ({"verification"}, True, ErrorCode.TIMEOUT),
+        ({"type"}, False, ErrorCode.LINT_FAILURE),
+        ({"format", "import"}, False, ErrorCode.LINT_FAILURE),
+        ({"security"}, False, ErrorCode.LINT_FAILURE),
+        (set(), False, None),
+    ],
+)
+def test_the_code_a_checks_findings_amount_to(
+    categories: set[str], timed_out: bool, code: ErrorCode | None
+) -> None:
+    assert code_of_findings(categories, timed_out) == code

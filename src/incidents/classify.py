@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import re
 
-from incidents.vocab import ErrorCode, FailureClass
+from incidents.vocab import Category, ErrorCode, FailureClass
 
 __all__ = ["LOG_WINDOW", "Classification", "classify"]
 
@@ -401,3 +401,24 @@ def classify(
             ErrorCode.UNKNOWN, FailureClass.UNKNOWN, f"exit code {exit_code}, no rule matched"
         )
     return Classification(ErrorCode.UNKNOWN, FailureClass.UNKNOWN, "no rule matched")
+
+
+# What a check's findings say, in seed 002's codes, most telling first: a file that does
+# not parse explains everything after it; a failing test beats the lint around it.
+_FINDING_CODES = (
+    (Category.SYNTAX, ErrorCode.SYNTAX),
+    (Category.TEST, ErrorCode.TEST_FAILURE),
+    (Category.VERIFICATION, ErrorCode.TASK_FAILED),
+    (Category.TYPE, ErrorCode.LINT_FAILURE),
+    (Category.SECURITY, ErrorCode.LINT_FAILURE),
+    (Category.LINT, ErrorCode.LINT_FAILURE),
+    (Category.IMPORT, ErrorCode.LINT_FAILURE),
+    (Category.FORMAT, ErrorCode.LINT_FAILURE),
+)
+
+
+def code_of_findings(categories: set[str], timed_out: bool = False) -> ErrorCode | None:
+    """The error code a canonical check's findings amount to (None: no finding)."""
+    if timed_out:
+        return ErrorCode.TIMEOUT
+    return next((code for cat, code in _FINDING_CODES if cat.value in categories), None)

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from incidents import fsutil, leases, mirror, pause, planner, quarantine, store
 from incidents import policy as policy_mod
 from incidents.attempts import attempt_iteration, merge_skill_attempt
+from incidents.classify import code_of_findings
 from incidents.errors import IncidentsError, InvalidDocument, LockBusy, NotFound, Paused
 from incidents.fsm import (
     TIERS,
@@ -426,7 +427,12 @@ class Tick:
             retry = RetryContext(
                 attempt_number=len(ctx.ai_attempts) + 1,
                 max_attempts=ctx.signature_attempt_limit or len(ctx.ai_attempts) + 1,
-                previous_error_code=ctx.error_code or ErrorCode.UNKNOWN,
+                previous_error_code=code_of_findings(
+                    {f.category.value for f in report.issues},
+                    timed_out=any(f.code == "TIMEOUT" for f in report.issues),
+                )
+                or ctx.error_code
+                or ErrorCode.UNKNOWN,
                 previous_error="\n".join(f.message for f in report.issues[:20]),
                 what_was_tried=f"{last.agent}: {last.notes or 'changed ' + ', '.join(last.changed_files)}",
                 test_failures="\n".join(tests) or None,
