@@ -47,6 +47,18 @@ def ctx_of(root: Root, incident_id: str) -> ErrorPipelineContext:
     return ErrorPipelineContext.model_validate_json((folder / "state.json").read_text())
 
 
+def owner(cli, incident_id: str) -> object:  # type: ignore[no-untyped-def]
+    rows = cli("status", "--json").json()["incidents"]  # type: ignore[index]
+    return next(r["lease_owner"] for r in rows if r["incident_id"] == incident_id)
+
+
+def mirror_row(root: Root, incident_id: str) -> dict[str, object]:
+    with sqlite3.connect(root.db_path) as conn:
+        conn.row_factory = sqlite3.Row
+        row = conn.execute("SELECT * FROM incidents WHERE incident_id = ?", (incident_id,))
+        return dict(row.fetchone())
+
+
 def events(root: Root, incident_id: str) -> list[str]:
     with sqlite3.connect(root.db_path) as conn:
         rows = conn.execute(
@@ -67,6 +79,7 @@ def test_next_claim_submit_then_the_machine_rechecks(cli, root: Root, tmp_path: 
     assert item["last_report"].endswith("error_report_attempt_0.json")  # type: ignore[index]
     r = cli("claim", waiting, "--agent", "error-exec-loop", "--lease", "30m", "--json")
     assert r.code == 0, r.err
+    assert owner(cli, waiting) == "error-exec-loop"  # status shows who holds the claim
     assert cli("next", "--json").json() == {"incident_id": None}  # claimed: not offered
     assert cli("claim", waiting, "--agent", "someone-else").code == 1
     r = cli("step", waiting)  # the worker does not take a claimed incident
@@ -74,6 +87,7 @@ def test_next_claim_submit_then_the_machine_rechecks(cli, root: Root, tmp_path: 
     (tmp_path / "ws" / "f.py").write_text(FIXED)  # the agent's work
     r = cli("submit", waiting, "--notes", "closed the parenthesis", "--agent", "error-exec-loop")
     assert r.code == 0 and "changed f.py" in r.out, r.err
+    assert owner(cli, waiting) is None  # handed back
     ctx = ctx_of(root, waiting)
     [attempt] = ctx.ai_attempts
     assert attempt.handoff and attempt.changed_files == ["f.py"] and attempt.violations == []
@@ -143,10 +157,12 @@ def test_an_expired_lease_returns_the_incident_to_the_queue(root: Root, waiting:
     item = handoff.claim(root, waiting, "slow-skill", handoff.parse_ttl("1s"))
     assert item["incident_id"] == waiting
     assert handoff.next_incident(root) is None
+    assert mirror_row(root, waiting)["lease_owner"] == "slow-skill"
     later = time.time() + 5
     again = handoff.next_incident(root, clock=lambda: later)
     assert again is not None and again["incident_id"] == waiting
     assert "lease_expired" in events(root, waiting)
+    assert mirror_row(root, waiting)["lease_owner"] is None
     with pytest.raises(handoff.NotWaiting, match="not claimed"):
         handoff.submit(root, waiting, "too late", clock=lambda: later)
     handoff.claim(root, waiting, "fast-skill", 60.0)

@@ -638,6 +638,8 @@ def _events(root: Root, events: list[tuple[str, str, dict[str, Any]]]) -> None:
             with mirror.write(conn):
                 for incident_id, event, payload in events:
                     mirror.add_event(conn, incident_id, event, payload)
+                for incident_id in dict.fromkeys(e[0] for e in events):
+                    mirror.refresh(conn, root, incident_id)  # who holds it (lease_owner)
         finally:
             conn.close()
     except Exception as exc:

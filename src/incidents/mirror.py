@@ -947,10 +947,24 @@ def row_from_bundle(root: Root, bucket: str, folder: Path) -> IncidentRow:
     status.txt from incident.json). `last_seen` defaults to `created_at`. Unreadable or
     unsafe files raise (InvalidDocument, UnsafeFile, FileNotFoundError).
     """
-    return _bundle(bucket, folder)[0]
+    return _bundle(bucket, folder, root.state / "leases")[0]
 
 
-def _bundle(bucket: str, folder: Path) -> tuple[IncidentRow, dict[str, Any] | None]:
+def _agent_holding(leases_dir: Path, incident_id: str) -> str | None:
+    """The outside agent (a skill's `claim`) whose live lease holds an open incident.
+    A worker's lease lasts one pickup and is not shown: the row would be stale at once."""
+    try:
+        doc = read_json_object(leases_dir / f"{incident_id}.json")
+    except (IncidentsError, OSError):
+        return None
+    agent, expires = doc.get("agent"), doc.get("expires_at")
+    live = isinstance(expires, int | float) and expires > time.time()
+    return agent if isinstance(agent, str) and agent and live else None
+
+
+def _bundle(
+    bucket: str, folder: Path, leases_dir: Path
+) -> tuple[IncidentRow, dict[str, Any] | None]:
     if bucket not in MIRROR_BUCKETS:
         raise ValueError(f"bucket must be one of {MIRROR_BUCKETS}, not {bucket!r}")
     path = folder / "incident.json"
@@ -991,7 +1005,7 @@ def _bundle(bucket: str, folder: Path) -> tuple[IncidentRow, dict[str, Any] | No
         location=_location(bucket, folder.name),
         not_before=not_before,
         waiting=waiting,
-        lease_owner=None,
+        lease_owner=_agent_holding(leases_dir, incident_id) if bucket == "inbox" else None,
     )
     return row, state
 
@@ -1115,7 +1129,7 @@ def _scan(root: Root, previous: dict[str, _Scanned]) -> dict[str, _Scanned]:
                 continue
             try:
                 validate_id(entry.name)
-                row, state = _bundle(bucket, folder)
+                row, state = _bundle(bucket, folder, root.state / "leases")
                 records = _escalation_records(bucket, folder, row)
                 found[location] = _Scanned(fingerprint, row, state, None, records)
             except (IncidentsError, OSError) as exc:
