@@ -70,6 +70,18 @@ def test_every_rule_decides_at_least_one_fixture_or_unit_case() -> None:
 
 # (message, error code, failure class, rule label): one line each, the rule table's targets
 UNIT_CASES = [
+    (
+        "post_done_hook failed: 2 tests failed",
+        ErrorCode.TEST_FAILURE,
+        FailureClass.CODE,
+        "tests failed",
+    ),
+    (
+        "post_done_hook failed with lint errors in src/app.py",
+        ErrorCode.LINT_FAILURE,
+        FailureClass.CODE,
+        "lint errors",
+    ),
     ("SyntaxError: invalid syntax", ErrorCode.SYNTAX, FailureClass.CODE, "SyntaxError"),
     ("E999 invalid syntax at line 3", ErrorCode.SYNTAX, FailureClass.CODE, "invalid syntax"),
     (

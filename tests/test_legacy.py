@@ -90,11 +90,13 @@ def test_a_repeat_import_imports_nothing_twice(cli, root: Root, state_file: Path
     assert doc["already_imported"] is True and doc["tasks"] == doc["attempts"] == 0  # type: ignore[index]
     # the .bak is never overwritten: this copy stays where it is
     assert doc["renamed_to"] is None and state_file.exists()  # type: ignore[index]
-    # the .bak itself: same content, nothing new
+    # the .bak itself: same content, nothing new, and it keeps its name (no .bak.bak)
     r = cli("import-legacy", str(state_file.with_name(".executor-state.json.bak")))
     assert (
         r.code == 0 and "already imported; nothing imported twice: 0 task(s), 0 attempt(s)" in r.out
     )
+    assert state_file.with_name(".executor-state.json.bak").is_file()
+    assert not state_file.with_name(".executor-state.json.bak.bak").exists()
     after = rows(root, "SELECT count(*) FROM step_attempts"), rows(
         root, "SELECT count(*) FROM events"
     )
@@ -177,3 +179,20 @@ def test_imported_history_survives_a_reindex(cli, root: Root, state_file: Path) 
         rows(root, "SELECT count(*) FROM step_attempts WHERE step_name = 'legacy_attempt'")
         == attempts
     )
+
+
+def test_the_backup_rebuilds_a_lost_mirrors_legacy_rows(cli, root: Root, state_file: Path) -> None:  # type: ignore[no-untyped-def]
+    """Legacy history lives only in the database: after losing it, importing the .bak
+    gives back the same rows under the same ids, and the .bak stays as it is."""
+    assert cli("import-legacy", str(state_file)).code == 0
+    query = (
+        "SELECT run_id, ws_id, step_name, label, result_json FROM step_attempts ORDER BY 1, 2, 3, 4"
+    )
+    first = rows(root, query)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{root.db_path}{suffix}").unlink(missing_ok=True)
+    backup = state_file.with_name(".executor-state.json.bak")
+    r = cli("import-legacy", str(backup))
+    assert r.code == 0 and "already imported" not in r.out, r.out + r.err
+    assert rows(root, query) == first and first
+    assert backup.is_file() and not state_file.exists()

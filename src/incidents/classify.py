@@ -90,6 +90,19 @@ _RULES: tuple[tuple[str, str, ErrorCode, FailureClass], ...] = (
     ),
     ("Found N errors", r"\bFound [1-9]\d* errors?\b", ErrorCode.LINT_FAILURE, _C),
     ("hook modified files", r"(?i)files were modified by this hook", ErrorCode.LINT_FAILURE, _C),
+    # seed 002: "post_done_hook fail + test errors" / "+ lint errors", in a summary's words
+    (
+        "tests failed",
+        r"(?i)\btests? (?:failed|failing)\b|\btest failures?\b",
+        ErrorCode.TEST_FAILURE,
+        _C,
+    ),
+    (
+        "lint errors",
+        r"(?i)\blint(?:ing)? (?:errors?|failed|failures?)\b",
+        ErrorCode.LINT_FAILURE,
+        _C,
+    ),
     # b. hooks
     ("pre-commit hook id", r"(?m)^- hook id: \S", ErrorCode.HOOK_FAILURE, _N),
     ("pre_start_hook", r"(?i)\bpre[_-]start[_-]hook\b", ErrorCode.HOOK_FAILURE, _N),
@@ -264,6 +277,15 @@ _TRIGGERS: dict[str, tuple[str, ...]] = {
     "would reformat": ("would reformat", "would be reformatted"),
     "Found N errors": ("found ",),
     "hook modified files": ("files were modified by this hook",),
+    "tests failed": (
+        "test failed",
+        "tests failed",
+        "test failing",
+        "tests failing",
+        "test failure",
+    ),
+    "lint errors": ("lint error", "lint failed", "lint failure", "linting error", "linting failed",
+                    "linting failure"),  # fmt: skip
     "pre-commit hook id": ("- hook id: ",),
     "pre_start_hook": ("start_hook", "start-hook"),
     "hook failed": ("hook", "pre-commit"),

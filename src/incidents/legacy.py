@@ -26,7 +26,9 @@ Import: one `runs` row per file (`legacy_<path hash>_<content hash>`), one `step
 row per task (`legacy_task`) and per attempt (`legacy_attempt`, label = its index), one
 event for each row that is new, and a `meta` marker keyed on the content hash, all in one
 transaction. A second import of the same content imports nothing; an updated file at the
-same path adds only its new attempts. The file is renamed to `.json.bak` after the commit.
+same path adds only its new attempts. The file is renamed to `.json.bak` after the commit;
+a `.bak` given again (to rebuild a lost mirror's legacy history) is imported as the file it
+was and keeps its name.
 A file that is unreadable, not JSON or of another shape is refused and left untouched.
 """
 
@@ -268,21 +270,25 @@ def _store(
 def import_file(conn: sqlite3.Connection, path: Path) -> ImportResult:
     """Import `path` once, then rename it to `<name>.bak`; see the module docstring."""
     path = Path(os.path.abspath(path))
-    backup = path.with_name(path.name + ".bak")
-    if not os.path.lexists(path) and backup.is_file():
+    is_backup = path.name.endswith(".bak")
+    # a .bak is the file an earlier import renamed: importing it again (the mirror was
+    # rebuilt, say) keeps its name and gives the rows the ids the first import gave them
+    source = path.with_name(path.name[: -len(".bak")]) if is_backup else path
+    backup = source.with_name(source.name + ".bak")
+    if not is_backup and not os.path.lexists(path) and backup.is_file():
         # imported and renamed by an earlier run: nothing to import twice
         return ImportResult(path, "", already=True, renamed_to=backup)
     state, digest = read(path)
-    where = hashlib.sha256(str(path).encode()).hexdigest()[:8]
+    where = hashlib.sha256(str(source).encode()).hexdigest()[:8]
     result = ImportResult(path, f"legacy_{where}_{digest[:12]}")
     with mirror.write(conn):
         done = conn.execute("SELECT value FROM meta WHERE key = ?", (_marker(digest),)).fetchone()
         if done is not None:
             result.already = True
         else:
-            _store(conn, state, result, str(path), f"legacy_{where}")
+            _store(conn, state, result, str(source), f"legacy_{where}")
             marker = {
-                "path": str(path), "run_id": result.run_id, "imported_at": mirror.now_iso(),
+                "path": str(source), "run_id": result.run_id, "imported_at": mirror.now_iso(),
                 "tasks": len(state.tasks), "attempts": sum(len(t.attempts) for t in state.tasks),
                 "meta": state.meta,
             }  # fmt: skip
@@ -290,7 +296,9 @@ def import_file(conn: sqlite3.Connection, path: Path) -> ImportResult:
                 "INSERT INTO meta (key, value) VALUES (?, ?)",
                 (_marker(digest), json.dumps(marker, sort_keys=True)),
             )
-    if os.path.lexists(backup):
+    if is_backup:
+        result.kept_because = f"{path.name} is already the backup"
+    elif os.path.lexists(backup):
         result.kept_because = f"{backup.name} already exists"
     else:
         os.rename(path, backup)
