@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from incidents import pause
 from incidents.layout import Root
 from incidents.watch.intake import Examined, Verdict, examine
@@ -281,3 +283,35 @@ def test_a_temp_file_of_a_live_pid_is_removed_only_when_old_and_unlocked(
         holder.communicate("")
     assert _examine(root, incident_id).verdict is Verdict.READY
     assert not tmp.exists()
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])  # a worker thread, worker processes
+def test_second_signal_takes_the_running_commands_down(
+    tmp_path: Path, root: Root, workers: str
+) -> None:
+    """A command run by a worker is in a session of its own: without the watcher killing it,
+    it would outlive the watcher and run again, twice at once, after a restart."""
+    workspace(tmp_path)
+    (tmp_path / "slow.py").write_text(
+        "import os, pathlib, time\n"
+        "pathlib.Path(f'pid.{os.getpid()}').write_text('')\ntime.sleep(60)\n"
+    )
+    capture(tmp_path, "long", verify=f"{sys.executable} slow.py")
+    watcher = start_watch(tmp_path, "--workers", workers)
+    work = tmp_path / "work" / "long"
+    assert wait_until(lambda: any(work.glob("pid.*")), 30)
+    [marker] = work.glob("pid.*")
+    pid = int(marker.name.split(".")[1])
+    watcher.send_signal(signal.SIGINT)
+    time.sleep(0.2)
+    assert stop(watcher, signal.SIGINT, timeout=10) == 130
+    assert wait_until(lambda: not alive(pid), 5), f"verification command {pid} outlived the watcher"
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie waiting for its reaper counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"

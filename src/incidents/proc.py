@@ -48,6 +48,17 @@ def _cap(data: bytes, cap: int) -> tuple[bytes, bool]:
     return data[-cap:], True
 
 
+# Every command running now: a watcher told to stop at once kills their process groups
+# (each runs in its own session, so nothing else would reach them).
+_RUNNING: set[subprocess.Popen[bytes]] = set()
+
+
+def kill_running() -> None:
+    """Kill the process group of every command this process is running (stop-now path)."""
+    for proc in list(_RUNNING):
+        _kill_group(proc)
+
+
 def run(
     argv: Sequence[str],
     *,
@@ -75,6 +86,21 @@ def run(
         return ProcResult(args, None, error=f"program not executable: {args[0]}")
     except OSError as exc:
         return ProcResult(args, None, error=f"cannot run {args[0]}: {exc.strerror or exc}")
+    _RUNNING.add(proc)
+    try:
+        return _finish(proc, args, start, timeout, stdin, output_cap)
+    finally:
+        _RUNNING.discard(proc)
+
+
+def _finish(
+    proc: subprocess.Popen[bytes],
+    args: list[str],
+    start: float,
+    timeout: float | None,
+    stdin: bytes | None,
+    output_cap: int,
+) -> ProcResult:
     try:
         out, err = proc.communicate(input=stdin, timeout=timeout)
     except subprocess.TimeoutExpired:

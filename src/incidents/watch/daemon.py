@@ -14,8 +14,8 @@ processes do (see bench/watch.py). A worker that dies is replaced; its incident 
 again and the worker that next takes the unreleased lease counts a crash-recovery.
 
 Signals: the first SIGINT/SIGTERM stops dispatching and lets the running ticks finish
-(exit 0); a second kills the workers and exits at once (every tick is durable, so the
-state stays resumable).
+(exit 0); a second kills the commands being run and the workers, and exits at once (every
+tick is durable, so the state stays resumable).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from multiprocessing.process import BaseProcess
 from types import FrameType
 from typing import Any
 
-from incidents import leases, mirror, pause, store
+from incidents import fsutil, leases, mirror, pause, proc, store
 from incidents.errors import IncidentsError
 from incidents.layout import Root, validate_id
 from incidents.settings import Config
@@ -47,6 +47,7 @@ from incidents.watch.worker import Pickup, serve
 RECHECK_INCOMPLETE_S = 0.5
 RETRY_BUSY_S = 1.0
 MAX_ERRORS = 3
+STOP_NOW_GRACE_S = 1.0  # a second signal: how long workers get to kill their commands
 MOVE_PAIRING_S = 0.02  # watchdog's hold on a move's first half (its default: 0.5 s)
 
 
@@ -504,10 +505,16 @@ class Watcher:
                            hint="running ticks finish; signal again to stop at once")  # fmt: skip
             return
         self.log.event("stopped_now", level="warn", signal=signal.Signals(signum).name)
-        for w in self.workers:
-            with contextlib.suppress(OSError, ValueError, AttributeError):
-                if w.process.pid is not None:
-                    os.kill(w.process.pid, signal.SIGKILL)
+        proc.kill_running()  # a worker thread's commands (--workers 1)
+        pids = [pid for w in self.workers if (pid := getattr(w.process, "pid", None))]
+        for sig in (signal.SIGTERM, signal.SIGKILL):  # SIGTERM: workers kill their commands
+            for pid in pids:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, sig)
+            deadline = time.monotonic() + STOP_NOW_GRACE_S
+            while pids and time.monotonic() < deadline:
+                pids = [p for p in pids if not _reaped(p)]
+                time.sleep(0.02)
         os._exit(130)
 
     def _shutdown_workers(self) -> None:
@@ -522,6 +529,15 @@ class Watcher:
                 w.process.kill()
                 w.process.join(timeout=5)
         self.workers = []
+
+
+def _reaped(pid: int) -> bool:
+    """Whether the worker `pid` has exited (reaping it, so it is not a zombie)."""
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:  # not ours to reap (already reaped)
+        return not fsutil.pid_alive(pid)
+    return done == pid
 
 
 def _label(r: Pickup) -> str:

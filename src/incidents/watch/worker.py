@@ -11,6 +11,7 @@ instead of run again, so it cannot crash-loop the watcher (RELIABILITY.md, poiso
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import threading
 import time
@@ -53,12 +54,21 @@ def init_process(stop: StopFlag) -> None:
     global _STOP
     _STOP = stop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, _terminate)
     with contextlib.suppress(Exception):  # Linux: SIGKILL us when the watcher dies
         import ctypes
 
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _terminate(signum: int, frame: object) -> None:
+    """SIGTERM (the watcher stopping at once): take the commands we run down with us.
+    Exiting mid-tick is as safe as being killed: every step is resumable."""
+    from incidents import proc
+
+    proc.kill_running()
+    os._exit(128 + signum)
 
 
 def _recoveries_path(root: Root, incident_id: str) -> Path:
