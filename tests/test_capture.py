@@ -134,6 +134,36 @@ def test_a_private_key_cut_by_the_log_tail_does_not_leak(root: Root, tmp_path: P
     assert text.endswith(after[-1] + "\n")
 
 
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        # Latin-1 bytes inside the secret: escaped as \xNN only after redaction
+        ("latin1.log", b"INFO start\npassword=caf\xe9Secret99\ntoken=\xe9tudiantPW ok\n"),
+        # Windows PowerShell 5.1 writes UTF-16 with a BOM
+        ("utf16.log", "\ufeffINFO start\r\npassword=caf\xe9Secret99\r\n".encode("utf-16-le")),
+        # the tail of a big UTF-16 log: no BOM, cut at an odd byte
+        (
+            "utf16tail.log",
+            b"\x00" + ("x" * 70_000 + "\npassword=caf\xe9Secret99\n").encode("utf-16-le"),
+        ),
+    ],
+)
+def test_secrets_in_logs_that_are_not_utf8_are_redacted(root: Root, tmp_path: Path, name: str, data: bytes) -> None:  # fmt: skip
+    log = tmp_path / name
+    log.write_bytes(data)
+    audit = tmp_path / "audit.jsonl"
+    audit.write_bytes(b'{"ok": 1}\nraw password=\xe9tudiantPW\n')
+    p = run_script("error_capture.py", "--step", "enc", "--message", "m", "--log-file", str(log),
+                   "--audit-file", str(audit), "--no-dedupe")  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    folder = bundle(root, p.stdout.strip())
+    text = (folder / "log_tail.txt").read_text(encoding="utf-8")
+    assert "password=[REDACTED]" in text, text[-200:]
+    assert "Secret99" not in text and "tudiantPW" not in text and "Secret" not in text
+    audit_text = (folder / "audit_tail.jsonl").read_text(encoding="utf-8")
+    assert "tudiantPW" not in audit_text and "raw password=[REDACTED]" in audit_text
+
+
 def test_invalid_audit_lines_are_kept_raw(cli, root: Root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     audit = tmp_path / "a.jsonl"
     audit.write_bytes(b'{"ok": 1}\nnot json at all\n[1, 2]\n{"dup": 1, "dup": 2}\n')

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import sys
 import time
@@ -115,9 +116,51 @@ def capture_settings(cli_config: str | None) -> tuple[str | None, dict[str, Any]
 # --- reading inputs (all validated before anything is written) ----------------------------
 
 
-def _decode(data: bytes) -> str:
-    """Text for a bundle: invalid UTF-8 is kept visibly as \\xNN escapes, never dropped."""
-    return data.decode("utf-8", errors="backslashreplace")
+def _encoding(data: bytes) -> tuple[str, int]:
+    """(codec, bytes to skip): a BOM says; else UTF-16 text shows as a NUL in every other
+    byte (Windows PowerShell 5.1 writes logs that way); else UTF-8."""
+    for bom, codec in (
+        (b"\xef\xbb\xbf", "utf-8"),
+        (b"\xff\xfe", "utf-16-le"),
+        (b"\xfe\xff", "utf-16-be"),
+    ):
+        if data.startswith(bom):
+            return codec, len(bom)
+    sample = data[:4096]
+    half = len(sample) // 2
+    if half >= 8:
+        even, odd = sample[0::2].count(0), sample[1::2].count(0)
+        if odd > 0.4 * half and even < 0.05 * half:
+            return "utf-16-le", 0
+        if even > 0.4 * half and odd < 0.05 * half:
+            return "utf-16-be", 0
+    return "utf-8", 0
+
+
+def _decode(data: bytes, *, cut: bool = False) -> str:
+    """Text for a bundle, redacted: bytes that do not decode are kept visibly as \\xNN
+    escapes, never dropped. They are escaped after redaction: a secret written in another
+    encoding (Latin-1, say) must not hide behind a backslash from the value patterns.
+    `cut`: the data was cut at the front, so its first line is partial and dropped."""
+    from incidents.redact import redact
+
+    codec, skip = _encoding(data)
+    data = data[skip:]
+    if codec.startswith("utf-16") and len(data) % 2:
+        data = data[1:] if cut else data[:-1]  # a tail cut in the middle of a unit
+    text = data.decode(codec, errors="surrogateescape" if codec == "utf-8" else "replace")
+    if cut:
+        nl = text.find("\n")
+        if 0 <= nl < 4096:
+            text = text[nl + 1 :]
+    return _SURROGATE.sub(_escape, redact(text))
+
+
+_SURROGATE = re.compile("[\udc80-\udcff]")  # a byte that did not decode (surrogateescape)
+
+
+def _escape(m: re.Match[str]) -> str:
+    return f"\\x{ord(m.group()) - 0xDC00:02x}"
 
 
 def read_log_tail(path: str, max_bytes: int) -> str:
@@ -125,11 +168,7 @@ def read_log_tail(path: str, max_bytes: int) -> str:
         data = fsutil.tail_bytes(path, max_bytes)
     except OSError as exc:
         raise UsageError(f"--log-file {path}: cannot read: {exc.strerror or exc}") from exc
-    if len(data) == max_bytes:  # cut at the front: drop a partial first line
-        nl = data.find(b"\n")
-        if 0 <= nl < 4096:
-            data = data[nl + 1 :]
-    return clip(_decode(data), max_bytes)
+    return clip(_decode(data, cut=len(data) == max_bytes), max_bytes)
 
 
 def clip(text: str, max_bytes: int) -> str:
