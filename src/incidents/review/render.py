@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import sys
 from collections import Counter
 from collections.abc import Iterable
 from html import escape
@@ -26,9 +28,15 @@ GUIDANCE = "describe what a human changed"
 
 
 def requeue_command(incident_id: str, root: str) -> str:
-    """The exact command that sends an escalated incident back to the inbox."""
-    argv = ["incidents", "resolve-escalation", incident_id, "--guidance", GUIDANCE, "--requeue"]
+    """The exact command that sends an escalated incident back to the inbox: it names the
+    `incidents` beside this interpreter, so it runs from a shell whose PATH lacks the venv."""
+    argv = [_program(), "resolve-escalation", incident_id, "--guidance", GUIDANCE, "--requeue"]
     return shlex.join([*argv, "--root", root])
+
+
+def _program() -> str:
+    beside = os.path.join(os.path.dirname(sys.executable), "incidents")
+    return beside if os.access(beside, os.X_OK) else "incidents"
 
 
 def chart(checks: list[Check]) -> str:
