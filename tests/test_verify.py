@@ -108,6 +108,56 @@ def test_a_script_must_be_inside_the_workdir(tmp_path: Path) -> None:
     ]
 
 
+def test_allowed_tools_cannot_reach_outside_the_workdir(tmp_path: Path) -> None:
+    """An allowed tool must not be the way to run a program or code from elsewhere."""
+    work = tmp_path / "work"
+    (work / "tests").mkdir(parents=True)
+    (tmp_path / "evil.sh").write_text("#!/bin/sh\ntouch PWNED\n")
+    (work / "out").symlink_to(tmp_path)
+    ok = ["mypy --strict ok.py", "pytest -q tests", "python3 -m pytest -q tests/test_x.py",
+          "pytest -c setup.cfg tests", "ruff check --config=pyproject.toml .", "python3 ok.py a b"]  # fmt: skip
+    assert refused(ok, workdir=work) == []
+    evil = str(tmp_path / "evil.sh")
+    assert refused([f"mypy --strict {evil}"], workdir=work) == [
+        f"argument {evil!r} is outside the workdir"
+    ]
+    assert refused(
+        [
+            f"mypy --python-executable {evil} ok.py",
+            "python3 -m mypy --python-executable=/usr/bin/touch ok.py",
+            f"pytest -q {tmp_path / 'outside_test.py'}",
+            "pytest -q out/test_x.py",  # a symlink out of the workdir
+            "pytest --rootdir=/ tests",
+            "pytest -c/etc/evil.ini tests",
+            "pytest -p evil_plugin tests",
+            "pytest -o addopts=-pevil tests",
+            "ruff check ../elsewhere",
+            "python3 ok.py /etc/passwd",
+        ],
+        workdir=work,
+    ) == [
+        "option --python-executable of mypy is not run from incidents",
+        "option --python-executable of mypy is not run from incidents",
+        f"argument {str(tmp_path / 'outside_test.py')!r} is outside the workdir",
+        "argument 'out/test_x.py' is outside the workdir",
+        "argument '/' is outside the workdir",
+        "argument '/etc/evil.ini' is outside the workdir",
+        "option -p of pytest is not run from incidents",
+        "option -o of pytest is not run from incidents",
+        "argument '../elsewhere' is outside the workdir",
+        "argument '/etc/passwd' is outside the workdir",
+    ]
+
+
+def test_nothing_is_contained_in_a_workdir_of_slash_and_a_nul_is_refused(tmp_path: Path) -> None:
+    assert refused(["python3 tmp/x.py"], workdir=Path("/")) == [
+        "the workdir is / (nothing would be contained)"
+    ]
+    assert refused(["python3 ok.py\x00"], workdir=tmp_path) == [
+        "cannot split into arguments: a NUL byte"
+    ]
+
+
 def test_allow_extends_by_name_and_rejects_relative_paths() -> None:
     assert refused(["make check"], VerifySettings(allow=["make"])) == []
     with pytest.raises(ValidationError, match="must be absolute"):

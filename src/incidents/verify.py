@@ -11,7 +11,12 @@ Commands are data from files on disk, so:
   (absolute, or relative to the workdir such as `.venv/bin/python`) is allowed only when
   its realpath is the realpath of an allowed program, or it is listed itself; so a venv's
   `python` symlink to the real interpreter passes and `./evil` or `/bin/sh` do not.
-  `python -c CODE` is refused too: an incident file must not carry code to run inline;
+  `python -c CODE` is refused too: an incident file must not carry code to run inline.
+  Code inside the workdir may run (re-running the project's own tests is the point), but
+  nothing outside it: every argument or option value that names a path must resolve
+  inside the workdir (symlinks followed), options that run another program or load code
+  from anywhere (`mypy --python-executable`, `pytest -p/-o/--pyargs`) are refused, and a
+  workdir of `/` contains nothing, so it is refused;
 - a refused command means nothing runs: the caller escalates with `escalation_reason`.
 
 Outcomes:
@@ -158,18 +163,19 @@ _PY_VALUE_OPTS = frozenset("WX")
 _PY_LONG_VALUE_OPTS = frozenset({"--check-hash-based-pycs"})
 
 
-def python_invocation(args: list[str]) -> tuple[str, str]:
-    """What `python ARGS` runs: ("code", CODE), ("module", NAME), ("stdin", "-"),
-    ("script", PATH) or ("none", "") (`python -V`). Parsed as CPython parses it, so an
-    option value (`-W ignore -c ...`) cannot hide what follows."""
+def python_invocation(args: list[str]) -> tuple[str, str, list[str]]:
+    """What `python ARGS` runs and the arguments it passes on: ("code", CODE, rest),
+    ("module", NAME, rest), ("stdin", "-", rest), ("script", PATH, rest) or ("none", "", [])
+    (`python -V`). Parsed as CPython parses it, so an option value (`-W ignore -c ...`)
+    cannot hide what follows."""
     i = 0
     while i < len(args):
         arg = args[i]
         if arg == "-":
-            return "stdin", arg
+            return "stdin", arg, args[i + 1 :]
         if arg == "--" or not arg.startswith("-"):
             rest = args[i + 1 :] if arg == "--" else args[i:]
-            return ("script", rest[0]) if rest else ("none", "")
+            return ("script", rest[0], rest[1:]) if rest else ("none", "", [])
         if arg.startswith("--"):
             name = arg.split("=", 1)[0]
             i += 2 if name in _PY_LONG_VALUE_OPTS and "=" not in arg else 1
@@ -181,29 +187,83 @@ def python_invocation(args: list[str]) -> tuple[str, str]:
                     i += 1
                     value = args[i] if i < len(args) else ""
                 if flag == "c":
-                    return "code", value
+                    return "code", value, args[i + 1 :]
                 if flag == "m":
-                    return "module", value
+                    return "module", value, args[i + 1 :]
                 break
         i += 1
-    return "none", ""
+    return "none", "", []
+
+
+# Options of the allowed tools that run another program or load code from anywhere (not
+# only from the workdir): an incident file must not be able to reach them.
+_RISKY_OPTIONS = {
+    "mypy": frozenset({"--python-executable"}),
+    "pytest": frozenset({"-p", "--pyargs", "-o", "--override-ini"}),
+}
+
+
+def _tool(program: str) -> str:
+    name = os.path.basename(program)
+    return "pytest" if name in ("py.test", "pytest") else name
+
+
+def _values(arg: str) -> list[str]:
+    """What in one argument may name a file: the argument, or an option's value."""
+    if not arg.startswith("-"):
+        return [arg]
+    if "=" in arg:
+        return [arg.split("=", 1)[1]]
+    if not arg.startswith("--") and len(arg) > 2 and os.sep in arg:
+        return [arg[2:]]  # -c/path/to/file
+    return []
+
+
+def _outside(value: str, workdir: Path) -> bool:
+    """`value` names a path (it has a separator, or exists in the workdir) that resolves
+    outside the workdir (symlinks followed)."""
+    path = os.path.join(workdir, value)
+    if os.sep not in value and value not in (".", "..") and not os.path.lexists(path):
+        return False
+    base = _real(str(workdir))
+    return os.path.commonpath([_real(path), base]) != base
+
+
+def _refuse_args(
+    command: str, program: str, tool: str, args: list[str], workdir: Path | None
+) -> Refusal | None:
+    risky = _RISKY_OPTIONS.get(tool, frozenset())
+    for arg in args:
+        option = arg.split("=", 1)[0]
+        if option in risky:
+            return Refusal(command, program, f"option {option} of {tool} is not run from incidents")
+        if workdir is None:
+            continue
+        for value in _values(arg):
+            if _outside(value, workdir):
+                return Refusal(command, program, f"argument {value!r} is outside the workdir")
+    return None
 
 
 def _refuse_python(
     command: str, program: str, args: list[str], allow: _Allowlist, workdir: Path | None
 ) -> Refusal | None:
-    kind, value = python_invocation(args)
+    kind, value, rest = python_invocation(args)
     if kind == "code":
         return Refusal(command, program, "inline code (python -c) is not run from incidents")
     if kind == "stdin":
         return Refusal(command, program, "code from standard input (python -) is not run")
-    if kind == "module" and value.split(".")[0] not in allow.names:
-        return Refusal(command, program, f"module {value!r} (python -m) is not on the allowlist")
+    if kind == "module":
+        module = value.split(".")[0]
+        if module not in allow.names:
+            return Refusal(
+                command, program, f"module {value!r} (python -m) is not on the allowlist"
+            )
+        return _refuse_args(command, program, _tool(module), rest, workdir)
     if kind == "script" and workdir is not None:
-        real = _real(os.path.join(workdir, value))
-        base = _real(str(workdir))
-        if os.path.commonpath([real, base]) != base:
+        if _outside(value, workdir):
             return Refusal(command, program, f"script {value!r} is outside the workdir")
+        return _refuse_args(command, program, "python", rest, workdir)
     return None
 
 
@@ -223,11 +283,15 @@ def _refuse(
         is_python = bool(_PYTHON_NAME.fullmatch(program))
         if program not in allow.names and not is_python:
             return not_allowed
-    return _refuse_python(command, program, argv[1:], allow, workdir) if is_python else None
+    if is_python:
+        return _refuse_python(command, program, argv[1:], allow, workdir)
+    return _refuse_args(command, program, _tool(program), argv[1:], workdir)
 
 
 def split_command(command: str) -> list[str]:
-    """shlex, POSIX rules; ValueError when it cannot be split or is empty."""
+    """shlex, POSIX rules; ValueError when it cannot be split, is empty or has a NUL."""
+    if "\x00" in command:
+        raise ValueError("a NUL byte")
     argv = shlex.split(command)
     if not argv:
         raise ValueError("empty command")
@@ -247,6 +311,8 @@ def check_allowed(
             refusals.append(Refusal(command, "", f"cannot split into arguments: {exc}"))
             continue
         refusal = _refuse(command, argv, allow, workdir)
+        if refusal is None and workdir is not None and _real(str(workdir)) == os.sep:
+            refusal = Refusal(command, argv[0], "the workdir is / (nothing would be contained)")
         if refusal is not None:
             refusals.append(refusal)
     return refusals
