@@ -59,10 +59,10 @@ def main() -> int:
     print(f"demo: a fresh reports root at {root}\n")
 
     sh(*capture, "--step", "lint_report_builder", "--message",
-       "ruff: 2 errors in report_builder.py (unused import, formatting)",
+       "ruff check report_builder.py: Found 2 errors (unused import, formatting)",
        "--python-file", "report_builder.py", "--workdir", str(workspace), env=env)  # fmt: skip
     sh(*capture, "--step", "type_check_totals", "--message",
-       "mypy: Incompatible return value type (got \"str\", expected \"int\")",
+       "totals.py:3: error: Incompatible return value type (got \"str\", expected \"int\")",
        "--python-file", "totals.py", "--workdir", str(workspace), env=env)  # fmt: skip
     sh(*incidents, "run", "--step", "amazon_download", "--timeout", "1",
        "--verify", f"{py} flaky_download.py", "--workdir", str(workspace),
