@@ -59,6 +59,40 @@ def kill_running() -> None:
         _kill_group(proc)
 
 
+def _start_time(pid: int) -> str | None:
+    """The kernel's start time of a running `pid` (Linux), which tells a reused pid from
+    the old one; None when there is no such process or it is only a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            fields = fh.read().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return fields[19] if len(fields) > 19 and fields[0] != "Z" else None
+
+
+def kill_recorded(pidfile: str | os.PathLike[str], wait_s: float = 10.0) -> bool:
+    """Kill the process group a `run(..., pidfile=)` of a killed process left running (its
+    recorded start time must match, so a reused pid is left alone), wait for it to go,
+    and forget the record. True when something was killed."""
+    try:
+        with open(pidfile, encoding="ascii") as fh:
+            pid_text, _, started = fh.read().strip().partition(" ")
+        pid = int(pid_text)
+    except (OSError, ValueError):
+        return False
+    killed = False
+    if pid > 1 and started and _start_time(pid) == started:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+            killed = True
+        deadline = time.monotonic() + wait_s
+        while _start_time(pid) == started and time.monotonic() < deadline:
+            time.sleep(0.02)  # an orphan is reaped by init; until then it still holds files
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(pidfile)
+    return killed
+
+
 def run(
     argv: Sequence[str],
     *,
@@ -67,7 +101,10 @@ def run(
     env: Mapping[str, str] | None = None,
     stdin: bytes | None = None,
     output_cap: int = DEFAULT_OUTPUT_CAP,
+    pidfile: str | os.PathLike[str] | None = None,
 ) -> ProcResult:
+    """Run `argv` to its end. `pidfile`: record the child's pid and start time there while
+    it runs, so that if this process is killed the next one can `kill_recorded` it."""
     args = [os.fspath(a) for a in argv]
     start = time.monotonic()
     try:
@@ -88,9 +125,21 @@ def run(
         return ProcResult(args, None, error=f"cannot run {args[0]}: {exc.strerror or exc}")
     _RUNNING.add(proc)
     try:
+        if pidfile is not None:
+            _record(pidfile, proc.pid)
         return _finish(proc, args, start, timeout, stdin, output_cap)
     finally:
         _RUNNING.discard(proc)
+        if pidfile is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(pidfile)
+
+
+def _record(pidfile: str | os.PathLike[str], pid: int) -> None:
+    tmp = f"{os.fspath(pidfile)}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="ascii") as fh:
+        fh.write(f"{pid} {_start_time(pid) or ''}\n")
+    os.replace(tmp, pidfile)
 
 
 def _finish(

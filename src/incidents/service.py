@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from incidents import fsutil, leases, mirror, pause, planner, quarantine, store
+from incidents import fsutil, leases, mirror, pause, planner, proc, quarantine, store
 from incidents import policy as policy_mod
 from incidents.attempts import attempt_iteration, merge_skill_attempt
 from incidents.classify import code_of_findings
@@ -458,9 +458,14 @@ class Tick:
             # a fixer may run for its whole timeout: hold the lease at least that long
             ttl = settings.timeout_s + self.cfg.policy.lease_ttl_s
             self.lease = leases.renew(self.root, self.lease, ttl_s=ttl)
+            # a fixer of a tick that was killed may still be running: never two at once
+            pidfile = self.root.state / "running" / f"{self.id}.pid"
+            pidfile.parent.mkdir(mode=0o700, exist_ok=True)
+            proc.kill_recorded(pidfile)
             outcome = run_fixer(
-                agent, settings, prompt_file, ctx.target_files, self.workdir(incident)
-            )
+                agent, settings, prompt_file, ctx.target_files, self.workdir(incident),
+                pidfile=pidfile,
+            )  # fmt: skip
             report_id = (
                 f"error_report_attempt_{ctx.report_labels[-1] if ctx.report_labels else '0'}"
             )

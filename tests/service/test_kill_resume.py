@@ -95,3 +95,53 @@ def test_sigkill_at_random_points_then_resume(root: Root, tmp_path: Path) -> Non
             "HAVING count(*) > 1"
         ).fetchall()
     assert dupes == []
+
+
+def test_a_fixer_left_running_by_a_killed_tick_is_killed_before_the_redo(
+    root: Root, tmp_path: Path
+) -> None:
+    """The tick is SIGKILLed while its fixer runs; the fixer, in a session of its own, lives
+    on. The resumed tick must not run a second fixer beside it on the same files."""
+    from tests.stand_ins import stand_in
+
+    bin_dir, marks = tmp_path / "bin", tmp_path / "marks"  # outside the workdir: a fixer's
+    bin_dir.mkdir()  # files beside its targets are reverted as violations
+    marks.mkdir()
+    stand_in(bin_dir, "aider",
+             f"m = pathlib.Path({str(marks)!r}); (m / f'started.{{os.getpid()}}').write_text('')\n"
+             "time.sleep(3)\n"
+             "p = pathlib.Path('typed.py'); p.write_text(p.read_text().replace('\"one\"', '1'))\n"
+             "(m / f'done.{os.getpid()}').write_text('')")  # fmt: skip
+    (tmp_path / "incidents.toml").write_text(
+        '[checks]\ntools = ["mypy"]\n[tiers.aider]\nmode = "on"\n'
+        '[tiers.codex]\nmode = "off"\n[tiers.claude]\nmode = "off"\n'
+    )
+    env = {**os.environ, "INCIDENTS_ROOT": str(root.path), "PATH": f"{bin_dir}:{os.environ['PATH']}",
+           "INCIDENTS_CONFIG": str(tmp_path / "incidents.toml")}  # fmt: skip
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "typed.py").write_text('def first() -> int:\n    return "one"\n')
+    incident_id = subprocess.run(
+        [sys.executable, "-m", "incidents", "capture", "--step", "types", "--message", "m",
+         "--python-file", "typed.py", "--workdir", str(ws), "--no-dedupe"],
+        capture_output=True, text=True, env=env, check=True,
+    ).stdout.strip()  # fmt: skip
+    drive = [sys.executable, "-m", "incidents", "drive", incident_id]
+    first = subprocess.Popen(drive, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not list(marks.glob("started.*")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    [started] = marks.glob("started.*")
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    orphan = int(started.name.split(".")[1])
+    again = subprocess.run(drive, env=env, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert "-> S_SUCCESS" in again.stdout, again.stdout
+    done = sorted(p.name for p in marks.glob("done.*"))
+    assert done and f"done.{orphan}" not in done, "the orphaned fixer finished beside the redo"
+    assert len(done) == 1 and len(list(marks.glob("started.*"))) == 2
+    assert (
+        not Path(f"/proc/{orphan}").exists()
+        or "Z" in Path(f"/proc/{orphan}/stat").read_text().rpartition(")")[2].split()[:1]
+    )

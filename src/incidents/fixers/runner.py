@@ -126,8 +126,9 @@ def run_fixer(
     targets: list[str],
     workdir: Path,
     limits: snapshot.Limits | None = None,
+    pidfile: Path | None = None,
 ) -> FixerOutcome:
-    """Run `tier`'s command once; see the module docstring."""
+    """Run `tier`'s command once; see the module docstring. `pidfile`: see `proc.run`."""
     started, t0 = datetime.now(UTC), time.monotonic()
     outcome = FixerOutcome(tier, [settings.program], str(prompt_file), started, started)
 
@@ -151,6 +152,7 @@ def run_fixer(
         argv, cwd=workdir, timeout=settings.timeout_s,
         env=proc.minimal_env(_pass_env(settings.env)),
         stdin=prompt.encode("utf-8") if settings.stdin == "prompt" else None,
+        pidfile=pidfile,
     )  # fmt: skip
     outcome.exit_code = result.returncode
     outcome.notes = _tail(result.stdout)
