@@ -197,12 +197,15 @@ def attempt_doc(incident_id: str, **over: object) -> dict[str, object]:
 def test_attempt_records_a_valid_document_once_and_refuses_bad_ones(cli, root: Root, tmp_path: Path, waiting: str) -> None:  # type: ignore[no-untyped-def]
     good = tmp_path / "attempt.json"
     good.write_text(json.dumps(attempt_doc(waiting, iteration=7)))
+    r = cli("attempt", waiting, "--file", str(good))  # iteration 1 is the next one
+    assert r.code == 2 and "skips ahead" in r.err and "next free iteration is 1" in r.err
+    good.write_text(json.dumps(attempt_doc(waiting, iteration=1)))
     r = cli("attempt", waiting, "--file", str(good))
-    assert r.code == 0 and "attempt_07.json" in r.out, r.err
-    stored = json.loads((root.runs_dir(waiting) / "attempt_07.json").read_text())
+    assert r.code == 0 and "attempt_01.json" in r.out, r.err
+    stored = json.loads((root.runs_dir(waiting) / "attempt_01.json").read_text())
     assert stored["result"] == "continue"
     assert cli("attempt", waiting, "--file", str(good)).code == 0  # the same again: fine
-    good.write_text(json.dumps(attempt_doc(waiting, iteration=7, result="resolved")))
+    good.write_text(json.dumps(attempt_doc(waiting, iteration=1, result="resolved")))
     assert cli("attempt", waiting, "--file", str(good)).code == 2  # never replaced
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(attempt_doc(waiting, iteration=0)))
@@ -213,7 +216,7 @@ def test_attempt_records_a_valid_document_once_and_refuses_bad_ones(cli, root: R
     assert r.code == 2 and "not " + waiting in r.err
     bad.write_text('{"incident_id": NaN}')
     assert cli("attempt", waiting, "--file", str(bad)).code == 2
-    assert not (root.runs_dir(waiting) / "attempt_01.json").exists()
+    assert [p.name for p in root.runs_dir(waiting).glob("attempt_*.json")] == ["attempt_01.json"]
     assert "attempt_recorded" in events(root, waiting)
 
 
@@ -235,12 +238,17 @@ def test_the_recheck_keeps_a_skills_attempt_and_adds_its_verdict(cli, root: Root
     assert stored["verification_passed"] is True and stored["result"] == "resolved"
     assert stored["verified_by"] == "incidents" and stored["report"].startswith("error_report")
     assert not (root.runs_dir(waiting) / "attempt_02.json").exists()
+    late = tmp_path / "late.json"  # the incident is closed: its attempts are final
+    late.write_text(json.dumps(attempt_doc(waiting, iteration=2)))
+    r = cli("attempt", waiting, "--file", str(late))
+    assert r.code == 1 and "is closed" in r.err, r.err
+    assert not (root.runs_dir(waiting) / "attempt_02.json").exists()
 
 
 def test_attempt_for_an_iteration_the_machine_wrote_names_the_next_free_one(cli, root: Root, tmp_path: Path, waiting: str) -> None:  # type: ignore[no-untyped-def]
     assert cli("claim", waiting, "--agent", "sk", "--lease", "30m").code == 0
     assert cli("submit", waiting, "--notes", "tried nothing", "--agent", "sk").code == 0
-    cli("drive", waiting)  # the recheck writes attempt_01.json (still broken)
+    cli("step", waiting)  # only the recheck: attempt_01.json (still broken), still open
     assert (
         json.loads((root.runs_dir(waiting) / "attempt_01.json").read_text())["recorded_by"]
         == "incidents"
@@ -253,3 +261,10 @@ def test_attempt_for_an_iteration_the_machine_wrote_names_the_next_free_one(cli,
     )
     r = cli("attempt", waiting, "--file", str(tmp_path / "missing.json"))
     assert r.code == 2 and "missing.json" in r.err, r.err
+
+
+def test_status_does_not_name_the_agent_of_an_expired_claim(cli, root: Root, waiting: str) -> None:  # type: ignore[no-untyped-def]
+    assert cli("claim", waiting, "--agent", "brief", "--lease", "1s").code == 0
+    assert owner(cli, waiting) == "brief"
+    time.sleep(1.2)  # nothing has looked at the queue since: the row still names brief
+    assert owner(cli, waiting) is None

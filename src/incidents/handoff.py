@@ -41,6 +41,7 @@ from pydantic import ValidationError
 
 from incidents import attempts, fsutil, leases, mirror, store
 from incidents.errors import (
+    AlreadyArchived,
     IncidentsError,
     InvalidDocument,
     LockBusy,
@@ -389,8 +390,11 @@ def submit(
 
 
 def record_attempt(root: Root, incident_id: str, path: Path) -> Path:
-    """Validate a skill's attempt document and store it as `attempt_XX.json` (once)."""
-    root.locate(validate_id(incident_id))
+    """Validate a skill's attempt document and store it as `attempt_XX.json` (once): for
+    an open incident, and for the next free iteration or one it recorded already."""
+    where, _ = root.locate(validate_id(incident_id))
+    if where != "inbox":
+        raise AlreadyArchived(f"incident {incident_id} is closed ({where}); its attempts are final")
     try:
         doc = fsutil.read_json_object(path)
     except FileNotFoundError:
@@ -414,6 +418,12 @@ def record_attempt(root: Root, incident_id: str, path: Path) -> Path:
             raise UsageError(
                 f"{target.name} was already recorded for {incident_id} by {whose}; not "
                 f"replacing it (the next free iteration is {attempts.next_free(runs)})"
+            )
+        free = attempts.next_free(runs)
+        if attempt.iteration > free:
+            raise UsageError(
+                f"{path}: iteration {attempt.iteration} skips ahead for {incident_id}; "
+                f"the next free iteration is {free}"
             )
         fsutil.ensure_dir(target.parent)
         fsutil.atomic_write_json(target, data)

@@ -46,6 +46,7 @@ __all__ = [
     "Event",
     "IncidentRow",
     "MirrorCorrupt",
+    "agent_holding",
     "MirrorError",
     "ReindexResult",
     "Workstream",
@@ -954,7 +955,7 @@ def row_from_bundle(root: Root, bucket: str, folder: Path) -> IncidentRow:
     return _bundle(bucket, folder, root.state / "leases")[0]
 
 
-def _agent_holding(leases_dir: Path, incident_id: str) -> str | None:
+def agent_holding(leases_dir: Path, incident_id: str) -> str | None:
     """The outside agent (a skill's `claim`) whose live lease holds an open incident.
     A worker's lease lasts one pickup and is not shown: the row would be stale at once."""
     try:
@@ -1009,7 +1010,7 @@ def _bundle(
         location=_location(bucket, folder.name),
         not_before=not_before,
         waiting=waiting,
-        lease_owner=_agent_holding(leases_dir, incident_id) if bucket == "inbox" else None,
+        lease_owner=agent_holding(leases_dir, incident_id) if bucket == "inbox" else None,
     )
     return row, state
 

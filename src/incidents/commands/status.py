@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
@@ -97,11 +97,20 @@ def list_rows(
     buckets = ("inbox", "resolved", "escalated") if show_all else ("inbox",)
     conn = open_mirror(session.root, session.config.watch.reject_grace_s)
     try:
-        return list(
-            mirror.list_incidents(conn, buckets=buckets, status=status, step=step, since=since)
-        )
+        rows = mirror.list_incidents(conn, buckets=buckets, status=status, step=step, since=since)
     finally:
         conn.close()
+    # a claim may have expired since its row was written: the few claimed rows are
+    # checked against their lease files (a read each), not the whole list
+    leases_dir = session.root.state / "leases"
+    return [
+        (
+            replace(r, lease_owner=mirror.agent_holding(leases_dir, r.incident_id))
+            if r.lease_owner
+            else r
+        )
+        for r in rows
+    ]
 
 
 def show_one(session: Session, incident_id: str, as_json: bool) -> int:
