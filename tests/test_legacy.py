@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -196,3 +198,18 @@ def test_the_backup_rebuilds_a_lost_mirrors_legacy_rows(cli, root: Root, state_f
     assert r.code == 0 and "already imported" not in r.out, r.out + r.err
     assert rows(root, query) == first and first
     assert backup.is_file() and not state_file.exists()
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv (util-linux)")
+def test_a_file_that_cannot_be_renamed_is_imported_and_left_in_place(root: Root, state_file: Path) -> None:  # fmt: skip
+    state_file.parent.chmod(0o555)  # the folder refuses the rename (root too, without caps)
+    try:
+        argv = ["setpriv", "--inh-caps=-all", "--bounding-set=-all", sys.executable, "-m",
+                "incidents", "import-legacy", "--root", str(root.path), str(state_file)]  # fmt: skip
+        for _ in range(2):  # and a rerun imports nothing twice, still without a crash
+            p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+            assert p.returncode == 0, p.stderr
+            assert "left in place: it could not be renamed" in p.stdout, p.stdout
+        assert "already imported" in p.stdout and state_file.exists()
+    finally:
+        state_file.parent.chmod(0o755)

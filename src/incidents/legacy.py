@@ -301,6 +301,9 @@ def import_file(conn: sqlite3.Connection, path: Path) -> ImportResult:
     elif os.path.lexists(backup):
         result.kept_because = f"{backup.name} already exists"
     else:
-        os.rename(path, backup)
-        result.renamed_to = backup
+        try:
+            os.rename(path, backup)
+            result.renamed_to = backup
+        except OSError as exc:  # imported all the same; a rerun imports nothing twice
+            result.kept_because = f"it could not be renamed to {backup.name}: {exc.strerror}"
     return result
