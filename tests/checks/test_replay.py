@@ -37,13 +37,17 @@ class Run(NamedTuple):
     replayed: bool
 
 
-def check(cwd: Path, *args: str, full: bool = False) -> Run:
-    env = {k: v for k, v in os.environ.items() if k != replay.OFF_ENV}
-    if full:
-        env[replay.OFF_ENV] = "1"
+def check(
+    cwd: Path, *args: str, full: bool = False, env: dict[str, str | None] | None = None,
+    python: str = sys.executable,
+) -> Run:  # fmt: skip
+    """`incidents check ARGS` in a fresh `python` in `cwd`, `env` set on top (None: unset)."""
+    changes = {replay.OFF_ENV: "1" if full else None, **(env or {})}
+    environ = {k: v for k, v in os.environ.items() if k not in changes}
+    environ.update({k: v for k, v in changes.items() if v is not None})
     res = subprocess.run(
-        [sys.executable, "-P", "-c", CHECK, *args],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False,
+        [python, "-P", "-c", CHECK, *args],
+        cwd=cwd, env=environ, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     err, _, heavy = res.stderr.rpartition("heavy: ")
     return Run(res.returncode, res.stdout, err, heavy.strip() == "")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import sysconfig
 import tempfile
 from collections import Counter
 from collections.abc import Sequence
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from incidents import proc
 from incidents.checks.cache import FindingsCache, VersionCache, default_cache_dir, make_key
-from incidents.checks.inputs import TREE_MAX_FILES, Inputs, matches
+from incidents.checks.inputs import TREE_MAX_FILES, Inputs, config_paths, matches
 from incidents.checks.inputs import display_path as display_path
 from incidents.checks.inputs import file_digest as file_digest
 from incidents.checks.inputs import which as which
@@ -62,8 +63,8 @@ class Engine:
     versions: VersionCache
     targets: dict[str, list[Target]]  # by language
     inputs: Inputs = field(default_factory=Inputs)
-    _config_memo: dict[tuple[str, ...], str] = field(default_factory=dict)
-    _tree_memo: dict[tuple[str, ...], str | None] = field(default_factory=dict)
+    _config_memo: dict[tuple[tuple[str, ...], frozenset[str]], str] = field(default_factory=dict)
+    _tree_memo: dict[tuple[object, ...], str | None] = field(default_factory=dict)
 
     # -- planning ------------------------------------------------------------------
 
@@ -107,18 +108,21 @@ class Engine:
             )
             return result
         version = self.tool_version(profile, program)
-        config = self.config_fingerprint(profile, tests)
+        env = self.env_fingerprint(profile)
         if profile.scope == "file":
-            self._run_per_file(profile, version, config, files, result)
+            self._run_per_file(profile, version, env, files, result)
         else:
-            self._run_batch(profile, version, config, files, tests, result)
+            site = self.site_fingerprint(program)
+            self._run_batch(profile, version, make_key(env, site), files, tests, result)
         return result
 
     def _run_per_file(
-        self, profile: ToolProfile, version: str | None, config: str, files: list[Target],
+        self, profile: ToolProfile, version: str | None, env: str, files: list[Target],
         result: JobResult,
     ) -> None:  # fmt: skip
-        keys = {t.path: make_key(profile.fingerprint(), version or "", config, t.path, t.digest)
+        # a file's config: the nearest files of each name above it (ruff, black) and above cwd
+        keys = {t.path: make_key(profile.fingerprint(), version or "", env, t.path, t.digest,
+                                 self.config_fingerprint(profile, [t]))
                 for t in files}  # fmt: skip
         misses: list[Target] = []
         hits = 0
@@ -158,16 +162,17 @@ class Engine:
                                        version=version, files=len(files), cached=True))  # fmt: skip
 
     def _run_batch(
-        self, profile: ToolProfile, version: str | None, config: str, files: list[Target],
+        self, profile: ToolProfile, version: str | None, context: str, files: list[Target],
         tests: list[Target], result: JobResult,
     ) -> None:  # fmt: skip
-        # mypy's answer for a file depends on the modules it imports, a test's on the code
-        # and the conftest.py files around it: every source file under cwd is an input.
-        inputs = sorted(
-            {(t.path, t.digest) for t in [*self.targets.get(profile.language, []), *tests]}
-        )
-        tree = self.tree_fingerprint(profile.globs)
-        key = make_key(profile.fingerprint(), version or "", config, tree or "",
+        # mypy's answer for a file depends on the modules it imports, a test's on the code,
+        # data and conftest.py files around it: every source file under cwd and the targets'
+        # own folders is an input (for a test runner, every other file too).
+        everything = [*self.targets.get(profile.language, []), *tests]
+        inputs = sorted({(t.path, t.digest) for t in everything})
+        config = self.config_fingerprint(profile, everything)
+        tree = self.tree_fingerprint(profile, everything)
+        key = make_key(profile.fingerprint(), version or "", context, config, tree or "",
                        *(f"{p}\0{d}" for p, d in inputs), "tests", *(t.path for t in tests))  # fmt: skip
         runnable = tests if profile.selects == "tests" else files
         cached = self.cache.get(key) if tree is not None else None
@@ -248,26 +253,49 @@ class Engine:
             self.inputs.refuse(f"{profile.name}: no version from {' '.join(argv)}")
         return version
 
-    def config_fingerprint(self, profile: ToolProfile, tests: list[Target]) -> str:
+    def config_fingerprint(self, profile: ToolProfile, targets: Sequence[Target]) -> str:
+        """Every file of each config name in every folder from the targets' and from cwd up
+        to the filesystem root, present or not (a tool may skip the nearest one)."""
         names = list(profile.config_files)
         if profile.selects == "tests" and profile.language == "python":
-            names += sorted({_conftest(t.path) for t in tests} - {""})
-        memo_key = tuple(names)
+            names.append("conftest.py")  # pytest loads them up to its inifile's folder
+        folders = frozenset(os.path.dirname(t.path) for t in targets)
+        memo_key = (tuple(names), folders)
         if memo_key not in self._config_memo:
-            found = [self.inputs.config_file(str(self.cwd), name) for name in names]
-            self._config_memo[memo_key] = make_key(*(part for part in found if part is not None))
+            paths = config_paths(str(self.cwd), sorted(folders), names)
+            found = [(p, self.inputs.config(p)) for p in paths]
+            self._config_memo[memo_key] = make_key(*(f"{p}\0{d}" for p, d in found if d))
         return self._config_memo[memo_key]
 
-    def tree_fingerprint(self, globs: Sequence[str]) -> str | None:
-        """Digest of every file matching `globs` under cwd (None: too many to be worth it,
-        so the tool runs uncached). Skips hidden folders, caches and virtualenvs."""
-        memo_key = tuple(globs)
+    def tree_fingerprint(self, profile: ToolProfile, targets: Sequence[Target]) -> str | None:
+        """Digest of every file matching the profile's globs under cwd and under the
+        targets' folders outside it or hidden in it; for a test runner every other file
+        there too, by size and mtime (None: too many to be worth it, so the tool runs
+        uncached). Skips hidden folders, caches and virtualenvs below those roots."""
+        others = profile.selects == "tests"
+        folders = frozenset(os.path.dirname(t.path) for t in targets)
+        memo_key = (profile.globs, others, folders)
         if memo_key not in self._tree_memo:
-            digest = self.inputs.tree(str(self.cwd), globs)
+            skip = str(self.cache.root.parent)
+            digest = self.inputs.tree(
+                str(self.cwd), profile.globs, folders, others=others, skip=skip
+            )
             if digest is None:
-                self.inputs.refuse(f"more than {TREE_MAX_FILES} files match {list(globs)}")
+                self.inputs.refuse(f"more than {TREE_MAX_FILES} files around {profile.name}")
             self._tree_memo[memo_key] = digest
         return self._tree_memo[memo_key]
+
+    def env_fingerprint(self, profile: ToolProfile) -> str:
+        """The values of the environment variables the tool reads (it inherits them all)."""
+        values = {k: self.inputs.env(k) for k in profile.env_keys}
+        return make_key(*(k if v is None else f"{k}={v}" for k, v in values.items()))
+
+    def site_fingerprint(self, program: str) -> str:
+        """The mtimes of the site-packages folders of the interpreter running the tool, so
+        installing or removing a package re-runs it: known for tools in our own venv."""
+        if os.path.dirname(program) != os.path.dirname(sys.executable):
+            return ""
+        return make_key(*(f"{p}\0{self.inputs.stamp(p)}" for p in _site_packages()))
 
     # -- argv templates ------------------------------------------------------------
 
@@ -414,9 +442,10 @@ def _dist_version(dist: str) -> str | None:
         return None
 
 
-def _conftest(rel: str) -> str:
-    parent = os.path.dirname(rel)
-    return os.path.join(parent, "conftest.py") if parent else "conftest.py"
+def _site_packages() -> list[str]:
+    """Where packages get installed for the interpreter running incidents."""
+    paths = sysconfig.get_paths()
+    return sorted({paths["purelib"], paths["platlib"]})
 
 
 def _read_text(path: str) -> str | None:

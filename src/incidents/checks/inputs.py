@@ -16,7 +16,7 @@ import os
 import shutil
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from fnmatch import fnmatch
 from pathlib import Path
 
@@ -68,11 +68,14 @@ class Inputs:
     def digest(self, path: str) -> str:
         return self._record("digest", (path,), file_digest(path))
 
-    def config_file(self, cwd: str, name: str) -> str | None:
-        return self._record("config_file", (cwd, name), config_file(cwd, name))
+    def config(self, path: str) -> str | None:
+        return self._record("config", (path,), config_digest(path))
 
-    def tree(self, cwd: str, globs: Sequence[str]) -> str | None:
-        return self._record("tree", (cwd, *globs), tree_digest(cwd, *globs))
+    def tree(
+        self, cwd: str, globs: Sequence[str], starts: Iterable[str], *, others: bool, skip: str
+    ) -> str | None:
+        args = (cwd, _join(globs), _join(sorted(set(starts))), "stat" if others else "", skip)
+        return self._record("tree", args, tree_digest(*args))
 
     def test_files(self, cwd: str, entry: str, globs: Sequence[str]) -> list[tuple[str, str]]:
         return self._record("test_files", (cwd, entry, *globs), test_files(cwd, entry, *globs))
@@ -83,6 +86,13 @@ class Inputs:
     def identity(self, program: str) -> str | None:
         return self._record("identity", (program,), VersionCache.identity(program))
 
+    def env(self, name: str) -> str | None:
+        return self._record("env", (name,), os.environ.get(name))
+
+    def stamp(self, folder: str) -> int | None:
+        """A folder's mtime: it changes when an entry is added or removed (pip install)."""
+        return self._record("stamp", (folder,), folder_stamp(folder))
+
     def own_code(self) -> None:
         """incidents' own modules loaded so far: the code that computes the report."""
         for path in loaded_sources():
@@ -92,7 +102,9 @@ class Inputs:
 def unchanged(facts: list[Fact]) -> bool:
     """Does every recorded probe still return what it returned then? (False on any doubt.)"""
     for name, args, result in facts:
-        probe = PROBES[name]
+        probe = PROBES.get(name)
+        if probe is None:
+            return False
         try:
             if _plain(probe(*args)) != result:
                 return False
@@ -145,36 +157,79 @@ def file_digest(path: str | os.PathLike[str]) -> str:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
-def config_file(cwd: str, name: str) -> str | None:
-    """A tool's config file as `path NUL digest`: `name` looked up from cwd upwards (or
-    at cwd/name when it has a folder part); None when there is none."""
-    base = Path(cwd)
-    found = _find_upward(base, name) if os.sep not in name else base / name
-    if found is None or not found.is_file():
+def config_digest(path: str) -> str | None:
+    """A config file's digest, or None when there is none (its absence is a fact too)."""
+    try:
+        return file_digest(path)
+    except OSError:
+        return "unreadable" if os.path.isfile(path) else None
+
+
+def folder_stamp(folder: str) -> int | None:
+    try:
+        return os.stat(folder).st_mtime_ns
+    except OSError:
         return None
-    return f"{found}\0{file_digest(found)}"
 
 
-def tree_digest(cwd: str, *globs: str) -> str | None:
-    """Digest of every file matching `globs` under cwd (None: too many to be worth it).
-    Skips hidden folders, caches and virtualenvs."""
+def tree_digest(cwd: str, globs: str, starts: str, others: str = "", skip: str = "") -> str | None:
+    """Digest of every file matching `globs` under the roots `tree_roots` finds for the
+    folders `starts`, by content; with `others` ("stat") every other file too, by size
+    and mtime. None: more than TREE_MAX_FILES files, too many to be worth it.
+    Lists are NUL-separated (probe arguments are strings). Below a root, hidden folders,
+    caches, virtualenvs and `skip` (the checks cache) are not walked."""
+    patterns = globs.split("\0")
     parts: list[str] = []
-    for folder, dirs, names in os.walk(cwd):
-        dirs[:] = sorted(
-            d for d in dirs
-            if d[:1] != "." and d not in _TREE_SKIPPED_DIRS
-            and not os.path.exists(os.path.join(folder, d, "pyvenv.cfg"))
-        )  # fmt: skip
-        for name in sorted(names):
-            if any(fnmatch(name, g) for g in globs):
+    for root in tree_roots(cwd, starts.split("\0") if starts else []):
+        for folder, dirs, names in os.walk(root):
+            dirs[:] = sorted(
+                d for d in dirs if not _skipped_dir(folder, d) and os.path.join(folder, d) != skip
+            )
+            for name in sorted(names):
+                source = any(fnmatch(name, g) for g in patterns)
+                if not source and not others:
+                    continue
                 if len(parts) >= TREE_MAX_FILES:
                     return None
                 path = os.path.join(folder, name)
-                try:
-                    parts.append(f"{os.path.relpath(path, cwd)}\0{file_digest(path)}")
-                except OSError:
-                    parts.append(f"{os.path.relpath(path, cwd)}\0unreadable")
+                parts.append(f"{os.path.relpath(path, cwd)}\0{_tree_entry(path, source)}")
     return make_key(*parts)
+
+
+def _tree_entry(path: str, source: bool) -> str:
+    try:
+        if source:
+            return file_digest(path)
+        st = os.stat(path)
+    except OSError:
+        return "unreadable"
+    return f"stat\0{st.st_size}\0{st.st_mtime_ns}"
+
+
+def tree_roots(cwd: str, starts: Iterable[str]) -> list[str]:
+    """The folders whose source trees a batch tool reads: cwd, plus the folder of each
+    start (a target's or test's folder) that is outside cwd or that a walk of cwd skips
+    (a hidden folder), raised to the top of its package as mypy and pytest do to put it on
+    sys.path (not to cwd or above for one inside it). A root that a walk of another
+    root covers is dropped."""
+    base = os.path.normpath(cwd)
+    roots = {base}
+    for start in starts:
+        folder = os.path.normpath(os.path.join(base, start))
+        inside = _under(folder, base)
+        if inside and not _skipped_below(base, folder):
+            continue
+        while _is_package(folder):
+            parent = os.path.dirname(folder)
+            if parent == folder or (inside and parent == base):
+                break
+            folder = parent
+        roots.add(folder)
+    kept: list[str] = []
+    for root in sorted(roots, key=len):  # a parent before its children
+        if not any(_under(root, k) and not _skipped_below(k, root) for k in kept):
+            kept.append(root)
+    return sorted(kept)
 
 
 def test_files(cwd: str, entry: str, *globs: str) -> list[tuple[str, str]]:
@@ -223,12 +278,14 @@ def loaded_sources() -> list[str]:
 PROBES: dict[str, Callable[..., Any]] = {
     "targets": lambda *args: expand_targets(list(args)),
     "digest": file_digest,
-    "config_file": config_file,
+    "config": config_digest,
     "tree": tree_digest,
     "test_files": test_files,
     "which": find_program,  # not the memo: a long-lived process may hold a stale answer
     "identity": VersionCache.identity,
     "source": source_stamp,
+    "env": os.environ.get,
+    "stamp": folder_stamp,
 }
 
 
@@ -255,9 +312,50 @@ def _hidden(rel: str) -> bool:
     return any(part.startswith(".") or part == "__pycache__" for part in Path(rel).parts[:-1])
 
 
-def _find_upward(start: Path, name: str) -> Path | None:
-    for folder in (start, *start.parents):
-        candidate = folder / name
-        if candidate.is_file():
-            return candidate
-    return None
+def config_paths(cwd: str, starts: Iterable[str], names: Sequence[str]) -> list[str]:
+    """Where a tool may find its config files: each bare name in every folder from cwd and
+    from each start folder up to the filesystem root; a name with a folder part once,
+    relative to cwd (`~` expanded)."""
+    folders: set[str] = set()
+    for start in (cwd, *starts):
+        folder = os.path.normpath(os.path.join(cwd, start))
+        while folder not in folders:
+            folders.add(folder)
+            folder = os.path.dirname(folder)
+    bare = [n for n in names if "/" not in n and os.sep not in n]
+    paths = [os.path.join(f, n) for f in sorted(folders) for n in bare]
+    paths += [os.path.join(cwd, os.path.expanduser(n)) for n in names if n not in bare]
+    return paths
+
+
+def _join(items: Iterable[str]) -> str:
+    return "\0".join(items)
+
+
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _skipped_dir(parent: str, name: str) -> bool:
+    """Does a source-tree walk skip this folder? (hidden, a cache, a virtualenv)"""
+    return (
+        name[:1] == "."
+        or name in _TREE_SKIPPED_DIRS
+        or os.path.exists(os.path.join(parent, name, "pyvenv.cfg"))
+    )
+
+
+def _skipped_below(root: str, path: str) -> bool:
+    """Does a walk of `root` skip `path` (a folder under it)?"""
+    folder = root
+    for name in os.path.relpath(path, root).split(os.sep):
+        if name in (".", ""):
+            continue
+        if _skipped_dir(folder, name):
+            return True
+        folder = os.path.join(folder, name)
+    return False
+
+
+def _is_package(folder: str) -> bool:
+    return any(os.path.isfile(os.path.join(folder, n)) for n in ("__init__.py", "__init__.pyi"))

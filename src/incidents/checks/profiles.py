@@ -40,10 +40,15 @@ class ToolProfile:
     enabled: bool = True
     timeout: float | None = None
     # file: a file's findings depend on that file alone (cache and batch per file);
-    # batch: on the whole set of targets and on every source file under the working
-    # directory matching `globs` (what mypy imports, what tests and conftest.py load).
+    # batch: on the whole set of targets and on every source file matching `globs` under
+    # the working directory and the targets' own folders (what mypy imports, what tests
+    # and conftest.py load), and on the packages installed for the tool's interpreter.
     scope: Scope = "file"
     selects: Selects = "targets"
+    # A bare name is looked for in every folder from each target's and test's folder and
+    # from the working directory up to the filesystem root (tools that find the nearest
+    # one may skip it for lacking their section); a name with a folder part is one file,
+    # relative to the working directory (`~` is expanded).
     config_files: tuple[str, ...] = PY_CONFIGS
     ok_exit_codes: tuple[int, ...] = (0, 1)
     version_argv: tuple[str, ...] = ()
@@ -52,6 +57,9 @@ class ToolProfile:
     # The Python distribution providing the tool: when the program lives in our own venv,
     # its version comes from the package metadata instead of spawning `tool --version`.
     dist: str | None = None
+    # Environment variables the tool reads that change its answer: their values are part
+    # of the cache key (the tools inherit the whole environment).
+    env_keys: tuple[str, ...] = ()
 
     def category_of(self, code: str | None) -> Category:
         best: tuple[int, Category] | None = None
@@ -120,6 +128,9 @@ _PSSA_CATEGORIES: tuple[tuple[str, Category], ...] = (
     ("PSAvoidUsingCmdletAliases", Category.LINT),
 )
 
+_RUFF_CONFIGS = ("pyproject.toml", "ruff.toml", ".ruff.toml", "~/.config/ruff/ruff.toml",
+                 "~/.config/ruff/.ruff.toml", "~/.config/ruff/pyproject.toml")  # fmt: skip
+
 _PWSH = ("pwsh", "-NoLogo", "-NoProfile", "-NonInteractive", "-File")
 
 BUILTIN_PROFILES: dict[str, ToolProfile] = {
@@ -137,7 +148,7 @@ BUILTIN_PROFILES: dict[str, ToolProfile] = {
             parser="ruff-json",
             default_category=Category.LINT,
             categories=_RUFF_CATEGORIES,
-            config_files=("pyproject.toml", "ruff.toml", ".ruff.toml"),
+            config_files=_RUFF_CONFIGS,
         ),
         ToolProfile(
             name="ruff-format",
@@ -149,7 +160,7 @@ BUILTIN_PROFILES: dict[str, ToolProfile] = {
             fix_argv=("ruff", "format", "--cache-dir={cache_dir}/ruff", "{files}"),
             parser="ruff-format-json",
             default_category=Category.FORMAT,
-            config_files=("pyproject.toml", "ruff.toml", ".ruff.toml"),
+            config_files=_RUFF_CONFIGS,
             ok_exit_codes=(0, 1, 2),  # 2: a file does not parse (ruff check reports it)
         ),
         ToolProfile(
@@ -176,8 +187,10 @@ BUILTIN_PROFILES: dict[str, ToolProfile] = {
             categories=(("syntax", Category.SYNTAX),),
             scope="batch",
             only_targets=True,
-            config_files=("pyproject.toml", "mypy.ini", ".mypy.ini", "setup.cfg"),
+            config_files=("pyproject.toml", "mypy.ini", ".mypy.ini", "setup.cfg",
+                          "~/.config/mypy/config", "~/.mypy.ini"),
             ok_exit_codes=(0, 1, 2),  # 2: blocking errors (syntax) — or a crash, see parser
+            env_keys=("MYPYPATH", "PYTHONPATH"),
         ),
         ToolProfile(
             name="pytest",
@@ -192,8 +205,10 @@ BUILTIN_PROFILES: dict[str, ToolProfile] = {
             default_category=Category.TEST,
             scope="batch",
             selects="tests",
-            config_files=("pyproject.toml", "pytest.ini", "tox.ini", "setup.cfg"),
+            config_files=("pyproject.toml", "pytest.toml", ".pytest.toml", "pytest.ini",
+                          ".pytest.ini", "tox.ini", "setup.cfg"),
             ok_exit_codes=(0, 1, 2, 5),  # 2: collection errors; 5: no tests collected
+            env_keys=("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTHONPATH"),
             version_argv=("{python}", "-m", "pytest", "--version"),
         ),
         ToolProfile(
@@ -298,8 +313,8 @@ def _apply(name: str, base: ToolProfile | None, ov: object) -> ToolProfile:
         if value is not None:
             changes[key] = value
     for key in ("globs", "argv", "fix_argv", "hard_codes", "config_files", "ok_exit_codes",
-                "version_argv"):  # fmt: skip
-        value = getattr(ov, key)
+                "version_argv", "env_keys"):  # fmt: skip
+        value = getattr(ov, key, None)  # env_keys: once settings.ProfileOverride declares it
         if value is not None:
             changes[key] = tuple(value)
     if ov.default_category is not None:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-FORMAT = 1  # of the manifest
+FORMAT = 2  # of the manifest
 OFF_ENV = "INCIDENTS_NO_REPLAY"  # set (non-empty): always take the full path
 HEADERS = ["where", "tool", "code", "category", "kind", "message"]
 _FLAGS = ("--json", "--strict")
