@@ -95,6 +95,10 @@ def test_details_timeline_fixes_diff_and_notes(cli, root: Root, archive: dict[st
         "metadata.json" in body[archive["broken"]] and "not valid JSON" in body[archive["broken"]]
     )
     assert "<td>S_SUCCESS</td>" in body[archive["resolved"]]
+    # a check whose tool could not run gave no answer: never shown as clean
+    infra = body[archive["infra"]]
+    assert "not checked: ruff: program not found: definitely-not-installed-linter" in infra
+    assert ">clean<" not in infra
 
 
 def test_filters_cover_step_class_and_reason(cli, root: Root, archive: dict[str, str]) -> None:  # type: ignore[no-untyped-def]

@@ -33,6 +33,13 @@ class Check:
     counts: dict[str, int]
     fixed: list[str]
     introduced: list[str]
+    infra: list[str]  # tools that could not give an answer: "0 issues" then means nothing
+
+    def summary(self) -> str:
+        total = sum(self.counts.values())
+        if self.infra:
+            return f"{total} issue(s); not checked: {'; '.join(self.infra)}"
+        return f"{total} issue(s)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,10 +158,19 @@ def _checks(folder: Path, state: dict[str, Any], problems: list[str]) -> list[Ch
                 counts=counts,
                 fixed=sorted((before - now).elements()) if checks else [],
                 introduced=sorted((now - before).elements()) if checks else [],
+                infra=_infra(doc.get("infra_failures")),
             )
         )
         before = now
     return checks
+
+
+def _infra(items: Any) -> list[str]:
+    return [
+        f"{item.get('tool') or '?'}: {item.get('reason') or 'failed'}"
+        for item in (items if isinstance(items, list) else [])
+        if isinstance(item, dict)
+    ]
 
 
 def _notes(doc: Any) -> list[Note]:
@@ -235,8 +251,7 @@ def _targets(folder: Path, meta: dict[str, Any], incident: dict[str, Any]) -> li
 def _timeline(card: Card, folder: Path, state: dict[str, Any], meta: dict[str, Any]) -> None:
     steps = [Step(card.created_at, "captured", f"{card.occurrences} occurrence(s)")]
     for check in card.checks:
-        total = sum(check.counts.values())
-        steps.append(Step(check.at, f"check {check.label}", f"{total} issue(s)"))
+        steps.append(Step(check.at, f"check {check.label}", check.summary()))
     attempts = folder / "attempts"
     if attempts.is_dir():
         for name in sorted(

@@ -59,7 +59,12 @@ def chart(checks: list[Check]) -> str:
                 f'<rect x="{x}" y="{y}" width="{BAR_W}" height="{h}" fill="{colour}">'
                 f"<title>check {escape(check.label)}: {n} {escape(category)}</title></rect>"
             )
-        if not check.counts:
+        if check.infra:  # no answer is not a clean answer: a red stub, not green
+            parts.append(
+                f'<rect x="{x}" y="{CHART_H - 6}" width="{BAR_W}" height="6" fill="#b00020">'
+                f"<title>check {escape(check.label)}: not checked (infra failure)</title></rect>"
+            )
+        elif not check.counts:
             parts.append(
                 f'<rect x="{x}" y="{CHART_H - 1}" width="{BAR_W}" height="1" fill="#0a6b2b"/>'
             )
@@ -143,7 +148,10 @@ def details_html(card: Card) -> str:
     out.append("</table><h3>Checks: errors per category, fixed and introduced</h3><table>")
     out.append("<tr><th>check</th><th>counts</th><th>fixed</th><th>introduced</th></tr>")
     for check in card.checks:
-        counts = ", ".join(f"{k}: {v}" for k, v in sorted(check.counts.items())) or "clean"
+        counts = ", ".join(f"{k}: {v}" for k, v in sorted(check.counts.items()))
+        if check.infra:
+            counts = "; ".join([*filter(None, [counts]), "not checked: " + "; ".join(check.infra)])
+        counts = counts or "clean"
         out.append(
             f"<tr><td>{escape(check.label)}</td><td>{escape(counts)}</td>"
             f"<td>{_fixes(check.fixed, '-')}</td><td>{_fixes(check.introduced, '-')}</td></tr>"
