@@ -282,3 +282,20 @@ def test_a_change_outside_the_targets_reruns_mypy_and_pytest(
     assert [(f.tool, f.path) for f in after_conftest.issues] == [
         ("pytest", "tests/unit/test_user.py")
     ]
+
+
+def test_env_keys_of_a_profile_come_from_incidents_toml(
+    tmp_path: Path, ctx: ErrorPipelineContext, shared_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A variable named in `[checks.profiles.ruff] env_keys` is part of ruff's cache key."""
+    settings = ChecksSettings.model_validate(
+        {"cache_dir": str(shared_cache), "profiles": {"ruff": {"env_keys": ["MY_RUFF_FLAG"]}}}
+    )
+    files = write_tree(tmp_path, {"a.py": "x = 1\n"})
+    monkeypatch.setenv("MY_RUFF_FLAG", "one")
+    run_error_pipeline(files, [], ctx, settings=settings, cwd=tmp_path, tools=["ruff"])
+    warm = run_error_pipeline(files, [], ctx, settings=settings, cwd=tmp_path, tools=["ruff"])
+    assert [r.cached for r in warm.tool_runs] == [True]
+    monkeypatch.setenv("MY_RUFF_FLAG", "two")
+    changed = run_error_pipeline(files, [], ctx, settings=settings, cwd=tmp_path, tools=["ruff"])
+    assert [r.cached for r in changed.tool_runs] == [False]

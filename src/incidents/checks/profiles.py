@@ -314,7 +314,7 @@ def _apply(name: str, base: ToolProfile | None, ov: object) -> ToolProfile:
             changes[key] = value
     for key in ("globs", "argv", "fix_argv", "hard_codes", "config_files", "ok_exit_codes",
                 "version_argv", "env_keys"):  # fmt: skip
-        value = getattr(ov, key, None)  # env_keys: once settings.ProfileOverride declares it
+        value = getattr(ov, key)
         if value is not None:
             changes[key] = tuple(value)
     if ov.default_category is not None:

@@ -33,6 +33,10 @@ class ProfileOverride(_Section):
     config_files: list[str] | None = None
     ok_exit_codes: list[int] | None = None
     version_argv: list[str] | None = None
+    env_keys: list[str] | None = Field(
+        default=None,
+        description="environment variables whose values change the tool's answer (cache key)",
+    )
 
 
 class ChecksSettings(_Section):
