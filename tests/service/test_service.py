@@ -318,21 +318,29 @@ ONLY = '[tiers.{0}]\nmode = "on"\nmax_attempts = 3\n'
 OFF = '[tiers.{0}]\nmode = "off"\n'
 
 
-def test_a_tier_repeats_while_findings_with_one_message_fall(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path) -> None:  # type: ignore[no-untyped-def]
-    # one fix per call; mypy reports all three alike: got "str", expected "int"
-    stand_in(
-        bin_dir,
-        "aider",
-        "import re; p = pathlib.Path('same.py')\n"
-        "p.write_text(re.sub(r'return \"\\w+\"', 'return 1', p.read_text(), count=1))",
-    )
-    config(tmp_path, TYPED + ONLY.format("aider") + OFF.format("codex") + OFF.format("claude"),
-           monkeypatch)  # fmt: skip
-    incident_id = capture(cli, ws, "same.py", THREE_SAME_TYPE_ERRORS, step="typecheck")
+def drive_with_one_tier(cli, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path, agent: str, fixer: str, name: str, text: str) -> tuple[str, str]:  # type: ignore[no-untyped-def]
+    """Only `agent`'s tier on (3 passes), with a stand-in running `fixer`; capture `name`
+    holding `text` and drive it to the end. Returns the incident id and drive's output."""
+    stand_in(bin_dir, agent, fixer)
+    tiers = "".join((ONLY if a == agent else OFF).format(a) for a in ("aider", "codex", "claude"))
+    config(tmp_path, TYPED + tiers, monkeypatch)
+    incident_id = capture(cli, ws, name, text, step="typecheck")
     r = cli("drive", incident_id)
     assert r.code == 0, r.err
-    assert r.out.count("S1_AIDER_RECHECK -> S1_AIDER_FIX") == 2, r.out
-    assert "S1_AIDER_RECHECK -> S_SUCCESS" in r.out, r.out
+    return incident_id, str(r.out)
+
+
+def test_a_tier_repeats_while_findings_with_one_message_fall(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    # one fix per call; mypy reports all three alike: got "str", expected "int"
+    fixer = (
+        "import re; p = pathlib.Path('same.py')\n"
+        "p.write_text(re.sub(r'return \"\\w+\"', 'return 1', p.read_text(), count=1))"
+    )
+    incident_id, out = drive_with_one_tier(
+        cli, ws, tmp_path, monkeypatch, bin_dir, "aider", fixer, "same.py", THREE_SAME_TYPE_ERRORS
+    )
+    assert out.count("S1_AIDER_RECHECK -> S1_AIDER_FIX") == 2, out
+    assert "S1_AIDER_RECHECK -> S_SUCCESS" in out, out
     files = runs(root, incident_id)
     totals = [
         ErrorReport.model_validate(load(files[f"error_report_attempt_{n}.json"])).summary
@@ -354,21 +362,17 @@ THREE_TYPE_ERRORS = (
 
 def test_each_tier_has_its_own_max_attempts(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path) -> None:  # type: ignore[no-untyped-def]
     # codex fixes one distinct finding per call; aider's max_attempts stays the default 1
-    stand_in(
-        bin_dir,
-        "codex",
+    fixer = (
         "sys.stdin.read(); p = pathlib.Path('three.py'); text = p.read_text()\n"
         "for bad, good in (('\"one\"', '1'), ('return 2', 'return \"2\"'), ('3.0', 'True')):\n"
         "    if bad in text:\n"
-        "        p.write_text(text.replace(bad, good)); break",
+        "        p.write_text(text.replace(bad, good)); break"
     )
-    config(tmp_path, TYPED + OFF.format("aider") + ONLY.format("codex") + OFF.format("claude"),
-           monkeypatch)  # fmt: skip
-    incident_id = capture(cli, ws, "three.py", THREE_TYPE_ERRORS, step="typecheck")
-    r = cli("drive", incident_id)
-    assert r.code == 0, r.err
-    assert r.out.count("S2_CODEX_RECHECK -> S2_CODEX_FIX") == 2, r.out
-    assert "S2_CODEX_RECHECK -> S_SUCCESS" in r.out, r.out
+    incident_id, out = drive_with_one_tier(
+        cli, ws, tmp_path, monkeypatch, bin_dir, "codex", fixer, "three.py", THREE_TYPE_ERRORS
+    )
+    assert out.count("S2_CODEX_RECHECK -> S2_CODEX_FIX") == 2, out
+    assert "S2_CODEX_RECHECK -> S_SUCCESS" in out, out
     ctx = ErrorPipelineContext.model_validate(
         load(root.bucket("resolved") / incident_id / "state.json")
     )
