@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,7 +13,7 @@ import pytest
 from incidents import fsutil, store
 from incidents.layout import Root
 from incidents.models import RunResult
-from tests.conftest import run_script, tree
+from tests.conftest import SCRIPTS, run_script, tree
 
 
 def capture(cli, step: str, message: str) -> str:  # type: ignore[no-untyped-def]
@@ -190,3 +192,31 @@ def test_an_incomplete_folder_is_reported_but_left_within_the_grace_period(cli, 
     r = cli("status")
     assert r.code == 0 and str(arriving) in r.err
     assert arriving.is_dir() and not (root.rejected / arriving.name).exists()
+
+
+BASE_PYTHON = getattr(sys, "_base_executable", "") or sys.executable
+
+
+@pytest.mark.skipif(
+    subprocess.run([BASE_PYTHON, "-c", "import typer"], capture_output=True).returncode == 0,
+    reason="the base interpreter has the dependencies itself: nothing to re-run",
+)
+def test_status_and_archive_scripts_run_from_a_python_without_the_dependencies(root: Root) -> None:  # fmt: skip
+    """`python3 scripts/error_status.py` with a python that lacks typer (the shebang's,
+    say) runs again with the checkout's .venv instead of crashing."""
+    env = {"PATH": "/usr/bin:/bin", "INCIDENTS_ROOT": str(root.path), "HOME": str(root.path)}
+    capture = subprocess.run(
+        [BASE_PYTHON, str(SCRIPTS / "error_capture.py"), "--step", "s", "--message", "m"],
+        capture_output=True, text=True, env=env,
+    )  # fmt: skip
+    assert capture.returncode == 0, capture.stderr  # capture needs nothing but the stdlib
+    incident_id = capture.stdout.strip()
+    status = subprocess.run([BASE_PYTHON, str(SCRIPTS / "error_status.py"), incident_id],
+                            capture_output=True, text=True, env=env)  # fmt: skip
+    assert status.returncode == 0 and incident_id in status.stdout, status.stderr
+    archive = subprocess.run(
+        [BASE_PYTHON, str(SCRIPTS / "error_archive.py"), incident_id, "--resolved",
+         "--reason", "fixed by hand"], capture_output=True, text=True, env=env,
+    )  # fmt: skip
+    assert archive.returncode == 0, archive.stderr
+    assert (root.bucket("resolved") / incident_id).is_dir()
