@@ -28,9 +28,13 @@ def test_roots_are_cwd_and_the_folders_a_walk_of_it_misses(tmp_path: Path) -> No
         str(cwd / ".ci/sub/.deep"),  # hidden below a root: that walk skips it
         str(tmp_path / "lib"),  # lib/pkg is a package: its parent is on sys.path
     ]
-    # a package inside cwd rises to the folder below cwd, never to cwd or above it
-    touch(cwd, ".ci/sub/__init__.py", ".ci/__init__.py", "__init__.py")
+    # a hidden package inside cwd rises to the folder below cwd
+    touch(cwd, ".ci/sub/__init__.py", ".ci/__init__.py")
     assert tree_roots(str(cwd), [".ci/sub"]) == [str(cwd), str(cwd / ".ci")]
+    # cwd itself inside a package: imports resolve from above it, as mypy does, so that
+    # is walked too (the hidden folder still on its own: the walk from above skips it)
+    touch(cwd, "__init__.py")
+    assert tree_roots(str(cwd), [".ci/sub"]) == [str(tmp_path), str(cwd / ".ci")]
 
 
 def test_a_hidden_root_is_walked_but_not_the_hidden_folders_below_it(tmp_path: Path) -> None:

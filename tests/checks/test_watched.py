@@ -103,6 +103,30 @@ def test_modules_imported_beside_a_target_outside_cwd_or_hidden(
     flips(tree, [f"{folder}/run.py", "--tools", "mypy"], 0, 1, lambda: write(tree, to_str))
 
 
+def test_a_sibling_package_when_cwd_is_inside_a_package(tmp_path: Path, shared_cache: Path) -> None:
+    """cwd is `proj/pkg` (a package): mypy resolves imports from `proj`, so a sibling
+    package there is read although it is outside cwd."""
+    proj = tmp_path / "proj"
+    write(proj, {"sib/__init__.py": "def f() -> int:\n    return 1\n"})
+    pkg = project(proj / "pkg", shared_cache, {
+        "__init__.py": "", "mod.py": "from sib import f\n\nx: int = f()\n",
+    })  # fmt: skip
+    to_str = {"sib/__init__.py": "def f() -> str:\n    return 'a'\n"}
+    flips(pkg, ["mod.py", "--tools", "mypy"], 0, 1, lambda: write(proj, to_str))
+
+
+def test_a_symlinked_folder_is_followed(tmp_path: Path, shared_cache: Path) -> None:
+    ext = tmp_path / "ext"
+    write(ext, {"lib/__init__.py": "def f() -> int:\n    return 1\n"})
+    tree = project(tmp_path / "proj", shared_cache, {
+        "test_mod.py": "from lib import f\n\nx: int = f()\n\n\ndef test_f() -> None:\n"
+                       "    assert f() == 1\n",
+    })  # fmt: skip
+    (tree / "lib").symlink_to(ext / "lib")
+    to_str = {"lib/__init__.py": "def f() -> str:\n    return 'a'\n"}
+    flips(tree, ["test_mod.py", "--tools", "mypy,pytest"], 0, 1, lambda: write(ext, to_str))
+
+
 # 4. pytest's inifile and conftest.py files above cwd, and an inifile between cwd and tests
 
 XPASS = "import pytest\n\n\n@pytest.mark.xfail\ndef test_x() -> None:\n    pass\n"

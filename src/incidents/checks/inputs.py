@@ -180,11 +180,15 @@ def tree_digest(cwd: str, globs: str, starts: str, others: str = "", skip: str =
     caches, virtualenvs and `skip` (the checks cache) are not walked."""
     patterns = globs.split("\0")
     parts: list[str] = []
+    seen: set[str] = set()  # real folders walked: symlinked folders are followed once
     for root in tree_roots(cwd, starts.split("\0") if starts else []):
-        for folder, dirs, names in os.walk(root):
+        seen.add(os.path.realpath(root))
+        for folder, dirs, names in os.walk(root, followlinks=True):
             dirs[:] = sorted(
-                d for d in dirs if not _skipped_dir(folder, d) and os.path.join(folder, d) != skip
-            )
+                d for d in dirs
+                if not _skipped_dir(folder, d) and os.path.join(folder, d) != skip
+                and _first_visit(os.path.join(folder, d), seen)
+            )  # fmt: skip
             for name in sorted(names):
                 source = any(fnmatch(name, g) for g in patterns)
                 if not source and not others:
@@ -194,6 +198,14 @@ def tree_digest(cwd: str, globs: str, starts: str, others: str = "", skip: str =
                 path = os.path.join(folder, name)
                 parts.append(f"{os.path.relpath(path, cwd)}\0{_tree_entry(path, source)}")
     return make_key(*parts)
+
+
+def _first_visit(path: str, seen: set[str]) -> bool:
+    real = os.path.realpath(path)
+    if real in seen:
+        return False
+    seen.add(real)
+    return True
 
 
 def _tree_entry(path: str, source: bool) -> str:
@@ -208,28 +220,36 @@ def _tree_entry(path: str, source: bool) -> str:
 
 def tree_roots(cwd: str, starts: Iterable[str]) -> list[str]:
     """The folders whose source trees a batch tool reads: cwd, plus the folder of each
-    start (a target's or test's folder) that is outside cwd or that a walk of cwd skips
-    (a hidden folder), raised to the top of its package as mypy and pytest do to put it on
-    sys.path (not to cwd or above for one inside it). A root that a walk of another
-    root covers is dropped."""
+    start (a target's or test's folder) that is outside cwd, that a walk of cwd skips (a
+    hidden folder), or whose package reaches above cwd (cwd inside a package), raised to
+    the top of its package as mypy and pytest do to put it on sys.path. A root that a
+    walk of another root covers is dropped."""
     base = os.path.normpath(cwd)
-    roots = {base}
+    in_package = _is_package(base)
+    roots = {base, _package_top(base, stop=None)} if in_package else {base}
     for start in starts:
         folder = os.path.normpath(os.path.join(base, start))
         inside = _under(folder, base)
-        if inside and not _skipped_below(base, folder):
-            continue
-        while _is_package(folder):
-            parent = os.path.dirname(folder)
-            if parent == folder or (inside and parent == base):
-                break
-            folder = parent
-        roots.add(folder)
+        if inside and _skipped_below(base, folder):  # hidden: walked itself, within cwd
+            roots.add(_package_top(folder, stop=base))
+        if not inside or in_package:  # where its imports resolve, above cwd if need be
+            roots.add(_package_top(folder, stop=None))
     kept: list[str] = []
     for root in sorted(roots, key=len):  # a parent before its children
         if not any(_under(root, k) and not _skipped_below(k, root) for k in kept):
             kept.append(root)
     return sorted(kept)
+
+
+def _package_top(folder: str, stop: str | None) -> str:
+    """The folder a package's imports resolve from (the first one up without an
+    `__init__.py`), or the folder just below `stop`."""
+    while _is_package(folder):
+        parent = os.path.dirname(folder)
+        if parent in (folder, stop):
+            break
+        folder = parent
+    return folder
 
 
 def test_files(cwd: str, entry: str, *globs: str) -> list[tuple[str, str]]:
