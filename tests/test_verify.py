@@ -149,6 +149,41 @@ def test_allowed_tools_cannot_reach_outside_the_workdir(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("command", "reason"),
+    [  # the spellings the tools' own parsers accept
+        (
+            "pytest '-opythonpath=. /tmp/evil' -pevilmod",
+            "option -o of pytest is not run from incidents",
+        ),
+        ("pytest -pevilmod tests", "option -p of pytest is not run from incidents"),
+        ("pytest -vp evilmod tests", "option -p of pytest is not run from incidents"),
+        (
+            "mypy --python-exec rm ok.py",
+            "option --python-executable of mypy is not run from incidents",
+        ),
+        (
+            "python3 -m mypy --python-e=sh ok.py",
+            "option --python-executable of mypy is not run from incidents",
+        ),
+        (
+            "pytest --pdbcls=evil:Pdb --pdb tests",
+            "option --pdbcls of pytest is not run from incidents",
+        ),
+        ("pytest --pyarg evil", "option --pyargs of pytest is not run from incidents"),
+        (
+            "pytest --junitxml=$HOME/x.xml tests",
+            "argument '--junitxml=$HOME/x.xml' asks for $ or ~ expansion",
+        ),
+        ("pytest --basetemp=~/x tests", "argument '--basetemp=~/x' asks for $ or ~ expansion"),
+    ],
+)
+def test_risky_options_are_refused_however_they_are_spelled(
+    tmp_path: Path, command: str, reason: str
+) -> None:
+    assert refused([command], workdir=tmp_path) == [reason]
+
+
 def test_nothing_is_contained_in_a_workdir_of_slash_and_a_nul_is_refused(tmp_path: Path) -> None:
     assert refused(["python3 tmp/x.py"], workdir=Path("/")) == [
         "the workdir is / (nothing would be contained)"

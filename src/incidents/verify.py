@@ -15,8 +15,11 @@ Commands are data from files on disk, so:
   Code inside the workdir may run (re-running the project's own tests is the point), but
   nothing outside it: every argument or option value that names a path must resolve
   inside the workdir (symlinks followed), options that run another program or load code
-  from anywhere (`mypy --python-executable`, `pytest -p/-o/--pyargs`) are refused, and a
-  workdir of `/` contains nothing, so it is refused;
+  from anywhere (`mypy --python-executable`, `pytest -p/-o/--pyargs/--pdbcls`) are refused
+  in every spelling the tools accept (clustered, value attached, abbreviated), `$` and `~`
+  (which some tools expand) are refused, and a workdir of `/` contains nothing, so it is
+  refused. Config files a tool finds above the workdir are the host's, not the
+  incident's, and are read as the tool reads them;
 - a refused command means nothing runs: the caller escalates with `escalation_reason`.
 
 Outcomes:
@@ -196,11 +199,27 @@ def python_invocation(args: list[str]) -> tuple[str, str, list[str]]:
 
 
 # Options of the allowed tools that run another program or load code from anywhere (not
-# only from the workdir): an incident file must not be able to reach them.
-_RISKY_OPTIONS = {
+# only from the workdir): an incident file must not reach them, in any spelling their
+# parsers accept: a short option clustered or with its value attached (`-pevil`, `-vp x`),
+# a long one abbreviated (`--python-exec`, argparse takes any unique prefix).
+_RISKY_SHORT = {"pytest": frozenset("po")}
+_RISKY_LONG = {
     "mypy": frozenset({"--python-executable"}),
-    "pytest": frozenset({"-p", "--pyargs", "-o", "--override-ini"}),
+    "pytest": frozenset({"--pyargs", "--override-ini", "--pdbcls"}),
 }
+
+
+def _risky(tool: str, arg: str) -> str | None:
+    """The risky option `arg` is a spelling of, if any."""
+    if arg.startswith("--"):
+        name = arg.split("=", 1)[0]
+        if len(name) > 3:
+            return next((o for o in _RISKY_LONG.get(tool, ()) if o.startswith(name)), None)
+        return None
+    if arg.startswith("-") and len(arg) > 1:
+        letter = next((c for c in arg[1:] if c in _RISKY_SHORT.get(tool, ())), None)
+        return f"-{letter}" if letter else None
+    return None
 
 
 def _tool(program: str) -> str:
@@ -232,11 +251,13 @@ def _outside(value: str, workdir: Path) -> bool:
 def _refuse_args(
     command: str, program: str, tool: str, args: list[str], workdir: Path | None
 ) -> Refusal | None:
-    risky = _RISKY_OPTIONS.get(tool, frozenset())
     for arg in args:
-        option = arg.split("=", 1)[0]
-        if option in risky:
+        option = _risky(tool, arg)
+        if option is not None:
             return Refusal(command, program, f"option {option} of {tool} is not run from incidents")
+        if "$" in arg or arg.startswith("~") or "=~" in arg:
+            # tools expand these themselves in some values (pytest --junitxml, mypy paths)
+            return Refusal(command, program, f"argument {arg!r} asks for $ or ~ expansion")
         if workdir is None:
             continue
         for value in _values(arg):
