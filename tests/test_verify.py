@@ -176,6 +176,15 @@ def test_allowed_tools_cannot_reach_outside_the_workdir(tmp_path: Path) -> None:
             "argument '--junitxml=$HOME/x.xml' asks for $ or ~ expansion",
         ),
         ("pytest --basetemp=~/x tests", "argument '--basetemp=~/x' asks for $ or ~ expansion"),
+        # bytecode for every import read from elsewhere
+        (
+            "python3 -X pycache_prefix=/tmp/evil ok.py",
+            "interpreter option -X pycache_prefix=/tmp/evil is not run from incidents",
+        ),
+        (
+            "python3 -Xpycache_prefix=/tmp/evil -m pytest",
+            "interpreter option -X pycache_prefix=/tmp/evil is not run from incidents",
+        ),
     ],
 )
 def test_risky_options_are_refused_however_they_are_spelled(

@@ -166,19 +166,20 @@ _PY_VALUE_OPTS = frozenset("WX")
 _PY_LONG_VALUE_OPTS = frozenset({"--check-hash-based-pycs"})
 
 
-def python_invocation(args: list[str]) -> tuple[str, str, list[str]]:
-    """What `python ARGS` runs and the arguments it passes on: ("code", CODE, rest),
-    ("module", NAME, rest), ("stdin", "-", rest), ("script", PATH, rest) or ("none", "", [])
-    (`python -V`). Parsed as CPython parses it, so an option value (`-W ignore -c ...`)
-    cannot hide what follows."""
+def python_invocation(args: list[str]) -> tuple[str, str, list[str], list[str]]:
+    """What `python ARGS` runs, the arguments it passes on, and the interpreter's `-X`
+    options: ("code", CODE, rest, xs), ("module", NAME, rest, xs), ("stdin", "-", rest,
+    xs), ("script", PATH, rest, xs) or ("none", "", [], xs) (`python -V`). Parsed as
+    CPython parses it, so an option value (`-W ignore -c ...`) cannot hide what follows."""
+    xs: list[str] = []
     i = 0
     while i < len(args):
         arg = args[i]
         if arg == "-":
-            return "stdin", arg, args[i + 1 :]
+            return "stdin", arg, args[i + 1 :], xs
         if arg == "--" or not arg.startswith("-"):
             rest = args[i + 1 :] if arg == "--" else args[i:]
-            return ("script", rest[0], rest[1:]) if rest else ("none", "", [])
+            return ("script", rest[0], rest[1:], xs) if rest else ("none", "", [], xs)
         if arg.startswith("--"):
             name = arg.split("=", 1)[0]
             i += 2 if name in _PY_LONG_VALUE_OPTS and "=" not in arg else 1
@@ -190,12 +191,22 @@ def python_invocation(args: list[str]) -> tuple[str, str, list[str]]:
                     i += 1
                     value = args[i] if i < len(args) else ""
                 if flag == "c":
-                    return "code", value, args[i + 1 :]
+                    return "code", value, args[i + 1 :], xs
                 if flag == "m":
-                    return "module", value, args[i + 1 :]
+                    return "module", value, args[i + 1 :], xs
+                if flag == "X":
+                    xs.append(value)
                 break
         i += 1
-    return "none", "", []
+    return "none", "", [], xs
+
+
+# `-X` options that only change diagnostics or text handling. Others can point the
+# interpreter elsewhere (`-X pycache_prefix=DIR` loads bytecode from DIR for every import).
+_SAFE_X = frozenset(
+    {"dev", "utf8", "importtime", "faulthandler", "tracemalloc", "showrefcount",
+     "no_debug_ranges", "warn_default_encoding", "frozen_modules", "int_max_str_digits"}
+)  # fmt: skip
 
 
 # Options of the allowed tools that run another program or load code from anywhere (not
@@ -269,7 +280,12 @@ def _refuse_args(
 def _refuse_python(
     command: str, program: str, args: list[str], allow: _Allowlist, workdir: Path | None
 ) -> Refusal | None:
-    kind, value, rest = python_invocation(args)
+    kind, value, rest, xs = python_invocation(args)
+    unsafe = next((x for x in xs if x.split("=", 1)[0] not in _SAFE_X), None)
+    if unsafe is not None:
+        return Refusal(
+            command, program, f"interpreter option -X {unsafe} is not run from incidents"
+        )
     if kind == "code":
         return Refusal(command, program, "inline code (python -c) is not run from incidents")
     if kind == "stdin":
