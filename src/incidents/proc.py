@@ -15,6 +15,8 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from incidents.fsutil import atomic_write_bytes
+
 DEFAULT_OUTPUT_CAP = 4 << 20
 
 
@@ -136,10 +138,8 @@ def run(
 
 
 def _record(pidfile: str | os.PathLike[str], pid: int) -> None:
-    tmp = f"{os.fspath(pidfile)}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="ascii") as fh:
-        fh.write(f"{pid} {_start_time(pid) or ''}\n")
-    os.replace(tmp, pidfile)
+    record = f"{pid} {_start_time(pid) or ''}\n".encode("ascii")
+    atomic_write_bytes(pidfile, record, durable=False)  # a crash-time hint, rebuilt per run
 
 
 def _finish(
