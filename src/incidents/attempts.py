@@ -18,14 +18,18 @@ VERDICT_FIELDS = ("finished_at", "verification_passed", "result", "state", "repo
 MACHINE = "incidents"
 
 
+def _fixes_applied(ctx: ErrorPipelineContext) -> int:
+    return int(ctx.mechanical_fix_applied) + len(ctx.ai_attempts)
+
+
 def attempt_iteration(ctx: ErrorPipelineContext) -> int:
     """The iteration whose recheck is running or last ran (fixes applied so far)."""
-    return max(1, int(ctx.mechanical_fix_applied) + len(ctx.ai_attempts))
+    return max(1, _fixes_applied(ctx))
 
 
 def waiting_iteration(ctx: ErrorPipelineContext) -> int:
     """The iteration an agent working a handed-off incident is doing now."""
-    return int(ctx.mechanical_fix_applied) + len(ctx.ai_attempts) + 1
+    return _fixes_applied(ctx) + 1
 
 
 def path_for(runs_dir: Path, iteration: int) -> Path:

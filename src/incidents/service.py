@@ -20,9 +20,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from incidents import fsutil, leases, mirror, pause, planner, proc, quarantine, store
+from incidents import attempts, fsutil, leases, mirror, pause, planner, proc, quarantine, store
 from incidents import policy as policy_mod
-from incidents.attempts import attempt_iteration, merge_skill_attempt
 from incidents.classify import code_of_findings
 from incidents.errors import IncidentsError, InvalidDocument, LockBusy, NotFound, Paused
 from incidents.fsm import (
@@ -367,8 +366,8 @@ class Tick:
         """attempt_NN.json after each fix-and-recheck (seed 004), numbered by fix iterations.
         A skill's own record of the same iteration (`incidents attempt`) is kept: the
         machine adds its canonical verdict to it instead of replacing it."""
-        iteration = attempt_iteration(ctx)
-        path = self.artifact(f"attempt_{iteration:02d}.json")
+        iteration = attempts.attempt_iteration(ctx)
+        path = self.artifact(attempts.path_for(self.runs, iteration).name)
         after = ctx.pending.new_state if ctx.pending else ctx.current_state
         peek = decide_next_action(ctx.model_copy(update={"current_state": after, "pending": None}))
         result = {
@@ -394,7 +393,7 @@ class Tick:
         }
         from incidents.models import Attempt
 
-        merged = merge_skill_attempt(path, doc)
+        merged = attempts.merge_skill_attempt(path, doc)
         fsutil.atomic_write_json(path, Attempt.model_validate(merged).model_dump(mode="json"))
 
     def autofix(self, incident: dict[str, Any], ctx: ErrorPipelineContext) -> None:
