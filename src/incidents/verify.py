@@ -340,6 +340,7 @@ def check_allowed(
 ) -> list[Refusal]:
     """Every command that must not run, with why. Empty list: all may run."""
     allow = _allowlist(settings, proc.minimal_env()["PATH"])
+    whole_disk = workdir is not None and _real(str(workdir)) == os.sep
     refusals: list[Refusal] = []
     for command in commands:
         try:
@@ -348,7 +349,7 @@ def check_allowed(
             refusals.append(Refusal(command, "", f"cannot split into arguments: {exc}"))
             continue
         refusal = _refuse(command, argv, allow, workdir)
-        if refusal is None and workdir is not None and _real(str(workdir)) == os.sep:
+        if refusal is None and whole_disk:
             refusal = Refusal(command, argv[0], "the workdir is / (nothing would be contained)")
         if refusal is not None:
             refusals.append(refusal)
