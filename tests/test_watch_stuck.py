@@ -22,7 +22,11 @@ from tests.test_watch_helpers import (
     workspace,
 )
 
-SLOW_CHECK = "import time\ntime.sleep(3)\nprint('downloaded')\n"
+# it leaves a mark when it starts: the watcher journals no intent for a check
+SLOW_CHECK = (
+    "import pathlib, time\npathlib.Path('check-started').touch()\n"
+    "time.sleep(3)\nprint('downloaded')\n"
+)
 
 
 def test_a_stuck_watcher_is_taken_over_and_its_late_commit_refused(tmp_path: Path) -> None:
@@ -36,9 +40,7 @@ def test_a_stuck_watcher_is_taken_over_and_its_late_commit_refused(tmp_path: Pat
     b = None
     try:
         # A is inside the slow baseline check (its verification command sleeps 3 s)
-        assert wait_until(lambda: (root.inbox / incident_id / "state.json").exists(), 30)
-        state = root.inbox / incident_id / "state.json"
-        assert wait_until(lambda: '"RUN_PIPELINE"' in state.read_text(), 30)
+        assert wait_until(lambda: (tmp_path / "work" / "dl" / "check-started").exists(), 30)
         a.send_signal(signal.SIGSTOP)
         stopped_at = time.monotonic()
         b = start_watch(tmp_path, "--workers", "1", "--poll", "0.5")

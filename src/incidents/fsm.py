@@ -8,7 +8,11 @@ Protocol (the step service follows it exactly; one tick = at most one step):
    replaced since PLAN is what the next check runs.
 2. `na = decide_next_action(ctx)`. If `not is_actionable(na, now)` (WAIT_INPUT, NONE, or
    `na.not_before` still in the future) the tick ends: nothing is written.
-3. `ctx.begin_step(na.action, na.new_state, now)`; persist. (The intent journal.)
+3. `ctx.begin_step(na.action, na.new_state, now)`; persist it when the action changes the
+   workdir (autofix, a fixer call, a handoff). That is the intent journal: such a redo
+   must find the step it began. PLAN, RUN_PIPELINE, WAIT_RETRY and the closing actions
+   need none: their artifacts are keyed by the step and reused, or they change only the
+   context, so a redo after a crash decides and writes exactly the same.
 4. Perform `na.action` (the entry action of `na.new_state`), writing its artifacts keyed
    by `ctx.step` (report label from `report_label`), then record its outcome with the one
    matching `ctx` method (table below), then `ctx.complete_step()`; persist once,

@@ -44,6 +44,12 @@ Clock = Callable[[], datetime]
 AGENT_OF: dict[Action, str] = {t.call: t.agent for t in TIERS}
 TIER_NUMBER: dict[str, int] = {t.agent: t.attempt_number for t in TIERS}
 AGENT_OF_FIX: dict[State, str] = {t.fix: t.agent for t in TIERS}
+# the actions whose intent is written before they run (fsm's protocol, step 3): they change
+# the workdir and their decision may rest on inputs that move (budgets), so a redo must
+# find the step they began. The others redo identically: their artifacts are keyed by the
+# step and reused, or they only change the context. Skipping their intent saves a file
+# replacement per tick: replacing files is the watcher's main cost (README, benchmarks).
+JOURNALED = frozenset({Action.MECHANICAL_AUTOFIX, Action.AWAIT_HANDOFF, *AGENT_OF})
 
 
 def utc_now() -> datetime:
@@ -219,7 +225,8 @@ class Tick:
                     waiting=na.action is Action.WAIT_INPUT, not_before=na.not_before, idle=True,
                 )  # fmt: skip
             ctx.begin_step(na.action, na.new_state, now)
-            self.persist(ctx, durable=False)
+            if na.action in JOURNALED:
+                self.persist(ctx, durable=False)
         self.perform(na, incident, ctx, now)
         ctx.complete_step()
         self.persist(ctx)
