@@ -186,6 +186,58 @@ def test_a_second_connect_keeps_the_first_connections_locks(tmp_path: Path) -> N
         kept.close()
 
 
+def test_shared_keeps_one_connection_per_process_and_thread(tmp_path: Path) -> None:
+    import threading
+
+    db = tmp_path / "m.sqlite3"
+    with mirror.shared(db) as first, mirror.write(first):
+        first.execute("INSERT INTO meta (key, value) VALUES ('k', 'v')")
+    with mirror.shared(db) as second:
+        assert second is first  # a watcher's worker does not connect on every tick
+        assert second.execute("SELECT value FROM meta WHERE key = 'k'").fetchone() == ("v",)
+    other: list[object] = []
+
+    def in_a_thread() -> None:
+        with mirror.shared(db) as conn:
+            other.append(conn)
+            assert conn.execute("SELECT value FROM meta WHERE key = 'k'").fetchone() == ("v",)
+
+    thread = threading.Thread(target=in_a_thread)
+    thread.start()
+    thread.join()
+    assert other and other[0] is not first  # sqlite3 connections stay in their thread
+
+
+def test_shared_reconnects_when_the_database_was_replaced_or_removed(tmp_path: Path) -> None:
+    db = tmp_path / "m.sqlite3"
+    with mirror.shared(db) as first:
+        first.execute("SELECT 1").fetchone()
+    delete_db(db)  # the mirror is derivable: a user may delete it at any time
+    with mirror.shared(db) as second, mirror.write(second):
+        assert second is not first
+        second.execute("INSERT INTO meta (key, value) VALUES ('after', 'x')")
+    check = mirror.connect(db)
+    try:  # written to the file that is there now, not to the deleted one
+        assert check.execute("SELECT value FROM meta WHERE key = 'after'").fetchone() == ("x",)
+    finally:
+        check.close()
+    for suffix in ("", "-wal", "-shm"):  # moved aside, as reindex does with a corrupt one
+        if Path(f"{db}{suffix}").exists():
+            os.rename(f"{db}{suffix}", tmp_path / f"aside.sqlite3{suffix}")
+    with mirror.shared(db) as third:
+        assert third is not second
+        assert third.execute("SELECT count(*) FROM meta WHERE key = 'after'").fetchone() == (0,)
+
+
+def test_shared_drops_a_connection_whose_caller_failed(tmp_path: Path) -> None:
+    db = tmp_path / "m.sqlite3"
+    with pytest.raises(RuntimeError), mirror.shared(db) as first:
+        raise RuntimeError("in an unknown state now")
+    with mirror.shared(db) as second:
+        assert second is not first
+        assert second.execute("SELECT 1").fetchone() == (1,)
+
+
 def test_statements_split_keeps_each_statement_whole() -> None:
     script = "CREATE TABLE a (x TEXT DEFAULT ';');\n-- note\nCREATE INDEX i ON a (x);\n"
     assert [s.strip() for s in mirror._statements(script)] == [

@@ -56,6 +56,7 @@ __all__ = [
     "budget_used",
     "bump_error",
     "connect",
+    "shared",
     "count_by",
     "escalations_since",
     "events_for",
@@ -344,6 +345,62 @@ def connect(db_path: Path, *, busy_timeout_ms: int = 5000) -> sqlite3.Connection
         conn.close()
         raise
     return conn
+
+
+# one open connection per (process, thread, database), for callers that write often (the
+# watcher's worker ticks): a connect is a file check, five pragmas and a schema check
+_SHARED: dict[tuple[int, int, str], tuple[sqlite3.Connection, tuple[int, int]]] = {}
+_SHARED_MAX = 4
+
+
+def _identity(db_path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(db_path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+@contextmanager
+def shared(db_path: Path) -> Iterator[sqlite3.Connection]:
+    """A connection kept open across calls in this process and thread (do not close it).
+
+    It is reopened when the database file was replaced or removed since (`reindex`, a
+    corrupt mirror moved aside), and dropped when a body raises, so a connection in an
+    unknown state is never reused. Only a few databases are kept open at once.
+    """
+    import threading
+
+    db_path = Path(db_path)
+    key = (os.getpid(), threading.get_ident(), str(db_path))
+    cached = _SHARED.get(key)
+    if cached is not None and cached[1] != _identity(db_path):
+        _drop_shared(key)
+        cached = None
+    if cached is None:
+        conn = connect(db_path)
+        ident = _identity(db_path)
+        if ident is None:  # removed between connect and stat: use once, do not keep
+            try:
+                yield conn
+            finally:
+                conn.close()
+            return
+        while len(_SHARED) >= _SHARED_MAX:
+            _drop_shared(next(iter(_SHARED)))
+        cached = _SHARED[key] = (conn, ident)
+    try:
+        yield cached[0]
+    except BaseException:
+        _drop_shared(key)
+        raise
+
+
+def _drop_shared(key: tuple[int, int, str]) -> None:
+    entry = _SHARED.pop(key, None)
+    if entry is not None and key[0] == os.getpid():  # a forked child never closes its parent's
+        with contextlib.suppress(sqlite3.Error):
+            entry[0].close()
 
 
 def _retry_busy(action: Callable[[], T], busy_timeout_ms: int) -> T:
@@ -876,14 +933,15 @@ def save_workstream(
     run_id: str,
     ws_id: str,
     current_state: str,
-    context_json: str,
+    context_json: str | dict[str, Any],
     *,
     updated_at: str | None = None,
 ) -> None:
-    """Store the FSM context as `metadata_json.error_pipeline`; mirror its state onto the
-    incident's row. The metadata is exactly `{"error_pipeline": context}` so that `reindex`
-    rebuilds it from `state.json` (do not keep anything else there)."""
-    context = json.loads(context_json)
+    """Store the FSM context (JSON text, or the dict it parses to) as
+    `metadata_json.error_pipeline`; mirror its state onto the incident's row. The metadata
+    is exactly `{"error_pipeline": context}` so that `reindex` rebuilds it from `state.json`
+    (do not keep anything else there)."""
+    context = json.loads(context_json) if isinstance(context_json, str) else context_json
     if not isinstance(context, dict):
         raise ValueError("context_json must be a JSON object")
     _, not_before, waiting = _state_fields(context)

@@ -230,8 +230,9 @@ class Tick:
         self.perform(na, incident, ctx, now)
         ctx.complete_step()
         self.persist(ctx)
-        self.after_commit(old, na, ctx)
-        if is_terminal(ctx.current_state):
+        terminal = is_terminal(ctx.current_state)
+        self.after_commit(old, na, ctx, sync=not terminal)  # the close syncs the mirror once
+        if terminal:
             return self.close(incident, ctx, old, na)
         return StepOutcome(
             self.id, old, ctx.current_state.value, na.action.value, na.reason,
@@ -496,7 +497,9 @@ class Tick:
 
     # after the commit --------------------------------------------------------------------
 
-    def after_commit(self, old: State, na: NextAction, ctx: ErrorPipelineContext) -> None:
+    def after_commit(
+        self, old: State, na: NextAction, ctx: ErrorPipelineContext, *, sync: bool = True
+    ) -> None:
         # a copy of state.json's attempts for readers: written when it changed, not per
         # tick, and not at all before the first attempt (the quarantine bundle has its own)
         path = self.runs / "ai_attempts.json"
@@ -525,20 +528,16 @@ class Tick:
         )
         if na.action in AGENT_OF:
             self.events.append(("ai_action_required", {"agent": AGENT_OF[na.action]}))
-        self.sync_mirror(ctx)
+        if sync:
+            self.sync_mirror(ctx)
 
     def sync_mirror(self, ctx: ErrorPipelineContext | None) -> None:
         try:
-            conn = mirror.connect(self.root.db_path)
-        except Exception as exc:  # the mirror is derivable; a failure here must not stop work
-            store.warn_mirror(exc)
-            return
-        try:
-            with mirror.write(conn):
+            with mirror.shared(self.root.db_path) as conn, mirror.write(conn):
                 if ctx is not None:
                     mirror.save_workstream(
                         conn, ctx.run_id, self.id, ctx.current_state.value,
-                        ctx.model_dump_json(),
+                        ctx.model_dump(mode="json"),
                     )  # fmt: skip
                 mirror.refresh(conn, self.root, self.id)
                 if self.report_label and ctx is not None:
@@ -551,10 +550,8 @@ class Tick:
                 for event, payload in self.events:
                     mirror.add_event(conn, self.id, event, payload)
             self.events = []
-        except Exception as exc:
+        except Exception as exc:  # the mirror is derivable; a failure here must not stop work
             store.warn_mirror(exc)
-        finally:
-            conn.close()
 
     def close(
         self,
@@ -617,17 +614,14 @@ class Tick:
 
     def history(self, incident: dict[str, Any]) -> planner.SignatureHistory:
         try:
-            conn = mirror.connect(self.root.db_path)
+            with mirror.shared(self.root.db_path) as conn:
+                rows = conn.execute(
+                    "SELECT bucket, count(*) FROM incidents WHERE signature = ? "
+                    "AND incident_id != ? GROUP BY bucket",
+                    (incident["error_signature"], self.id),
+                ).fetchall()
         except Exception:
             return planner.SignatureHistory()
-        try:
-            rows = conn.execute(
-                "SELECT bucket, count(*) FROM incidents WHERE signature = ? AND incident_id != ? "
-                "GROUP BY bucket",
-                (incident["error_signature"], self.id),
-            ).fetchall()
-        finally:
-            conn.close()
         counts = {b: n for b, n in rows}
         return planner.SignatureHistory(
             occurrences=sum(counts.values()),
@@ -637,16 +631,13 @@ class Tick:
 
     def budget_used(self, signature: str) -> int:
         try:
-            conn = mirror.connect(self.root.db_path)
+            with mirror.shared(self.root.db_path) as conn:
+                row = conn.execute(
+                    "SELECT attempts_used FROM errors WHERE signature = ?", (signature,)
+                ).fetchone()
         except Exception:
             return 0
-        try:
-            row = conn.execute(
-                "SELECT attempts_used FROM errors WHERE signature = ?", (signature,)
-            ).fetchone()
-            return int(row[0]) if row and row[0] is not None else 0
-        finally:
-            conn.close()
+        return int(row[0]) if row and row[0] is not None else 0
 
 
 def _budget_matters(na: NextAction) -> bool:
