@@ -212,6 +212,21 @@ def test_allow_extends_by_name_and_rejects_relative_paths() -> None:
         VerifySettings.model_validate({"alow": ["x"]})
 
 
+def test_the_allowlist_follows_its_settings_and_path_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The resolved allowlist is kept a few seconds (a watcher checks every incident), but
+    never across a change of `allow` or of PATH."""
+    assert refused(["make check"]) == ["program 'make' is not on the allowlist"]
+    assert refused(["make check"], VerifySettings(allow=["make"])) == []
+    assert refused(["make check"]) == ["program 'make' is not on the allowlist"]
+    bin_dir = on_path(tmp_path, monkeypatch)
+    ruff = str(bin_dir / stand_in(bin_dir, "ruff", "sys.exit(0)"))
+    assert refused([f"{ruff} check ."]) == []  # the ruff that PATH leads to
+    monkeypatch.setenv("PATH", os.defpath)  # PATH no longer leads there
+    assert refused([f"{ruff} check ."]) == [f"program {ruff!r} is not on the allowlist"]
+
+
 def test_collect_commands_merges_incident_and_plan() -> None:
     inc = {"verify": ["pytest -q", "ruff check .", 3, ""]}
     assert collect_commands(inc, ["ruff check .", "mypy src"]) == [

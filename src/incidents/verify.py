@@ -40,6 +40,7 @@ import re
 import shlex
 import shutil
 import sys
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -140,7 +141,25 @@ class _Allowlist:
     pythons: frozenset[str]  # realpaths of the interpreters among them
 
 
+_ALLOWLIST_TTL_S = 5.0
+_allowlists: dict[tuple[tuple[str, ...], str, str], tuple[float, _Allowlist]] = {}
+
+
 def _allowlist(settings: VerifySettings, search_path: str) -> _Allowlist:
+    """The allowlist resolved on `search_path`, kept a few seconds: a watcher checks every
+    incident's commands, and resolving means a dozen PATH searches and realpaths."""
+    key = (tuple(settings.allow), search_path, os.getcwd())
+    now = time.monotonic()
+    cached = _allowlists.get(key)
+    if cached is not None and now - cached[0] < _ALLOWLIST_TTL_S:
+        return cached[1]
+    allow = _resolve_allowlist(settings, search_path)
+    _allowlists.clear()  # one settings and PATH per process in practice
+    _allowlists[key] = (now, allow)
+    return allow
+
+
+def _resolve_allowlist(settings: VerifySettings, search_path: str) -> _Allowlist:
     names = set(DEFAULT_PROGRAMS)
     pythons = {_real(sys.executable)}
     base = getattr(sys, "_base_executable", None)
