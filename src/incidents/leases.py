@@ -61,11 +61,26 @@ def _dir(root: Root) -> Path:
     return path
 
 
+_LOCKS: dict[str, FileLock] = {}
+
+
+def _lock(path: str) -> FileLock:
+    """One lock object per lock file and process: a worker takes the guard of the same
+    incident several times per tick, and building a `FileLock` costs as much as taking it.
+    (Its state is per thread, so threads still exclude each other.)"""
+    lock = _LOCKS.get(path)
+    if lock is None:
+        if len(_LOCKS) >= 256:
+            _LOCKS.clear()
+        lock = _LOCKS[path] = FileLock(path)
+    return lock
+
+
 @contextmanager
 def _guard(root: Root, incident_id: str, timeout_s: float = 10.0) -> Iterator[Path]:
     path = _dir(root) / f"{validate_id(incident_id)}.json"
     try:
-        with FileLock(str(path) + ".lock", timeout=timeout_s):
+        with _lock(str(path) + ".lock").acquire(timeout=timeout_s):
             yield path
     except Timeout as exc:
         raise LockBusy(f"lease of {incident_id} is busy (waited {timeout_s:g}s)") from exc
