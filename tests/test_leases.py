@@ -53,6 +53,24 @@ def test_release_frees_and_keeps_the_file(r: Root) -> None:
     assert b is not None and b.generation == 2
 
 
+def test_releasing_the_lease_of_a_closed_incident_removes_its_record(r: Root) -> None:
+    t = [1000.0]
+    a = leases.acquire(r, "inc1", "A", ttl_s=5, clock=lambda: t[0])
+    assert a is not None
+    t[0] += 10
+    b = leases.acquire(r, "inc1", "B", ttl_s=5, clock=lambda: t[0])
+    assert b is not None
+    leases.release(r, a, closed=True)  # a lost lease removes nothing
+    assert leases.read(r, "inc1") == b
+    leases.release(r, b, closed=True)
+    path = r.state / "leases" / "inc1.json"
+    assert not path.exists() and path.with_name("inc1.json.lock").exists()
+    c = leases.acquire(r, "inc1", "C")  # requeued later: a new holder, fenced from the old
+    assert c is not None
+    with pytest.raises(LeaseLost):
+        leases.check(r, b)
+
+
 def test_the_lease_of_a_dead_local_process_is_free_at_once(r: Root) -> None:
     code = (
         "import sys; from incidents import leases; from incidents.layout import Root; "

@@ -40,6 +40,9 @@ def test_until_idle_closes_clean_and_fixable(tmp_path: Path, root: Root) -> None
     assert {i: places(root)[i] for i in ids} == {i: ["error_archive/resolved"] for i in ids}
     assert '"event": "terminal"' in done.stderr
     assert mirror_rows(root) == {i: "resolved" for i in ids}
+    # an archived incident's lease record goes with it; its lock file stays
+    assert [p.name for p in (root.state / "leases").iterdir() if p.suffix == ".json"] == []
+    assert (root.state / "pending").is_dir() and list((root.state / "pending").iterdir()) == []
 
 
 def test_200_incidents_dropped_while_watching_all_close(tmp_path: Path, root: Root) -> None:

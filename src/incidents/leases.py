@@ -5,8 +5,9 @@ expires_at. It is read and changed only under a short `filelock` critical sectio
 a stuck holder (SIGSTOPped, hung) never blocks anyone past its expiry: another process
 takes the lease over with generation + 1. Every commit a worker makes checks that the
 lease it holds still has its generation (fencing): a late commit from a process whose
-lease was taken over is refused with `LeaseLost`. Lease files are never deleted;
-releasing one sets its expiry to zero.
+lease was taken over is refused with `LeaseLost` (generation and owner must both match).
+Releasing a lease sets its expiry to zero; the lease of an incident that was just archived
+is removed instead. The lock files beside them are never deleted.
 
 Lease files are replaced atomically but not fsynced: a killed process leaves the old or
 the new file (the rename is atomic whatever the disk does), and only a power cut can
@@ -171,13 +172,19 @@ def check(root: Root, lease: Lease) -> None:
         _check(root, lease)
 
 
-def release(root: Root, lease: Lease) -> None:
-    """Give the lease up (expiry 0, same generation); a lost lease is left alone."""
+def release(root: Root, lease: Lease, *, closed: bool = False) -> None:
+    """Give the lease up (expiry 0, same generation); a lost lease is left alone.
+    `closed`: the incident was archived, so its lease record is removed instead: nobody
+    takes an archived incident's lease, and a generation only has to outlive its holders
+    (a late commit is refused for its owner too). The lock file stays."""
     with _guard(root, lease.incident_id) as path:
         current = read(root, lease.incident_id)
         if current is None or current.generation != lease.generation:
             return
-        _write(path, Lease(**{**asdict(lease), "expires_at": 0.0}))
+        if closed:
+            path.unlink(missing_ok=True)
+        else:
+            _write(path, Lease(**{**asdict(lease), "expires_at": 0.0}))
 
 
 @contextmanager

@@ -123,6 +123,7 @@ def _pickup(root: Root, cfg: Config, incident_id: str) -> Pickup:
     if lease is None:
         return Pickup(incident_id, "busy")
     recovered = False
+    closed = False
     try:
         try:
             where, _ = root.locate(incident_id)
@@ -145,6 +146,7 @@ def _pickup(root: Root, cfg: Config, incident_id: str) -> Pickup:
             if result is None and pause.current(root) is not None:
                 result = "paused"
             if result is not None:
+                closed = outcome.archived_to is not None
                 return Pickup(
                     incident_id, result, state=outcome.new_state, ticks=ticks,
                     not_before=nb, detail=outcome.reason if result == "idle" else "",
@@ -157,7 +159,7 @@ def _pickup(root: Root, cfg: Config, incident_id: str) -> Pickup:
         return Pickup(incident_id, "rejected", detail=str(exc), recovered=recovered)
     finally:
         with contextlib.suppress(IncidentsError, OSError):
-            leases.release(root, lease)
+            leases.release(root, lease, closed=closed)
 
 
 def _result_of(terminal: bool, waiting: bool, not_before: float | None, idle: bool) -> str | None:
