@@ -75,13 +75,17 @@ def atomic_write_bytes(
         fsync_dir(directory)
 
 
-def atomic_replace_files(directory: str | os.PathLike[str], files: list[tuple[str, bytes]]) -> None:
+def atomic_replace_files(
+    directory: str | os.PathLike[str], files: list[tuple[str, bytes]], *, sync_dir: bool = True
+) -> None:
     """`atomic_write_bytes` for several files of one folder, in order, with one fsync of
     the folder at the end instead of one per file: each file is fsynced before its
-    rename, so each is old-or-new, and a crash between two leaves a prefix replaced."""
+    rename, so each is old-or-new, and a crash between two leaves a prefix replaced.
+    `sync_dir=False` leaves the folder's fsync to a caller that commits in it next."""
     for name, data in files:
         _replace(os.path.join(directory, name), data, 0o600, True)
-    fsync_dir(directory)
+    if sync_dir:
+        fsync_dir(directory)
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:

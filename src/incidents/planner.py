@@ -306,13 +306,16 @@ def load_plan(root: Root, incident_id: str) -> Plan | None:
 
 
 def apply_plan(
-    root: Root, folder: Path, incident: dict[str, Any], plan: Plan
+    root: Root, folder: Path, incident: dict[str, Any], plan: Plan, *, sync_dir: bool = True
 ) -> tuple[Path, dict[str, Any]]:
     """Write `plan` and move a `new` incident to `planned`. The caller holds the incident's
-    lock (`store.incident_lock`). Returns the plan.json path and the incident document."""
+    lock (`store.incident_lock`). Returns the plan.json path and the incident document.
+    `sync_dir=False`: the caller fsyncs the incident's folder next."""
     from incidents import store
 
     path = write_plan(root, incident["incident_id"], plan)
     if incident.get("status") == IncidentStatus.NEW:
-        incident = store.set_status(folder, incident, IncidentStatus.PLANNED.value)
+        incident = store.set_status(
+            folder, incident, IncidentStatus.PLANNED.value, sync_dir=sync_dir
+        )
     return path, incident

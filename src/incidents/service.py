@@ -179,10 +179,11 @@ class Tick:
             fsutil.atomic_write_bytes(self.folder / STATE_FILE, data, durable=durable)
 
     def set_status(self, status: str) -> dict[str, Any]:
+        """Within a step: the step's commit (`persist`) fsyncs the folder right after."""
         with store.incident_lock(self.root, self.id):
             doc = store.read_incident(self.folder)
             if doc["status"] != status:
-                doc = store.set_status(self.folder, doc, status)
+                doc = store.set_status(self.folder, doc, status, sync_dir=False)
             return doc
 
     def workdir(self, incident: dict[str, Any]) -> Path:
@@ -291,7 +292,7 @@ class Tick:
         if plan is None:
             plan = planner.make_plan(incident, self.history(incident), self.clock())
             with store.incident_lock(self.root, self.id):
-                planner.apply_plan(self.root, self.folder, incident, plan)
+                planner.apply_plan(self.root, self.folder, incident, plan, sync_dir=False)
             self.events.append(("plan_generated", {"actions": len(plan.actions)}))
         else:
             self.set_status("planned")
@@ -582,7 +583,10 @@ class Tick:
                 self.clock(),
             )  # fmt: skip
         result = self.run_result(incident, ctx, bucket, reason)
-        target = store.archive(self.root, self.id, bucket, reason, run_result=result)
+        # no close journal: this terminal state.json closes the incident again if we die
+        target = store.archive(
+            self.root, self.id, bucket, reason, run_result=result, journal=False
+        )
         self.events.append(("archived", {"bucket": bucket, "final_status": str(ctx.final_status)}))
         if not success:
             self.events.append(("escalation", {"kind": str(ctx.escalation_kind), "reason": reason}))

@@ -117,17 +117,21 @@ def read_incident(folder: Path) -> dict[str, Any]:
     return doc
 
 
-def save_incident(folder: Path, doc: dict[str, Any]) -> None:
-    """incident.json first (authoritative), then status.txt from it."""
+def save_incident(folder: Path, doc: dict[str, Any], *, sync_dir: bool = True) -> None:
+    """incident.json first (authoritative), then status.txt from it. `sync_dir=False`: the
+    caller fsyncs the folder next (the step service commits state.json there)."""
     fsutil.atomic_replace_files(
         folder,
         [("incident.json", fsutil.dump_json(doc)), ("status.txt", f"{doc['status']}\n".encode())],
+        sync_dir=sync_dir,
     )
 
 
-def set_status(folder: Path, doc: dict[str, Any], status: str, **fields: Any) -> dict[str, Any]:
+def set_status(
+    folder: Path, doc: dict[str, Any], status: str, *, sync_dir: bool = True, **fields: Any
+) -> dict[str, Any]:
     new = {**doc, **fields, "status": status, "updated_at": iso_now()}
-    save_incident(folder, new)
+    save_incident(folder, new, sync_dir=sync_dir)
     return new
 
 
@@ -163,8 +167,16 @@ def archive(
     bucket: str,
     reason: str,
     run_result: dict[str, Any] | None = None,
+    *,
+    journal: bool = True,
 ) -> Path:
-    """Close an inbox incident into `resolved` or `escalated`: status, run_result.json, rename."""
+    """Close an inbox incident into `resolved` or `escalated`: status, run_result.json, rename.
+
+    The close's intent goes to `.state/pending/` first, so `complete_pending` finishes a close
+    a crash interrupted. `journal=False` is for a caller whose own record already says how to
+    close (the step service: a terminal `state.json` closes the incident again when it is
+    picked up), and saves a file written and deleted per incident.
+    """
     if bucket not in ("resolved", "escalated"):
         raise ValueError(bucket)
     validate_id(incident_id)
@@ -173,10 +185,11 @@ def archive(
         if where != "inbox":
             raise AlreadyArchived(f"incident {incident_id} is already archived in {BUCKETS[where]}")
         doc = read_incident(folder)
-        intent = _pending_dir(root) / incident_id
-        fsutil.atomic_write_json(
-            intent, {"bucket": bucket, "reason": reason, "run_result": run_result}
-        )
+        if journal:
+            fsutil.atomic_write_json(
+                _pending_dir(root) / incident_id,
+                {"bucket": bucket, "reason": reason, "run_result": run_result},
+            )
         if doc["status"] != bucket or doc.get("resolution") != reason:
             doc = set_status(folder, doc, bucket, resolution=reason)
         return _finish_close(root, incident_id, folder, doc, bucket, reason, run_result)
@@ -205,7 +218,8 @@ def _finish_close(
         _rename(folder, target)
         fsutil.fsync_dir(folder.parent)
         fsutil.fsync_dir(target.parent)
-    (_pending_dir(root) / incident_id).unlink(missing_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(root.state / "pending" / incident_id)
     return target
 
 
