@@ -318,3 +318,33 @@ def alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def test_an_occurrence_captured_while_the_incident_is_worked_is_kept(
+    tmp_path: Path, root: Root
+) -> None:
+    """A pickup carries the incident from tick to tick; a capture of the same failure in
+    the meantime (here: by the verification command itself) must still count."""
+    import contextlib
+    import io
+    import json
+
+    from incidents.cli import main
+
+    workspace(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    again = [sys.executable, "-m", "incidents", "capture", "--root", str(root.path),
+             "--step", "sync", "--message", "sync failed: quota", "--workdir", str(work)]  # fmt: skip
+    (work / "again.py").write_text(
+        f"import subprocess\nsubprocess.run({again!r}, check=True, capture_output=True)\n"
+    )
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main([*again[3:], "--verify", f"{sys.executable} again.py"]) == 0
+    incident_id = out.getvalue().strip().splitlines()[-1]
+    done = run_watch(tmp_path, "--until-idle", "--workers", "1")
+    assert done.returncode == 0, done.stderr
+    assert places(root)[incident_id] == ["error_archive/resolved"]
+    doc = json.loads((root.bucket("resolved") / incident_id / "incident.json").read_text())
+    assert doc["occurrences"] == 2 and doc["status"] == "resolved"

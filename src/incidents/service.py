@@ -164,8 +164,25 @@ class Tick:
         self.runs = root.runs_dir(incident_id)
         self.events: list[tuple[str, dict[str, Any]]] = []
         self.report_label: str | None = None
+        # what the last tick of this object committed, for the next one: a pickup ticks one
+        # incident several times under one lease, so nobody else changed the context, and
+        # what a capture may change in incident.json (occurrences) is nothing a tick uses
+        self._carried: tuple[dict[str, Any], ErrorPipelineContext] | None = None
 
     # persistence -----------------------------------------------------------------------
+
+    def load(self) -> tuple[dict[str, Any], ErrorPipelineContext]:
+        """incident.json and the context from disk, after cleaning up what a writer killed
+        mid-write left (temp files, a status.txt behind incident.json)."""
+        for directory in (self.folder, self.runs, self.root.plan_dir(self.id)):
+            fsutil.remove_orphan_temps(directory)
+        incident = load_incident(self.root, self.folder)
+        with store.incident_lock(self.root, self.id):
+            store.repair_status_txt(self.folder, incident)
+        ctx = load_context(self.folder)
+        if ctx is None:
+            ctx = new_context(incident, self.cfg, self.budget_used(incident["error_signature"]))
+        return incident, ctx
 
     def persist(self, ctx: ErrorPipelineContext, *, durable: bool = True) -> None:
         """Commit `state.json`, old-or-new, only while our lease is current (fencing).
@@ -196,14 +213,13 @@ class Tick:
     # the step --------------------------------------------------------------------------
 
     def run(self) -> StepOutcome:
-        for directory in (self.folder, self.runs, self.root.plan_dir(self.id)):
-            fsutil.remove_orphan_temps(directory)  # left by a writer killed mid-write
-        incident = load_incident(self.root, self.folder)
-        with store.incident_lock(self.root, self.id):
-            store.repair_status_txt(self.folder, incident)
-        ctx = load_context(self.folder)
-        if ctx is None:
-            ctx = new_context(incident, self.cfg, self.budget_used(incident["error_signature"]))
+        """One tick. Called again on the same object, it goes on from what it committed."""
+        self.events, self.report_label = [], None
+        if self._carried is not None:
+            incident, ctx = self._carried
+            self._carried = None
+        else:
+            incident, ctx = self.load()
         old = ctx.current_state
         if is_terminal(old):
             return self.close(incident, ctx, old)
@@ -221,6 +237,7 @@ class Tick:
             na = decide_next_action(ctx)
         if ctx.pending is None:
             if not is_actionable(na, now):
+                self._carried = (incident, ctx)
                 return StepOutcome(
                     self.id, old, old, na.action.value, na.reason,
                     waiting=na.action is Action.WAIT_INPUT, not_before=na.not_before, idle=True,
@@ -235,6 +252,7 @@ class Tick:
         self.after_commit(old, na, ctx, sync=not terminal)  # the close syncs the mirror once
         if terminal:
             return self.close(incident, ctx, old, na)
+        self._carried = (incident, ctx)
         return StepOutcome(
             self.id, old, ctx.current_state.value, na.action.value, na.reason,
             report_written=self.report_label,
@@ -584,9 +602,7 @@ class Tick:
             )  # fmt: skip
         result = self.run_result(incident, ctx, bucket, reason)
         # no close journal: this terminal state.json closes the incident again if we die
-        target = store.archive(
-            self.root, self.id, bucket, reason, run_result=result, journal=False
-        )
+        target = store.archive(self.root, self.id, bucket, reason, run_result=result, journal=False)
         self.events.append(("archived", {"bucket": bucket, "final_status": str(ctx.final_status)}))
         if not success:
             self.events.append(("escalation", {"kind": str(ctx.escalation_kind), "reason": reason}))

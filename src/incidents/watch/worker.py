@@ -136,8 +136,9 @@ def _pickup(root: Root, cfg: Config, incident_id: str) -> Pickup:
             if _count_recovery(root, incident_id) >= cfg.watch.poison_after:
                 return _quarantine_poison(root, cfg, incident_id, lease)
         ticks = 0
+        tick = Tick(root, cfg, incident_id, lease, utc_now)  # one for all: it carries the context
         while True:
-            outcome = Tick(root, cfg, incident_id, lease, utc_now).run()
+            outcome = tick.run()
             ticks += 1
             nb = outcome.not_before.timestamp() if outcome.not_before else None
             result = _result_of(outcome.terminal, outcome.waiting, nb, outcome.idle)
@@ -152,7 +153,7 @@ def _pickup(root: Root, cfg: Config, incident_id: str) -> Pickup:
                     not_before=nb, detail=outcome.reason if result == "idle" else "",
                     archived_to=outcome.archived_to, recovered=recovered,
                 )  # fmt: skip
-            lease = leases.renew_if_due(root, lease, ttl)
+            lease = tick.lease = leases.renew_if_due(root, tick.lease, ttl)
     except LeaseLost as exc:
         return Pickup(incident_id, "lost", detail=str(exc), recovered=recovered)
     except InvalidDocument as exc:
