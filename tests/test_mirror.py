@@ -395,6 +395,24 @@ def test_save_workstream_stores_context_and_mirrors_state(fresh_db: sqlite3.Conn
 # --- bundles ---------------------------------------------------------------------------
 
 
+def test_refresh_takes_the_state_its_writer_just_committed(
+    root: Root, fresh_db: sqlite3.Connection
+) -> None:
+    """The step service hands over the context it committed instead of having state.json
+    read back; incident.json is still read (a capture may have changed it)."""
+    folder = make_bundle(root, "inbox", "inc_s", state={"current_state": "S_PLANNED"},
+                         occurrences=3)  # fmt: skip
+    committed = {"current_state": "S0_BASELINE_CHECK", "waiting_for_input": True}
+    mirror.refresh(fresh_db, root, "inc_s", state=committed)
+    row = mirror.get_incident(fresh_db, "inc_s")
+    assert row is not None
+    assert (row.state, row.waiting, row.occurrences) == ("S0_BASELINE_CHECK", True, 3)
+    (folder / "state.json").unlink()
+    mirror.refresh(fresh_db, root, "inc_s")  # without it: the folder is what counts
+    row = mirror.get_incident(fresh_db, "inc_s")
+    assert row is not None and (row.state, row.waiting) == (None, False)
+
+
 def test_row_from_bundle_reads_incident_and_state(root: Root) -> None:
     folder = make_bundle(
         root,

@@ -1003,14 +1003,17 @@ def _read_state(folder: Path) -> dict[str, Any] | None:
         return None
 
 
-def row_from_bundle(root: Root, bucket: str, folder: Path) -> IncidentRow:
+def row_from_bundle(
+    root: Root, bucket: str, folder: Path, *, state: dict[str, Any] | None = None
+) -> IncidentRow:
     """The mirror row of a bundle folder: incident.json (authoritative), its state.json.
 
     `status.txt` is read only when incident.json has no status (the store repairs
     status.txt from incident.json). `last_seen` defaults to `created_at`. Unreadable or
-    unsafe files raise (InvalidDocument, UnsafeFile, FileNotFoundError).
+    unsafe files raise (InvalidDocument, UnsafeFile, FileNotFoundError). `state`: the
+    context its writer has just committed to state.json, instead of reading it back.
     """
-    return _bundle(bucket, folder, root.state / "leases")[0]
+    return _bundle(bucket, folder, root.state / "leases", state)[0]
 
 
 def agent_holding(leases_dir: Path, incident_id: str) -> str | None:
@@ -1026,7 +1029,7 @@ def agent_holding(leases_dir: Path, incident_id: str) -> str | None:
 
 
 def _bundle(
-    bucket: str, folder: Path, leases_dir: Path
+    bucket: str, folder: Path, leases_dir: Path, state: dict[str, Any] | None = None
 ) -> tuple[IncidentRow, dict[str, Any] | None]:
     if bucket not in MIRROR_BUCKETS:
         raise ValueError(f"bucket must be one of {MIRROR_BUCKETS}, not {bucket!r}")
@@ -1048,7 +1051,8 @@ def _bundle(
     if not isinstance(occurrences, int) or isinstance(occurrences, bool) or occurrences < 1:
         raise InvalidDocument(where, "must be a positive integer", "occurrences")
     created_at = _text(doc, "created_at", where)
-    state = _read_state(folder)
+    if state is None:
+        state = _read_state(folder)
     current, not_before, waiting = _state_fields(state) if state else (None, None, False)
     row = IncidentRow(
         incident_id=incident_id,
@@ -1485,7 +1489,13 @@ def _locate(root: Root, name: str) -> tuple[str, Path] | None:
     return None
 
 
-def _refresh(conn: sqlite3.Connection, root: Root, name: str, result: CatchUp) -> None:
+def _refresh(
+    conn: sqlite3.Connection,
+    root: Root,
+    name: str,
+    result: CatchUp,
+    state: dict[str, Any] | None = None,
+) -> None:
     found = _locate(root, name)
     old = get_incident(conn, name)
     if found is None:
@@ -1495,7 +1505,7 @@ def _refresh(conn: sqlite3.Connection, root: Root, name: str, result: CatchUp) -
         return
     bucket, folder = found
     try:
-        row = row_from_bundle(root, bucket, folder)
+        row = row_from_bundle(root, bucket, folder, state=state)
     except (IncidentsError, OSError, ValueError) as exc:
         result.unreadable.append((f"{bucket}/{name}", str(exc)))
         return
@@ -1514,11 +1524,14 @@ def _refresh(conn: sqlite3.Connection, root: Root, name: str, result: CatchUp) -
     result.updated.append(name)
 
 
-def refresh(conn: sqlite3.Connection, root: Root, name: str) -> CatchUp:
-    """Bring one incident's row up to date with its folder (wherever it is now)."""
+def refresh(
+    conn: sqlite3.Connection, root: Root, name: str, *, state: dict[str, Any] | None = None
+) -> CatchUp:
+    """Bring one incident's row up to date with its folder (wherever it is now). `state`:
+    the context the caller has just committed to the folder's state.json (not read back)."""
     result = CatchUp()
     with write(conn):
-        _refresh(conn, root, name, result)
+        _refresh(conn, root, name, result, state)
     return result
 
 

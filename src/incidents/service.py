@@ -552,13 +552,13 @@ class Tick:
 
     def sync_mirror(self, ctx: ErrorPipelineContext | None) -> None:
         try:
+            state = ctx.model_dump(mode="json") if ctx is not None else None
             with mirror.shared(self.root.db_path) as conn, mirror.write(conn):
                 if ctx is not None:
                     mirror.save_workstream(
-                        conn, ctx.run_id, self.id, ctx.current_state.value,
-                        ctx.model_dump(mode="json"),
-                    )  # fmt: skip
-                mirror.refresh(conn, self.root, self.id)
+                        conn, ctx.run_id, self.id, ctx.current_state.value, state or {}
+                    )
+                mirror.refresh(conn, self.root, self.id, state=state)
                 if self.report_label and ctx is not None:
                     mirror.record_step_attempt(
                         conn, ctx.run_id, self.id, "error_pipeline",
