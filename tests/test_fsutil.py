@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -93,3 +94,29 @@ def test_atomic_replace_files_replaces_in_order_and_a_failure_keeps_the_rest(
     assert (tmp_path / "a.json").read_bytes() == b"[]\n"  # the prefix before the failure
     assert (tmp_path / "b.txt").read_bytes() == b"new b\n"  # after it: the old file, whole
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "b.txt", "c"]  # no temps
+
+
+def test_dump_model_writes_what_dump_json_writes() -> None:
+    """state.json, reports and plans are serialized by pydantic (fast) but must read as
+    before: the same bytes as json's indenting encoder, non-ASCII kept as is; only tiny
+    floats spell their exponent differently (1e-7, not 1e-07), with the same value."""
+    from datetime import UTC, datetime
+
+    from pydantic import BaseModel
+
+    class Doc(BaseModel):
+        text: str
+        when: datetime
+        ratio: float
+        big: int
+        nested: dict[str, list[float | None]]
+
+    doc = Doc(
+        text="é \u2028 \"q\" \\\\ \x01", when=datetime(2026, 2, 17, 3, 0, 0, 123456, tzinfo=UTC),
+        ratio=0.125, big=2**70, nested={"a": [0.1, None, 1e16, 2.0, 0.001], "": []},
+    )  # fmt: skip
+    assert fsutil.dump_model(doc) == fsutil.dump_json(doc.model_dump(mode="json"))
+    tiny = doc.model_copy(update={"ratio": 1e-07})
+    assert json.loads(fsutil.dump_model(tiny)) == json.loads(
+        fsutil.dump_json(tiny.model_dump(mode="json"))
+    )

@@ -96,6 +96,13 @@ def dump_json(doc: Any) -> bytes:
     return (json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
 
 
+def dump_model(model: Any) -> bytes:
+    """A pydantic model's JSON form laid out as `dump_json` lays it out (the same bytes but
+    for how floats below 1e-4 spell their exponent), serialized by pydantic itself: json's
+    indenting encoder is pure Python, and state.json went through it on every commit."""
+    return (str(model.model_dump_json(indent=2)) + "\n").encode("utf-8")
+
+
 def atomic_write_json(path: str | os.PathLike[str], doc: Any) -> None:
     atomic_write_bytes(path, dump_json(doc))
 

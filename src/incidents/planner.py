@@ -259,7 +259,7 @@ def write_plan(root: Root, incident_id: str, plan: Plan) -> Path:
     fsutil.atomic_replace_files(
         folder,
         [
-            (PLAN_JSON, fsutil.dump_json(plan.model_dump(mode="json"))),
+            (PLAN_JSON, fsutil.dump_model(plan)),
             (PLAN_MD, render_plan_md(plan).encode("utf-8")),
         ],
     )

@@ -191,7 +191,7 @@ class Tick:
         not fsynced: a killed process leaves it whole, and losing it to a power cut only
         means the action is decided and run again, as after any crash before its commit.
         """
-        data = fsutil.dump_json(ctx.model_dump(mode="json"))
+        data = fsutil.dump_model(ctx)
         with leases.fenced(self.root, self.lease), store.incident_lock(self.root, self.id):
             fsutil.atomic_write_bytes(self.folder / STATE_FILE, data, durable=durable)
 
@@ -334,7 +334,7 @@ class Tick:
             report = ErrorReport.model_validate(fsutil.read_json_object(path))
         else:
             report = self.run_checks(incident, ctx, label)
-            fsutil.atomic_write_json(path, report.model_dump(mode="json"))
+            fsutil.atomic_write_bytes(path, fsutil.dump_model(report))
         ctx.record_check(report, now)
         self.report_label = path.name
         self.set_status("running")
@@ -421,7 +421,7 @@ class Tick:
         from incidents.models import Attempt
 
         merged = attempts.merge_skill_attempt(path, doc)
-        fsutil.atomic_write_json(path, Attempt.model_validate(merged).model_dump(mode="json"))
+        fsutil.atomic_write_bytes(path, fsutil.dump_model(Attempt.model_validate(merged)))
 
     def autofix(self, incident: dict[str, Any], ctx: ErrorPipelineContext) -> None:
         from incidents.checks.autofix import apply_mechanical_fixes
