@@ -207,6 +207,11 @@ def serve(conn: Connection, root_path: str, cfg: Config, stop: StopFlag) -> None
     """A worker process: receive incident ids, send back what each pickup did."""
     init_process(stop)
     keep = _keep_mirror_open(root_path)
+    import gc
+
+    import incidents.service  # noqa: F401  (what every pickup needs, loaded once)
+
+    gc.freeze()  # the modules and models imported live as long as we do: never scan them
     try:
         while True:
             try:
