@@ -17,6 +17,9 @@ Protocol (the step service follows it exactly; one tick = at most one step):
    by `ctx.step` (report label from `report_label`), then record its outcome with the one
    matching `ctx` method (table below), then `ctx.complete_step()`; persist once,
    atomically. That write commits the step: outcome, new state and `step + 1` together.
+   The file is fsynced before its rename (old-or-new); its folder is fsynced at once
+   after a journaled action, otherwise before the next one, when the pickup ends, or
+   by the close: a power cut can only take back steps that redo identically.
 
    PLAN -> record_plan · RUN_PIPELINE -> record_check (clears not_before) ·
    WAIT_RETRY -> schedule_retry(na.not_before) (always set) · MECHANICAL_AUTOFIX -> record_autofix ·

@@ -66,12 +66,19 @@ def _replace(path: str | os.PathLike[str], data: bytes, mode: int, sync_file: bo
 
 
 def atomic_write_bytes(
-    path: str | os.PathLike[str], data: bytes, mode: int = 0o600, durable: bool = True
+    path: str | os.PathLike[str],
+    data: bytes,
+    mode: int = 0o600,
+    durable: bool = True,
+    *,
+    sync_dir: bool = True,
 ) -> None:
     """Replace `path` with `data` so that a crash leaves the old or the new file.
-    `durable=False` (for hints that can be rebuilt) skips the fsyncs, never the rename."""
+    `durable=False` (for hints that can be rebuilt) skips the fsyncs, never the rename.
+    `sync_dir=False` fsyncs the file (so it is old-or-new even after a power cut) but
+    leaves the folder's fsync, which makes the new name durable, to the caller."""
     directory = _replace(path, data, mode, durable)
-    if durable:
+    if durable and sync_dir:
         fsync_dir(directory)
 
 

@@ -168,6 +168,7 @@ class Tick:
         # incident several times under one lease, so nobody else changed the context, and
         # what a capture may change in incident.json (occurrences) is nothing a tick uses
         self._carried: tuple[dict[str, Any], ErrorPipelineContext] | None = None
+        self.unsynced = False  # a commit whose folder was not fsynced yet (see flush)
 
     # persistence -----------------------------------------------------------------------
 
@@ -184,19 +185,36 @@ class Tick:
             ctx = new_context(incident, self.cfg, self.budget_used(incident["error_signature"]))
         return incident, ctx
 
-    def persist(self, ctx: ErrorPipelineContext, *, durable: bool = True) -> None:
+    def persist(
+        self, ctx: ErrorPipelineContext, *, durable: bool = True, sync_dir: bool = True
+    ) -> None:
         """Commit `state.json`, old-or-new, only while our lease is current (fencing).
 
         The intent written before an action (`durable=False`) is replaced atomically but
         not fsynced: a killed process leaves it whole, and losing it to a power cut only
         means the action is decided and run again, as after any crash before its commit.
+        `sync_dir=False`: the file is fsynced (old-or-new even after a power cut) but the
+        folder's fsync waits for `flush`; a power cut before it only takes the incident
+        back to an earlier commit, whose steps redo identically (see JOURNALED).
         """
         data = fsutil.dump_model(ctx)
         with leases.fenced(self.root, self.lease), store.incident_lock(self.root, self.id):
-            fsutil.atomic_write_bytes(self.folder / STATE_FILE, data, durable=durable)
+            fsutil.atomic_write_bytes(
+                self.folder / STATE_FILE, data, durable=durable, sync_dir=sync_dir
+            )
+        if durable:
+            self.unsynced = not sync_dir
+
+    def flush(self) -> None:
+        """Make this object's commits durable: one fsync of the incident's folder for the
+        steps of a pickup that redo identically, done before an action that changes the
+        workdir and when the pickup ends (the close fsyncs the folder itself)."""
+        if self.unsynced and self.folder.is_dir():
+            fsutil.fsync_dir(self.folder)
+        self.unsynced = False
 
     def set_status(self, status: str) -> dict[str, Any]:
-        """Within a step: the step's commit (`persist`) fsyncs the folder right after."""
+        """Within a step: the folder is fsynced with the step's commit or the pickup's `flush`."""
         with store.incident_lock(self.root, self.id):
             doc = store.read_incident(self.folder)
             if doc["status"] != status:
@@ -244,10 +262,11 @@ class Tick:
                 )  # fmt: skip
             ctx.begin_step(na.action, na.new_state, now)
             if na.action in JOURNALED:
+                self.flush()  # this pickup's commits are durable before the workdir changes
                 self.persist(ctx, durable=False)
         self.perform(na, incident, ctx, now)
         ctx.complete_step()
-        self.persist(ctx)
+        self.persist(ctx, sync_dir=na.action in JOURNALED)
         terminal = is_terminal(ctx.current_state)
         self.after_commit(old, na, ctx, sync=not terminal)  # the close syncs the mirror once
         if terminal:
@@ -603,6 +622,7 @@ class Tick:
         result = self.run_result(incident, ctx, bucket, reason)
         # no close journal: this terminal state.json closes the incident again if we die
         target = store.archive(self.root, self.id, bucket, reason, run_result=result, journal=False)
+        self.unsynced = False  # archive fsyncs the folder before it moves it
         self.events.append(("archived", {"bucket": bucket, "final_status": str(ctx.final_status)}))
         if not success:
             self.events.append(("escalation", {"kind": str(ctx.escalation_kind), "reason": reason}))
@@ -703,7 +723,11 @@ def run_step(
                 incident_id, where, where, "NONE", f"already closed ({where})",
                 terminal=True, idle=True,
             )  # fmt: skip
-        return Tick(root, cfg, incident_id, lease, clock).run()
+        tick = Tick(root, cfg, incident_id, lease, clock)
+        try:
+            return tick.run()
+        finally:
+            tick.flush()
     finally:
         leases.release(root, lease)
 

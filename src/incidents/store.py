@@ -191,7 +191,9 @@ def archive(
                 {"bucket": bucket, "reason": reason, "run_result": run_result},
             )
         if doc["status"] != bucket or doc.get("resolution") != reason:
-            doc = set_status(folder, doc, bucket, resolution=reason)
+            doc = set_status(folder, doc, bucket, resolution=reason)  # fsyncs the folder
+        else:
+            fsutil.fsync_dir(folder)  # what was written in it is durable before it moves
         return _finish_close(root, incident_id, folder, doc, bucket, reason, run_result)
 
 

@@ -378,3 +378,29 @@ def test_each_tier_has_its_own_max_attempts(cli, root: Root, ws: Path, tmp_path:
     )
     assert ctx.agent_attempt_counts == {"codex": 3}
     assert ctx.agent_max_attempts == {"aider": 1, "codex": 3, "claude": 1}
+
+
+def test_a_pickup_fsyncs_the_incident_folder_once_not_per_step(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    """Plan, check and decision redo identically after a power cut, so their commits are
+    fsynced as files (old-or-new) and the folder once, by the close, before it moves."""
+    import os
+
+    from incidents.config import load_config
+    from incidents.watch import worker
+
+    config(tmp_path, FAST, monkeypatch)
+    incident_id = capture(cli, ws, "clean.py", CLEAN)
+    folder = str(root.inbox / incident_id)
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def recording(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording)
+    result = worker.pickup(str(root.path), load_config(None), incident_id)
+    assert result.result == "terminal" and result.ticks == 3, result
+    assert synced.count(folder) == 1, synced
+    assert synced.count(f"{folder}/state.json") == 0  # its temp file is fsynced, then renamed
+    assert (root.bucket("resolved") / incident_id / "status.txt").read_text() == "resolved\n"

@@ -124,6 +124,7 @@ def _pickup(root: Root, cfg: Config, incident_id: str) -> Pickup:
         return Pickup(incident_id, "busy")
     recovered = False
     closed = False
+    tick: Tick | None = None
     try:
         try:
             where, _ = root.locate(incident_id)
@@ -159,6 +160,9 @@ def _pickup(root: Root, cfg: Config, incident_id: str) -> Pickup:
     except InvalidDocument as exc:
         return Pickup(incident_id, "rejected", detail=str(exc), recovered=recovered)
     finally:
+        with contextlib.suppress(IncidentsError, OSError):
+            if tick is not None:
+                tick.flush()  # the pickup's commits are durable before the lease goes
         with contextlib.suppress(IncidentsError, OSError):
             leases.release(root, lease, closed=closed)
 
