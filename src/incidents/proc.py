@@ -12,7 +12,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from incidents.fsutil import atomic_write_bytes
@@ -104,9 +104,12 @@ def run(
     stdin: bytes | None = None,
     output_cap: int = DEFAULT_OUTPUT_CAP,
     pidfile: str | os.PathLike[str] | None = None,
+    while_running: Callable[[], None] | None = None,
 ) -> ProcResult:
     """Run `argv` to its end. `pidfile`: record the child's pid and start time there while
-    it runs, so that if this process is killed the next one can `kill_recorded` it."""
+    it runs, so that if this process is killed the next one can `kill_recorded` it.
+    `while_running`: work of ours done once the child has started, instead of waiting
+    idle for it (it must not raise; its output is read afterwards)."""
     args = [os.fspath(a) for a in argv]
     start = time.monotonic()
     try:
@@ -129,6 +132,8 @@ def run(
     try:
         if pidfile is not None:
             _record(pidfile, proc.pid)
+        if while_running is not None:
+            while_running()
         return _finish(proc, args, start, timeout, stdin, output_cap)
     finally:
         _RUNNING.discard(proc)

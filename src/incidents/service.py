@@ -12,6 +12,7 @@ the quarantine bundle is built in the folder, then the folder moves to its archi
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -50,6 +51,8 @@ AGENT_OF_FIX: dict[State, str] = {t.fix: t.agent for t in TIERS}
 # step and reused, or they only change the context. Skipping their intent saves a file
 # replacement per tick: replacing files is the watcher's main cost (README, benchmarks).
 JOURNALED = frozenset({Action.MECHANICAL_AUTOFIX, Action.AWAIT_HANDOFF, *AGENT_OF})
+# how far the mirror may fall behind the ticks of one pickup before it is written anyway
+MIRROR_LAG_S = 0.5
 
 
 def utc_now() -> datetime:
@@ -169,6 +172,12 @@ class Tick:
         # what a capture may change in incident.json (occurrences) is nothing a tick uses
         self._carried: tuple[dict[str, Any], ErrorPipelineContext] | None = None
         self.unsynced = False  # a commit whose folder was not fsynced yet (see flush)
+        # committed ticks not in the mirror yet (see after_commit): their events and check
+        # reports, and the context last committed
+        self._backlog: list[tuple[str, dict[str, Any]]] = []
+        self._backlog_reports: list[tuple[str, dict[str, Any] | None]] = []
+        self._mirror_state: dict[str, Any] | None = None
+        self._mirrored_at = time.monotonic()
 
     # persistence -----------------------------------------------------------------------
 
@@ -260,15 +269,17 @@ class Tick:
                     self.id, old, old, na.action.value, na.reason,
                     waiting=na.action is Action.WAIT_INPUT, not_before=na.not_before, idle=True,
                 )  # fmt: skip
-            ctx.begin_step(na.action, na.new_state, now)
             if na.action in JOURNALED:
                 self.flush()  # this pickup's commits are durable before the workdir changes
+                self.flush_mirror()  # and shown, before a fixer that may run for minutes
+            ctx.begin_step(na.action, na.new_state, now)
+            if na.action in JOURNALED:
                 self.persist(ctx, durable=False)
         self.perform(na, incident, ctx, now)
         ctx.complete_step()
         self.persist(ctx, sync_dir=na.action in JOURNALED)
         terminal = is_terminal(ctx.current_state)
-        self.after_commit(old, na, ctx, sync=not terminal)  # the close syncs the mirror once
+        self.after_commit(old, na, ctx, sync=not terminal)  # the close syncs the mirror
         if terminal:
             return self.close(incident, ctx, old, na)
         self._carried = (incident, ctx)
@@ -385,7 +396,10 @@ class Tick:
         issues, runs, infra = list(report.issues), list(report.tool_runs), []
         infra.extend(report.infra_failures)
         if ctx.verification_commands:
-            result = run_verification(ctx.verification_commands, workdir, self.cfg.verification)
+            # the mirror catches up with the steps before this one while the command starts
+            result = run_verification(
+                ctx.verification_commands, workdir, self.cfg.verification, self.flush_mirror
+            )
             issues += result.findings
             runs += result.tool_runs
             infra += result.infra_failures
@@ -566,30 +580,48 @@ class Tick:
         )
         if na.action in AGENT_OF:
             self.events.append(("ai_action_required", {"agent": AGENT_OF[na.action]}))
-        if sync:
-            self.sync_mirror(ctx)
+        # the mirror follows in one transaction for the ticks of a pickup: at its end, at
+        # the close, before a fixer, while a check's command runs, or after MIRROR_LAG_S
+        self._backlog += self.events
+        self.events = []
+        if self.report_label:
+            report = ctx.last_error_report
+            summary = report.summary.model_dump(mode="json") if report else None
+            self._backlog_reports.append((self.report_label.removesuffix(".json"), summary))
+        if sync:  # (a terminal tick's close syncs its own context)
+            # as committed: the next tick changes `ctx` before a sync during its check
+            self._mirror_state = ctx.model_dump(mode="json")
+            if time.monotonic() - self._mirrored_at >= MIRROR_LAG_S:
+                self.flush_mirror()
+
+    def flush_mirror(self) -> None:
+        """Write the committed ticks that are not in the mirror yet."""
+        if self._mirror_state is not None:
+            self._sync(self._mirror_state)
 
     def sync_mirror(self, ctx: ErrorPipelineContext | None) -> None:
+        self._sync(ctx.model_dump(mode="json") if ctx is not None else None)
+
+    def _sync(self, state: dict[str, Any] | None) -> None:
         try:
-            state = ctx.model_dump(mode="json") if ctx is not None else None
             with mirror.shared(self.root.db_path) as conn, mirror.write(conn):
-                if ctx is not None:
+                if state is not None:
                     mirror.save_workstream(
-                        conn, ctx.run_id, self.id, ctx.current_state.value, state or {}
+                        conn, state["run_id"], self.id, state["current_state"], state
                     )
                 mirror.refresh(conn, self.root, self.id, state=state)
-                if self.report_label and ctx is not None:
-                    mirror.record_step_attempt(
-                        conn, ctx.run_id, self.id, "error_pipeline",
-                        self.report_label.removesuffix(".json"),
-                        result=ctx.last_error_report.summary.model_dump(mode="json")
-                        if ctx.last_error_report else None,
-                    )  # fmt: skip
-                for event, payload in self.events:
+                if state is not None:
+                    for label, summary in self._backlog_reports:
+                        mirror.record_step_attempt(
+                            conn, state["run_id"], self.id, "error_pipeline", label,
+                            result=summary,
+                        )  # fmt: skip
+                for event, payload in [*self._backlog, *self.events]:
                     mirror.add_event(conn, self.id, event, payload)
-            self.events = []
+            self._backlog, self._backlog_reports, self.events = [], [], []
+            self._mirror_state, self._mirrored_at = None, time.monotonic()
         except Exception as exc:  # the mirror is derivable; a failure here must not stop work
-            store.warn_mirror(exc)
+            store.warn_mirror(exc)  # what is not written stays for the next sync
 
     def close(
         self,
@@ -728,6 +760,7 @@ def run_step(
             return tick.run()
         finally:
             tick.flush()
+            tick.flush_mirror()
     finally:
         leases.release(root, lease)
 

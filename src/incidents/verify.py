@@ -41,7 +41,7 @@ import shlex
 import shutil
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -384,10 +384,17 @@ def _tail(result: proc.ProcResult, limit: int) -> str:
 
 
 def _run_one(
-    command: str, workdir: Path, settings: VerifySettings, out: VerificationResult
+    command: str,
+    workdir: Path,
+    settings: VerifySettings,
+    out: VerificationResult,
+    while_running: Callable[[], None] | None = None,
 ) -> None:
     argv = split_command(command)
-    result = proc.run(argv, cwd=workdir, timeout=settings.timeout_s, env=proc.minimal_env())
+    result = proc.run(
+        argv, cwd=workdir, timeout=settings.timeout_s, env=proc.minimal_env(),
+        while_running=while_running,
+    )  # fmt: skip
     out.tool_runs.append(
         ToolRun(tool=TOOL, argv=argv, exit_code=result.returncode,
                 duration_s=round(result.duration_s, 3), files=0)
@@ -415,9 +422,13 @@ def _run_one(
 
 
 def run_verification(
-    commands: list[str], workdir: Path, settings: VerifySettings
+    commands: list[str],
+    workdir: Path,
+    settings: VerifySettings,
+    while_running: Callable[[], None] | None = None,
 ) -> VerificationResult:
-    """Check every command against the allowlist; if all pass, run each in `workdir`."""
+    """Check every command against the allowlist; if all pass, run each in `workdir`.
+    `while_running` is called once, while the first command runs (see `proc.run`)."""
     out = VerificationResult()
     if not workdir.is_dir():
         out.infra_failures.append(
@@ -429,5 +440,6 @@ def run_verification(
     if out.refusals:
         return out
     for command in commands:
-        _run_one(command, workdir, settings, out)
+        _run_one(command, workdir, settings, out, while_running)
+        while_running = None
     return out

@@ -404,3 +404,31 @@ def test_a_pickup_fsyncs_the_incident_folder_once_not_per_step(cli, root: Root, 
     assert synced.count(folder) == 1, synced
     assert synced.count(f"{folder}/state.json") == 0  # its temp file is fsynced, then renamed
     assert (root.bucket("resolved") / incident_id / "status.txt").read_text() == "resolved\n"
+
+
+def test_the_mirror_shows_the_plan_while_the_check_runs(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    """A pickup writes the mirror once for several quick ticks, but what it committed
+    before a check is there while the check's command runs (written as it starts)."""
+    from incidents.config import load_config
+    from incidents.watch import worker
+
+    config(tmp_path, FAST, monkeypatch)
+    seen = ws / "seen.json"
+    (ws / "peek.py").write_text(
+        "import json, sqlite3\n"
+        f"db = sqlite3.connect({str(root.db_path)!r})\n"
+        "rows = db.execute('SELECT event_type FROM events ORDER BY id').fetchall()\n"
+        "state = db.execute('SELECT state FROM incidents').fetchall()\n"
+        f"open({str(seen)!r}, 'w').write(json.dumps([[r[0] for r in rows], state]))\n"
+    )
+    r = cli("capture", "--step", "sync", "--message", "sync failed", "--workdir", str(ws),
+            "--verify", "python peek.py", "--no-dedupe")  # fmt: skip
+    assert r.code == 0, r.err
+    incident_id = r.out.strip()
+    result = worker.pickup(str(root.path), load_config(None), incident_id)
+    assert result.result == "terminal", result
+    events_then, state_then = json.loads(seen.read_text())
+    # planning leaves the machine in S_INIT (planned), and that is what the mirror showed
+    assert events_then == ["captured", "state_transition", "plan_generated"], events_then
+    assert state_then == [["S_INIT"]], state_then
+    assert events(root, incident_id)[-1] == "archived"  # and the rest once it closed

@@ -163,6 +163,7 @@ def _pickup(root: Root, cfg: Config, incident_id: str) -> Pickup:
         with contextlib.suppress(IncidentsError, OSError):
             if tick is not None:
                 tick.flush()  # the pickup's commits are durable before the lease goes
+                tick.flush_mirror()  # and in the mirror
         with contextlib.suppress(IncidentsError, OSError):
             leases.release(root, lease, closed=closed)
 
