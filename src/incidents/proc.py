@@ -109,7 +109,7 @@ def run(
     """Run `argv` to its end. `pidfile`: record the child's pid and start time there while
     it runs, so that if this process is killed the next one can `kill_recorded` it.
     `while_running`: work of ours done once the child has started, instead of waiting
-    idle for it (it must not raise; its output is read afterwards)."""
+    idle for it (its output is read afterwards; if it raises, the child is killed)."""
     args = [os.fspath(a) for a in argv]
     start = time.monotonic()
     try:
@@ -133,7 +133,12 @@ def run(
         if pidfile is not None:
             _record(pidfile, proc.pid)
         if while_running is not None:
-            while_running()
+            try:
+                while_running()
+            except BaseException:
+                _kill_group(proc)
+                proc.wait()
+                raise
         return _finish(proc, args, start, timeout, stdin, output_cap)
     finally:
         _RUNNING.discard(proc)

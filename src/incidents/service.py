@@ -172,6 +172,7 @@ class Tick:
         # what a capture may change in incident.json (occurrences) is nothing a tick uses
         self._carried: tuple[dict[str, Any], ErrorPipelineContext] | None = None
         self.unsynced = False  # a commit whose folder was not fsynced yet (see flush)
+        self._check_started = False
         # committed ticks not in the mirror yet (see after_commit): their events and check
         # reports, and the context last committed
         self._backlog: list[tuple[str, dict[str, Any]]] = []
@@ -241,7 +242,7 @@ class Tick:
 
     def run(self) -> StepOutcome:
         """One tick. Called again on the same object, it goes on from what it committed."""
-        self.events, self.report_label = [], None
+        self.events, self.report_label, self._check_started = [], None, False
         if self._carried is not None:
             incident, ctx = self._carried
             self._carried = None
@@ -365,14 +366,23 @@ class Tick:
         else:
             report = self.run_checks(incident, ctx, label)
             fsutil.atomic_write_bytes(path, fsutil.dump_model(report))
+        self.check_started()
         ctx.record_check(report, now)
         self.report_label = path.name
-        self.set_status("running")
         self.events.append(
             ("error_report_generated", {"label": label, **report.summary.model_dump(mode="json")})
         )
         if state not in (State.S0_BASELINE_CHECK,):
             self.write_attempt(ctx, report, now)
+
+    def check_started(self) -> None:
+        """From its first check on an incident is `running`: set once per check, with the
+        mirror brought up to date, while the check's first command starts (the worker
+        waits for that child anyway), or before the check tools run."""
+        if not self._check_started:
+            self._check_started = True
+            self.set_status("running")
+            self.flush_mirror()
 
     def run_checks(
         self, incident: dict[str, Any], ctx: ErrorPipelineContext, label: str
@@ -382,6 +392,7 @@ class Tick:
 
         workdir = self.workdir(incident)
         if ctx.target_files:
+            self.check_started()
             report = run_error_pipeline(
                 ctx.python_files, ctx.powershell_files, ctx,
                 settings=self.cfg.checks, cwd=workdir,
@@ -396,9 +407,9 @@ class Tick:
         issues, runs, infra = list(report.issues), list(report.tool_runs), []
         infra.extend(report.infra_failures)
         if ctx.verification_commands:
-            # the mirror catches up with the steps before this one while the command starts
+            # the incident turns `running` (and the mirror catches up) while it starts
             result = run_verification(
-                ctx.verification_commands, workdir, self.cfg.verification, self.flush_mirror
+                ctx.verification_commands, workdir, self.cfg.verification, self.check_started
             )
             issues += result.findings
             runs += result.tool_runs

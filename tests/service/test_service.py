@@ -406,9 +406,10 @@ def test_a_pickup_fsyncs_the_incident_folder_once_not_per_step(cli, root: Root, 
     assert (root.bucket("resolved") / incident_id / "status.txt").read_text() == "resolved\n"
 
 
-def test_the_mirror_shows_the_plan_while_the_check_runs(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path) -> None:  # type: ignore[no-untyped-def]
+def test_the_mirror_shows_the_plan_and_running_while_the_check_runs(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path) -> None:  # type: ignore[no-untyped-def]
     """A pickup writes the mirror once for several quick ticks, but what it committed
-    before a check is there while the check's command runs (written as it starts)."""
+    before a check is there while the check's command runs (written as it starts), and
+    the incident is `running` by then."""
     from incidents.config import load_config
     from incidents.watch import worker
 
@@ -418,8 +419,10 @@ def test_the_mirror_shows_the_plan_while_the_check_runs(cli, root: Root, ws: Pat
         "import json, sqlite3\n"
         f"db = sqlite3.connect({str(root.db_path)!r})\n"
         "rows = db.execute('SELECT event_type FROM events ORDER BY id').fetchall()\n"
-        "state = db.execute('SELECT state FROM incidents').fetchall()\n"
-        f"open({str(seen)!r}, 'w').write(json.dumps([[r[0] for r in rows], state]))\n"
+        "state = db.execute('SELECT state, status FROM incidents').fetchall()\n"
+        "status = [open(p).read() for p in __import__('glob').glob("
+        f"{str(root.inbox / '*' / 'status.txt')!r})]\n"
+        f"open({str(seen)!r}, 'w').write(json.dumps([[r[0] for r in rows], state, status]))\n"
     )
     r = cli("capture", "--step", "sync", "--message", "sync failed", "--workdir", str(ws),
             "--verify", "python peek.py", "--no-dedupe")  # fmt: skip
@@ -427,8 +430,11 @@ def test_the_mirror_shows_the_plan_while_the_check_runs(cli, root: Root, ws: Pat
     incident_id = r.out.strip()
     result = worker.pickup(str(root.path), load_config(None), incident_id)
     assert result.result == "terminal", result
-    events_then, state_then = json.loads(seen.read_text())
-    # planning leaves the machine in S_INIT (planned), and that is what the mirror showed
+    events_then, state_then, status_then = json.loads(seen.read_text())
+    # planning leaves the machine in S_INIT (planned), and that is what the mirror showed;
+    # the incident is `running` from its check's start, on disk and in the mirror
     assert events_then == ["captured", "state_transition", "plan_generated"], events_then
-    assert state_then == [["S_INIT"]], state_then
+    assert state_then == [["S_INIT", "running"]] and status_then == ["running\n"], (
+        state_then, status_then,
+    )  # fmt: skip
     assert events(root, incident_id)[-1] == "archived"  # and the rest once it closed
