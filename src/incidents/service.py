@@ -172,6 +172,7 @@ class Tick:
         # what a capture may change in incident.json (occurrences) is nothing a tick uses
         self._carried: tuple[dict[str, Any], ErrorPipelineContext] | None = None
         self.unsynced = False  # a commit whose folder was not fsynced yet (see flush)
+        self.runs_unsynced = False  # a report whose folder was not fsynced yet
         self._check_started = False
         # committed ticks not in the mirror yet (see after_commit): their events and check
         # reports, and the context last committed
@@ -219,6 +220,9 @@ class Tick:
         """Make this object's commits durable: one fsync of the incident's folder for the
         steps of a pickup that redo identically, done before an action that changes the
         workdir and when the pickup ends (the close fsyncs the folder itself)."""
+        if self.runs_unsynced:  # the reports the commits refer to go first
+            fsutil.fsync_dir(self.runs)
+            self.runs_unsynced = False
         if self.unsynced and self.folder.is_dir():
             fsutil.fsync_dir(self.folder)
         self.unsynced = False
@@ -365,7 +369,9 @@ class Tick:
             report = ErrorReport.model_validate(fsutil.read_json_object(path))
         else:
             report = self.run_checks(incident, ctx, label)
-            fsutil.atomic_write_bytes(path, fsutil.dump_model(report))
+            # fsynced, its folder with the next flush or by the close, before the commits
+            fsutil.atomic_write_bytes(path, fsutil.dump_model(report), sync_dir=False)
+            self.runs_unsynced = True
         self.check_started()
         ctx.record_check(report, now)
         self.report_label = path.name
@@ -665,7 +671,8 @@ class Tick:
         result = self.run_result(incident, ctx, bucket, reason)
         # no close journal: this terminal state.json closes the incident again if we die
         target = store.archive(self.root, self.id, bucket, reason, run_result=result, journal=False)
-        self.unsynced = False  # archive fsyncs the folder before it moves it
+        # archive fsyncs the runs folder (run_result.json), then this folder, then moves it
+        self.unsynced = self.runs_unsynced = False
         self.events.append(("archived", {"bucket": bucket, "final_status": str(ctx.final_status)}))
         if not success:
             self.events.append(("escalation", {"kind": str(ctx.escalation_kind), "reason": reason}))

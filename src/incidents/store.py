@@ -190,31 +190,40 @@ def archive(
                 _pending_dir(root) / incident_id,
                 {"bucket": bucket, "reason": reason, "run_result": run_result},
             )
+        # run_result.json first: its folder's fsync makes the incident's run artifacts
+        # durable before the folder whose state.json refers to them
+        _write_run_result(root, incident_id, doc, bucket, reason, run_result)
         if doc["status"] != bucket or doc.get("resolution") != reason:
             doc = set_status(folder, doc, bucket, resolution=reason)  # fsyncs the folder
         else:
             fsutil.fsync_dir(folder)  # what was written in it is durable before it moves
-        return _finish_close(root, incident_id, folder, doc, bucket, reason, run_result)
+        return _finish_close(root, incident_id, folder, doc, bucket)
 
 
-def _finish_close(
+def _write_run_result(
     root: Root,
     incident_id: str,
-    folder: Path,
     doc: dict[str, Any],
     bucket: str,
     reason: str,
     run_result: dict[str, Any] | None,
-) -> Path:
+) -> None:
     runs = root.runs_dir(incident_id)
     runs.mkdir(mode=0o700, parents=True, exist_ok=True)
-    for directory in (folder, runs):  # temp files of a writer killed mid-close
-        fsutil.remove_orphan_temps(directory)
-    if folder.exists():
-        repair_status_txt(folder, doc)  # killed between incident.json and status.txt
+    fsutil.remove_orphan_temps(runs)  # a writer killed mid-close
     result_path = runs / "run_result.json"
     if not result_path.exists():
         fsutil.atomic_write_json(result_path, run_result or default_run_result(doc, bucket, reason))
+    else:  # a close done again: what else is in the folder is durable all the same
+        fsutil.fsync_dir(runs)
+
+
+def _finish_close(
+    root: Root, incident_id: str, folder: Path, doc: dict[str, Any], bucket: str
+) -> Path:
+    fsutil.remove_orphan_temps(folder)  # temp files of a writer killed mid-close
+    if folder.exists():
+        repair_status_txt(folder, doc)  # killed between incident.json and status.txt
     target = root.bucket(bucket) / incident_id
     if folder.exists():
         _rename(folder, target)
@@ -264,12 +273,13 @@ def complete_pending(root: Root) -> list[str]:
                 folder = root.inbox / entry
                 if folder.is_dir():
                     doc = read_incident(folder)
-                    if doc["status"] != bucket:
-                        doc = set_status(folder, doc, bucket, resolution=reason)
-                    _finish_close(
-                        root, entry, folder, doc, bucket, reason,
+                    _write_run_result(
+                        root, entry, doc, bucket, reason,
                         result if isinstance(result, dict) else None,
                     )  # fmt: skip
+                    if doc["status"] != bucket:
+                        doc = set_status(folder, doc, bucket, resolution=reason)
+                    _finish_close(root, entry, folder, doc, bucket)
                 else:
                     (pending / entry).unlink(missing_ok=True)
             done.append(entry)

@@ -381,8 +381,9 @@ def test_each_tier_has_its_own_max_attempts(cli, root: Root, ws: Path, tmp_path:
 
 
 def test_a_pickup_fsyncs_the_incident_folder_once_not_per_step(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path) -> None:  # type: ignore[no-untyped-def]
-    """Plan, check and decision redo identically after a power cut, so their commits are
-    fsynced as files (old-or-new) and the folder once, by the close, before it moves."""
+    """Plan, check and decision redo identically after a power cut, so their commits and
+    the check's report are fsynced as files (old-or-new) and their folders once, by the
+    close, in order, before the incident's folder moves."""
     import os
 
     from incidents.config import load_config
@@ -403,6 +404,10 @@ def test_a_pickup_fsyncs_the_incident_folder_once_not_per_step(cli, root: Root, 
     assert result.result == "terminal" and result.ticks == 3, result
     assert synced.count(folder) == 1, synced
     assert synced.count(f"{folder}/state.json") == 0  # its temp file is fsynced, then renamed
+    # the run artifacts' folder too, and first: state.json refers to the report in it
+    runs_dir = str(root.runs_dir(incident_id))
+    assert synced.count(runs_dir) == 1, synced
+    assert synced.index(runs_dir) < synced.index(folder)
     assert (root.bucket("resolved") / incident_id / "status.txt").read_text() == "resolved\n"
 
 
