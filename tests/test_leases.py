@@ -27,13 +27,19 @@ def test_a_live_lease_blocks_others_until_it_expires(r: Root) -> None:
     assert b is not None and b.generation == 2 and b.owner == "B"
 
 
-def test_a_late_commit_after_takeover_is_refused(r: Root) -> None:
+def taken_over(r: Root) -> tuple[leases.Lease, leases.Lease]:
+    """A's lease of inc1 expired and B took it over: (A's lease, B's lease)."""
     t = [1000.0]
     a = leases.acquire(r, "inc1", "A", ttl_s=5, clock=lambda: t[0])
     assert a is not None
     t[0] += 10
     b = leases.acquire(r, "inc1", "B", ttl_s=5, clock=lambda: t[0])
     assert b is not None
+    return a, b
+
+
+def test_a_late_commit_after_takeover_is_refused(r: Root) -> None:
+    a, b = taken_over(r)
     with pytest.raises(LeaseLost, match="taken over by B"), leases.fenced(r, a):
         raise AssertionError("the body of a fenced commit must not run")
     with pytest.raises(LeaseLost):
@@ -54,12 +60,7 @@ def test_release_frees_and_keeps_the_file(r: Root) -> None:
 
 
 def test_releasing_the_lease_of_a_closed_incident_removes_its_record(r: Root) -> None:
-    t = [1000.0]
-    a = leases.acquire(r, "inc1", "A", ttl_s=5, clock=lambda: t[0])
-    assert a is not None
-    t[0] += 10
-    b = leases.acquire(r, "inc1", "B", ttl_s=5, clock=lambda: t[0])
-    assert b is not None
+    a, b = taken_over(r)
     leases.release(r, a, closed=True)  # a lost lease removes nothing
     assert leases.read(r, "inc1") == b
     leases.release(r, b, closed=True)
