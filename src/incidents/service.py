@@ -217,15 +217,17 @@ class Tick:
             self.unsynced = not sync_dir
 
     def flush(self) -> None:
-        """Make this object's commits durable: one fsync of the incident's folder for the
-        steps of a pickup that redo identically, done before an action that changes the
-        workdir and when the pickup ends (the close fsyncs the folder itself)."""
+        """Make this object's commits durable, then show them in the mirror: one fsync of
+        the incident's folder for the steps of a pickup that redo identically, done before
+        an action that changes the workdir (a fixer may run for minutes) and when the
+        pickup ends (the close fsyncs the folder and syncs the mirror itself)."""
         if self.runs_unsynced:  # the reports the commits refer to go first
             fsutil.fsync_dir(self.runs)
             self.runs_unsynced = False
         if self.unsynced and self.folder.is_dir():
             fsutil.fsync_dir(self.folder)
         self.unsynced = False
+        self.flush_mirror()
 
     def set_status(self, status: str) -> dict[str, Any]:
         """Within a step: the folder is fsynced with the step's commit or the pickup's `flush`."""
@@ -274,11 +276,9 @@ class Tick:
                     self.id, old, old, na.action.value, na.reason,
                     waiting=na.action is Action.WAIT_INPUT, not_before=na.not_before, idle=True,
                 )  # fmt: skip
-            if na.action in JOURNALED:
-                self.flush()  # this pickup's commits are durable before the workdir changes
-                self.flush_mirror()  # and shown, before a fixer that may run for minutes
             ctx.begin_step(na.action, na.new_state, now)
             if na.action in JOURNALED:
+                self.flush()  # this pickup's commits are durable before the workdir changes
                 self.persist(ctx, durable=False)
         self.perform(na, incident, ctx, now)
         ctx.complete_step()
@@ -778,7 +778,6 @@ def run_step(
             return tick.run()
         finally:
             tick.flush()
-            tick.flush_mirror()
     finally:
         leases.release(root, lease)
 

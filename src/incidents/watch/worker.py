@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sqlite3
 import threading
 import time
 from dataclasses import dataclass
@@ -162,8 +161,7 @@ def _pickup(root: Root, cfg: Config, incident_id: str) -> Pickup:
     finally:
         with contextlib.suppress(IncidentsError, OSError):
             if tick is not None:
-                tick.flush()  # the pickup's commits are durable before the lease goes
-                tick.flush_mirror()  # and in the mirror
+                tick.flush()  # the pickup's commits are durable and mirrored before it ends
         with contextlib.suppress(IncidentsError, OSError):
             leases.release(root, lease, closed=closed)
 
@@ -209,39 +207,25 @@ def _quarantine_poison(root: Root, cfg: Config, incident_id: str, lease: leases.
 
 
 def serve(conn: Connection, root_path: str, cfg: Config, stop: StopFlag) -> None:
-    """A worker process: receive incident ids, send back what each pickup did."""
+    """A worker process: receive incident ids, send back what each pickup did.
+
+    Its ticks write the mirror through `mirror.shared`, one connection kept for the
+    worker's life: a connection closed after each tick was, when it was the last one,
+    a checkpoint and a deleted WAL every time."""
     init_process(stop)
-    keep = _keep_mirror_open(root_path)
     import gc
 
     import incidents.service  # noqa: F401  (what every pickup needs, loaded once)
 
     gc.freeze()  # the modules and models imported live as long as we do: never scan them
-    try:
-        while True:
-            try:
-                incident_id = conn.recv()
-            except (EOFError, OSError):
-                return
-            if incident_id is None:
-                return
-            conn.send(pickup(root_path, cfg, incident_id))
-    finally:
-        if keep is not None:
-            keep.close()
-
-
-def _keep_mirror_open(root_path: str) -> sqlite3.Connection | None:
-    """An idle connection held for the worker's life. Each tick opens and closes its own;
-    when that close was the last one, SQLite checkpointed and deleted the WAL every time
-    (~0.6 ms a close, 6 a pickup, plus re-creating the WAL). Durability is unchanged: the
-    WAL is still checkpointed automatically, and a commit is synced as before."""
-    from incidents import mirror
-
-    try:
-        return mirror.connect(Root(Path(root_path)).db_path)
-    except Exception:  # the mirror is derivable: a worker runs without this
-        return None
+    while True:
+        try:
+            incident_id = conn.recv()
+        except (EOFError, OSError):
+            return
+        if incident_id is None:
+            return
+        conn.send(pickup(root_path, cfg, incident_id))
 
 
 __all__ = ["Pickup", "init_process", "pickup", "recoveries", "serve"]
