@@ -190,45 +190,40 @@ def archive(
                 _pending_dir(root) / incident_id,
                 {"bucket": bucket, "reason": reason, "run_result": run_result},
             )
-        # run_result.json first: its folder's fsync makes the incident's run artifacts
-        # durable before the folder whose state.json refers to them
-        _write_run_result(root, incident_id, doc, bucket, reason, run_result)
-        if doc["status"] != bucket or doc.get("resolution") != reason:
-            doc = set_status(folder, doc, bucket, resolution=reason)  # fsyncs the folder
-        else:
-            fsutil.fsync_dir(folder)  # what was written in it is durable before it moves
-        return _finish_close(root, incident_id, folder, doc, bucket)
+        return _close(root, incident_id, folder, doc, bucket, reason, run_result)
 
 
-def _write_run_result(
+def _close(
     root: Root,
     incident_id: str,
+    folder: Path,
     doc: dict[str, Any],
     bucket: str,
     reason: str,
     run_result: dict[str, Any] | None,
-) -> None:
+) -> Path:
+    """The close after its intent (if any): run_result.json, the status, the move. Done
+    again after a crash, it finishes what is left (every part is idempotent)."""
+    # run_result.json first: its folder's fsync makes the incident's run artifacts
+    # durable before the folder whose state.json refers to them
     runs = root.runs_dir(incident_id)
     runs.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fsutil.remove_orphan_temps(runs)  # a writer killed mid-close
+    for directory in (runs, folder):  # temp files of a writer killed mid-close
+        fsutil.remove_orphan_temps(directory)
     result_path = runs / "run_result.json"
     if not result_path.exists():
         fsutil.atomic_write_json(result_path, run_result or default_run_result(doc, bucket, reason))
     else:  # a close done again: what else is in the folder is durable all the same
         fsutil.fsync_dir(runs)
-
-
-def _finish_close(
-    root: Root, incident_id: str, folder: Path, doc: dict[str, Any], bucket: str
-) -> Path:
-    fsutil.remove_orphan_temps(folder)  # temp files of a writer killed mid-close
-    if folder.exists():
-        repair_status_txt(folder, doc)  # killed between incident.json and status.txt
+    repair_status_txt(folder, doc)  # killed between incident.json and status.txt
+    if doc["status"] != bucket or doc.get("resolution") != reason:
+        doc = set_status(folder, doc, bucket, resolution=reason)  # fsyncs the folder
+    else:
+        fsutil.fsync_dir(folder)  # what was written in it is durable before it moves
     target = root.bucket(bucket) / incident_id
-    if folder.exists():
-        _rename(folder, target)
-        fsutil.fsync_dir(folder.parent)
-        fsutil.fsync_dir(target.parent)
+    _rename(folder, target)
+    fsutil.fsync_dir(folder.parent)
+    fsutil.fsync_dir(target.parent)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(root.state / "pending" / incident_id)
     return target
@@ -272,14 +267,10 @@ def complete_pending(root: Root) -> list[str]:
             with incident_lock(root, entry):
                 folder = root.inbox / entry
                 if folder.is_dir():
-                    doc = read_incident(folder)
-                    _write_run_result(
-                        root, entry, doc, bucket, reason,
+                    _close(
+                        root, entry, folder, read_incident(folder), bucket, reason,
                         result if isinstance(result, dict) else None,
                     )  # fmt: skip
-                    if doc["status"] != bucket:
-                        doc = set_status(folder, doc, bucket, resolution=reason)
-                    _finish_close(root, entry, folder, doc, bucket)
                 else:
                     (pending / entry).unlink(missing_ok=True)
             done.append(entry)
