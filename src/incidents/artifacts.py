@@ -1,0 +1,61 @@
+"""The name of every file an incident leaves behind, in one place.
+
+Stdlib only (capture imports it). The bundle's own files live in the incident's folder,
+which moves between the inbox and the archive buckets; the run artifacts live in
+`error_runs/<id>/` (`layout.Root.runs_dir`) and the plan in `error_plans/<id>/`.
+"""
+
+from __future__ import annotations
+
+# the bundle (the incident's folder)
+INCIDENT = "incident.json"
+STATUS = "status.txt"
+LOG_TAIL = "log_tail.txt"
+AUDIT_TAIL = "audit_tail.jsonl"
+CONTEXT = "context.json"
+BUNDLE_FILES = (INCIDENT, STATUS, LOG_TAIL, AUDIT_TAIL, CONTEXT)
+STATE = "state.json"  # the escalation machine's context; written by `incidents.step` only
+DECISIONS = "decisions.json"  # human decisions on escalations
+METADATA = "metadata.json"  # the quarantine bundle's summary
+REASON = "reason.txt"  # why a bundle was rejected
+
+# the run folder (error_runs/<id>/)
+AI_ATTEMPTS = "ai_attempts.json"
+RUN_RESULT = "run_result.json"
+REPORT_PREFIX = "error_report_attempt_"
+PROMPT_PREFIX = "prompt_attempt_"
+ATTEMPT_PREFIX = "attempt_"
+
+# the plan folder (error_plans/<id>/)
+PLAN_JSON = "plan.json"
+PLAN_MD = "plan.md"
+
+
+def report_id(label: str) -> str:
+    """A canonical report's id, as AI attempts cite it: `error_report_attempt_<label>`."""
+    return f"{REPORT_PREFIX}{label}"
+
+
+def report_name(label: str) -> str:
+    return f"{report_id(label)}.json"
+
+
+def prompt_name(attempt_number: int) -> str:
+    return f"{PROMPT_PREFIX}{attempt_number}.md"
+
+
+def attempt_name(iteration: int) -> str:
+    """Seed 004's `attempt_NN.json`, one per fix-and-recheck iteration."""
+    return f"{ATTEMPT_PREFIX}{iteration:02d}.json"
+
+
+def autofix_step_name(step: int) -> str:
+    return f"autofix_step_{step}.json"
+
+
+def fixer_step_name(step: int) -> str:
+    return f"fixer_step_{step}.json"
+
+
+def handoff_step_name(step: int) -> str:
+    return f"handoff_step_{step}.json"
