@@ -15,7 +15,7 @@ from incidents import policy
 from incidents.config import load_config
 from incidents.layout import Root
 from incidents.models import AIAttempt, ErrorPipelineContext, QuarantineMetadata, RunResult
-from incidents.service import drive, run_step
+from incidents.step.service import drive, run_step
 from incidents.vocab import ErrorCode, FailureClass
 from tests.stand_ins import on_path, stand_in
 

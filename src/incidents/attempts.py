@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from incidents import fsutil
+from incidents import artifacts, fsutil
 from incidents.models import ErrorPipelineContext
 
 # The fields only the canonical recheck decides.
@@ -18,22 +18,22 @@ VERDICT_FIELDS = ("finished_at", "verification_passed", "result", "state", "repo
 MACHINE = "incidents"
 
 
-def _fixes_applied(ctx: ErrorPipelineContext) -> int:
+def fixes_applied(ctx: ErrorPipelineContext) -> int:
     return int(ctx.mechanical_fix_applied) + len(ctx.ai_attempts)
 
 
 def attempt_iteration(ctx: ErrorPipelineContext) -> int:
     """The iteration whose recheck is running or last ran (fixes applied so far)."""
-    return max(1, _fixes_applied(ctx))
+    return max(1, fixes_applied(ctx))
 
 
 def waiting_iteration(ctx: ErrorPipelineContext) -> int:
     """The iteration an agent working a handed-off incident is doing now."""
-    return _fixes_applied(ctx) + 1
+    return fixes_applied(ctx) + 1
 
 
 def path_for(runs_dir: Path, iteration: int) -> Path:
-    return runs_dir / f"attempt_{iteration:02d}.json"
+    return runs_dir / artifacts.attempt_name(iteration)
 
 
 def next_free(runs_dir: Path) -> int:

@@ -66,6 +66,12 @@ class UnsafeFile(IncidentsError):
         self.path, self.reason = path, reason
 
 
+class NotWaiting(IncidentsError):
+    """The incident is not waiting for an agent (or not for this one), or not escalated."""
+
+    exit_code = 1
+
+
 class LockBusy(IncidentsError):
     exit_code = 1
 

@@ -54,6 +54,7 @@ from incidents.vocab import FailureClass
 
 __all__ = [
     "TERMINAL",
+    "TIER_NUMBER",
     "TIER_ORDER",
     "TIERS",
     "Action",
@@ -95,6 +96,7 @@ TIERS = (
     Tier("claude", State.S3_CLAUDE_FIX, State.S3_CLAUDE_RECHECK, Action.CALL_CLAUDE, 3, "3"),
 )
 TIER_ORDER: tuple[Agent, ...] = tuple(t.agent for t in TIERS)
+TIER_NUMBER: dict[str, int] = {t.agent: t.attempt_number for t in TIERS}
 TERMINAL = frozenset({State.S_SUCCESS, State.S4_QUARANTINE, State.S_ERROR_INFRA})
 CHECK_LABELS = {
     State.S0_BASELINE_CHECK: "0",

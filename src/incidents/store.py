@@ -23,8 +23,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from incidents import fsutil
-from incidents.errors import AlreadyArchived, IncidentsError, InvalidDocument
-from incidents.layout import BUCKETS, Root, validate_id
+from incidents.errors import IncidentsError, InvalidDocument
+from incidents.layout import Root, validate_id
 from incidents.locks import flocked
 
 TYPE_CHECKING = False  # typing stays off the capture path (import cost)
@@ -109,6 +109,14 @@ def _rename(src: Path, dst: Path) -> None:
         raise
 
 
+def move(src: Path, dst: Path) -> None:
+    """Move a bundle between buckets: one rename, never over an existing folder, then both
+    folders fsynced so the move survives a power cut (invariant I1)."""
+    _rename(src, dst)
+    fsutil.fsync_dir(src.parent)
+    fsutil.fsync_dir(dst.parent)
+
+
 def read_incident(folder: Path) -> dict[str, Any]:
     doc = fsutil.read_json_object(folder / "incident.json")
     for key in ("incident_id", "status", "step", "error_signature", "created_at"):
@@ -150,133 +158,6 @@ def repair_status_txt(folder: Path, doc: dict[str, Any]) -> bool:
         return False
     fsutil.atomic_write_text(folder / "status.txt", f"{doc['status']}\n")
     return True
-
-
-# --- closing -------------------------------------------------------------------------
-
-
-def _pending_dir(root: Root) -> Path:
-    path = root.state / "pending"
-    path.mkdir(mode=0o700, exist_ok=True)
-    return path
-
-
-def archive(
-    root: Root,
-    incident_id: str,
-    bucket: str,
-    reason: str,
-    run_result: dict[str, Any] | None = None,
-    *,
-    journal: bool = True,
-) -> Path:
-    """Close an inbox incident into `resolved` or `escalated`: status, run_result.json, rename.
-
-    The close's intent goes to `.state/pending/` first, so `complete_pending` finishes a close
-    a crash interrupted. `journal=False` is for a caller whose own record already says how to
-    close (the step service: a terminal `state.json` closes the incident again when it is
-    picked up), and saves a file written and deleted per incident.
-    """
-    if bucket not in ("resolved", "escalated"):
-        raise ValueError(bucket)
-    validate_id(incident_id)
-    with incident_lock(root, incident_id):
-        where, folder = root.locate(incident_id)
-        if where != "inbox":
-            raise AlreadyArchived(f"incident {incident_id} is already archived in {BUCKETS[where]}")
-        doc = read_incident(folder)
-        if journal:
-            fsutil.atomic_write_json(
-                _pending_dir(root) / incident_id,
-                {"bucket": bucket, "reason": reason, "run_result": run_result},
-            )
-        return _close(root, incident_id, folder, doc, bucket, reason, run_result)
-
-
-def _close(
-    root: Root,
-    incident_id: str,
-    folder: Path,
-    doc: dict[str, Any],
-    bucket: str,
-    reason: str,
-    run_result: dict[str, Any] | None,
-) -> Path:
-    """The close after its intent (if any): run_result.json, the status, the move. Done
-    again after a crash, it finishes what is left (every part is idempotent)."""
-    # run_result.json first: its folder's fsync makes the incident's run artifacts
-    # durable before the folder whose state.json refers to them
-    runs = root.runs_dir(incident_id)
-    runs.mkdir(mode=0o700, parents=True, exist_ok=True)
-    for directory in (runs, folder):  # temp files of a writer killed mid-close
-        fsutil.remove_orphan_temps(directory)
-    result_path = runs / "run_result.json"
-    if not result_path.exists():
-        fsutil.atomic_write_json(result_path, run_result or default_run_result(doc, bucket, reason))
-    else:  # a close done again: what else is in the folder is durable all the same
-        fsutil.fsync_dir(runs)
-    repair_status_txt(folder, doc)  # killed between incident.json and status.txt
-    if doc["status"] != bucket or doc.get("resolution") != reason:
-        doc = set_status(folder, doc, bucket, resolution=reason)  # fsyncs the folder
-    else:
-        fsutil.fsync_dir(folder)  # what was written in it is durable before it moves
-    target = root.bucket(bucket) / incident_id
-    _rename(folder, target)
-    fsutil.fsync_dir(folder.parent)
-    fsutil.fsync_dir(target.parent)
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(root.state / "pending" / incident_id)
-    return target
-
-
-def default_run_result(doc: dict[str, Any], bucket: str, reason: str) -> dict[str, Any]:
-    from datetime import datetime
-
-    now = time.time()
-    try:
-        created = datetime.fromisoformat(doc["created_at"]).timestamp()
-        minutes = max(0.0, round((now - created) / 60, 2))
-    except (ValueError, TypeError):
-        minutes = 0.0
-    return {
-        "incident_id": doc["incident_id"],
-        "final_status": bucket,
-        "loops_used": 0,
-        "runtime_minutes": minutes,
-        "same_error_repeats": 0,
-        "archived_to": f"{BUCKETS[bucket]}/{doc['incident_id']}",
-        "reason": reason,
-        "finished_at": iso_at(now),
-    }
-
-
-def complete_pending(root: Root) -> list[str]:
-    """Finish closes that a crash interrupted (their intent is in `.state/pending/`)."""
-    done: list[str] = []
-    pending = root.state / "pending"
-    if not pending.is_dir():
-        return done
-    fsutil.remove_orphan_temps(pending)  # an intent whose writer was killed mid-write
-    for entry in sorted(os.listdir(pending)):
-        if entry.startswith("."):
-            continue  # a temp file of an interrupted intent write
-        try:
-            intent = fsutil.read_json_object(pending / entry)
-            bucket, reason = str(intent["bucket"]), str(intent["reason"])
-            result = intent.get("run_result")
-            with incident_lock(root, entry):
-                folder = root.inbox / entry
-                if folder.is_dir():
-                    _close(
-                        root, entry, folder, read_incident(folder), bucket, reason,
-                        result if isinstance(result, dict) else None,
-                    )  # fmt: skip
-                else:
-                    (pending / entry).unlink(missing_ok=True)
-            done.append(entry)
-        except (IncidentsError, KeyError, OSError):
-            continue  # left for doctor to report; never guessed at
-    return done
 
 
 # --- rejection and sweeping ------------------------------------------------------------

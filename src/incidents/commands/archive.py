@@ -10,6 +10,7 @@ from incidents import output, store
 from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, open_root
 from incidents.errors import UsageError
 from incidents.layout import validate_id
+from incidents.step import close as closing
 
 
 def register(app: typer.Typer) -> None:
@@ -33,7 +34,7 @@ def register(app: typer.Typer) -> None:
             raise UsageError("archive: --reason is required (why is it closed?)")
         session = open_root(root, config, incident_id)
         bucket = "resolved" if resolved else "escalated"
-        target = store.archive(session.root, incident_id, bucket, reason.strip())
+        target = closing.archive(session.root, incident_id, bucket, reason.strip())
         store.mirror_bundle(session.root, bucket, target, "archived", {"bucket": bucket})
         rel = target.relative_to(session.root.path)
         if as_json:

@@ -8,11 +8,11 @@ from typing import Annotated
 
 import typer
 
-from incidents import store
 from incidents.config import load_config
 from incidents.errors import NotFound
 from incidents.layout import Root, resolve_root
 from incidents.settings import Config
+from incidents.step import close as closing
 
 RootOpt = Annotated[
     str | None,
@@ -43,5 +43,5 @@ def open_root(root: str | None, config: str | None, incident_id: str | None = No
     if incident_id is not None and not os.path.lexists(r.path):
         raise NotFound(f"no incident {incident_id!r} under {r.path}")
     r.ensure()
-    store.complete_pending(r)
+    closing.complete_pending(r)
     return Session(r, cfg)

@@ -9,7 +9,8 @@ import typer
 
 from incidents import output
 from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, open_root
-from incidents.service import StepOutcome, drive, find_by_run, run_step
+from incidents.step.outcome import StepOutcome
+from incidents.step.service import drive, find_by_run, run_step
 
 
 def _json(outcome: StepOutcome) -> dict[str, Any]:

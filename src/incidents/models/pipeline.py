@@ -175,6 +175,10 @@ class ErrorPipelineContext(Document):
     escalation_kind: EscalationKind | None = None
     escalation_reason: str | None = None
     quarantine_path: str | None = None
+    # a human's requeue
+    guidance: str | None = Field(
+        default=None, description="the guidance of the latest requeue, for every later prompt"
+    )
 
     @property
     def target_files(self) -> list[str]:
@@ -270,6 +274,49 @@ class ErrorPipelineContext(Document):
         self.escalation_reason = reason
         self.escalation_kind = kind
         self.quarantine_path = quarantine_path
+
+    def poison(self, reason: str) -> None:
+        """Quarantined without running its step again: its processing kept killing the
+        worker (the watcher's poison rule)."""
+        self.pending = None
+        self.current_state = State.S4_QUARANTINE
+        self.record_final(
+            FinalStatus.QUARANTINED,
+            reason=reason,
+            quarantine_path=f"error_archive/escalated/{self.workstream_id}",
+        )
+
+    def requeue(self, guidance: str) -> None:
+        """A human sent the escalated incident back: to S_INIT for another climb with
+        `guidance`, its history kept (steps, report labels, attempts and the artifacts
+        keyed by them continue, never overwritten), the per-climb counters reset."""
+        reset: dict[str, object] = {
+            "current_state": State.S_INIT,
+            # a human requeued it: check it again even if it was never-retry
+            "failure_class": (
+                FailureClass.UNKNOWN
+                if self.failure_class is FailureClass.NEVER_RETRY
+                else self.failure_class
+            ),
+            "pending": None,
+            "planned": True,  # the plan and original_scripts/ of the first climb stand
+            "current_agent": "none",
+            "attempt_number": 0,
+            "agent_attempt_counts": {},
+            "transient_retries": 0,
+            "not_before": None,
+            "waiting_for_input": False,
+            "handoff_agent": None,
+            "fixer_failure": None,
+            "signature_attempts_used": 0,
+            "final_status": None,
+            "escalation_kind": None,
+            "escalation_reason": None,
+            "quarantine_path": None,
+            "guidance": guidance,
+        }
+        for name, value in reset.items():
+            setattr(self, name, value)
 
     # -- the step journal ----------------------------------------------------------------
 

@@ -13,9 +13,10 @@ import os
 from datetime import datetime
 from pathlib import Path
 
-from incidents import fsutil
+from incidents import artifacts, fsutil
 from incidents.layout import Root
 from incidents.models import ErrorPipelineContext, QuarantineMetadata
+from incidents.step.documents import write_ai_attempts
 from incidents.vocab import FinalStatus
 
 FINAL_SCRIPTS = "final_scripts"
@@ -46,12 +47,12 @@ def copy_run_artifacts(root: Root, incident_id: str, folder: Path) -> None:
     runs = root.runs_dir(incident_id)
     if runs.is_dir():
         for entry in sorted(runs.iterdir()):
-            if entry.name.startswith("error_report_attempt_") and entry.suffix == ".json":
+            if entry.name.startswith(artifacts.REPORT_PREFIX) and entry.suffix == ".json":
                 _copy(entry, folder / "error_reports" / entry.name)
-            elif entry.name.startswith(("attempt_", "prompt_attempt_")):
+            elif entry.name.startswith((artifacts.ATTEMPT_PREFIX, artifacts.PROMPT_PREFIX)):
                 _copy(entry, folder / "attempts" / entry.name)
     plan = root.plan_dir(incident_id)
-    for name in ("plan.json", "plan.md"):
+    for name in (artifacts.PLAN_JSON, artifacts.PLAN_MD):
         if (plan / name).is_file():
             _copy(plan / name, folder / "plan" / name)
 
@@ -73,9 +74,7 @@ def build(
     if workdir is not None and workdir.is_dir():
         copy_final_scripts(folder, workdir, targets)
     copy_run_artifacts(root, incident_id, folder)
-    fsutil.atomic_write_json(
-        folder / "ai_attempts.json", [a.model_dump(mode="json") for a in ctx.ai_attempts]
-    )
+    write_ai_attempts(folder / artifacts.AI_ATTEMPTS, ctx.ai_attempts, required=True)
     report = ctx.last_error_report
     versions = {run.tool: run.version for run in report.tool_runs} if report else {}
     counts = report.summary.issues_by_category if report else {}
@@ -95,5 +94,5 @@ def build(
         escalation_kind=ctx.escalation_kind.value if ctx.escalation_kind else None,
         error_signature=ctx.error_signature,
     )
-    fsutil.atomic_write_json(folder / "metadata.json", meta.model_dump(mode="json"))
+    fsutil.atomic_write_json(folder / artifacts.METADATA, meta.model_dump(mode="json"))
     return meta

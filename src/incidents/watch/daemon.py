@@ -40,6 +40,7 @@ from incidents import fsutil, leases, mirror, pause, proc, store
 from incidents.errors import IncidentsError
 from incidents.layout import Root, validate_id
 from incidents.settings import Config
+from incidents.step import close as closing
 from incidents.watch.intake import Verdict, examine
 from incidents.watch.log import Display, Log
 from incidents.watch.worker import Pickup, serve
@@ -176,7 +177,7 @@ class Watcher:
             with contextlib.suppress(FileNotFoundError):
                 if name[:1] != ".":
                     self.whole[name] = os.stat(hints / name).st_mtime_ns
-        closed = store.complete_pending(self.root)
+        closed = closing.complete_pending(self.root)
         if closed:
             self.log.event("closes_completed", ids=",".join(closed))
         self._catch_up()

@@ -19,10 +19,11 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Protocol
 
-from incidents import fsutil, leases, pause, store
+from incidents import fsutil, leases, pause
 from incidents.errors import IncidentsError, InvalidDocument, LeaseLost, LockBusy, NotFound
 from incidents.layout import Root
 from incidents.settings import Config
+from incidents.step import close as closing
 
 
 class StopFlag(Protocol):
@@ -106,13 +107,14 @@ def pickup(root_path: str, cfg: Config, incident_id: str) -> Pickup:
 
 
 def _pickup(root: Root, cfg: Config, incident_id: str) -> Pickup:
-    from incidents.service import Tick, utc_now
+    from incidents.clock import utc_now
+    from incidents.step.tick import Tick
 
     if _STOP.is_set():
         return Pickup(incident_id, "stopped")
     if pause.current(root) is not None:
         return Pickup(incident_id, "paused")
-    store.complete_pending(root)
+    closing.complete_pending(root)
     ttl = cfg.policy.lease_ttl_s
     previous = leases.read(root, incident_id)
     try:
@@ -178,28 +180,14 @@ def _result_of(terminal: bool, waiting: bool, not_before: float | None, idle: bo
 
 def _quarantine_poison(root: Root, cfg: Config, incident_id: str, lease: leases.Lease) -> Pickup:
     """Close the incident as quarantined without running its step again."""
-    from incidents.models.pipeline import State
-    from incidents.service import Tick, load_context, load_incident, new_context, utc_now
-    from incidents.vocab import FinalStatus
+    from incidents.step import service
 
-    tick = Tick(root, cfg, incident_id, lease, utc_now)
-    incident = load_incident(root, tick.folder)
-    ctx = load_context(tick.folder) or new_context(incident, cfg, 0)
-    old = ctx.current_state
     n = recoveries(root, incident_id)
     reason = (
         f"poison incident: its processing was interrupted {n} times (the worker died); "
         "quarantined so it cannot crash-loop the watcher"
     )
-    ctx = ctx.model_copy(update={"pending": None, "current_state": State.S4_QUARANTINE})
-    ctx.record_final(
-        FinalStatus.QUARANTINED,
-        reason=reason,
-        quarantine_path=f"error_archive/escalated/{incident_id}",
-    )
-    tick.persist(ctx)
-    tick.events.append(("poisoned", {"recoveries": n, "at_state": old.value}))
-    outcome = tick.close(incident, ctx, old)
+    outcome = service.poison(root, cfg, incident_id, lease, reason, n)
     return Pickup(
         incident_id, "terminal", state=outcome.new_state, archived_to=outcome.archived_to,
         detail=reason, recovered=True,
@@ -215,7 +203,7 @@ def serve(conn: Connection, root_path: str, cfg: Config, stop: StopFlag) -> None
     init_process(stop)
     import gc
 
-    import incidents.service  # noqa: F401  (what every pickup needs, loaded once)
+    import incidents.step.service  # noqa: F401  (what every pickup needs, loaded once)
 
     gc.freeze()  # the modules and models imported live as long as we do: never scan them
     while True:

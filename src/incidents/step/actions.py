@@ -1,0 +1,262 @@
+"""The actions a tick performs (fsm's `Action`s), each writing its artifact keyed by the
+step so that a tick killed after the action and before its commit records the same
+outcome again instead of running the action twice."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from incidents import artifacts, attempts, fsutil, leases, mirror, planner, proc, store
+from incidents.classify import code_of_findings
+from incidents.decisions import read_guidance
+from incidents.fsm import TIER_NUMBER, TIERS, NextAction, decide_next_action, report_label
+from incidents.models import AIAttempt, ErrorPipelineContext, ErrorReport
+from incidents.models.pipeline import Action, Agent, State
+from incidents.step import quarantine
+from incidents.step.base import TickBase
+from incidents.vocab import ErrorCode
+
+# derived from the machine's own tier table, so the two can never disagree
+AGENT_OF: dict[Action, Agent] = {t.call: t.agent for t in TIERS}
+
+
+class Actions(TickBase):
+    def plan(self, incident: dict[str, Any], ctx: ErrorPipelineContext) -> None:
+        # the targets as they were before anything touched them (the review diffs against it)
+        quarantine.copy_final_scripts(
+            self.folder, self.workdir(incident), ctx.target_files, into="original_scripts"
+        )
+        plan = planner.load_plan(self.root, self.id)  # a skill's plan wins; resume reuses ours
+        if plan is None:
+            plan = planner.make_plan(incident, self.history(incident), self.clock())
+            with store.incident_lock(self.root, self.id):
+                planner.apply_plan(self.root, self.folder, incident, plan, sync_dir=False)
+            self.events.append(("plan_generated", {"actions": len(plan.actions)}))
+        else:
+            self.set_status("planned")
+        ctx.record_plan(planner.commands_to_run(incident, plan))
+
+    def adopt_current_plan(self, incident: dict[str, Any], ctx: ErrorPipelineContext) -> None:
+        """plan.json is the one source of truth for what a check runs: a plan supplied or
+        replaced after PLAN (`incidents plan --from`) is read when the next step begins and
+        stored in state.json by that step's journal write. Not while a step is pending: its
+        redo must make the decision it journaled."""
+        plan = planner.load_plan(self.root, self.id)
+        if plan is not None:
+            ctx.adopt_plan(planner.commands_to_run(incident, plan))
+
+    def check(
+        self, incident: dict[str, Any], ctx: ErrorPipelineContext, state: State, now: datetime
+    ) -> None:
+        label = report_label(state, ctx.report_labels)
+        path = self.artifact(artifacts.report_name(label))
+        if path.exists():  # the check ran before a crash: its report is the result
+            report = ErrorReport.model_validate(fsutil.read_json_object(path))
+        else:
+            report = self.run_checks(incident, ctx, label)
+            # fsynced, its folder with the next flush or by the close, before the commits
+            fsutil.atomic_write_bytes(path, fsutil.dump_model(report), sync_dir=False)
+            self.runs_unsynced = True
+        self.check_started()
+        ctx.record_check(report, now)
+        self.report_label = path.name
+        self.events.append(
+            ("error_report_generated", {"label": label, **report.summary.model_dump(mode="json")})
+        )
+        if state is not State.S0_BASELINE_CHECK:
+            self.write_attempt(ctx, report, now)
+
+    def run_checks(
+        self, incident: dict[str, Any], ctx: ErrorPipelineContext, label: str
+    ) -> ErrorReport:
+        from incidents.checks.engine import run_error_pipeline, summarize
+        from incidents.models import InfraFailure
+        from incidents.verify import run_verification
+
+        workdir = self.workdir(incident)
+        if ctx.target_files:
+            self.check_started()
+            report = run_error_pipeline(
+                ctx.python_files, ctx.powershell_files, ctx,
+                settings=self.cfg.checks, cwd=workdir,
+            )  # fmt: skip
+        else:
+            report = ErrorReport(
+                attempt_number=ctx.attempt_number, ai_agent=ctx.current_agent,
+                run_id=ctx.run_id, workstream_id=ctx.workstream_id,
+                generated_at=self.clock(), mechanical_fix_applied=ctx.mechanical_fix_applied,
+                issues=[], summary=summarize([]),
+            )  # fmt: skip
+        issues, runs, infra = list(report.issues), list(report.tool_runs), []
+        infra.extend(report.infra_failures)
+        if ctx.verification_commands:
+            # the incident turns `running` (and the mirror catches up) while it starts
+            result = run_verification(
+                ctx.verification_commands, workdir, self.cfg.verification, self.check_started
+            )
+            issues += result.findings
+            runs += result.tool_runs
+            infra += result.infra_failures
+            infra += [
+                InfraFailure(
+                    tool="verify", argv=[refusal.command], exit_code=None,
+                    reason=f"refused: {refusal}",
+                )
+                for refusal in result.refusals
+            ]  # fmt: skip
+        return report.model_copy(
+            update={
+                "label": label,
+                "issues": issues,
+                "summary": summarize(issues),
+                "tool_runs": runs,
+                "infra_failures": infra,
+            }
+        )
+
+    def write_attempt(self, ctx: ErrorPipelineContext, report: ErrorReport, now: datetime) -> None:
+        """attempt_NN.json after each fix-and-recheck (seed 004), numbered by fix iterations.
+        A skill's own record of the same iteration (`incidents attempt`) is kept: the
+        machine adds its canonical verdict to it instead of replacing it."""
+        from incidents.models import Attempt
+
+        iteration = attempts.attempt_iteration(ctx)
+        path = self.artifact(artifacts.attempt_name(iteration))
+        after = ctx.pending.new_state if ctx.pending else ctx.current_state
+        peek = decide_next_action(ctx.model_copy(update={"current_state": after, "pending": None}))
+        result = {
+            Action.FINALIZE_SUCCESS: "resolved",
+            Action.QUARANTINE: "escalated",
+            Action.FINALIZE_INFRA_ERROR: "escalated",
+        }.get(peek.action, "continue")
+        applied = [a.agent for a in ctx.ai_attempts[-1:]] if ctx.current_agent != "none" else []
+        doc = {
+            "incident_id": self.id,
+            "iteration": iteration,
+            "started_at": (ctx.pending.started_at if ctx.pending else None) or now,
+            "finished_at": now,
+            "actions_applied": applied
+            or (["mechanical_autofix"] if ctx.mechanical_fix_applied else []),
+            "verification_commands": ctx.verification_commands,
+            "verification_passed": not report.summary.has_hard_fail,
+            "result": result,
+            "error_signature": ctx.error_signature or "",
+            "state": ctx.pending.new_state.value if ctx.pending else ctx.current_state.value,
+            "report": artifacts.report_name(report.label),
+            "total_issues": report.summary.total_issues,
+        }
+        merged = attempts.merge_skill_attempt(path, doc)
+        fsutil.atomic_write_bytes(path, fsutil.dump_model(Attempt.model_validate(merged)))
+
+    def autofix(self, incident: dict[str, Any], ctx: ErrorPipelineContext) -> None:
+        from incidents.checks.autofix import apply_mechanical_fixes
+
+        path = self.artifact(artifacts.autofix_step_name(ctx.step))
+        if path.exists():
+            log = fsutil.read_json_object(path)
+        else:
+            result = apply_mechanical_fixes(
+                ctx.python_files, settings=self.cfg.checks, cwd=self.workdir(incident)
+            )
+            log = {"ok": result.ok, **result.to_json()}
+            fsutil.atomic_write_json(path, log)
+        if not log.get("ok", False):
+            errors = [s.get("error") for s in log.get("log", []) if s.get("error")]
+            ctx.record_fixer_failure(f"mechanical autofix failed: {'; '.join(errors) or '?'}")
+        ctx.record_autofix()
+
+    def await_handoff(self, ctx: ErrorPipelineContext, agent: Agent) -> None:
+        ctx.begin_handoff(agent, TIER_NUMBER[agent])
+        self.save_prompt(ctx, agent)
+        self.events.append(("waiting_for_input", {"agent": agent}))
+
+    def save_prompt(self, ctx: ErrorPipelineContext, agent: Agent) -> Path:
+        from incidents.fixers.prompt import RetryContext, build_prompt
+
+        report = ctx.last_error_report
+        assert report is not None
+        retry = None
+        if ctx.ai_attempts:
+            last = ctx.ai_attempts[-1]
+            tests = [f.message for f in report.issues if f.category == "test"][:20]
+            retry = RetryContext(
+                attempt_number=len(ctx.ai_attempts) + 1,
+                max_attempts=ctx.signature_attempt_limit or len(ctx.ai_attempts) + 1,
+                previous_error_code=code_of_findings(
+                    {f.category.value for f in report.issues},
+                    timed_out=any(f.code == "TIMEOUT" for f in report.issues),
+                )
+                or ctx.error_code
+                or ErrorCode.UNKNOWN,
+                previous_error="\n".join(f.message for f in report.issues[:20]),
+                what_was_tried=f"{last.agent}: {last.notes or 'changed ' + ', '.join(last.changed_files)}",
+                test_failures="\n".join(tests) or None,
+            )
+        guidance = ctx.guidance or read_guidance(self.folder)
+        text = build_prompt(report, ctx.target_files, retry, guidance)
+        path = self.artifact(artifacts.prompt_name(len(ctx.ai_attempts) + 1))
+        fsutil.atomic_write_text(path, text)
+        return path
+
+    def call_fixer(self, agent: Agent, incident: dict[str, Any], ctx: ErrorPipelineContext) -> None:
+        from incidents.fixers.runner import run_fixer
+
+        ctx.enter_tier(agent, TIER_NUMBER[agent])
+        path = self.artifact(artifacts.fixer_step_name(ctx.step))
+        if path.exists():  # the fixer ran before a crash: record its result once
+            saved = fsutil.read_json_object(path)
+            attempt = AIAttempt.model_validate(saved["attempt"])
+            infra = saved.get("infra_error")
+        else:
+            prompt_file = self.save_prompt(ctx, agent)
+            settings = getattr(self.cfg.tiers, agent)
+            # a fixer may run for its whole timeout: hold the lease at least that long
+            ttl = settings.timeout_s + self.cfg.policy.lease_ttl_s
+            self.lease = leases.renew(self.root, self.lease, ttl_s=ttl)
+            # a fixer of a tick that was killed may still be running: never two at once
+            pidfile = self.root.state / "running" / f"{self.id}.pid"
+            pidfile.parent.mkdir(mode=0o700, exist_ok=True)
+            proc.kill_recorded(pidfile)
+            outcome = run_fixer(
+                agent, settings, prompt_file, ctx.target_files, self.workdir(incident),
+                pidfile=pidfile,
+            )  # fmt: skip
+            report_id = artifacts.report_id(ctx.report_labels[-1] if ctx.report_labels else "0")
+            attempt = outcome.ai_attempt(TIER_NUMBER[agent], report_id).model_copy(
+                update={"step": ctx.step}
+            )
+            infra = outcome.infra_error
+            fsutil.atomic_write_json(
+                path, {"attempt": attempt.model_dump(mode="json"), "infra_error": infra}
+            )
+        ctx.record_ai_attempt(attempt)
+        if infra:
+            ctx.record_fixer_failure(f"{agent}: {infra}")
+        self.events.append(("ai_attempt", attempt.model_dump(mode="json")))
+
+    def escalation_reason(self, na: NextAction, ctx: ErrorPipelineContext) -> str:
+        report = ctx.last_error_report
+        if na.action is Action.FINALIZE_INFRA_ERROR and report and report.infra_failures:
+            details = "; ".join(f"{f.tool}: {f.reason}" for f in report.infra_failures[:5])
+            return f"{na.reason} ({details})"
+        return na.reason
+
+    def history(self, incident: dict[str, Any]) -> planner.SignatureHistory:
+        """How the signature's other incidents ended (the planner's view of history)."""
+        try:
+            with mirror.shared(self.root.db_path) as conn:
+                rows = conn.execute(
+                    "SELECT bucket, count(*) FROM incidents WHERE signature = ? "
+                    "AND incident_id != ? GROUP BY bucket",
+                    (incident["error_signature"], self.id),
+                ).fetchall()
+        except Exception:
+            return planner.SignatureHistory()
+        counts = {b: n for b, n in rows}
+        return planner.SignatureHistory(
+            occurrences=sum(counts.values()),
+            resolved=counts.get("resolved", 0),
+            escalated=counts.get("escalated", 0),
+        )

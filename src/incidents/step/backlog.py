@@ -1,0 +1,77 @@
+"""The mirror's side of a pickup: what its committed ticks still owe the mirror.
+
+The ticks of one pickup reach the mirror in one transaction: at the pickup's end, at the
+close, before a fixer runs, while a check's command runs, or once the backlog is older
+than `MIRROR_LAG_S`. What a failed write did not deliver stays for the next one; the
+mirror is derivable, so a failure never stops the machine.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from incidents import mirror, store
+from incidents.layout import Root
+
+# how far the mirror may fall behind the ticks of one pickup before it is written anyway
+MIRROR_LAG_S = 0.5
+Event = tuple[str, dict[str, Any]]
+
+
+class Backlog:
+    def __init__(self, root: Root, incident_id: str) -> None:
+        self.root, self.id = root, incident_id
+        self.events: list[Event] = []
+        self.reports: list[tuple[str, dict[str, Any] | None]] = []  # (label, summary)
+        self.state: dict[str, Any] | None = None  # the context last committed
+        self.synced_at = time.monotonic()
+
+    def add(
+        self,
+        events: list[Event],
+        report: tuple[str, dict[str, Any] | None] | None,
+        state: dict[str, Any] | None,
+    ) -> None:
+        """A committed tick's events, check report and (unless its close syncs) context."""
+        self.events += events
+        if report is not None:
+            self.reports.append(report)
+        if state is not None:
+            self.state = state
+
+    @property
+    def due(self) -> bool:
+        return time.monotonic() - self.synced_at >= MIRROR_LAG_S
+
+    def flush(self, current: list[Event] | None = None) -> None:
+        """Write the committed ticks that are not in the mirror yet (see `sync`)."""
+        if self.state is not None:
+            self.sync(self.state, current)
+
+    def sync(self, state: dict[str, Any] | None, current: list[Event] | None = None) -> None:
+        """One transaction: the workstream's context, the incident's row, the reports and
+        events owed, then `current` (the events of the tick in progress), emptied once
+        they are written."""
+        try:
+            with mirror.shared(self.root.db_path) as conn, mirror.write(conn):
+                if state is not None:
+                    mirror.save_workstream(
+                        conn, state["run_id"], self.id, state["current_state"], state
+                    )
+                mirror.refresh(conn, self.root, self.id, state=state)
+                if state is not None:
+                    for label, summary in self.reports:
+                        mirror.record_step_attempt(
+                            conn, state["run_id"], self.id, "error_pipeline", label,
+                            result=summary,
+                        )  # fmt: skip
+                for event, payload in [*self.events, *(current or [])]:
+                    mirror.add_event(conn, self.id, event, payload)
+        except Exception as exc:  # the mirror is derivable; a failure here must not stop work
+            store.warn_mirror(exc)  # what is not written stays for the next sync
+            return
+        self.events, self.reports = [], []
+        if current is not None:
+            current.clear()
+        self.state, self.synced_at = None, time.monotonic()

@@ -1,0 +1,99 @@
+"""What every part of a tick shares: its incident, its lease, and how it persists.
+
+`TickBase` holds one incident's tick state (root, config, lease, folders, the events of
+the tick in progress, the mirror backlog) and the persistence primitives the actions and
+the close build on. `incidents.step.tick.Tick` is the whole tick.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from incidents import fsutil, leases, store
+from incidents.layout import Root
+from incidents.models import ErrorPipelineContext
+from incidents.settings import Config
+from incidents.step.backlog import Backlog, Event
+from incidents.step.documents import write_state
+
+Clock = Callable[[], datetime]
+
+
+class TickBase:
+    def __init__(
+        self, root: Root, cfg: Config, incident_id: str, lease: leases.Lease, clock: Clock
+    ) -> None:
+        self.root, self.cfg, self.id, self.lease, self.clock = root, cfg, incident_id, lease, clock
+        self.folder = root.inbox / incident_id
+        self.runs = root.runs_dir(incident_id)
+        self.events: list[Event] = []  # of the tick in progress
+        self.report_label: str | None = None
+        self.unsynced = False  # a commit whose folder was not fsynced yet (see flush)
+        self.runs_unsynced = False  # a report whose folder was not fsynced yet
+        self._check_started = False
+        self.backlog = Backlog(root, incident_id)
+
+    def persist(
+        self, ctx: ErrorPipelineContext, *, durable: bool = True, sync_dir: bool = True
+    ) -> None:
+        """Commit `state.json`, old-or-new, only while our lease is current (fencing).
+
+        The intent written before an action (`durable=False`) is replaced atomically but
+        not fsynced: a killed process leaves it whole, and losing it to a power cut only
+        means the action is decided and run again, as after any crash before its commit.
+        `sync_dir=False`: the file is fsynced (old-or-new even after a power cut) but the
+        folder's fsync waits for `flush`; a power cut before it only takes the incident
+        back to an earlier commit, whose steps redo identically (see `tick.JOURNALED`).
+        """
+        with leases.fenced(self.root, self.lease), store.incident_lock(self.root, self.id):
+            write_state(self.folder, ctx, durable=durable, sync_dir=sync_dir)
+        if durable:
+            self.unsynced = not sync_dir
+
+    def flush(self) -> None:
+        """Make this object's commits durable, then show them in the mirror: one fsync of
+        the incident's folder for the steps of a pickup that redo identically, done before
+        an action that changes the workdir (a fixer may run for minutes) and when the
+        pickup ends (the close fsyncs the folder and syncs the mirror itself)."""
+        if self.runs_unsynced:  # the reports the commits refer to go first
+            fsutil.fsync_dir(self.runs)
+            self.runs_unsynced = False
+        if self.unsynced and self.folder.is_dir():
+            fsutil.fsync_dir(self.folder)
+        self.unsynced = False
+        self.flush_mirror()
+
+    def flush_mirror(self) -> None:
+        """Write the committed ticks that are not in the mirror yet."""
+        self.backlog.flush(self.events)
+
+    def sync_mirror(self, ctx: ErrorPipelineContext | None) -> None:
+        """Write everything owed, with `ctx` as the context to show."""
+        self.backlog.sync(ctx.model_dump(mode="json") if ctx is not None else None, self.events)
+
+    def set_status(self, status: str) -> dict[str, Any]:
+        """Within a step: the folder is fsynced with the step's commit or the pickup's `flush`."""
+        with store.incident_lock(self.root, self.id):
+            doc = store.read_incident(self.folder)
+            if doc["status"] != status:
+                doc = store.set_status(self.folder, doc, status, sync_dir=False)
+            return doc
+
+    def check_started(self) -> None:
+        """From its first check on an incident is `running`: set once per check, with the
+        mirror brought up to date, while the check's first command starts (the worker
+        waits for that child anyway), or before the check tools run."""
+        if not self._check_started:
+            self._check_started = True
+            self.set_status("running")
+            self.flush_mirror()
+
+    def workdir(self, incident: dict[str, Any]) -> Path:
+        return Path(incident.get("workdir") or self.root.path.parent)
+
+    def artifact(self, name: str) -> Path:
+        self.runs.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return self.runs / name

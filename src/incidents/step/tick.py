@@ -1,0 +1,253 @@
+"""One tick of one incident (seed 000 §4.5), following `incidents.fsm`'s protocol.
+
+A tick loads `incident.json` and `state.json` (the context), decides, journals the step
+(`pending`), performs the action, writes its artifact keyed by the step, records the
+outcome and commits `state.json` once, atomically, under the lease (fencing). Mirror rows
+and events follow the commit. A process killed anywhere resumes from what is on disk: a
+begun step whose artifact exists is recorded without running its action again; a
+committed step is never repeated. A terminal state closes the incident: the quarantine
+bundle is built in the folder, then the folder moves to its archive bucket.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from incidents import artifacts, attempts, fsutil, mirror, store
+from incidents import policy as policy_mod
+from incidents.fsm import TIERS, NextAction, decide_next_action, is_actionable, is_terminal
+from incidents.models import ErrorPipelineContext
+from incidents.models.pipeline import Action, EscalationKind, State
+from incidents.step import close as closing
+from incidents.step import quarantine
+from incidents.step.actions import AGENT_OF, Actions
+from incidents.step.documents import load_context, load_incident, new_context, write_ai_attempts
+from incidents.step.outcome import StepOutcome
+from incidents.vocab import FinalStatus
+
+AGENT_OF_FIX = {t.fix: t.agent for t in TIERS}
+# the actions whose intent is written before they run (fsm's protocol, step 3): they change
+# the workdir and their decision may rest on inputs that move (budgets), so a redo must
+# find the step they began. The others redo identically: their artifacts are keyed by the
+# step and reused, or they only change the context. Skipping their intent saves a file
+# replacement per tick: replacing files is the watcher's main cost (README, benchmarks).
+JOURNALED = frozenset({Action.MECHANICAL_AUTOFIX, Action.AWAIT_HANDOFF, *AGENT_OF})
+
+
+class Tick(Actions):
+    """One incident's ticks under one lease: `run()` again goes on from what it committed
+    (a pickup ticks one incident several times, so nobody else changed the context, and
+    what a capture may change in incident.json, its occurrences, is nothing a tick uses)."""
+
+    _carried: tuple[dict[str, Any], ErrorPipelineContext] | None = None
+
+    def load(self) -> tuple[dict[str, Any], ErrorPipelineContext]:
+        """incident.json and the context from disk, after cleaning up what a writer killed
+        mid-write left (temp files, a status.txt behind incident.json)."""
+        for directory in (self.folder, self.runs, self.root.plan_dir(self.id)):
+            fsutil.remove_orphan_temps(directory)
+        incident = load_incident(self.root, self.folder)
+        with store.incident_lock(self.root, self.id):
+            store.repair_status_txt(self.folder, incident)
+        ctx = load_context(self.folder)
+        if ctx is None:
+            ctx = new_context(incident, self.cfg, self.budget_used(incident["error_signature"]))
+        return incident, ctx
+
+    def run(self) -> StepOutcome:
+        """One tick. Called again on the same object, it goes on from what it committed."""
+        self.events, self.report_label, self._check_started = [], None, False
+        if self._carried is not None:
+            incident, ctx = self._carried
+            self._carried = None
+        else:
+            incident, ctx = self.load()
+        old = ctx.current_state
+        if is_terminal(old):
+            return self.close(incident, ctx, old)
+        if ctx.pending is None and ctx.planned:
+            self.adopt_current_plan(incident, ctx)
+        now = self.clock()
+        na = decide_next_action(ctx)
+        if ctx.pending is None and ctx.error_signature and _budget_matters(na):
+            # budgets are shared across incidents: re-read them, but only when the decision
+            # depends on one (entering a fixer tier), not on every tick (a mirror write)
+            ctx.signature_attempts_used = policy_mod.budget_used(
+                self.root, ctx.error_signature, self.id, ctx.ai_attempts,
+                ctx.signature_attempts_used,
+            )  # fmt: skip
+            na = decide_next_action(ctx)
+        if ctx.pending is None:
+            if not is_actionable(na, now):
+                self._carried = (incident, ctx)
+                return StepOutcome(
+                    self.id, old, old, na.action.value, na.reason,
+                    waiting=na.action is Action.WAIT_INPUT, not_before=na.not_before, idle=True,
+                )  # fmt: skip
+            ctx.begin_step(na.action, na.new_state, now)
+            if na.action in JOURNALED:
+                self.flush()  # this pickup's commits are durable before the workdir changes
+                self.persist(ctx, durable=False)
+        self.perform(na, incident, ctx, now)
+        ctx.complete_step()
+        self.persist(ctx, sync_dir=na.action in JOURNALED)
+        terminal = is_terminal(ctx.current_state)
+        self.after_commit(old, na, ctx, sync=not terminal)  # the close syncs the mirror
+        if terminal:
+            return self.close(incident, ctx, old, na)
+        self._carried = (incident, ctx)
+        return StepOutcome(
+            self.id, old, ctx.current_state.value, na.action.value, na.reason,
+            report_written=self.report_label,
+            ai_action_required=na.action in AGENT_OF or na.action is Action.AWAIT_HANDOFF,
+            waiting=ctx.waiting_for_input, not_before=ctx.not_before,
+        )  # fmt: skip
+
+    def perform(
+        self, na: NextAction, incident: dict[str, Any], ctx: ErrorPipelineContext, now: datetime
+    ) -> None:
+        action = na.action
+        if action is Action.PLAN:
+            self.plan(incident, ctx)
+        elif action is Action.RUN_PIPELINE:
+            self.check(incident, ctx, na.new_state, now)
+        elif action is Action.WAIT_RETRY:
+            assert na.not_before is not None
+            ctx.schedule_retry(na.not_before)
+            self.events.append(("retrying", {"not_before": na.not_before.isoformat()}))
+        elif action is Action.MECHANICAL_AUTOFIX:
+            self.autofix(incident, ctx)
+        elif action in AGENT_OF:
+            self.call_fixer(AGENT_OF[action], incident, ctx)
+        elif action is Action.AWAIT_HANDOFF:
+            self.await_handoff(ctx, AGENT_OF_FIX[na.new_state])
+        elif action is Action.FINALIZE_SUCCESS:
+            ctx.record_final(FinalStatus.SUCCESS, reason=na.reason)
+        else:  # QUARANTINE, FINALIZE_INFRA_ERROR
+            status = (
+                FinalStatus.QUARANTINED
+                if action is Action.QUARANTINE
+                else FinalStatus.INFRA_FAILURE
+            )
+            reason = self.escalation_reason(na, ctx)
+            ctx.record_final(
+                status,
+                reason=reason,
+                kind=na.escalation,
+                quarantine_path=f"error_archive/escalated/{self.id}",
+            )
+            if status is FinalStatus.INFRA_FAILURE:
+                self.events.append(("infra_error", {"reason": reason}))
+
+    def after_commit(
+        self, old: State, na: NextAction, ctx: ErrorPipelineContext, *, sync: bool = True
+    ) -> None:
+        # a copy of state.json's attempts for readers (the quarantine bundle has its own)
+        write_ai_attempts(self.runs / artifacts.AI_ATTEMPTS, ctx.ai_attempts)
+        self.events.insert(
+            0,
+            (
+                "state_transition",
+                {
+                    "from_state": old.value,
+                    "to_state": ctx.current_state.value,
+                    "action": na.action.value,
+                    "reason": na.reason,
+                    "attempt_number": ctx.attempt_number,
+                    "current_agent": ctx.current_agent,
+                },
+            ),
+        )
+        if na.action in AGENT_OF:
+            self.events.append(("ai_action_required", {"agent": AGENT_OF[na.action]}))
+        report = None
+        if self.report_label:
+            last = ctx.last_error_report
+            summary = last.summary.model_dump(mode="json") if last else None
+            report = (self.report_label.removesuffix(".json"), summary)
+        # as committed: the next tick changes `ctx` before a sync during its check; a
+        # terminal tick's close syncs its own context
+        self.backlog.add(self.events, report, ctx.model_dump(mode="json") if sync else None)
+        self.events = []
+        if sync and self.backlog.due:
+            self.flush_mirror()
+
+    def close(
+        self,
+        incident: dict[str, Any],
+        ctx: ErrorPipelineContext,
+        old: State,
+        na: NextAction | None = None,
+    ) -> StepOutcome:
+        """Move a terminal incident to its bucket (idempotent: resumes a crashed close)."""
+        success = ctx.final_status is FinalStatus.SUCCESS
+        bucket = "resolved" if success else "escalated"
+        reason = ctx.escalation_reason or ("resolved by the escalation machine" if success else "")
+        if not success:
+            from incidents.fixers.settings import resolve_enabled
+
+            quarantine.build(
+                self.root, self.id, self.folder, ctx,
+                workdir=self.workdir(incident),
+                created_at=datetime.fromisoformat(incident["created_at"]),
+                finished_at=self.clock(),
+                final_status=ctx.final_status or FinalStatus.QUARANTINED,
+                reason=reason,
+                enabled_tiers=[t for t, m in resolve_enabled(self.cfg.tiers).items() if m != "off"],
+            )  # fmt: skip
+            policy_mod.record_escalation(
+                self.root, self.cfg.policy, self.id, ctx.error_signature or "", reason,
+                self.clock(),
+            )  # fmt: skip
+        result = self.run_result(incident, ctx, bucket, reason)
+        # no close journal: this terminal state.json closes the incident again if we die
+        target = closing.archive(
+            self.root, self.id, bucket, reason, run_result=result, journal=False
+        )
+        # archive fsyncs the runs folder (run_result.json), then this folder, then moves it
+        self.unsynced = self.runs_unsynced = False
+        self.events.append(("archived", {"bucket": bucket, "final_status": str(ctx.final_status)}))
+        if not success:
+            self.events.append(("escalation", {"kind": str(ctx.escalation_kind), "reason": reason}))
+        self.sync_mirror(ctx)
+        rel = str(target.relative_to(self.root.path))
+        return StepOutcome(
+            self.id, old.value, ctx.current_state.value,
+            (na.action.value if na else "CLOSE"), (na.reason if na else "closing"),
+            report_written=self.report_label, terminal=True, archived_to=rel,
+        )  # fmt: skip
+
+    def run_result(
+        self, incident: dict[str, Any], ctx: ErrorPipelineContext, bucket: str, reason: str
+    ) -> dict[str, Any]:
+        created = datetime.fromisoformat(incident["created_at"])
+        minutes = max(0.0, (self.clock() - created).total_seconds() / 60)
+        return {
+            "incident_id": self.id,
+            "final_status": bucket,
+            "loops_used": attempts.fixes_applied(ctx),
+            "runtime_minutes": round(minutes, 2),
+            "same_error_repeats": ctx.same_error_repeats,
+            "archived_to": f"error_archive/{bucket}/{self.id}",
+            "reason": reason,
+            "finished_at": self.clock().isoformat(),
+        }
+
+    def budget_used(self, signature: str) -> int:
+        try:
+            with mirror.shared(self.root.db_path) as conn:
+                row = conn.execute(
+                    "SELECT attempts_used FROM errors WHERE signature = ?", (signature,)
+                ).fetchone()
+        except Exception:
+            return 0
+        return int(row[0]) if row and row[0] is not None else 0
+
+
+def _budget_matters(na: NextAction) -> bool:
+    return (
+        na.action in AGENT_OF
+        or na.action is Action.AWAIT_HANDOFF
+        or na.escalation is EscalationKind.BUDGET_EXHAUSTED
+    )
