@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from incidents import handoff
+from incidents.errors import UsageError
 from incidents.layout import Root
 from incidents.models import ErrorPipelineContext
 
@@ -174,7 +175,7 @@ def test_lease_durations_parse() -> None:
     assert [handoff.parse_ttl(t) for t in ("30m", "2h", "90s", "45", "1d")] == [
         1800.0, 7200.0, 90.0, 45.0, 86400.0]  # fmt: skip
     for bad in ("", "soon", "-5m", "0", "31d", "99999999999999d"):
-        with pytest.raises(handoff.UsageError):
+        with pytest.raises(UsageError):
             handoff.parse_ttl(bad)
 
 

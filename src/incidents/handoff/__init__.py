@@ -1,0 +1,26 @@
+"""Hand-off to outside agents (skills), and human decisions on escalations.
+
+`handoff.queue`: what waits for an agent, `next_incident`, `claim`, the work item;
+`handoff.workspace`: the workdir snapshot taken at a claim and what changed since;
+`handoff.submit`: an agent's submission and a skill's attempt document;
+`handoff.human`: a human's decision on an escalated incident.
+"""
+
+from incidents.decisions import read_guidance
+from incidents.errors import NotWaiting
+from incidents.handoff.human import Decision, resolve_escalation
+from incidents.handoff.queue import claim, next_incident, parse_ttl, work_item
+from incidents.handoff.submit import record_attempt, submit
+
+__all__ = [
+    "Decision",
+    "NotWaiting",
+    "claim",
+    "next_incident",
+    "parse_ttl",
+    "read_guidance",
+    "record_attempt",
+    "resolve_escalation",
+    "submit",
+    "work_item",
+]

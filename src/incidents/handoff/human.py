@@ -1,0 +1,89 @@
+"""Human decisions on escalations (seed 003's escalation resolve).
+
+`resolve_escalation` records the decision in the bundle (`decisions.json`, which moves
+with it) and in the mirror (which resets the signature's budget), then has the step
+service either requeue the incident (back to the inbox at S_INIT, its history kept: step
+numbers, reports and attempts continue; the guidance goes into every later prompt) or
+close it as resolved with the human's reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from incidents import decisions, mirror, store
+from incidents.errors import NotWaiting, UsageError
+from incidents.layout import Root, validate_id
+from incidents.step import service as step_service
+from incidents.step.documents import load_context
+
+
+@dataclass(frozen=True)
+class Decision:
+    incident_id: str
+    decision: str  # "requeue" or "resolved"
+    guidance: str
+    location: str
+
+
+def resolve_escalation(
+    root: Root, incident_id: str, guidance: str, *, requeue: bool, by: str = "human"
+) -> Decision:
+    """Record a human's decision on an escalated incident (see the module docstring)."""
+    if not guidance.strip():
+        raise UsageError("resolve-escalation: --guidance is required")
+    guidance = guidance.strip()
+    with store.incident_lock(root, validate_id(incident_id)):
+        where, folder = root.locate(incident_id)
+        if where != "escalated":
+            raise NotWaiting(f"incident {incident_id} is not escalated (it is in {where})")
+        incident = store.read_incident(folder)
+        ctx = load_context(folder)  # a broken one stops here, before anything is written
+        kind = "requeue" if requeue else "resolved"
+        now = datetime.now(UTC).isoformat()
+        taken = decisions.read_decisions(folder)
+        last = taken[-1] if taken else {}
+        if (last.get("decision"), last.get("guidance")) == (kind, guidance) and (
+            decisions.taken_since(last.get("at"), decisions.escalated_at(folder))
+        ):
+            # a re-run after a crash: finish that decision, with its time (the mirror's
+            # budget reset and the one reindex rebuilds from decisions.json agree)
+            now = str(last.get("at") or now)
+        else:
+            taken.append(
+                {
+                    "at": now, "decision": kind, "guidance": guidance, "by": by,
+                    "escalation_reason": incident.get("resolution"),
+                    "signature": incident["error_signature"],
+                }
+            )  # fmt: skip
+            decisions.write_decisions(folder, taken)
+        if requeue:
+            target = step_service.requeue(root, folder, incident, ctx, guidance)
+        else:
+            reason = f"resolved by {by}: {guidance}"
+            target = step_service.resolve(root, folder, incident, reason, now)
+    _record_decision(root, incident_id, incident["error_signature"], guidance, kind, now)
+    return Decision(incident_id, kind, guidance, str(target.relative_to(root.path)))
+
+
+def _record_decision(
+    root: Root, incident_id: str, signature: str, guidance: str, kind: str, now: str
+) -> None:
+    try:
+        conn = mirror.connect(root.db_path)
+    except Exception as exc:
+        store.warn_mirror(exc)
+        return
+    try:
+        with mirror.write(conn):
+            mirror.resolve_escalation(conn, incident_id, signature, guidance, now)
+            mirror.refresh(conn, root, incident_id)
+            mirror.add_event(
+                conn, incident_id, "escalation_resolved", {"decision": kind, "guidance": guidance}
+            )
+            if kind == "requeue":
+                mirror.add_event(conn, incident_id, "requeued", {"guidance": guidance})
+    finally:
+        conn.close()

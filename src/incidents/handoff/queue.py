@@ -1,0 +1,179 @@
+"""The hand-off queue: which incidents wait for an outside agent, claiming one, and the
+work item an agent is given.
+
+A tier configured `mode = "handoff"` makes the machine stop in its FIX state with
+`waiting_for_input` (its prompt written to `error_runs/<id>/prompt_attempt_N.md`).
+`next_incident` gives the oldest waiting incident that no live lease holds; `claim` takes
+an agent lease (`leases.acquire(..., agent=NAME)`) for a TTL and snapshots the workdir
+(`handoff.workspace`); an agent lease that expires returns the incident to the queue
+(`lease_expired` event).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from incidents import artifacts, attempts, fsutil, leases, mirror, store
+from incidents.clock import iso_at_precise
+from incidents.decisions import read_guidance
+from incidents.errors import IncidentsError, LockBusy, NotWaiting, UsageError
+from incidents.handoff import workspace
+from incidents.layout import Root, validate_id
+from incidents.models import ErrorPipelineContext
+from incidents.step.documents import load_context
+
+_TTL_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+_TTL_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+MAX_LEASE_S = 30 * 86400  # an agent that needs longer should claim again
+Clock = Callable[[], float]
+
+
+def parse_ttl(text: str) -> float:
+    """`30m`, `2h`, `90s`, `1d` or plain seconds."""
+    m = _TTL_RE.match(text)
+    if not m or float(m.group(1)) <= 0:
+        raise UsageError(f"--lease {text!r}: use a duration like 30m, 2h or 90s")
+    seconds = float(m.group(1)) * _TTL_UNITS[m.group(2)]
+    if seconds > MAX_LEASE_S:
+        raise UsageError(f"--lease {text!r}: at most {MAX_LEASE_S // 86400} days")
+    return seconds
+
+
+def _waiting(root: Root, incident_id: str) -> tuple[Path, dict[str, Any], ErrorPipelineContext]:
+    where, folder = root.locate(validate_id(incident_id))
+    if where != "inbox":
+        raise NotWaiting(f"incident {incident_id} is closed ({where})")
+    ctx = load_context(folder)
+    if ctx is None or not ctx.waiting_for_input or ctx.pending is not None:
+        state = ctx.current_state.value if ctx else "not started"
+        raise NotWaiting(f"incident {incident_id} is not waiting for an agent (state {state})")
+    return folder, store.read_incident(folder), ctx
+
+
+def _last_report(root: Root, incident_id: str, ctx: ErrorPipelineContext) -> str | None:
+    if not ctx.report_labels:
+        return None
+    path = root.runs_dir(incident_id) / artifacts.report_name(ctx.report_labels[-1])
+    return str(path) if path.is_file() else None
+
+
+def _prompt_file(root: Root, incident_id: str, ctx: ErrorPipelineContext) -> Path:
+    return root.runs_dir(incident_id) / artifacts.prompt_name(len(ctx.ai_attempts) + 1)
+
+
+def work_item(root: Root, incident_id: str) -> dict[str, Any]:
+    """What an agent needs to do the work: prompt, files, workdir, last report."""
+    folder, incident, ctx = _waiting(root, incident_id)
+    prompt_file = _prompt_file(root, incident_id, ctx)
+    try:
+        prompt = fsutil.read_regular_file(prompt_file).decode("utf-8", "replace")
+    except FileNotFoundError:
+        prompt = ""
+    return {
+        "incident_id": incident_id,
+        "agent": ctx.handoff_agent,
+        "state": ctx.current_state.value,
+        "prompt": prompt,
+        "prompt_file": str(prompt_file),
+        "files": ctx.target_files,
+        "workdir": str(workspace.workdir_of(root, incident)),
+        "last_report": _last_report(root, incident_id, ctx),
+        "attempt_iteration": attempts.waiting_iteration(ctx),
+        "guidance": read_guidance(folder),
+    }
+
+
+# --- the queue ----------------------------------------------------------------------------
+
+
+def _free(root: Root, incident_id: str, now: float) -> bool:
+    """No live lease holds it; an expired agent lease is released (the incident returns
+    to the queue) and noted as `lease_expired`."""
+    lease = leases.read(root, incident_id)
+    if lease is None or lease.expires_at == 0.0:
+        return True
+    if not lease.expired(now):
+        return False
+    if lease.agent is not None:
+        leases.release(root, lease)
+        _events(root, [(incident_id, "lease_expired", {"agent": lease.agent})])
+    return True
+
+
+def next_incident(root: Root, *, clock: Clock = time.time) -> dict[str, Any] | None:
+    """The oldest incident waiting for an agent that nobody holds, or None."""
+    now = clock()
+    try:
+        names = sorted(n for n in os.listdir(root.inbox) if not n.startswith("."))
+    except FileNotFoundError:
+        return None
+    for name in names:
+        try:
+            validate_id(name)
+            ctx = load_context(root.inbox / name)
+        except (IncidentsError, OSError):
+            continue  # the step service rejects what does not validate
+        if ctx is None or not ctx.waiting_for_input or ctx.pending is not None:
+            continue
+        if _free(root, name, now):
+            return work_item(root, name)
+    return None
+
+
+def claim(
+    root: Root, incident_id: str, agent: str, ttl_s: float, *, clock: Clock = time.time
+) -> dict[str, Any]:
+    """Take the incident for `agent` until the lease expires; returns the work item."""
+    if not agent.strip():
+        raise UsageError("claim: --agent is required")
+    folder, incident, ctx = _waiting(root, incident_id)
+    _free(root, incident_id, clock())
+    lease = leases.acquire(root, incident_id, f"agent:{agent}", ttl_s, agent=agent, clock=clock)
+    if lease is None:
+        holder = leases.read(root, incident_id)
+        who = (holder.agent or holder.owner) if holder else "another process"
+        raise LockBusy(f"incident {incident_id} is held by {who}")
+    workspace.record_claim(
+        root, incident_id, workspace.workdir_of(root, incident), ctx.step, agent,
+        iso_at_precise(clock()),
+    )  # fmt: skip
+    _events(root, [(incident_id, "claimed", {"agent": agent, "expires_at": lease.expires_at})])
+    return {**work_item(root, incident_id), "lease_expires_at": iso_at_precise(lease.expires_at)}
+
+
+# --- the mirror ---------------------------------------------------------------------------
+
+
+def _sync(root: Root, incident_id: str, ctx: ErrorPipelineContext) -> None:
+    try:
+        conn = mirror.connect(root.db_path)
+        try:
+            with mirror.write(conn):
+                mirror.save_workstream(
+                    conn, ctx.run_id, incident_id, ctx.current_state.value, ctx.model_dump_json()
+                )
+                mirror.refresh(conn, root, incident_id)
+        finally:
+            conn.close()
+    except Exception as exc:
+        store.warn_mirror(exc)
+
+
+def _events(root: Root, events: list[tuple[str, str, dict[str, Any]]]) -> None:
+    try:
+        conn = mirror.connect(root.db_path)
+        try:
+            with mirror.write(conn):
+                for incident_id, event, payload in events:
+                    mirror.add_event(conn, incident_id, event, payload)
+                for incident_id in dict.fromkeys(e[0] for e in events):
+                    mirror.refresh(conn, root, incident_id)  # who holds it (lease_owner)
+        finally:
+            conn.close()
+    except Exception as exc:
+        store.warn_mirror(exc)

@@ -1,0 +1,137 @@
+"""What an agent hands back: its submission, and a skill's `attempt_XX.json`.
+
+`submit`, under the agent's lease (fenced) and the incident lock, reverts the changes
+outside the targets (`handoff.workspace`), has the step service commit the attempt into
+the context, and releases the lease. The next `step` (or watcher tick) runs the RECHECK:
+success is decided on the canonical check, never on the agent's word. `record_attempt`
+stores a skill's `attempt_XX.json`, validated (seed 004) before it is stored.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from incidents import artifacts, attempts, fsutil, leases, mirror, store
+from incidents.errors import AlreadyArchived, InvalidDocument, NotWaiting, UsageError
+from incidents.fsm import TIER_NUMBER
+from incidents.handoff import workspace
+from incidents.handoff.queue import Clock, _events, _prompt_file, _sync, _waiting
+from incidents.layout import Root, validate_id
+from incidents.models import AIAttempt, Attempt
+from incidents.step import service as step_service
+
+
+def submit(
+    root: Root,
+    incident_id: str,
+    notes: str,
+    *,
+    agent: str | None = None,
+    clock: Clock = time.time,
+) -> AIAttempt:
+    """Hand the incident back: record the agent's attempt and release its lease."""
+    _, _, ctx = _waiting(root, incident_id)
+    lease = leases.read(root, incident_id)
+    now = clock()
+    if lease is None or lease.agent is None or lease.expires_at == 0.0:
+        raise NotWaiting(f"incident {incident_id} is not claimed; run `incidents claim` first")
+    if lease.expired(now):
+        raise NotWaiting(f"the lease of {lease.agent} on {incident_id} expired; claim it again")
+    if agent is not None and agent != lease.agent:
+        raise NotWaiting(f"incident {incident_id} is claimed by {lease.agent}, not {agent}")
+    with leases.fenced(root, lease), store.incident_lock(root, incident_id):
+        folder, incident, ctx = _waiting(root, incident_id)  # again, under the lock
+        changed, outside, unreverted, claimed_at = workspace.changes(root, incident, ctx)
+        tier = ctx.handoff_agent or "none"
+        text = notes.strip()
+        if outside:
+            text += f"\nchanged outside the targets (not accepted, reverted): {', '.join(outside)}"
+        if unreverted:
+            text += f"\nnot reverted: {', '.join(unreverted)}"
+        attempt = AIAttempt(
+            attempt_number=TIER_NUMBER.get(tier, 1),
+            agent=tier,
+            input_error_report_id=artifacts.report_id((ctx.report_labels or ["0"])[-1]),
+            changed_files=changed,
+            notes=f"{lease.agent}: {text}".strip(),
+            started_at=datetime.fromisoformat(claimed_at) if claimed_at else None,
+            finished_at=datetime.fromtimestamp(now, UTC),
+            violations=outside,
+            prompt_file=str(_prompt_file(root, incident_id, ctx)),
+            handoff=True,
+            step=ctx.step,
+        )
+        if not step_service.commit_submission(root, folder, ctx, attempt):
+            raise NotWaiting(f"incident {incident_id} is not waiting for {tier}")
+    leases.release(root, lease)
+    shutil.rmtree(workspace.snapshot_dir(root, incident_id, attempt.step or 0), ignore_errors=True)
+    _sync(root, incident_id, ctx)
+    _events(
+        root,
+        [
+            (incident_id, "submitted", {"agent": lease.agent, "changed_files": changed}),
+            (incident_id, "ai_attempt", attempt.model_dump(mode="json")),
+        ],
+    )
+    return attempt
+
+
+def record_attempt(root: Root, incident_id: str, path: Path) -> Path:
+    """Validate a skill's attempt document and store it as `attempt_XX.json` (once): for
+    an open incident, and for the next free iteration or one it recorded already."""
+    where, _ = root.locate(validate_id(incident_id))
+    if where != "inbox":
+        raise AlreadyArchived(f"incident {incident_id} is closed ({where}); its attempts are final")
+    try:
+        doc = fsutil.read_json_object(path)
+    except FileNotFoundError:
+        raise UsageError(f"attempt --file {path}: no such file") from None
+    try:
+        attempt = Attempt.model_validate(doc)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise InvalidDocument(str(path), err["msg"], field) from exc
+    if attempt.incident_id != incident_id:
+        raise InvalidDocument(str(path), f"is for {attempt.incident_id}, not {incident_id}")
+    runs = root.runs_dir(incident_id)
+    target = attempts.path_for(runs, attempt.iteration)
+    data = attempt.model_dump(mode="json")
+    with store.incident_lock(root, incident_id):
+        if target.exists():
+            if fsutil.read_json_object(target) == data:
+                return target  # the same document again: recorded once
+            whose = "the machine's recheck" if attempts.written_by_machine(target) else "a skill"
+            raise UsageError(
+                f"{target.name} was already recorded for {incident_id} by {whose}; not "
+                f"replacing it (the next free iteration is {attempts.next_free(runs)})"
+            )
+        free = attempts.next_free(runs)
+        if attempt.iteration > free:
+            raise UsageError(
+                f"{path}: iteration {attempt.iteration} skips ahead for {incident_id}; "
+                f"the next free iteration is {free}"
+            )
+        fsutil.ensure_dir(target.parent)
+        fsutil.atomic_write_json(target, data)
+    try:
+        conn = mirror.connect(root.db_path)
+        try:
+            with mirror.write(conn):
+                mirror.record_step_attempt(
+                    conn, str(doc.get("run_id", "")), incident_id, "attempt", target.stem,
+                    result=data, started_at=data["started_at"], finished_at=data["finished_at"],
+                )  # fmt: skip
+                mirror.add_event(
+                    conn, incident_id, "attempt_recorded", {"file": target.name, **data}
+                )
+        finally:
+            conn.close()
+    except Exception as exc:  # the mirror is derivable: reindex rebuilds the row
+        store.warn_mirror(exc)
+    return target
