@@ -5,7 +5,6 @@ Python script named like the CLI into a `bin/` folder first on PATH."""
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -17,15 +16,11 @@ from incidents.fixers import (
     TierSettings,
     TiersSettings,
     build_prompt,
-    load_ai_attempts,
-    record_ai_attempt,
     render_argv,
     resolve_enabled,
     run_fixer,
-    save_prompt,
 )
 from incidents.fixers.snapshot import Limits
-from incidents.layout import Root
 from incidents.models import ErrorReport, Finding, ReportSummary
 from incidents.vocab import Category, ErrorCode, Severity
 from tests.stand_ins import stand_in
@@ -378,30 +373,6 @@ def test_targets_must_stay_inside_the_workdir(
     out = run_fixer("aider", tier("aider", "{files}"), prompt_file, [target], workdir)
     assert out.infra_error is not None and "workdir" in out.infra_error
     assert not (workdir / "ran").exists()
-
-
-# --- the run folder ----------------------------------------------------------------------
-
-
-def test_prompt_and_attempt_log_files(root: Root) -> None:
-    root.ensure()
-    path = save_prompt(root, "inc_1", 2, "# prompt\n")
-    assert path == root.runs_dir("inc_1") / "prompt_attempt_2.md"
-    assert path.read_text() == "# prompt\n" and oct(path.stat().st_mode & 0o777) == "0o600"
-    assert load_ai_attempts(root, "inc_1") == []
-    t = datetime(2026, 2, 17, tzinfo=UTC)
-    from incidents.models import AIAttempt
-
-    first = AIAttempt(attempt_number=1, agent="aider", input_error_report_id="r0", started_at=t)
-    second = AIAttempt(attempt_number=2, agent="codex", input_error_report_id="r1")
-    record_ai_attempt(root, "inc_1", first)
-    record_ai_attempt(root, "inc_1", second)
-    again = first.model_copy(update={"notes": "recorded twice after a crash"})
-    assert record_ai_attempt(root, "inc_1", again) == [second, again]
-    doc = json.loads((root.runs_dir("inc_1") / "ai_attempts.json").read_text())
-    assert [(d["agent"], d["attempt_number"]) for d in doc] == [("codex", 2), ("aider", 1)]
-    assert doc[1]["started_at"] == "2026-02-17T00:00:00+00:00"
-    assert load_ai_attempts(root, "inc_1") == [second, again]
 
 
 def test_the_tiers_section_of_incidents_toml(tmp_path: Path) -> None:

@@ -19,13 +19,11 @@ from pathlib import Path
 from incidents import fsutil, proc
 from incidents.fixers import snapshot
 from incidents.fixers.settings import PLACEHOLDER_RE, TierSettings
-from incidents.layout import Root
 from incidents.models import AIAttempt
 from incidents.redact import redact
 
 NOTES_CHARS = 2000
 PROMPT_MAX_BYTES = 1 << 20
-AI_ATTEMPTS = "ai_attempts.json"
 # After the run only digests are needed, and whatever the fixer created must be seen.
 _AFTER = snapshot.Limits(max_file_bytes=0, max_files=1 << 40, max_total_bytes=1 << 40)
 
@@ -164,43 +162,3 @@ def run_fixer(
     _, outcome.unreverted = snapshot.restore(before, outcome.violations)
     snapshot.remove_new_dirs(before, after)
     return finish(_infra(result))
-
-
-# --- the incident's run folder -------------------------------------------------------------
-
-
-def save_prompt(root: Root, incident_id: str, attempt_number: int, text: str) -> Path:
-    """`error_runs/<id>/prompt_attempt_N.md`, written old-or-new."""
-    folder = root.runs_dir(incident_id)
-    fsutil.ensure_dir(folder)
-    path = folder / f"prompt_attempt_{attempt_number}.md"
-    fsutil.atomic_write_text(path, text)
-    return path
-
-
-def load_ai_attempts(root: Root, incident_id: str) -> list[AIAttempt]:
-    path = root.runs_dir(incident_id) / AI_ATTEMPTS
-    try:
-        doc = fsutil.read_json(path)
-    except FileNotFoundError:
-        return []
-    if not isinstance(doc, list):
-        from incidents.errors import InvalidDocument
-
-        raise InvalidDocument(str(path), f"expected a JSON list, got {type(doc).__name__}")
-    return [AIAttempt.model_validate(item) for item in doc]
-
-
-def record_ai_attempt(root: Root, incident_id: str, attempt: AIAttempt) -> list[AIAttempt]:
-    """Add `attempt` to `ai_attempts.json`; an entry for the same agent and attempt number
-    is replaced, so recording a step twice (after a crash) leaves one entry."""
-    attempts = [
-        a
-        for a in load_ai_attempts(root, incident_id)
-        if (a.agent, a.attempt_number) != (attempt.agent, attempt.attempt_number)
-    ]
-    attempts.append(attempt)
-    folder = root.runs_dir(incident_id)
-    fsutil.ensure_dir(folder)
-    fsutil.atomic_write_json(folder / AI_ATTEMPTS, [a.model_dump(mode="json") for a in attempts])
-    return attempts
