@@ -289,13 +289,17 @@ def test_transaction_commits_and_closes(root: Root) -> None:
 def test_best_effort_writes_in_one_transaction(
     root: Root, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with mirror.best_effort(root) as conn:
+    door = mirror.best_effort(root)
+    with door as conn:
         assert conn is not None and conn.in_transaction
         mirror.upsert_incident(conn, a_row("a"))
-    with mirror.best_effort(root) as conn:
+    assert door.written
+    door = mirror.best_effort(root)
+    with door as conn:
         assert conn is not None
         mirror.upsert_incident(conn, a_row("b"))
         raise RuntimeError("a failure after a write")
+    assert not door.written
     assert "warning: mirror not updated (a failure after a write); run `incidents reindex`" in (
         capsys.readouterr().err
     )
@@ -312,8 +316,10 @@ def test_best_effort_yields_none_when_the_mirror_cannot_be_opened(
     root.db_path.parent.mkdir(parents=True, exist_ok=True)
     root.db_path.write_bytes(b"garbage" * 1000)
     seen: list[BaseException] = []
-    with mirror.best_effort(root, on_error=seen.append) as conn:
+    door = mirror.best_effort(root, on_error=seen.append)
+    with door as conn:
         assert conn is None
+    assert not door.written
     assert len(seen) == 1 and isinstance(seen[0], mirror.MirrorCorrupt)
     with mirror.best_effort(root, what="budget not read") as conn:
         assert conn is None

@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from incidents.errors import IncidentsError
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DATABASE_ERRORS",
+    "BestEffort",
     "Connection",
     "MirrorCorrupt",
     "MirrorError",
@@ -365,7 +367,6 @@ def transaction(
         yield conn
 
 
-@contextmanager
 def best_effort(
     root: Root,
     *,
@@ -374,31 +375,68 @@ def best_effort(
     errors: tuple[type[Exception], ...] = (Exception,),
     kept: bool = False,
     busy_timeout_ms: int = 5000,
-) -> Iterator[sqlite3.Connection | None]:
+) -> BestEffort:
     """A write to the mirror that must never fail its caller: the folders are the truth.
 
-    Yields a connection inside one `write()` transaction (committed at the end of the
-    block), or None when the mirror cannot be opened: then the block has nothing to write
-    to, and is expected to skip its writes. An exception of one of `errors` raised by the
-    block rolls the transaction back and is reported instead of raised: to `on_error`, by
-    default as `warn(exc, what)`; others propagate. `kept` and `busy_timeout_ms` as for
-    `transaction`.
+    `with best_effort(root) as conn:` gives a connection inside one `write()` transaction
+    (committed at the end of the block), or None when the mirror cannot be opened: then
+    the block has nothing to write to and skips its writes. An exception of one of
+    `errors` raised by the block or its commit rolls back and is reported instead of
+    raised: to `on_error`, by default as `warn(exc, what)`; others propagate. Afterwards
+    `.written` tells whether the block's writes were committed. `kept` and
+    `busy_timeout_ms` as for `transaction`.
     """
-    report = on_error or (lambda exc: warn(exc, what))
-    stack = contextlib.ExitStack()
-    conn: sqlite3.Connection | None
-    try:
-        conn = stack.enter_context(_opened(root, kept, busy_timeout_ms))
-        stack.enter_context(write(conn))
-    except Exception as exc:  # the mirror is derivable: never stop the caller for it
-        stack.__exit__(type(exc), exc, exc.__traceback__)  # closes (or drops) the connection
-        report(exc)
-        conn = None
-    if conn is None:
-        yield None
-        return
-    try:
-        with stack:  # commits, then closes
-            yield conn
-    except errors as exc:  # what is not written is rebuilt by reindex or a later sync
-        report(exc)
+    return BestEffort(
+        root, on_error or (lambda exc: warn(exc, what)), errors, kept, busy_timeout_ms
+    )
+
+
+class BestEffort:
+    """The context manager `best_effort` returns; `written` is set once it committed."""
+
+    def __init__(
+        self,
+        root: Root,
+        report: Callable[[BaseException], None],
+        errors: tuple[type[Exception], ...],
+        kept: bool,
+        busy_timeout_ms: int,
+    ) -> None:
+        self.root, self.report, self.errors = root, report, errors
+        self.kept, self.busy_timeout_ms = kept, busy_timeout_ms
+        self.written = False
+        self._stack: contextlib.ExitStack | None = None
+
+    def __enter__(self) -> sqlite3.Connection | None:
+        stack = contextlib.ExitStack()
+        try:
+            conn = stack.enter_context(_opened(self.root, self.kept, self.busy_timeout_ms))
+            stack.enter_context(write(conn))
+        except Exception as exc:  # the mirror is derivable: never stop the caller for it
+            stack.__exit__(type(exc), exc, exc.__traceback__)  # closes (or drops) it
+            self.report(exc)
+            return None
+        self._stack = stack
+        return conn
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        stack, self._stack = self._stack, None
+        if stack is None:  # nothing was opened: the block's own errors are its caller's
+            return False
+        try:
+            stack.__exit__(exc_type, exc, tb)  # commits or rolls back, then closes
+        except self.errors as failure:  # the commit failed: rebuilt by reindex or a later sync
+            self.report(failure)
+            return True
+        if exc is None:
+            self.written = True
+            return False
+        if isinstance(exc, self.errors):
+            self.report(exc)
+            return True
+        return False
