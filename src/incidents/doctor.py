@@ -179,8 +179,7 @@ def check_database(root: Root) -> list[Finding]:
         return [Finding("database", "fail", f"cannot open: {exc}",
                         f"incidents reindex --root {root.path} (rebuilds it from the folders)")]  # fmt: skip
     try:
-        rows_ = [str(r[0]) for r in conn.execute("PRAGMA integrity_check").fetchall()]
-        problems = [] if rows_ == ["ok"] else rows_
+        problems = mirror.check_integrity(conn, full=True)
         if problems:
             return [Finding("database", "fail", f"integrity_check: {'; '.join(problems[:3])}",
                             f"incidents reindex --root {root.path}")]  # fmt: skip
@@ -192,7 +191,7 @@ def check_database(root: Root) -> list[Finding]:
         except Exception as exc:
             return [*out, Finding("mirror", "fail", f"cannot catch up with captures: {exc}",
                                   f"incidents reindex --root {root.path}")]  # fmt: skip
-        rows = {r[0]: r[1] for r in conn.execute("SELECT incident_id, bucket FROM incidents")}
+        rows = mirror.incident_buckets(conn)
     finally:
         conn.close()
     folders = folder_buckets(root)

@@ -37,7 +37,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -236,15 +235,11 @@ def _attempt_result(task: Task, a: Attempt) -> dict[str, Any]:
 
 
 def _store(
-    conn: sqlite3.Connection, state: LegacyState, result: ImportResult, source: str, ws: str
+    conn: mirror.Connection, state: LegacyState, result: ImportResult, source: str, ws: str
 ) -> None:
     now = mirror.now_iso()
     first = min((t.started_at for t in state.tasks if t.started_at), default=None)
-    conn.execute(
-        "INSERT INTO runs (run_id, created_at, source) VALUES (?, ?, ?) "
-        "ON CONFLICT (run_id) DO NOTHING",
-        (result.run_id, first or now, source),
-    )
+    mirror.add_run(conn, result.run_id, first or now, source)
     for task in state.tasks:
         ws_id = f"{ws}:{task.task_id}"
         doc = {"task_id": task.task_id, "status": task.status, "attempts": len(task.attempts)}
@@ -267,7 +262,7 @@ def _store(
                 mirror.add_event(conn, None, "legacy_attempt", payload, ts=a.timestamp or now)
 
 
-def import_file(conn: sqlite3.Connection, path: Path) -> ImportResult:
+def import_file(conn: mirror.Connection, path: Path) -> ImportResult:
     """Import `path` once, then rename it to `<name>.bak`; see the module docstring."""
     path = Path(os.path.abspath(path))
     is_backup = path.name.endswith(".bak")
@@ -282,8 +277,7 @@ def import_file(conn: sqlite3.Connection, path: Path) -> ImportResult:
     where = hashlib.sha256(str(source).encode()).hexdigest()[:8]
     result = ImportResult(path, f"legacy_{where}_{digest[:12]}")
     with mirror.write(conn):
-        done = conn.execute("SELECT value FROM meta WHERE key = ?", (_marker(digest),)).fetchone()
-        if done is not None:
+        if mirror.get_meta(conn, _marker(digest)) is not None:
             result.already = True
         else:
             _store(conn, state, result, str(source), f"legacy_{where}")
@@ -292,10 +286,7 @@ def import_file(conn: sqlite3.Connection, path: Path) -> ImportResult:
                 "tasks": len(state.tasks), "attempts": sum(len(t.attempts) for t in state.tasks),
                 "meta": state.meta,
             }  # fmt: skip
-            conn.execute(
-                "INSERT INTO meta (key, value) VALUES (?, ?)",
-                (_marker(digest), json.dumps(marker, sort_keys=True)),
-            )
+            mirror.add_meta(conn, _marker(digest), json.dumps(marker, sort_keys=True))
     if is_backup:
         result.kept_because = f"{path.name} is already the backup"
     elif os.path.lexists(backup):

@@ -18,8 +18,6 @@ mirror that cannot be opened never stops a tick.
 
 from __future__ import annotations
 
-import sqlite3
-import sys
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
@@ -59,10 +57,6 @@ def retry_behaviour(code: str | None, failure_class: str) -> str:
     return "fix within the signature budget"
 
 
-def _warn(what: str, exc: BaseException) -> None:
-    sys.stderr.write(f"incidents: warning: {what} ({exc}); run `incidents reindex`\n")
-
-
 def _own_attempts(attempts: Iterable[AIAttempt], since: str | None) -> int:
     if since is None:
         return sum(1 for _ in attempts)
@@ -79,22 +73,13 @@ def budget_used(
     """Budget units used by `signature`: the other incidents' (mirror) plus this one's own
     attempts since the last reset (from its context: exact even when the mirror lags).
     `fallback` when the mirror cannot be read."""
-    try:
-        conn = mirror.connect(root.db_path)
-    except Exception as exc:  # the mirror is derivable; never stop a tick for it
-        _warn("budget not read", exc)
-        return fallback
-    try:
-        with mirror.write(conn):
+    with mirror.best_effort(root, what="budget not read", errors=mirror.DATABASE_ERRORS) as conn:
+        if conn is not None:
             since = mirror.budget_reset_at(conn, signature)
             others = mirror.budget_used(conn, signature, exclude=incident_id)
             mirror.refresh_budget(conn, signature)  # the display cache
-        return others + _own_attempts(own, since)
-    except sqlite3.Error as exc:
-        _warn("budget not read", exc)
-        return fallback
-    finally:
-        conn.close()
+            return others + _own_attempts(own, since)
+    return fallback
 
 
 def record_escalation(
@@ -107,43 +92,31 @@ def record_escalation(
 ) -> bool:
     """Record the escalation (once) and pause everything when the threshold is reached.
     Returns whether this call paused the system."""
-    try:
-        conn = mirror.connect(root.db_path)
-    except Exception as exc:
-        _warn("escalation not recorded", exc)
-        return False
-    try:
-        with mirror.write(conn):
-            added = mirror.add_escalation(conn, incident_id, signature, reason, now.isoformat())
-            if not added or policy.escalation_threshold <= 0:
-                return False
-            if pause.current(root) is not None:
-                return False
-            count = mirror.escalations_since(conn, _window_start(conn, policy, now))
-            if count < policy.escalation_threshold:
-                return False
-            why = (
-                f"{count} escalations within {policy.escalation_window_s:g}s "
-                f"(threshold {policy.escalation_threshold}); last: {incident_id}"
-            )
-            pause.pause(root, why, by="threshold", now=now.timestamp())
-            mirror.add_event(
-                conn,
-                incident_id,
-                "build_paused",
-                {"reason": why, "by": "threshold", "escalations": count},
-            )
-            return True
-    except sqlite3.Error as exc:
-        _warn("escalation not recorded", exc)
-        return False
-    finally:
-        conn.close()
-
-
-def _window_start(conn: sqlite3.Connection, policy: PolicySettings, now: datetime) -> str:
-    """The window's start: `escalation_window_s` ago, but not before the last resume (a
-    human who resumed has seen the escalations before it)."""
-    start = (now - timedelta(seconds=policy.escalation_window_s)).isoformat()
-    resumed = mirror.last_event_ts(conn, "resumed")
-    return max(start, resumed) if resumed else start
+    with mirror.best_effort(
+        root, what="escalation not recorded", errors=mirror.DATABASE_ERRORS
+    ) as conn:
+        if conn is None:
+            return False
+        added = mirror.add_escalation(conn, incident_id, signature, reason, now.isoformat())
+        if not added or policy.escalation_threshold <= 0:
+            return False
+        if pause.current(root) is not None:
+            return False
+        # the window: `escalation_window_s` ago, but not before the last resume
+        start = (now - timedelta(seconds=policy.escalation_window_s)).isoformat()
+        count = mirror.escalations_in_window(conn, start)
+        if count < policy.escalation_threshold:
+            return False
+        why = (
+            f"{count} escalations within {policy.escalation_window_s:g}s "
+            f"(threshold {policy.escalation_threshold}); last: {incident_id}"
+        )
+        pause.pause(root, why, by="threshold", now=now.timestamp())
+        mirror.add_event(
+            conn,
+            incident_id,
+            "build_paused",
+            {"reason": why, "by": "threshold", "escalations": count},
+        )
+        return True
+    return False  # the mirror could not be written (warned)

@@ -16,7 +16,6 @@ import contextlib
 import errno
 import os
 import re
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -212,26 +211,20 @@ def mark_dirty(root: Root, incident_id: str) -> None:
 
 def mirror_bundle(
     root: Root, bucket: str, folder: Path, event: str, payload: dict[str, Any] | None = None
-) -> bool:
+) -> None:
     """Upsert one bundle's row and log `event`. Best effort: the folders are the truth, and a
     mirror that cannot be written now is rebuilt by `incidents reindex` or the watcher."""
-    try:
-        from incidents import mirror
+    from incidents import mirror
 
-        row = mirror.row_from_bundle(root, bucket, folder)
-        conn = mirror.connect(root.db_path, busy_timeout_ms=2000)
-        try:
-            with mirror.write(conn):
-                mirror.upsert_incident(conn, row)
-                mirror.add_event(conn, row.incident_id, event, payload or {"status": row.status})
-        finally:
-            conn.close()
-        return True
-    except Exception as exc:  # a mirror failure must never fail the command
-        warn_mirror(exc)
-        return False
+    with mirror.best_effort(root, busy_timeout_ms=2000) as conn:
+        if conn is not None:
+            row = mirror.row_from_bundle(root, bucket, folder)
+            mirror.upsert_incident(conn, row)
+            mirror.add_event(conn, row.incident_id, event, payload or {"status": row.status})
 
 
 def warn_mirror(exc: BaseException) -> None:
     """The one warning for a mirror that could not be written (it is rebuilt later)."""
-    sys.stderr.write(f"incidents: warning: mirror not updated ({exc}); run `incidents reindex`\n")
+    from incidents import mirror
+
+    mirror.warn(exc)

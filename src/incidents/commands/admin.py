@@ -88,9 +88,5 @@ def register_pause(app: typer.Typer) -> None:
 
 
 def _pause_event(session: Session, event: str, payload: dict[str, str]) -> None:
-    conn = mirror.connect(session.root.db_path)
-    try:
-        with mirror.write(conn):
-            mirror.add_event(conn, None, event, payload)
-    finally:
-        conn.close()
+    with mirror.transaction(session.root) as conn:
+        mirror.add_event(conn, None, event, payload)

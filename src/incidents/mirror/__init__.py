@@ -1,0 +1,112 @@
+"""The SQLite mirror: fast queries and history over the reports root (stdlib only).
+
+The folders are the source of truth; this database is derived from them (invariant I5):
+`reindex` rebuilds every derivable table from the folders, so the file can be deleted at
+any time. This package is the only code that speaks SQL. Its modules:
+
+- `schema`: the tables (numbered migrations) and the event types;
+- `db`: connecting, migrating, `write` transactions, errors, and the doors callers use:
+  `transaction(root)` and `best_effort(root)` (the only way to write on the side);
+- `queries`: incident rows, events, step attempts, workstreams, meta;
+- `budget`: errors, escalations, budgets, signature history;
+- `scan`: what is read from the bundle folders (rows, leases, rejected, run files);
+- `rebuild`: `reindex` and the catch-up (`catch_up`, `refresh`, `sync`).
+
+Import the names below from `incidents.mirror`; the modules are its implementation.
+"""
+
+from incidents.mirror.budget import (
+    Escalation,
+    add_escalation,
+    attempts_used,
+    budget_reset_at,
+    budget_used,
+    bump_error,
+    escalations_in_window,
+    escalations_since,
+    open_escalation,
+    refresh_budget,
+    resolve_escalation,
+    signature_history,
+)
+from incidents.mirror.db import (
+    DATABASE_ERRORS,
+    Connection,
+    MirrorCorrupt,
+    MirrorError,
+    best_effort,
+    check_integrity,
+    connect,
+    now_iso,
+    shared,
+    transaction,
+    warn,
+    write,
+)
+from incidents.mirror.queries import (
+    IncidentRow,
+    add_event,
+    add_meta,
+    add_run,
+    get_incident,
+    get_meta,
+    incident_buckets,
+    last_event_ts,
+    list_incidents,
+    record_step_attempt,
+    save_workstream,
+    upsert_incident,
+)
+from incidents.mirror.rebuild import CatchUp, ReindexResult, catch_up, refresh, reindex, sync
+from incidents.mirror.scan import agent_holding, row_from_bundle
+from incidents.mirror.schema import EVENT_TYPES, MIGRATIONS, MIRROR_BUCKETS
+
+__all__ = [
+    "DATABASE_ERRORS",
+    "EVENT_TYPES",
+    "MIGRATIONS",
+    "MIRROR_BUCKETS",
+    "CatchUp",
+    "Connection",
+    "Escalation",
+    "IncidentRow",
+    "MirrorCorrupt",
+    "MirrorError",
+    "ReindexResult",
+    "add_escalation",
+    "add_event",
+    "add_meta",
+    "add_run",
+    "agent_holding",
+    "attempts_used",
+    "best_effort",
+    "budget_reset_at",
+    "budget_used",
+    "bump_error",
+    "catch_up",
+    "check_integrity",
+    "connect",
+    "escalations_in_window",
+    "escalations_since",
+    "get_incident",
+    "get_meta",
+    "incident_buckets",
+    "last_event_ts",
+    "list_incidents",
+    "now_iso",
+    "open_escalation",
+    "record_step_attempt",
+    "refresh",
+    "refresh_budget",
+    "reindex",
+    "resolve_escalation",
+    "row_from_bundle",
+    "save_workstream",
+    "shared",
+    "signature_history",
+    "sync",
+    "transaction",
+    "upsert_incident",
+    "warn",
+    "write",
+]

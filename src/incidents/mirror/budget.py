@@ -1,0 +1,201 @@
+"""The per-signature tables: errors (capture counts), escalations and budgets (seed 003).
+
+A signature's budget use is *derived*: the AI attempts recorded in the `state.json` of
+every incident with that signature (the `workstreams` rows, rebuilt by `reindex`), started
+after the signature's last reset (the latest `resolved_at` of its escalations). Counting
+from committed contexts makes it exactly-once without a counter to keep in step, and
+`reindex` rebuilds the workstreams from `state.json`; `errors.attempts_used` is a cache
+of it for display, refreshed whenever a tick reads the budget (`refresh_budget`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+from incidents.mirror.db import translating, write
+from incidents.mirror.queries import last_event_ts
+
+__all__ = [
+    "Escalation",
+    "add_escalation",
+    "attempts_used",
+    "budget_reset_at",
+    "budget_used",
+    "bump_error",
+    "escalations_in_window",
+    "escalations_since",
+    "open_escalation",
+    "refresh_budget",
+    "resolve_escalation",
+    "signature_history",
+]
+
+
+@translating
+def bump_error(
+    conn: sqlite3.Connection,
+    signature: str,
+    failure_class: str,
+    error_code: str | None,
+    step: str,
+    incident_id: str,
+    ts: str,
+) -> None:
+    """Count one more capture of `signature` (call once per capture, new or folded)."""
+    conn.execute(
+        """
+        INSERT INTO errors (signature, failure_class, error_code, step, count, first_seen,
+                            last_seen, last_incident_id)
+        VALUES (?, ?, ?, ?, 1, ?, ?, ?)
+        ON CONFLICT (signature) DO UPDATE SET
+            count = count + 1,
+            first_seen = min(first_seen, excluded.first_seen),
+            failure_class = CASE WHEN excluded.last_seen >= last_seen
+                                 THEN excluded.failure_class ELSE failure_class END,
+            error_code = CASE WHEN excluded.last_seen >= last_seen
+                              THEN excluded.error_code ELSE error_code END,
+            step = CASE WHEN excluded.last_seen >= last_seen THEN excluded.step ELSE step END,
+            last_incident_id = CASE WHEN excluded.last_seen >= last_seen
+                                    THEN excluded.last_incident_id ELSE last_incident_id END,
+            last_seen = max(last_seen, excluded.last_seen)
+        """,
+        (signature, failure_class, error_code, step, ts, ts, incident_id),
+    )
+
+
+_BUDGET_SQL = """
+    SELECT count(*) FROM incidents AS i
+    JOIN workstreams AS w ON w.ws_id = i.incident_id,
+         json_each(w.metadata_json, '$.error_pipeline.ai_attempts') AS a
+    WHERE i.signature = ? AND i.incident_id != ?
+      AND coalesce(json_extract(a.value, '$.started_at'),
+                   json_extract(a.value, '$.finished_at'), '') > ?
+"""
+
+
+@translating
+def budget_reset_at(conn: sqlite3.Connection, signature: str) -> str | None:
+    """When a human last reset `signature`'s budget (resolve-escalation), or None."""
+    row = conn.execute(
+        "SELECT max(resolved_at) FROM escalations WHERE signature = ?", (signature,)
+    ).fetchone()
+    return str(row[0]) if row and row[0] else None
+
+
+@translating
+def budget_used(conn: sqlite3.Connection, signature: str, *, exclude: str = "") -> int:
+    """AI attempts made on `signature` since its last reset, over every incident with it
+    (`exclude`: an incident whose own attempts the caller counts from its context)."""
+    since = budget_reset_at(conn, signature) or ""
+    row = conn.execute(_BUDGET_SQL, (signature, exclude, since)).fetchone()
+    return int(row[0]) if row else 0
+
+
+@translating
+def refresh_budget(conn: sqlite3.Connection, signature: str) -> int:
+    """Store `budget_used(signature)` in `errors.attempts_used` (a cache; returns it)."""
+    used = budget_used(conn, signature)
+    conn.execute("UPDATE errors SET attempts_used = ? WHERE signature = ?", (used, signature))
+    return used
+
+
+@dataclass(frozen=True, slots=True)
+class Escalation:
+    id: int
+    ts: str
+    incident_id: str
+    signature: str
+    reason: str
+    resolved_at: str | None
+    guidance: str | None
+
+
+_SELECT_ESCALATION = (
+    "SELECT id, ts, incident_id, signature, reason, resolved_at, guidance FROM escalations"
+)
+
+
+@translating
+def open_escalation(conn: sqlite3.Connection, incident_id: str) -> Escalation | None:
+    """The incident's escalation record not yet resolved by a human (at most one)."""
+    row = conn.execute(
+        f"{_SELECT_ESCALATION} WHERE incident_id = ? AND resolved_at IS NULL ORDER BY id DESC",
+        (incident_id,),
+    ).fetchone()
+    return Escalation(*row) if row else None
+
+
+@translating
+def add_escalation(
+    conn: sqlite3.Connection, incident_id: str, signature: str, reason: str, ts: str
+) -> bool:
+    """Record an escalation once: False when the incident already has an open one (a
+    close resumed after a crash). Counts it on the signature's `errors` row."""
+    with write(conn):
+        if open_escalation(conn, incident_id) is not None:
+            return False
+        conn.execute(
+            "INSERT INTO escalations (ts, incident_id, signature, reason) VALUES (?, ?, ?, ?)",
+            (ts, incident_id, signature, reason),
+        )
+        conn.execute(
+            "UPDATE errors SET escalations = escalations + 1 WHERE signature = ?", (signature,)
+        )
+    return True
+
+
+@translating
+def resolve_escalation(
+    conn: sqlite3.Connection, incident_id: str, signature: str, guidance: str, ts: str
+) -> int:
+    """A human's decision: resolve the incident's open escalation (inserting a resolved
+    record when the mirror lost it), which also resets the signature's budget at `ts`."""
+    with write(conn):
+        cur = conn.execute(
+            "UPDATE escalations SET resolved_at = ?, guidance = ? "
+            "WHERE incident_id = ? AND resolved_at IS NULL",
+            (ts, guidance, incident_id),
+        )
+        if cur.rowcount == 0:
+            conn.execute(
+                "INSERT INTO escalations (ts, incident_id, signature, reason, resolved_at, "
+                "guidance) VALUES (?, ?, ?, 'record rebuilt at resolution', ?, ?)",
+                (ts, incident_id, signature, ts, guidance),
+            )
+        refresh_budget(conn, signature)
+        return max(1, cur.rowcount)
+
+
+@translating
+def escalations_since(conn: sqlite3.Connection, ts: str) -> int:
+    """Escalations recorded at or after `ts` (the global threshold's window)."""
+    return int(conn.execute("SELECT count(*) FROM escalations WHERE ts >= ?", (ts,)).fetchone()[0])
+
+
+@translating
+def escalations_in_window(conn: sqlite3.Connection, start: str) -> int:
+    """Escalations recorded since `start`, or since the last `resumed` event when that is
+    later (a human who resumed has seen the escalations before it)."""
+    resumed = last_event_ts(conn, "resumed")
+    return escalations_since(conn, max(start, resumed) if resumed else start)
+
+
+@translating
+def signature_history(conn: sqlite3.Connection, signature: str, *, exclude: str) -> dict[str, int]:
+    """How many incidents with `signature` (other than `exclude`) each bucket holds."""
+    rows = conn.execute(
+        "SELECT bucket, count(*) FROM incidents WHERE signature = ? "
+        "AND incident_id != ? GROUP BY bucket",
+        (signature, exclude),
+    ).fetchall()
+    return {str(bucket): int(n) for bucket, n in rows}
+
+
+@translating
+def attempts_used(conn: sqlite3.Connection, signature: str) -> int:
+    """The budget use last stored for `signature` by `refresh_budget` (0 when unknown)."""
+    row = conn.execute(
+        "SELECT attempts_used FROM errors WHERE signature = ?", (signature,)
+    ).fetchone()
+    return int(row[0]) if row and row[0] is not None else 0

@@ -1,0 +1,442 @@
+"""The one door to the mirror database: connecting, migrating, transactions, errors.
+
+`connect()` opens the file with WAL, `synchronous=NORMAL`, a busy timeout and the numbered
+migrations applied in a `BEGIN IMMEDIATE` transaction; `shared()` keeps one such
+connection per process and thread. Functions of this package take a connection and open
+no transaction of their own beyond one statement, except where they write several rows
+(then they nest inside the caller's `write()` as a savepoint). Wrap a batch in `write()`.
+
+A module that writes to the mirror on the side of its real work (the folders are the
+truth) does it through `best_effort()`: opens, writes in one transaction, closes, and
+warns instead of failing when the mirror cannot be written (`incidents reindex` rebuilds
+it). `transaction()` is the same door for commands that must fail when the mirror does.
+
+Timestamps are ISO 8601 text in UTC (`2026-02-17T03:00:00+00:00`) and compare as text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import sqlite3
+import stat
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+
+from incidents.errors import IncidentsError
+from incidents.mirror.schema import MIGRATIONS
+
+if TYPE_CHECKING:
+    from incidents.layout import Root
+
+__all__ = [
+    "DATABASE_ERRORS",
+    "BestEffort",
+    "Connection",
+    "MirrorCorrupt",
+    "MirrorError",
+    "best_effort",
+    "check_integrity",
+    "connect",
+    "now_iso",
+    "shared",
+    "transaction",
+    "translating",
+    "warn",
+    "write",
+]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+Connection = sqlite3.Connection  # what the functions of this package take
+
+# what a failing statement raises (a `best_effort` that must let other errors through)
+DATABASE_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error,)
+
+
+class MirrorError(IncidentsError):
+    """The mirror database cannot be used (newer schema, not a local file, ...)."""
+
+
+class MirrorCorrupt(MirrorError):
+    """The database file is not a database or fails its integrity check."""
+
+    def __init__(self, path: str, detail: str) -> None:
+        super().__init__(
+            f"the mirror database {path} is corrupt ({detail}); run `incidents reindex` "
+            "to move it aside and rebuild it from the folders"
+        )
+        self.path, self.detail = path, detail
+
+
+def _is_corruption(exc: sqlite3.DatabaseError) -> bool:
+    name = getattr(exc, "sqlite_errorname", "")
+    if name:
+        return name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB"))
+    text = str(exc)
+    return "not a database" in text or "malformed" in text
+
+
+def _db_name(conn: sqlite3.Connection) -> str:
+    row = conn.execute("PRAGMA database_list").fetchone()
+    return str(row[2]) if row else "?"
+
+
+def translating(func: Callable[P, T]) -> Callable[P, T]:
+    """Corruption found while using a connection becomes a `MirrorCorrupt`."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return func(*args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            if not isinstance(exc, sqlite3.IntegrityError) and _is_corruption(exc):
+                conn = args[0] if args and isinstance(args[0], sqlite3.Connection) else None
+                raise MirrorCorrupt(_db_name(conn) if conn else "?", str(exc)) from exc
+            raise
+
+    return wrapper
+
+
+# --- connecting and migrating -----------------------------------------------------------
+
+
+def _create_private(db_path: Path) -> None:
+    """Create the file 0600 (SQLite gives -wal/-shm the same mode); refuse a symlink.
+
+    An existing file is only stat'ed and chmod'ed, never opened: closing any descriptor of
+    the database drops every POSIX lock this process holds on it, including the SHARED lock
+    of a connection that is still open. Another process closing its connection then takes
+    the EXCLUSIVE lock, believes it is the last user, checkpoints and deletes the WAL under
+    the live connection, and the database ends up malformed (SQLite's "How To Corrupt",
+    section 2.2). A file we have just created with `O_EXCL` has no connection yet.
+    """
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        os.close(os.open(db_path, flags, 0o600))
+        return
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise MirrorError(f"cannot create the mirror database {db_path}: {exc.strerror}") from exc
+    try:
+        st = os.lstat(db_path)
+        if stat.S_ISLNK(st.st_mode):
+            raise MirrorError(f"the mirror database {db_path} is a symbolic link")
+        if not stat.S_ISREG(st.st_mode):
+            raise MirrorError(f"the mirror database {db_path} is not a regular file")
+        if st.st_mode & 0o077:
+            os.chmod(db_path, 0o600)
+    except OSError as exc:
+        raise MirrorError(f"cannot open the mirror database {db_path}: {exc.strerror}") from exc
+
+
+def connect(db_path: Path, *, busy_timeout_ms: int = 5000) -> sqlite3.Connection:
+    """Open (creating if needed) the mirror with WAL, busy timeout and migrations applied.
+
+    `isolation_level=None`: no implicit transactions; use `write()` for a batch.
+    """
+    db_path = Path(db_path)
+    try:
+        db_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise MirrorError(f"cannot create {db_path.parent}: {exc.strerror or exc}") from exc
+    _create_private(db_path)
+    conn = sqlite3.connect(
+        db_path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=True
+    )
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        # reading the mode is cheap; setting it, even to what it is, was a tenth of a
+        # watcher tick's CPU (every tick connects): switch only a file that is not WAL yet
+        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+        if str(mode).lower() != "wal":
+            mode = _retry_busy(
+                lambda: conn.execute("PRAGMA journal_mode = WAL").fetchone()[0], busy_timeout_ms
+            )
+        if str(mode).lower() != "wal":
+            raise MirrorError(
+                f"the mirror database {db_path} cannot use WAL (journal_mode={mode}); "
+                "keep the reports root on a local filesystem"
+            )
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        _migrate(conn, db_path)
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        if _is_corruption(exc):
+            raise MirrorCorrupt(str(db_path), str(exc)) from exc
+        raise MirrorError(f"cannot open the mirror database {db_path}: {exc}") from exc
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+# one open connection per (process, thread, database), for callers that write often (the
+# watcher's worker ticks): a connect is a file check, five pragmas and a schema check
+_SHARED: dict[tuple[int, int, str], tuple[sqlite3.Connection, tuple[int, int]]] = {}
+_SHARED_MAX = 4
+
+
+def _identity(db_path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(db_path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+@contextmanager
+def shared(db_path: Path) -> Iterator[sqlite3.Connection]:
+    """A connection kept open across calls in this process and thread (do not close it).
+
+    It is reopened when the database file was replaced or removed since (`reindex`, a
+    corrupt mirror moved aside), and dropped when a body raises, so a connection in an
+    unknown state is never reused. Only a few databases are kept open at once.
+    """
+    import threading
+
+    db_path = Path(db_path)
+    key = (os.getpid(), threading.get_ident(), str(db_path))
+    cached = _SHARED.get(key)
+    if cached is not None and cached[1] != _identity(db_path):
+        _drop_shared(key)
+        cached = None
+    if cached is None:
+        conn = connect(db_path)
+        ident = _identity(db_path)
+        if ident is None:  # removed between connect and stat: use once, do not keep
+            try:
+                yield conn
+            finally:
+                conn.close()
+            return
+        while len(_SHARED) >= _SHARED_MAX:
+            _drop_shared(next(iter(_SHARED)))
+        cached = _SHARED[key] = (conn, ident)
+    try:
+        yield cached[0]
+    except BaseException:
+        _drop_shared(key)
+        raise
+
+
+def _drop_shared(key: tuple[int, int, str]) -> None:
+    entry = _SHARED.pop(key, None)
+    if entry is not None and key[0] == os.getpid():  # a forked child never closes its parent's
+        with contextlib.suppress(sqlite3.Error):
+            entry[0].close()
+
+
+def _retry_busy(action: Callable[[], T], busy_timeout_ms: int) -> T:
+    """Run `action`, retrying SQLITE_BUSY until the timeout: switching a new file to WAL
+    needs an exclusive lock and SQLite returns BUSY there without calling its busy handler
+    (two processes creating the mirror at once hit it)."""
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    delay = 0.001
+    while True:
+        try:
+            return action()
+        except sqlite3.OperationalError as exc:
+            busy = getattr(exc, "sqlite_errorname", "").startswith(("SQLITE_BUSY", "SQLITE_LOCKED"))
+            if not busy or time.monotonic() >= deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+
+
+def _user_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def _statements(script: str) -> Iterator[str]:
+    """Split a migration script into complete statements (executescript would COMMIT)."""
+    buf = ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            if buf.strip():
+                yield buf
+            buf = ""
+    if buf.strip():
+        yield buf
+
+
+def _migrate(conn: sqlite3.Connection, db_path: Path) -> None:
+    target = len(MIGRATIONS)
+    if _user_version(conn) == target:
+        return
+    with write(conn):
+        current = _user_version(conn)  # again, under the write lock: another may have won
+        if current > target:
+            raise MirrorError(
+                f"the mirror database {db_path} has schema version {current}, newer than this "
+                f"program's {target}; upgrade incidents, or delete it and run `incidents reindex`"
+            )
+        for number in range(current, target):
+            for statement in _statements(MIGRATIONS[number]):
+                conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {target}")
+
+
+@contextmanager
+def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """`BEGIN IMMEDIATE` ... `COMMIT`, rolled back on any exception.
+
+    Inside an open transaction it nests as a savepoint, so helpers that write several rows
+    can use it whether or not their caller batches.
+    """
+    if conn.in_transaction:
+        conn.execute("SAVEPOINT nested")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK TO nested")
+            conn.execute("RELEASE nested")
+            raise
+        conn.execute("RELEASE nested")
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def check_integrity(conn: sqlite3.Connection, *, full: bool = False) -> list[str]:
+    """`PRAGMA quick_check` (`full`: `integrity_check`) problems, empty when healthy: for
+    `doctor` and `reindex`."""
+    pragma = "integrity_check" if full else "quick_check"
+    rows = [str(r[0]) for r in conn.execute(f"PRAGMA {pragma}").fetchall()]
+    return [] if rows == ["ok"] else rows
+
+
+def now_iso() -> str:
+    """UTC now with microseconds (sorts after the same second written without them)."""
+    t = time.time()
+    return f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(t))}.{int(t % 1 * 1e6):06d}+00:00"
+
+
+def dumps(doc: Any) -> str:
+    """The JSON text the mirror stores: canonical (sorted keys, compact), no NaN."""
+    return json.dumps(
+        doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+
+
+# --- the door for callers ---------------------------------------------------------------
+
+
+def warn(exc: BaseException, what: str = "mirror not updated") -> None:
+    """The one warning for a mirror that could not be used (it is rebuilt later)."""
+    sys.stderr.write(f"incidents: warning: {what} ({exc}); run `incidents reindex`\n")
+
+
+@contextmanager
+def _opened(root: Root, kept: bool, busy_timeout_ms: int) -> Iterator[sqlite3.Connection]:
+    if kept:
+        with shared(root.db_path) as conn:
+            yield conn
+        return
+    conn = connect(root.db_path, busy_timeout_ms=busy_timeout_ms)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+@contextmanager
+def transaction(
+    root: Root, *, kept: bool = False, busy_timeout_ms: int = 5000
+) -> Iterator[sqlite3.Connection]:
+    """The root's mirror, opened for one `write()` transaction and closed after it (`kept`:
+    the connection `shared()` keeps for this process and thread). Errors propagate."""
+    with _opened(root, kept, busy_timeout_ms) as conn, write(conn):
+        yield conn
+
+
+def best_effort(
+    root: Root,
+    *,
+    what: str = "mirror not updated",
+    on_error: Callable[[BaseException], None] | None = None,
+    errors: tuple[type[Exception], ...] = (Exception,),
+    kept: bool = False,
+    busy_timeout_ms: int = 5000,
+) -> BestEffort:
+    """A write to the mirror that must never fail its caller: the folders are the truth.
+
+    `with best_effort(root) as conn:` gives a connection inside one `write()` transaction
+    (committed at the end of the block), or None when the mirror cannot be opened: then
+    the block has nothing to write to and skips its writes. An exception of one of
+    `errors` raised by the block or its commit rolls back and is reported instead of
+    raised: to `on_error`, by default as `warn(exc, what)`; others propagate. Afterwards
+    `.written` tells whether the block's writes were committed. `kept` and
+    `busy_timeout_ms` as for `transaction`.
+    """
+    return BestEffort(
+        root, on_error or (lambda exc: warn(exc, what)), errors, kept, busy_timeout_ms
+    )
+
+
+class BestEffort:
+    """The context manager `best_effort` returns; `written` is set once it committed."""
+
+    def __init__(
+        self,
+        root: Root,
+        report: Callable[[BaseException], None],
+        errors: tuple[type[Exception], ...],
+        kept: bool,
+        busy_timeout_ms: int,
+    ) -> None:
+        self.root, self.report, self.errors = root, report, errors
+        self.kept, self.busy_timeout_ms = kept, busy_timeout_ms
+        self.written = False
+        self._stack: contextlib.ExitStack | None = None
+
+    def __enter__(self) -> sqlite3.Connection | None:
+        stack = contextlib.ExitStack()
+        try:
+            conn = stack.enter_context(_opened(self.root, self.kept, self.busy_timeout_ms))
+            stack.enter_context(write(conn))
+        except Exception as exc:  # the mirror is derivable: never stop the caller for it
+            stack.__exit__(type(exc), exc, exc.__traceback__)  # closes (or drops) it
+            self.report(exc)
+            return None
+        self._stack = stack
+        return conn
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        stack, self._stack = self._stack, None
+        if stack is None:  # nothing was opened: the block's own errors are its caller's
+            return False
+        try:
+            stack.__exit__(exc_type, exc, tb)  # commits or rolls back, then closes
+        except self.errors as failure:  # the commit failed: rebuilt by reindex or a later sync
+            self.report(failure)
+            return True
+        if exc is None:
+            self.written = True
+            return False
+        if isinstance(exc, self.errors):
+            self.report(exc)
+            return True
+        return False

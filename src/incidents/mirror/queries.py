@@ -1,0 +1,349 @@
+"""Incident rows, events, step attempts and workstreams: the mirror's per-incident tables.
+
+Callers redact secrets before they hand payloads to `add_event` (the mirror is a sink).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from incidents.mirror.db import dumps, now_iso, translating, write
+from incidents.mirror.schema import EVENT_TYPES, MIRROR_BUCKETS
+
+__all__ = [
+    "IncidentRow",
+    "add_event",
+    "add_meta",
+    "add_run",
+    "delete_incident",
+    "get_incident",
+    "get_meta",
+    "inbox_ids",
+    "incident_buckets",
+    "insert_rows",
+    "last_event_ts",
+    "list_incidents",
+    "record_step_attempt",
+    "save_workstream",
+    "set_meta",
+    "state_fields",
+    "upsert_incident",
+]
+
+
+# --- incident rows ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IncidentRow:
+    """One row of `incidents`, the same columns in the same order."""
+
+    incident_id: str
+    status: str
+    state: str | None
+    step: str
+    failure_class: str
+    error_code: str | None
+    signature: str
+    run_id: str
+    message: str
+    occurrences: int
+    created_at: str
+    updated_at: str
+    last_seen: str
+    bucket: str
+    location: str
+    not_before: float | None = None
+    waiting: bool = False
+    lease_owner: str | None = None
+
+
+_INCIDENT_COLUMNS = (
+    "incident_id",
+    "status",
+    "state",
+    "step",
+    "failure_class",
+    "error_code",
+    "signature",
+    "run_id",
+    "message",
+    "occurrences",
+    "created_at",
+    "updated_at",
+    "last_seen",
+    "bucket",
+    "location",
+    "not_before",
+    "waiting",
+    "lease_owner",
+)
+_SELECT_INCIDENT = f"SELECT {', '.join(_INCIDENT_COLUMNS)} FROM incidents"
+_UPSERT_INCIDENT = (
+    f"INSERT INTO incidents ({', '.join(_INCIDENT_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * len(_INCIDENT_COLUMNS))}) ON CONFLICT (incident_id) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in _INCIDENT_COLUMNS[1:])
+)
+# A run's created_at is its earliest incident's; its source that incident's step.
+_UPSERT_RUN = """
+    INSERT INTO runs (run_id, created_at, source) VALUES (?, ?, ?)
+    ON CONFLICT (run_id) DO UPDATE SET
+        source = CASE WHEN (excluded.created_at, excluded.source) < (runs.created_at, runs.source)
+                      THEN excluded.source ELSE runs.source END,
+        created_at = min(runs.created_at, excluded.created_at)
+"""
+
+
+def _row(values: Sequence[Any], _new: Any = object.__new__) -> IncidentRow:
+    """A row from a SELECT of _INCIDENT_COLUMNS. Fills the frozen instance's __dict__
+    directly: 2x faster than __init__'s per-field object.__setattr__ on 10k-row listings."""
+    row: IncidentRow = _new(IncidentRow)
+    row.__dict__.update(zip(_INCIDENT_COLUMNS, values, strict=True))
+    row.__dict__["waiting"] = bool(values[16])
+    return row
+
+
+def _params(row: IncidentRow) -> tuple[Any, ...]:
+    return (
+        row.incident_id,
+        row.status,
+        row.state,
+        row.step,
+        row.failure_class,
+        row.error_code,
+        row.signature,
+        row.run_id,
+        row.message,
+        row.occurrences,
+        row.created_at,
+        row.updated_at,
+        row.last_seen,
+        row.bucket,
+        row.location,
+        row.not_before,
+        int(row.waiting),
+        row.lease_owner,
+    )
+
+
+@translating
+def upsert_incident(conn: sqlite3.Connection, row: IncidentRow) -> None:
+    """Insert or replace the incident's row, and note its run."""
+    if row.bucket not in MIRROR_BUCKETS:
+        raise ValueError(f"bucket must be one of {MIRROR_BUCKETS}, not {row.bucket!r}")
+    with write(conn):
+        conn.execute(_UPSERT_INCIDENT, _params(row))
+        conn.execute(_UPSERT_RUN, (row.run_id, row.created_at, row.step))
+
+
+@translating
+def get_incident(conn: sqlite3.Connection, incident_id: str) -> IncidentRow | None:
+    found = conn.execute(f"{_SELECT_INCIDENT} WHERE incident_id = ?", (incident_id,)).fetchone()
+    return _row(found) if found else None
+
+
+@translating
+def list_incidents(
+    conn: sqlite3.Connection,
+    *,
+    buckets: Sequence[str] = ("inbox",),
+    status: str | None = None,
+    step: str | None = None,
+    since: str | None = None,
+    limit: int | None = None,
+) -> list[IncidentRow]:
+    """Incidents in `buckets`, newest first (`since`: created_at >= that ISO timestamp)."""
+    if isinstance(buckets, str):
+        buckets = (buckets,)
+    if not buckets:
+        return []
+    where = [f"bucket IN ({', '.join('?' * len(buckets))})"]
+    params: list[Any] = list(buckets)
+    for clause, value in (("status = ?", status), ("step = ?", step), ("created_at >= ?", since)):
+        if value is not None:
+            where.append(clause)
+            params.append(value)
+    sql = (
+        f"{_SELECT_INCIDENT} WHERE {' AND '.join(where)} ORDER BY created_at DESC, incident_id DESC"
+    )
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(int(limit))
+    return [_row(r) for r in conn.execute(sql, params)]
+
+
+def insert_rows(conn: sqlite3.Connection, rows: Iterable[IncidentRow]) -> None:
+    """Upsert many rows and note their runs (`reindex` refilling the table)."""
+    rows = list(rows)
+    conn.executemany(_UPSERT_INCIDENT, [_params(r) for r in rows])
+    conn.executemany(_UPSERT_RUN, [(r.run_id, r.created_at, r.step) for r in rows])
+
+
+@translating
+def delete_incident(conn: sqlite3.Connection, incident_id: str) -> None:
+    conn.execute("DELETE FROM incidents WHERE incident_id = ?", (incident_id,))
+
+
+@translating
+def inbox_ids(conn: sqlite3.Connection) -> set[str]:
+    """The ids of the rows in the inbox bucket."""
+    return {r[0] for r in conn.execute("SELECT incident_id FROM incidents WHERE bucket = 'inbox'")}
+
+
+@translating
+def incident_buckets(conn: sqlite3.Connection) -> dict[str, str]:
+    """Every row's bucket by incident id (doctor compares them with the folders)."""
+    return {r[0]: r[1] for r in conn.execute("SELECT incident_id, bucket FROM incidents")}
+
+
+@translating
+def add_run(conn: sqlite3.Connection, run_id: str, created_at: str, source: str) -> None:
+    """Note a run unless it is known (an imported legacy file's run)."""
+    conn.execute(
+        "INSERT INTO runs (run_id, created_at, source) VALUES (?, ?, ?) "
+        "ON CONFLICT (run_id) DO NOTHING",
+        (run_id, created_at, source),
+    )
+
+
+# --- events and step attempts --------------------------------------------------------------
+
+
+@translating
+def add_event(
+    conn: sqlite3.Connection,
+    incident_id: str | None,
+    event_type: str,
+    payload: dict[str, Any],
+    *,
+    ts: str | None = None,
+) -> None:
+    """Append an event (history: kept by reindex, never derived). Payload must be redacted."""
+    if event_type not in EVENT_TYPES:
+        raise ValueError(f"unknown event type {event_type!r}; add it to EVENT_TYPES")
+    conn.execute(
+        "INSERT INTO events (ts, incident_id, event_type, payload_json) VALUES (?, ?, ?, ?)",
+        (ts or now_iso(), incident_id, event_type, dumps(payload)),
+    )
+
+
+@translating
+def record_step_attempt(
+    conn: sqlite3.Connection,
+    run_id: str,
+    ws_id: str,
+    step_name: str,
+    label: str,
+    *,
+    result: dict[str, Any] | None = None,
+    started_at: str | None = None,
+    finished_at: str | None = None,
+) -> bool:
+    """Record (ws, step, label) once (I2): False when it was already recorded.
+
+    Label convention: the stem of the artifact written to `error_runs/<ws_id>/`
+    (`attempt_01`, `error_report_attempt_3`), so `reindex` can rebuild the row.
+    """
+    cur = conn.execute(
+        "INSERT INTO step_attempts "
+        "(run_id, ws_id, step_name, label, started_at, finished_at, result_json) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (ws_id, step_name, label) DO NOTHING",
+        (run_id, ws_id, step_name, label, started_at, finished_at, dumps(result or {})),
+    )
+    return cur.rowcount == 1
+
+
+@translating
+def last_event_ts(conn: sqlite3.Connection, event_type: str) -> str | None:
+    """When the last event of `event_type` was recorded, or None."""
+    row = conn.execute("SELECT max(ts) FROM events WHERE event_type = ?", (event_type,)).fetchone()
+    return str(row[0]) if row and row[0] else None
+
+
+# --- workstreams --------------------------------------------------------------------------
+
+
+def state_fields(state: dict[str, Any]) -> tuple[str | None, float | None, bool]:
+    """(current_state, not_before epoch seconds, waiting) from an FSM context."""
+    current = state.get("current_state")
+    not_before: float | None = None
+    raw = state.get("not_before")
+    if isinstance(raw, int | float) and not isinstance(raw, bool):
+        not_before = float(raw)
+    elif isinstance(raw, str) and raw:
+        from datetime import datetime  # only when a state carries an ISO not_before
+
+        try:
+            not_before = datetime.fromisoformat(raw).timestamp()
+        except ValueError:
+            not_before = None
+    waiting = bool(state.get("waiting")) or bool(state.get("waiting_for_input"))
+    return (current if isinstance(current, str) and current else None), not_before, waiting
+
+
+@translating
+def save_workstream(
+    conn: sqlite3.Connection,
+    run_id: str,
+    ws_id: str,
+    current_state: str,
+    context_json: str | dict[str, Any],
+    *,
+    updated_at: str | None = None,
+) -> None:
+    """Store the FSM context (JSON text, or the dict it parses to) as
+    `metadata_json.error_pipeline`; mirror its state onto the incident's row. The metadata
+    is exactly `{"error_pipeline": context}` so that `reindex` rebuilds it from `state.json`
+    (do not keep anything else there)."""
+    context = json.loads(context_json) if isinstance(context_json, str) else context_json
+    if not isinstance(context, dict):
+        raise ValueError("context_json must be a JSON object")
+    _, not_before, waiting = state_fields(context)
+    with write(conn):
+        conn.execute(
+            """
+            INSERT INTO workstreams (run_id, ws_id, current_state, metadata_json, updated_at)
+            VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT (run_id, ws_id) DO UPDATE SET current_state = excluded.current_state,
+                metadata_json = excluded.metadata_json, updated_at = excluded.updated_at
+            """,
+            (
+                run_id,
+                ws_id,
+                current_state,
+                dumps({"error_pipeline": context}),
+                updated_at or now_iso(),
+            ),
+        )
+        conn.execute(
+            "UPDATE incidents SET state = ?, not_before = ?, waiting = ? WHERE incident_id = ?",
+            (current_state, not_before, int(waiting), ws_id),
+        )
+
+
+# --- meta ---------------------------------------------------------------------------------
+
+
+@translating
+def get_meta(conn: sqlite3.Connection, key: str) -> str | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return str(row[0]) if row else None
+
+
+@translating
+def add_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
+    """Store a new key (an IntegrityError when it exists: check with `get_meta` first)."""
+    conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+
+@translating
+def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (?, ?) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )

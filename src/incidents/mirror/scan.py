@@ -1,0 +1,336 @@
+"""What the mirror reads from the folders: a bundle's row, its lease, its escalation
+records, the rejected folders and the step-attempt files of `error_runs/`.
+
+The folders are the source of truth (invariant I5); everything here is read-only and
+raises or reports what cannot be read, for `reindex` and the catch-up to decide.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from incidents.errors import IncidentsError, InvalidDocument, UnsafeFile
+from incidents.fsutil import read_json, read_json_object, read_regular_file
+from incidents.layout import BUCKETS, REJECTED, RUNS, Root, validate_id
+from incidents.mirror.db import dumps
+from incidents.mirror.queries import IncidentRow, state_fields
+from incidents.mirror.schema import MIRROR_BUCKETS
+
+__all__ = [
+    "EscalationRecord",
+    "RejectedRow",
+    "Scanned",
+    "agent_holding",
+    "row_from_bundle",
+    "scan_bundles",
+    "scan_rejected",
+    "scan_step_attempts",
+]
+
+STATUS_TXT_MAX = 64
+
+
+def _text(doc: dict[str, Any], key: str, where: str, default: str | None = None) -> str:
+    value = doc.get(key, default)
+    if not isinstance(value, str) or not value:
+        raise InvalidDocument(where, "missing or not a non-empty string", key)
+    return value
+
+
+def _optional_text(doc: dict[str, Any], key: str) -> str | None:
+    value = doc.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def _location(bucket: str, name: str) -> str:
+    return f"{BUCKETS[bucket]}/{name}"
+
+
+def _read_state(folder: Path) -> dict[str, Any] | None:
+    try:
+        return read_json_object(folder / "state.json")
+    except FileNotFoundError:
+        return None
+
+
+def row_from_bundle(
+    root: Root, bucket: str, folder: Path, *, state: dict[str, Any] | None = None
+) -> IncidentRow:
+    """The mirror row of a bundle folder: incident.json (authoritative), its state.json.
+
+    `status.txt` is read only when incident.json has no status (the store repairs
+    status.txt from incident.json). `last_seen` defaults to `created_at`. Unreadable or
+    unsafe files raise (InvalidDocument, UnsafeFile, FileNotFoundError). `state`: the
+    context its writer has just committed to state.json, instead of reading it back.
+    """
+    return _bundle(bucket, folder, root.state / "leases", state)[0]
+
+
+def agent_holding(leases_dir: Path, incident_id: str) -> str | None:
+    """The outside agent (a skill's `claim`) whose live lease holds an open incident.
+    A worker's lease lasts one pickup and is not shown: the row would be stale at once."""
+    try:
+        doc = read_json_object(leases_dir / f"{incident_id}.json")
+    except (IncidentsError, OSError):
+        return None
+    agent, expires = doc.get("agent"), doc.get("expires_at")
+    live = isinstance(expires, int | float) and expires > time.time()
+    return agent if isinstance(agent, str) and agent and live else None
+
+
+def _bundle(
+    bucket: str, folder: Path, leases_dir: Path, state: dict[str, Any] | None = None
+) -> tuple[IncidentRow, dict[str, Any] | None]:
+    if bucket not in MIRROR_BUCKETS:
+        raise ValueError(f"bucket must be one of {MIRROR_BUCKETS}, not {bucket!r}")
+    path = folder / "incident.json"
+    where = str(path)
+    doc = read_json_object(path)
+    incident_id = _text(doc, "incident_id", where)
+    if incident_id != folder.name:
+        raise InvalidDocument(
+            where, f"does not match its folder name {folder.name!r}", "incident_id"
+        )
+    status = doc.get("status")
+    if not isinstance(status, str) or not status:
+        raw = read_regular_file(folder / "status.txt", STATUS_TXT_MAX)
+        status = raw.decode("utf-8", "replace").strip()
+        if not status:
+            raise InvalidDocument(where, "missing, and status.txt is empty", "status")
+    occurrences = doc.get("occurrences", 1)
+    if not isinstance(occurrences, int) or isinstance(occurrences, bool) or occurrences < 1:
+        raise InvalidDocument(where, "must be a positive integer", "occurrences")
+    created_at = _text(doc, "created_at", where)
+    if state is None:
+        state = _read_state(folder)
+    current, not_before, waiting = state_fields(state) if state else (None, None, False)
+    row = IncidentRow(
+        incident_id=incident_id,
+        status=status,
+        state=current,
+        step=_text(doc, "step", where),
+        failure_class=_text(doc, "failure_class", where),
+        error_code=_optional_text(doc, "error_code"),
+        signature=_text(doc, "error_signature", where),
+        run_id=_text(doc, "run_id", where),
+        message=_text(doc, "message", where),
+        occurrences=occurrences,
+        created_at=created_at,
+        updated_at=_text(doc, "updated_at", where, created_at),
+        last_seen=_optional_text(doc, "last_seen") or created_at,
+        bucket=bucket,
+        location=_location(bucket, folder.name),
+        not_before=not_before,
+        waiting=waiting,
+        lease_owner=agent_holding(leases_dir, incident_id) if bucket == "inbox" else None,
+    )
+    return row, state
+
+
+_Fingerprint = tuple[tuple[int, int, int] | None, ...]
+
+
+# (ts, incident_id, signature, reason, resolved_at, guidance): an escalation record
+EscalationRecord = tuple[str, str, str, str, str | None, str | None]
+
+
+@dataclass
+class Scanned:
+    fingerprint: _Fingerprint
+    row: IncidentRow | None
+    state: dict[str, Any] | None
+    error: str | None
+    escalations: list[EscalationRecord] = field(default_factory=list)
+
+
+def _stat(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def _fingerprint(folder: Path) -> _Fingerprint:
+    return tuple(_stat(folder / n) for n in _FINGERPRINTED)
+
+
+_FINGERPRINTED = ("incident.json", "status.txt", "state.json", "decisions.json", "metadata.json")
+
+
+def _iso_utc(value: Any) -> str | None:
+    """An ISO timestamp as the mirror writes it (`+00:00`, comparable as text), or None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return when.astimezone(UTC).isoformat() if when.tzinfo else None
+
+
+def _escalation_records(bucket: str, folder: Path, row: IncidentRow) -> list[EscalationRecord]:
+    """The escalation records a bundle proves: one resolved record per human decision in
+    `decisions.json` (which moves with the bundle), and, for a bundle in the escalated
+    bucket not resolved since, the open record of its last escalation (`metadata.json`
+    of its quarantine bundle). Unreadable files prove nothing (the bundle's row stands)."""
+    try:
+        raw = read_json(folder / "decisions.json")
+    except FileNotFoundError:
+        raw = []
+    except (IncidentsError, OSError):
+        raw = []
+    meta: dict[str, Any] = {}
+    with contextlib.suppress(IncidentsError, OSError):
+        meta = read_json_object(folder / "metadata.json")
+    escalated_at = _iso_utc(meta.get("finished_at"))
+    records: list[EscalationRecord] = []
+    decisions = [d for d in raw if isinstance(d, dict)] if isinstance(raw, list) else []
+    for d in decisions:
+        at, guidance = _iso_utc(d.get("at")), d.get("guidance")
+        if at is None:
+            continue
+        signature = d.get("signature") if isinstance(d.get("signature"), str) else row.signature
+        reason = d.get("escalation_reason")
+        ts = escalated_at if escalated_at and escalated_at <= at else at
+        records.append(
+            (ts, row.incident_id, str(signature), reason if isinstance(reason, str) else "",
+             at, guidance if isinstance(guidance, str) else None)
+        )  # fmt: skip
+    last_decision = max((r[4] or "" for r in records), default="")
+    if bucket == "escalated" and escalated_at and escalated_at > last_decision:
+        reason = meta.get("reason")
+        signature = meta.get("error_signature") or row.signature
+        records.append(
+            (escalated_at, row.incident_id, str(signature),
+             reason if isinstance(reason, str) else "", None, None)
+        )  # fmt: skip
+    return records
+
+
+def _entries(directory: Path) -> list[os.DirEntry[str]]:
+    try:
+        return sorted(os.scandir(directory), key=lambda e: e.name)
+    except FileNotFoundError:
+        return []
+
+
+def scan_bundles(root: Root, previous: dict[str, Scanned]) -> dict[str, Scanned]:
+    """Every bundle folder by location; unchanged files reuse `previous`'s reading."""
+    found: dict[str, Scanned] = {}
+    for bucket in MIRROR_BUCKETS:
+        for entry in _entries(root.bucket(bucket)):
+            if entry.name.startswith("."):
+                continue
+            location = _location(bucket, entry.name)
+            folder = Path(entry.path)
+            if entry.is_symlink() or not entry.is_dir(follow_symlinks=False):
+                found[location] = Scanned((), None, None, "not a folder (a file or symlink)")
+                continue
+            fingerprint = _fingerprint(folder)
+            old = previous.get(location)
+            if old is not None and old.fingerprint == fingerprint:
+                found[location] = old
+                continue
+            try:
+                validate_id(entry.name)
+                row, state = _bundle(bucket, folder, root.state / "leases")
+                records = _escalation_records(bucket, folder, row)
+                found[location] = Scanned(fingerprint, row, state, None, records)
+            except (IncidentsError, OSError) as exc:
+                reason = str(exc) if isinstance(exc, IncidentsError) else f"{exc.strerror}: {exc}"
+                found[location] = Scanned(fingerprint, None, None, reason)
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class RejectedRow:
+    """One row of `rejected`: a folder in `error_rejected/` and why it is there."""
+
+    name: str
+    location: str
+    reason: str
+    rejected_at: str | None
+    incident_id: str | None
+
+
+def scan_rejected(root: Root) -> list[RejectedRow]:
+    rows: list[RejectedRow] = []
+    for entry in _entries(root.rejected):
+        if entry.name.startswith("."):
+            continue
+        folder = Path(entry.path)
+        reason, rejected_at, incident_id = "", None, None
+        if entry.is_dir(follow_symlinks=False):
+            for name in ("reason.txt", "reason.rejected.txt"):
+                try:
+                    text = read_regular_file(folder / name, 64 * 1024).decode("utf-8", "replace")
+                except (FileNotFoundError, UnsafeFile):
+                    continue
+                stamp, _, rest = text.strip().partition(" ")
+                rejected_at, reason = (stamp, rest) if stamp[:1].isdigit() else (None, text.strip())
+                break
+            try:
+                doc = read_json_object(folder / "incident.json")
+                incident_id = _optional_text(doc, "incident_id")
+            except (IncidentsError, OSError):
+                pass
+        rows.append(
+            RejectedRow(
+                entry.name,
+                f"{REJECTED}/{entry.name}",
+                reason or "no reason recorded",
+                rejected_at,
+                incident_id,
+            )
+        )
+    return rows
+
+
+_ATTEMPT_PREFIXES = (("error_report_attempt_", "error_report"), ("attempt_", "attempt"))
+
+
+def scan_step_attempts(
+    root: Root, run_ids: dict[str, str], unreadable: list[tuple[str, str]]
+) -> list[tuple[Any, ...]]:
+    """Rows for `error_runs/<id>/{error_report_attempt_*,attempt_*}.json` (label: file stem).
+
+    An error report's step is its `step_name` (default `error_report`) and its result its
+    `summary`; an `attempt_XX.json` is step `attempt` with the whole document as result.
+    """
+    rows: list[tuple[Any, ...]] = []
+    for run_dir in _entries(root.path / RUNS):
+        if run_dir.name.startswith(".") or not run_dir.is_dir(follow_symlinks=False):
+            continue
+        ws_id = run_dir.name
+        for entry in _entries(Path(run_dir.path)):
+            stem, dot, ext = entry.name.rpartition(".")
+            kind = next((s for p, s in _ATTEMPT_PREFIXES if stem.startswith(p)), None)
+            if not dot or ext != "json" or kind is None:
+                continue
+            try:
+                doc = read_json(entry.path)
+            except (IncidentsError, OSError) as exc:
+                unreadable.append((f"{RUNS}/{ws_id}/{entry.name}", str(exc)))
+                continue
+            if not isinstance(doc, dict):
+                unreadable.append((f"{RUNS}/{ws_id}/{entry.name}", "not a JSON object"))
+                continue
+            if kind == "error_report":
+                step = _optional_text(doc, "step_name") or kind
+                result: Any = {"summary": doc.get("summary")}
+            else:
+                step, result = kind, doc
+            started, finished = _optional_text(doc, "started_at"), _optional_text(
+                doc, "finished_at"
+            )
+            rows.append(
+                (run_ids.get(ws_id, ""), ws_id, step, stem, started, finished, dumps(result))
+            )
+    return rows

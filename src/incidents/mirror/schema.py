@@ -1,0 +1,158 @@
+"""The mirror's schema: its tables (numbered migrations) and the event types it accepts.
+
+Tables:
+
+- derivable, rebuilt by `reindex`: `incidents` (one row per bundle in the inbox or an
+  archive bucket), `rejected` (one row per folder in `error_rejected/`), `workstreams`
+  (from `state.json`), `runs`, and the counts of `errors`;
+- history, kept across a reindex of a readable database: `events`, `escalations` (and
+  with them the budget resets, their `resolved_at`), the budget columns of `errors`
+  (`attempts_used` is only a cache: budgets are counted by `budget_used`), `meta`; `step_attempts` is
+  history too, but rows whose artifact file exists in `error_runs/<id>/` are rebuilt.
+"""
+
+from __future__ import annotations
+
+__all__ = ["EVENT_TYPES", "MIGRATIONS", "MIRROR_BUCKETS"]
+
+EVENT_TYPES = frozenset(
+    {
+        "state_transition",
+        "error_report_generated",
+        "ai_attempt",
+        "ai_action_required",
+        "infra_error",
+        "archived",
+        "waiting_for_input",
+        "retrying",
+        "build_paused",
+        "captured",
+        "occurrence",
+        "resumed",
+        "plan_generated",
+        "plan_supplied",
+        "claimed",
+        "submitted",
+        "lease_expired",
+        "attempt_recorded",
+        "escalation",
+        "escalation_resolved",
+        "requeued",
+        "rejected",
+        "no_progress",
+        "lease_lost",
+        "poisoned",
+        "legacy_task",
+        "legacy_attempt",
+    }
+)
+MIRROR_BUCKETS = ("inbox", "resolved", "escalated")
+
+# Numbered migrations: `PRAGMA user_version` is how many are applied. Append, never edit.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE incidents (
+        incident_id   TEXT NOT NULL UNIQUE,
+        status        TEXT NOT NULL,
+        state         TEXT,
+        step          TEXT NOT NULL,
+        failure_class TEXT NOT NULL,
+        error_code    TEXT,
+        signature     TEXT NOT NULL,
+        run_id        TEXT NOT NULL,
+        message       TEXT NOT NULL,
+        occurrences   INTEGER NOT NULL DEFAULT 1,
+        created_at    TEXT NOT NULL,
+        updated_at    TEXT NOT NULL,
+        last_seen     TEXT NOT NULL,
+        bucket        TEXT NOT NULL CHECK (bucket IN ('inbox', 'resolved', 'escalated')),
+        location      TEXT NOT NULL,
+        not_before    REAL,
+        waiting       INTEGER NOT NULL DEFAULT 0,
+        lease_owner   TEXT,
+        -- clustered so that a bucket's rows, newest first, are one range of pages (list
+        -- queries read 10k rows ~2x faster); incident_id is the logical key (UNIQUE)
+        PRIMARY KEY (bucket, created_at, incident_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX incidents_bucket_status ON incidents (bucket, status);
+    CREATE INDEX incidents_step ON incidents (step);
+    CREATE INDEX incidents_created ON incidents (created_at);
+    CREATE INDEX incidents_signature ON incidents (signature);
+
+    CREATE TABLE rejected (
+        name        TEXT PRIMARY KEY,
+        location    TEXT NOT NULL,
+        reason      TEXT NOT NULL,
+        rejected_at TEXT,
+        incident_id TEXT
+    );
+
+    CREATE TABLE runs (
+        run_id     TEXT PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        source     TEXT NOT NULL
+    );
+
+    CREATE TABLE workstreams (
+        run_id        TEXT NOT NULL,
+        ws_id         TEXT NOT NULL,
+        current_state TEXT NOT NULL,
+        metadata_json TEXT NOT NULL CHECK (json_valid(metadata_json)),
+        updated_at    TEXT NOT NULL,
+        PRIMARY KEY (run_id, ws_id)
+    );
+    CREATE UNIQUE INDEX workstreams_ws ON workstreams (ws_id);
+
+    CREATE TABLE step_attempts (
+        id          INTEGER PRIMARY KEY,
+        run_id      TEXT NOT NULL,
+        ws_id       TEXT NOT NULL,
+        step_name   TEXT NOT NULL,
+        label       TEXT NOT NULL,
+        started_at  TEXT,
+        finished_at TEXT,
+        result_json TEXT NOT NULL CHECK (json_valid(result_json)),
+        UNIQUE (ws_id, step_name, label)
+    );
+
+    CREATE TABLE errors (
+        signature        TEXT PRIMARY KEY,
+        failure_class    TEXT NOT NULL,
+        error_code       TEXT,
+        step             TEXT NOT NULL,
+        count            INTEGER NOT NULL DEFAULT 0,
+        first_seen       TEXT NOT NULL,
+        last_seen        TEXT NOT NULL,
+        last_incident_id TEXT,
+        attempts_used    INTEGER NOT NULL DEFAULT 0,
+        escalations      INTEGER NOT NULL DEFAULT 0
+    );
+
+    CREATE TABLE events (
+        id           INTEGER PRIMARY KEY,
+        ts           TEXT NOT NULL,
+        incident_id  TEXT,
+        event_type   TEXT NOT NULL,
+        payload_json TEXT NOT NULL CHECK (json_valid(payload_json))
+    );
+    CREATE INDEX events_incident ON events (incident_id);
+    CREATE INDEX events_type_ts ON events (event_type, ts);
+
+    CREATE TABLE escalations (
+        id          INTEGER PRIMARY KEY,
+        ts          TEXT NOT NULL,
+        incident_id TEXT NOT NULL,
+        signature   TEXT NOT NULL,
+        reason      TEXT NOT NULL,
+        resolved_at TEXT,
+        guidance    TEXT
+    );
+    CREATE INDEX escalations_ts ON escalations (ts);
+    CREATE INDEX escalations_signature ON escalations (signature);
+
+    CREATE TABLE meta (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    """,
+)
