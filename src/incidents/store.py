@@ -221,10 +221,3 @@ def mirror_bundle(
             row = mirror.row_from_bundle(root, bucket, folder)
             mirror.upsert_incident(conn, row)
             mirror.add_event(conn, row.incident_id, event, payload or {"status": row.status})
-
-
-def warn_mirror(exc: BaseException) -> None:
-    """The one warning for a mirror that could not be written (it is rebuilt later)."""
-    from incidents import mirror
-
-    mirror.warn(exc)

@@ -71,13 +71,9 @@ def resolve_escalation(
 def _record_decision(
     root: Root, incident_id: str, signature: str, guidance: str, kind: str, now: str
 ) -> None:
-    try:
-        conn = mirror.connect(root.db_path)
-    except Exception as exc:
-        store.warn_mirror(exc)
-        return
-    try:
-        with mirror.write(conn):
+    # a database that cannot be opened is warned about; a failing write is raised
+    with mirror.best_effort(root, errors=()) as conn:
+        if conn is not None:
             mirror.resolve_escalation(conn, incident_id, signature, guidance, now)
             mirror.refresh(conn, root, incident_id)
             mirror.add_event(
@@ -85,5 +81,3 @@ def _record_decision(
             )
             if kind == "requeue":
                 mirror.add_event(conn, incident_id, "requeued", {"guidance": guidance})
-    finally:
-        conn.close()

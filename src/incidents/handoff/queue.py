@@ -150,30 +150,16 @@ def claim(
 
 
 def _sync(root: Root, incident_id: str, ctx: ErrorPipelineContext) -> None:
-    try:
-        conn = mirror.connect(root.db_path)
-        try:
-            with mirror.write(conn):
-                mirror.save_workstream(
-                    conn, ctx.run_id, incident_id, ctx.current_state.value, ctx.model_dump_json()
-                )
-                mirror.refresh(conn, root, incident_id)
-        finally:
-            conn.close()
-    except Exception as exc:
-        store.warn_mirror(exc)
+    """The context as just committed to state.json, and the incident's row."""
+    with mirror.best_effort(root) as conn:
+        if conn is not None:
+            mirror.sync(conn, root, incident_id, ctx.model_dump(mode="json"))
 
 
 def _events(root: Root, events: list[tuple[str, str, dict[str, Any]]]) -> None:
-    try:
-        conn = mirror.connect(root.db_path)
-        try:
-            with mirror.write(conn):
-                for incident_id, event, payload in events:
-                    mirror.add_event(conn, incident_id, event, payload)
-                for incident_id in dict.fromkeys(e[0] for e in events):
-                    mirror.refresh(conn, root, incident_id)  # who holds it (lease_owner)
-        finally:
-            conn.close()
-    except Exception as exc:
-        store.warn_mirror(exc)
+    with mirror.best_effort(root) as conn:
+        if conn is not None:
+            for incident_id, event, payload in events:
+                mirror.add_event(conn, incident_id, event, payload)
+            for incident_id in dict.fromkeys(e[0] for e in events):
+                mirror.refresh(conn, root, incident_id)  # who holds it (lease_owner)

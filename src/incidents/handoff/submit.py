@@ -119,19 +119,11 @@ def record_attempt(root: Root, incident_id: str, path: Path) -> Path:
             )
         fsutil.ensure_dir(target.parent)
         fsutil.atomic_write_json(target, data)
-    try:
-        conn = mirror.connect(root.db_path)
-        try:
-            with mirror.write(conn):
-                mirror.record_step_attempt(
-                    conn, str(doc.get("run_id", "")), incident_id, "attempt", target.stem,
-                    result=data, started_at=data["started_at"], finished_at=data["finished_at"],
-                )  # fmt: skip
-                mirror.add_event(
-                    conn, incident_id, "attempt_recorded", {"file": target.name, **data}
-                )
-        finally:
-            conn.close()
-    except Exception as exc:  # the mirror is derivable: reindex rebuilds the row
-        store.warn_mirror(exc)
+    with mirror.best_effort(root) as conn:  # reindex rebuilds what is not written
+        if conn is not None:
+            mirror.record_step_attempt(
+                conn, str(doc.get("run_id", "")), incident_id, "attempt", target.stem,
+                result=data, started_at=data["started_at"], finished_at=data["finished_at"],
+            )  # fmt: skip
+            mirror.add_event(conn, incident_id, "attempt_recorded", {"file": target.name, **data})
     return target

@@ -247,14 +247,11 @@ class Actions(TickBase):
         """How the signature's other incidents ended (the planner's view of history)."""
         try:
             with mirror.shared(self.root.db_path) as conn:
-                rows = conn.execute(
-                    "SELECT bucket, count(*) FROM incidents WHERE signature = ? "
-                    "AND incident_id != ? GROUP BY bucket",
-                    (incident["error_signature"], self.id),
-                ).fetchall()
-        except Exception:
+                counts = mirror.signature_history(
+                    conn, incident["error_signature"], exclude=self.id
+                )
+        except Exception:  # the mirror is derivable: without it the plan has no history
             return planner.SignatureHistory()
-        counts = {b: n for b, n in rows}
         return planner.SignatureHistory(
             occurrences=sum(counts.values()),
             resolved=counts.get("resolved", 0),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from incidents import mirror, store
+from incidents import mirror
 from incidents.layout import Root
 
 # how far the mirror may fall behind the ticks of one pickup before it is written anyway
@@ -53,23 +53,12 @@ class Backlog:
         """One transaction: the workstream's context, the incident's row, the reports and
         events owed, then `current` (the events of the tick in progress), emptied once
         they are written."""
-        try:
-            with mirror.shared(self.root.db_path) as conn, mirror.write(conn):
-                if state is not None:
-                    mirror.save_workstream(
-                        conn, state["run_id"], self.id, state["current_state"], state
-                    )
-                mirror.refresh(conn, self.root, self.id, state=state)
-                if state is not None:
-                    for label, summary in self.reports:
-                        mirror.record_step_attempt(
-                            conn, state["run_id"], self.id, "error_pipeline", label,
-                            result=summary,
-                        )  # fmt: skip
-                for event, payload in [*self.events, *(current or [])]:
-                    mirror.add_event(conn, self.id, event, payload)
-        except Exception as exc:  # the mirror is derivable; a failure here must not stop work
-            store.warn_mirror(exc)  # what is not written stays for the next sync
+        door = mirror.best_effort(self.root, kept=True)
+        with door as conn:
+            if conn is not None:
+                events = [*self.events, *(current or [])]
+                mirror.sync(conn, self.root, self.id, state, reports=self.reports, events=events)
+        if not door.written:  # what was not written stays for the next sync
             return
         self.events, self.reports = [], []
         if current is not None:

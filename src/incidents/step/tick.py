@@ -237,12 +237,9 @@ class Tick(Actions):
     def budget_used(self, signature: str) -> int:
         try:
             with mirror.shared(self.root.db_path) as conn:
-                row = conn.execute(
-                    "SELECT attempts_used FROM errors WHERE signature = ?", (signature,)
-                ).fetchone()
-        except Exception:
+                return mirror.attempts_used(conn, signature)
+        except Exception:  # the mirror is derivable: without it no budget is used yet
             return 0
-        return int(row[0]) if row and row[0] is not None else 0
 
 
 def _budget_matters(na: NextAction) -> bool:
