@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 from incidents import fsutil, store
-from incidents.errors import ConfigError, IncidentsError, RootError, UsageError
+from incidents.config_file import find_config, read_raw, read_table, root_from_raw
+from incidents.errors import IncidentsError, RootError, UsageError
 from incidents.layout import Root, resolve_root
 from incidents.locks import flocked
 from incidents.vocab import ErrorCode, FailureClass
@@ -27,8 +28,8 @@ TYPE_CHECKING = False  # typing stays off the capture path (import cost)
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 
-# `[capture]`: default and bounds of each key. The pydantic `CaptureSettings` is built from
-# this same table, so the lean check here and the full config model cannot disagree.
+# `[capture]`: default and bounds of each key. The pydantic `config.CaptureSettings` is
+# built from this same table, so capture's lean check and the full model cannot disagree.
 CAPTURE_KEYS: dict[str, tuple[Any, int | None, int | None]] = {
     "log_tail_bytes": (65536, 1024, 16 << 20),
     "audit_tail_lines": (200, 1, 100_000),
@@ -82,35 +83,13 @@ def build_parser(prog: str, for_run: bool = False) -> argparse.ArgumentParser:
     return p
 
 
-# --- settings (lean: tomllib only when a config file exists) -----------------------------
-
-
 def capture_settings(cli_config: str | None) -> tuple[str | None, dict[str, Any]]:
-    from incidents.config import find_config, read_raw, root_from_raw
-
-    settings = dict(DEFAULTS)
+    """(the config's root, the `[capture]` table checked against CAPTURE_KEYS)."""
     path = find_config(cli_config)
     if path is None:
-        return None, settings
+        return None, dict(DEFAULTS)
     raw = read_raw(path)
-    section = raw.get("capture", {})
-    if not isinstance(section, dict):
-        raise ConfigError(str(path), "capture", "must be a table")
-    for key, value in section.items():
-        if key not in DEFAULTS:
-            raise ConfigError(str(path), f"capture.{key}", "unknown key")
-        want = type(DEFAULTS[key])
-        if type(value) is not want:
-            raise ConfigError(
-                str(path), f"capture.{key}", f"must be {want.__name__}, got {value!r}"
-            )
-        low, high = CAPTURE_KEYS[key][1:]
-        if low is not None and value < low:
-            raise ConfigError(str(path), f"capture.{key}", f"must be >= {low}, got {value!r}")
-        if high is not None and value > high:
-            raise ConfigError(str(path), f"capture.{key}", f"must be <= {high}, got {value!r}")
-        settings[key] = value
-    return root_from_raw(path, raw), settings
+    return root_from_raw(path, raw), read_table(path, raw, "capture", CAPTURE_KEYS)
 
 
 # --- reading inputs (all validated before anything is written) ----------------------------
