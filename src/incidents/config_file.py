@@ -87,9 +87,7 @@ def read_table(path: Path, raw: dict[str, Any], name: str, spec: TableSpec) -> d
         default, low, high = spec[key]
         want = type(default)
         if type(value) is not want:
-            raise ConfigError(
-                str(path), f"{name}.{key}", f"must be {want.__name__}, got {value!r}"
-            )
+            raise ConfigError(str(path), f"{name}.{key}", f"must be {want.__name__}, got {value!r}")
         if low is not None and value < low:
             raise ConfigError(str(path), f"{name}.{key}", f"must be >= {low}, got {value!r}")
         if high is not None and value > high:

@@ -106,8 +106,7 @@ def explain_validation(
     elif show_input and "input" in first and not isinstance(first["input"], dict):
         reason = f"{reason} (got {first['input']!r})"
     rest = [
-        f"{_dotted(e['loc'])}: {e['msg']}" if e["loc"] else e["msg"]
-        for e in errors[1 : 1 + others]
+        f"{_dotted(e['loc'])}: {e['msg']}" if e["loc"] else e["msg"] for e in errors[1 : 1 + others]
     ]
     if rest:
         more = len(errors) - 1
