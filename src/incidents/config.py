@@ -1,71 +1,78 @@
-"""`incidents.toml`: found via --config, INCIDENTS_CONFIG or the current directory.
+"""The one validated configuration: `Config`, and `load_config`, the one way to load it.
 
-`find_config`/`read_raw` are stdlib only (capture reads the root and its own section with
-them); `load_config` validates the whole file into the pydantic `Config` model, reporting
-a bad key or value with the file, the dotted key and the reason.
+`Config` puts together one `Section` per table of incidents.toml. A feature owns its
+table's model: `[checks]` is `checks.settings.ChecksSettings`, `[tiers]`
+`fixers.settings.TiersSettings`, `[watch]` `watch.settings.WatchSettings`,
+`[verification]` `verify.VerifySettings`; `[capture]` is built here from capture's own
+stdlib table (`capture.CAPTURE_KEYS`), which capture checks without pydantic
+(`config_file.read_table`). Finding and parsing the file is `incidents.config_file`'s.
+A bad key or value is a `ConfigError` naming the file, the dotted key and the reason.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+from typing import Any
 
-from incidents.errors import ConfigError
+from pydantic import Field, ValidationError
 
-TYPE_CHECKING = False  # typing stays off the capture path (import cost)
-if TYPE_CHECKING:
-    from typing import Any
+from incidents.capture import CAPTURE_KEYS
+from incidents.checks.settings import ChecksSettings
+from incidents.config_file import find_config, read_raw, root_from_raw
+from incidents.config_section import Section
+from incidents.errors import ConfigError, explain_validation
+from incidents.fixers.settings import TiersSettings
+from incidents.verify import VerifySettings
+from incidents.watch.settings import WatchSettings
 
-    from incidents.settings import Config
-
-CONFIG_NAME = "incidents.toml"
-
-
-def find_config(cli_config: str | None) -> Path | None:
-    """--config > INCIDENTS_CONFIG > ./incidents.toml; an explicit path must exist."""
-    explicit = cli_config or os.environ.get("INCIDENTS_CONFIG")
-    if explicit:
-        path = Path(explicit).expanduser()
-        if not path.is_file():
-            raise ConfigError(str(path), "", "config file not found")
-        return path.resolve()
-    local = Path(CONFIG_NAME)
-    return local.resolve() if local.is_file() else None
+__all__ = ["CaptureSettings", "Config", "PolicySettings", "load_config"]
 
 
-def read_raw(path: Path) -> dict[str, Any]:
-    import tomllib
-
-    try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except OSError as exc:
-        raise ConfigError(str(path), "", f"cannot read: {exc.strerror}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(str(path), "", f"not valid TOML: {exc}") from exc
-    except UnicodeDecodeError as exc:  # TOML is UTF-8; tomllib decodes the whole file first
-        byte = exc.object[exc.start : exc.start + 1].hex()
-        raise ConfigError(
-            str(path), "", f"not UTF-8 (byte 0x{byte} at offset {exc.start})"
-        ) from exc
+def _capture(key: str, description: str) -> Any:
+    """A `[capture]` field from capture's own table (defaults and bounds in one place)."""
+    default, low, high = CAPTURE_KEYS[key]
+    return Field(default=default, ge=low, le=high, description=description)
 
 
-def root_from_raw(path: Path, raw: dict[str, Any]) -> str | None:
-    """The `root` key, resolved against the config file's folder."""
-    value = raw.get("root")
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value:
-        raise ConfigError(str(path), "root", "must be a non-empty string (a folder path)")
-    return str((path.parent / os.path.expanduser(value)).resolve())
+class CaptureSettings(Section):
+    log_tail_bytes: int = _capture("log_tail_bytes", "how much of --log-file is kept")
+    audit_tail_lines: int = _capture("audit_tail_lines", "how many lines of --audit-file are kept")
+    dedupe: bool = _capture("dedupe", "fold repeats of an open incident into it")
+    max_message_chars: int = _capture("max_message_chars", "the message is cut to this length")
+
+
+class PolicySettings(Section):
+    """How the escalation machine decides (seeds 001-003)."""
+
+    strict_mode: bool = Field(default=False, description="style-only findings block success")
+    enable_mechanical_autofix: bool = True
+    max_transient_retries: int = Field(
+        default=3, ge=0, le=20, description="re-checks of a transient failure before a fix"
+    )
+    retry_base_s: float = Field(default=5.0, ge=0, description="first backoff delay")
+    retry_max_s: float = Field(default=300.0, ge=0, description="backoff cap")
+    signature_budget: int = Field(
+        default=3, ge=0, description="fixer attempts per error signature, across incidents"
+    )
+    escalation_threshold: int = Field(
+        default=5, ge=0, description="escalations within the window that pause everything (0: off)"
+    )
+    escalation_window_s: float = Field(default=3600.0, gt=0)
+    lease_ttl_s: float = Field(default=600.0, gt=0, description="how long a worker's lease lasts")
+
+
+class Config(Section):
+    root: str | None = Field(default=None, description="the reports root (relative to this file)")
+    capture: CaptureSettings = Field(default_factory=CaptureSettings)
+    checks: ChecksSettings = Field(default_factory=ChecksSettings)
+    verification: VerifySettings = Field(default_factory=VerifySettings)
+    tiers: TiersSettings = Field(default_factory=TiersSettings)
+    policy: PolicySettings = Field(default_factory=PolicySettings)
+    watch: WatchSettings = Field(default_factory=WatchSettings)
+    source: str | None = Field(default=None, exclude=True, description="the file it came from")
 
 
 def load_config(cli_config: str | None = None) -> Config:
-    """Validate the whole file; defaults when there is none."""
-    from pydantic import ValidationError
-
-    from incidents.settings import Config
-
+    """The whole file, validated; the defaults when there is none."""
     path = find_config(cli_config)
     if path is None:
         return Config()
@@ -73,13 +80,7 @@ def load_config(cli_config: str | None = None) -> Config:
     try:
         cfg = Config.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        key = ".".join(str(p) for p in first["loc"])
-        reason = first["msg"]
-        if first["type"] == "extra_forbidden":
-            reason = "unknown key"
-        elif "input" in first and not isinstance(first["input"], dict):
-            reason = f"{reason} (got {first['input']!r})"
+        key, reason = explain_validation(exc, unknown="unknown key", show_input=True)
         raise ConfigError(str(path), key, reason) from exc
     cfg.source = str(path)
     cfg.root = root_from_raw(path, raw)

@@ -6,6 +6,10 @@ anything else is a bug and gets a crash log instead of a traceback wall.
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing stays off the capture path (import cost)
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
 
 class IncidentsError(Exception):
     """Base of every expected failure. `exit_code` is what the CLI exits with."""
@@ -84,3 +88,37 @@ class LeaseLost(IncidentsError):
 
 class Paused(IncidentsError):
     exit_code = 1
+
+
+def explain_validation(
+    exc: ValidationError,
+    *,
+    unknown: str = "unknown field",
+    show_input: bool = False,
+    others: int = 0,
+) -> tuple[str, str]:
+    """(field, reason) of a pydantic ValidationError, for an error that names its file.
+
+    The field is the first error's dotted location ("" for the document itself); the
+    reason is pydantic's message, or `unknown` for a key the model does not have.
+    `show_input` adds the rejected value (not a whole table); `others` lists up to that
+    many further errors after it."""
+    errors = exc.errors()
+    first = errors[0]
+    field = _dotted(first["loc"])
+    reason = first["msg"]
+    if first["type"] == "extra_forbidden":
+        reason = unknown
+    elif show_input and "input" in first and not isinstance(first["input"], dict):
+        reason = f"{reason} (got {first['input']!r})"
+    rest = [
+        f"{_dotted(e['loc'])}: {e['msg']}" if e["loc"] else e["msg"] for e in errors[1 : 1 + others]
+    ]
+    if rest:
+        more = len(errors) - 1
+        reason += f" (and {more} more: {'; '.join(rest)}{'; ...' if more > others else ''})"
+    return field, reason
+
+
+def _dotted(loc: tuple[int | str, ...]) -> str:
+    return ".".join(str(p) for p in loc)

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from incidents import fsutil
-from incidents.errors import InvalidDocument
+from incidents.errors import InvalidDocument, explain_validation
 from incidents.layout import Root
 from incidents.models import Hypothesis, Plan, PlanAction
 from incidents.models.plan import Level
@@ -266,24 +266,14 @@ def write_plan(root: Root, incident_id: str, plan: Plan) -> Path:
     return folder / PLAN_JSON
 
 
-def _field(loc: tuple[int | str, ...]) -> str:
-    return ".".join(str(p) for p in loc) or "(document)"
-
-
 def plan_from_doc(doc: dict[str, Any], where: str, incident_id: str) -> Plan:
     """Validate a parsed plan document; InvalidDocument names the first bad field and
     lists every other one in its reason."""
     try:
         plan = Plan.model_validate(doc)
     except ValidationError as exc:
-        errors = exc.errors()
-        first = errors[0]
-        reason = first["msg"] if first["type"] != "extra_forbidden" else "unknown field"
-        rest = [f"{_field(e['loc'])}: {e['msg']}" for e in errors[1:6]]
-        if rest:
-            more = len(errors) - 1
-            reason += f" (and {more} more: {'; '.join(rest)}{'; ...' if more > 5 else ''})"
-        raise InvalidDocument(where, reason, _field(first["loc"])) from exc
+        field, reason = explain_validation(exc, others=5)
+        raise InvalidDocument(where, reason, field) from exc
     if plan.incident_id != incident_id:
         raise InvalidDocument(
             where, f"is for incident {plan.incident_id!r}, not {incident_id!r}", "incident_id"

@@ -22,9 +22,9 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from incidents import mirror, pause
+from incidents.config import PolicySettings
 from incidents.layout import Root
 from incidents.models.pipeline import AIAttempt
-from incidents.settings import PolicySettings
 from incidents.vocab import ErrorCode, FailureClass
 
 __all__ = [

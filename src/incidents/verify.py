@@ -46,9 +46,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from incidents import proc
+from incidents.config_section import Section
 from incidents.models.report import Finding, InfraFailure, ToolRun
 from incidents.vocab import Category, Severity
 
@@ -61,10 +62,8 @@ def _is_path(program: str) -> bool:
     return os.sep in program or bool(os.altsep and os.altsep in program)
 
 
-class VerifySettings(BaseModel):
+class VerifySettings(Section):
     """`[verification]` in incidents.toml."""
-
-    model_config = ConfigDict(extra="forbid")
 
     allow: list[str] = Field(
         default_factory=list,

@@ -26,7 +26,7 @@ import incidents
 from incidents import output
 from incidents.checks.cache import FindingsCache, default_cache_dir, make_key
 from incidents.checks.inputs import Inputs, unchanged
-from incidents.config import find_config
+from incidents.config_file import beside, find_config, parse_raw
 from incidents.errors import IncidentsError, UsageError
 
 TYPE_CHECKING = False
@@ -105,19 +105,17 @@ def parse_args(args: Sequence[str]) -> Request | None:
 
 def locate(request: Request) -> Where | None:
     """The manifest's key and cache; None when the cache is off. Reads only the config
-    file (the same lookup as load_config); raises what find_config and tomllib raise."""
-    import tomllib
-
+    file (the same lookup as load_config); raises ConfigError and OSError."""
     path = find_config(request.config)
     data = path.read_bytes() if path is not None else b""
-    raw = tomllib.loads(data.decode("utf-8")) if path is not None else {}
+    raw = parse_raw(path, data) if path is not None else {}
     checks = raw.get("checks", {})
     if not isinstance(checks, dict) or checks.get("cache", True) is not True:
         return None
     cache_dir = checks.get("cache_dir")
     if path is not None and isinstance(cache_dir, str) and cache_dir:
         # as commands.check._settings and the engine resolve it
-        root = Path(str((path.parent / os.path.expanduser(cache_dir)).resolve())).expanduser()
+        root = Path(beside(path, cache_dir))
     elif cache_dir is None or cache_dir == "":
         root = default_cache_dir()
     else:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from incidents.config_section import Section
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ProfileOverride(_Section):
+class ProfileOverride(Section):
     """`[checks.profiles.<name>]`: any field left out keeps the built-in value.
 
     A name that is not built in defines a new profile; it then needs at least
@@ -39,7 +37,7 @@ class ProfileOverride(_Section):
     )
 
 
-class ChecksSettings(_Section):
+class ChecksSettings(Section):
     profiles: dict[str, ProfileOverride] = Field(default_factory=dict)
     tools: list[str] | None = Field(
         default=None, description="run only these profiles (default: every enabled one)"

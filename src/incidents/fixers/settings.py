@@ -18,7 +18,9 @@ import re
 import shutil
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
+
+from incidents.config_section import Section
 
 TierName = Literal["aider", "codex", "claude"]
 TIER_ORDER: tuple[TierName, ...] = ("aider", "codex", "claude")
@@ -39,9 +41,7 @@ CLAUDE_ENV = ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL",
               "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CONFIG_DIR"]  # fmt: skip
 
 
-class TierSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class TierSettings(Section):
     mode: Literal["on", "off", "auto", "handoff"] = Field(
         default="auto",
         description="auto: on when the program is on PATH; handoff: wait for an outside agent",
@@ -93,11 +93,9 @@ def _default(name: str) -> TierSettings:
     return TierSettings.model_validate(_DEFAULTS[name])
 
 
-class TiersSettings(BaseModel):
+class TiersSettings(Section):
     """A tier's table in incidents.toml overrides its defaults key by key: `mode = "off"`
     alone keeps the default command."""
-
-    model_config = ConfigDict(extra="forbid")
 
     aider: TierSettings = Field(default_factory=lambda: _default("aider"))
     codex: TierSettings = Field(default_factory=lambda: _default("codex"))

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from incidents.config_section import Section
 
 
-class WatchSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class WatchSettings(Section):
     workers: int = Field(default=1, ge=1, le=64, description="worker processes (--workers)")
     poll_s: float = Field(
         default=5.0, gt=0, le=3600, description="full rescan of the inbox (events are hints)"
