@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from incidents.config import Config
 from incidents.errors import IncidentsError
 from incidents.layout import INBOX, LAYOUT, STAGING, STATE_DIRS, Root
-from incidents.settings import Config
 
 NETWORK_FS = (
     "nfs",

@@ -19,7 +19,7 @@ from incidents.commands.common import ConfigOpt, JsonOpt
 
 if TYPE_CHECKING:
     from incidents.checks.settings import ChecksSettings
-    from incidents.settings import Config
+    from incidents.config import Config
 
 FilesArg = Annotated[
     list[str] | None,

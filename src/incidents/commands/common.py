@@ -8,10 +8,9 @@ from typing import Annotated
 
 import typer
 
-from incidents.config import load_config
+from incidents.config import Config, load_config
 from incidents.errors import NotFound
 from incidents.layout import Root, resolve_root
-from incidents.settings import Config
 from incidents.step import close as closing
 
 RootOpt = Annotated[

@@ -38,7 +38,7 @@ only changes to the target files are accepted, everything else is reverted.
 import importlib
 from typing import Any
 
-# Names are imported on first use (PEP 562): `incidents.settings` needs only the tier
+# Names are imported on first use (PEP 562): `incidents.config` needs only the tier
 # settings, and importing the prompt and runner modules (and every document model with
 # them) would make every command, `incidents check` among them, start ~150 ms slower.
 _HOMES = {

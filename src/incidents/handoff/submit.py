@@ -17,7 +17,13 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from incidents import artifacts, attempts, fsutil, leases, mirror, store
-from incidents.errors import AlreadyArchived, InvalidDocument, NotWaiting, UsageError
+from incidents.errors import (
+    AlreadyArchived,
+    InvalidDocument,
+    NotWaiting,
+    UsageError,
+    explain_validation,
+)
 from incidents.fsm import TIER_NUMBER
 from incidents.handoff import workspace
 from incidents.handoff.queue import Clock, _events, _prompt_file, _sync, _waiting
@@ -94,9 +100,8 @@ def record_attempt(root: Root, incident_id: str, path: Path) -> Path:
     try:
         attempt = Attempt.model_validate(doc)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        raise InvalidDocument(str(path), err["msg"], field) from exc
+        field, reason = explain_validation(exc)
+        raise InvalidDocument(str(path), reason, field) from exc
     if attempt.incident_id != incident_id:
         raise InvalidDocument(str(path), f"is for {attempt.incident_id}, not {incident_id}")
     runs = root.runs_dir(incident_id)

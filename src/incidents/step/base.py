@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from incidents import fsutil, leases, store
+from incidents.config import Config
 from incidents.layout import Root
 from incidents.models import ErrorPipelineContext
-from incidents.settings import Config
 from incidents.step.backlog import Backlog, Event
 from incidents.step.documents import write_state
 

@@ -10,18 +10,18 @@ from pydantic import ValidationError
 
 from incidents import artifacts, fsutil, store
 from incidents import policy as policy_mod
-from incidents.errors import IncidentsError, InvalidDocument
+from incidents.config import Config
+from incidents.errors import IncidentsError, InvalidDocument, explain_validation
 from incidents.fsm import TIERS
 from incidents.layout import Root
 from incidents.models import AIAttempt, ErrorPipelineContext, Incident
-from incidents.settings import Config
 from incidents.vocab import ErrorCode
 
 
 def _reason(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
-        err = exc.errors()[0]
-        return f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
+        field, reason = explain_validation(exc)
+        return f"{field}: {reason}"
     return str(exc)
 
 

@@ -14,10 +14,10 @@ from typing import Any
 
 from incidents import artifacts, leases, pause, store
 from incidents.clock import utc_now
+from incidents.config import Config
 from incidents.errors import LockBusy, NotFound, Paused
 from incidents.layout import Root, validate_id
 from incidents.models import AIAttempt, ErrorPipelineContext
-from incidents.settings import Config
 from incidents.step import close as closing
 from incidents.step.base import Clock
 from incidents.step.documents import (

@@ -37,9 +37,9 @@ from types import FrameType
 from typing import Any
 
 from incidents import fsutil, leases, mirror, pause, proc, store
+from incidents.config import Config
 from incidents.errors import IncidentsError
 from incidents.layout import Root, validate_id
-from incidents.settings import Config
 from incidents.step import close as closing
 from incidents.watch.intake import Verdict, examine
 from incidents.watch.log import Display, Log

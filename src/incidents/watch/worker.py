@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Protocol
 
 from incidents import fsutil, leases, pause
+from incidents.config import Config
 from incidents.errors import IncidentsError, InvalidDocument, LeaseLost, LockBusy, NotFound
 from incidents.layout import Root
-from incidents.settings import Config
 from incidents.step import close as closing
 
 
