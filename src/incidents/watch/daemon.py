@@ -36,7 +36,7 @@ from multiprocessing.process import BaseProcess
 from types import FrameType
 from typing import Any
 
-from incidents import fsutil, leases, mirror, pause, proc, store
+from incidents import fsutil, mirror, pause, proc, store
 from incidents.errors import IncidentsError
 from incidents.layout import Root, validate_id
 from incidents.settings import Config
@@ -546,22 +546,4 @@ def _label(r: Pickup) -> str:
     return r.result
 
 
-def stale_leases(root: Root, now: float | None = None) -> list[leases.Lease]:
-    """Leases never released whose holder is dead or whose expiry passed (for doctor)."""
-    found: list[leases.Lease] = []
-    folder = root.state / "leases"
-    if not folder.is_dir():
-        return found
-    now = time.time() if now is None else now
-    for name in sorted(os.listdir(folder)):
-        if not name.endswith(".json") or name.startswith("."):
-            continue
-        lease = leases.read(root, name.removesuffix(".json"))
-        if lease is None or lease.expires_at <= 0:
-            continue
-        if lease.expired(now) or not leases.holder_alive(lease):
-            found.append(lease)
-    return found
-
-
-__all__ = ["Mode", "Watcher", "stale_leases"]
+__all__ = ["Mode", "Watcher"]
