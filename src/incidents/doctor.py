@@ -259,7 +259,7 @@ def check_tools(cfg: Config) -> list[Finding]:
 
 
 def check_leases(root: Root) -> list[Finding]:
-    from incidents.watch.daemon import stale_leases
+    from incidents.leases import stale_leases
 
     stale = stale_leases(root)
     if not stale:

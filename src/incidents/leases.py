@@ -194,3 +194,21 @@ def fenced(root: Root, lease: Lease) -> Iterator[None]:
     with _guard(root, lease.incident_id):
         _check(root, lease)
         yield
+
+
+def stale_leases(root: Root, now: float | None = None) -> list[Lease]:
+    """Leases never released whose holder is dead or whose expiry passed (for doctor)."""
+    found: list[Lease] = []
+    folder = root.state / "leases"
+    if not folder.is_dir():
+        return found
+    now = time.time() if now is None else now
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".json") or name.startswith("."):
+            continue
+        lease = read(root, name.removesuffix(".json"))
+        if lease is None or lease.expires_at <= 0:
+            continue
+        if lease.expired(now) or not holder_alive(lease):
+            found.append(lease)
+    return found

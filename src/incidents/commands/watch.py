@@ -45,8 +45,9 @@ def register(app: typer.Typer) -> None:
     ) -> int:
         """Watch the inbox and drive every incident up the ladder with a pool of workers."""
         from incidents.errors import UsageError
-        from incidents.watch.daemon import Mode, Watcher
+        from incidents.watch.daemon import Watcher
         from incidents.watch.log import Display, Log
+        from incidents.watch.schedule import Mode
 
         if once and until_idle:
             raise UsageError("--once and --until-idle exclude each other")

@@ -91,6 +91,11 @@ class TickBase:
             self.set_status("running")
             self.flush_mirror()
 
+    def renew_lease(self, ttl_s: float) -> leases.Lease:
+        """Between the ticks of a pickup: the lease, renewed once past half its TTL."""
+        self.lease = leases.renew_if_due(self.root, self.lease, ttl_s)
+        return self.lease
+
     def workdir(self, incident: dict[str, Any]) -> Path:
         return Path(incident.get("workdir") or self.root.path.parent)
 

@@ -1,1 +1,4 @@
-"""The watcher daemon: see `incidents.watch.daemon` (kept import-light: settings imports it)."""
+"""The watcher daemon: `daemon.Watcher` over `schedule`, `pool`, `observer` and `intake`.
+
+Kept import-light: settings imports `watch.settings`.
+"""

@@ -1,6 +1,6 @@
 """One pickup of one incident: take its lease, tick until it is closed, waiting or not yet due.
 
-This runs in a worker (a process of the pool, or a thread with `--workers 1`). The lease is
+This runs in a worker process of the watcher's pool (`serve`). The lease is
 held across the ticks and renewed between them; a stop request is honoured between ticks,
 so a first signal lets the running tick finish. Taking over a lease its holder never
 released (the holder was killed) is a crash-recovery: it is counted in
@@ -24,6 +24,7 @@ from incidents.config import Config
 from incidents.errors import IncidentsError, InvalidDocument, LeaseLost, LockBusy, NotFound
 from incidents.layout import Root
 from incidents.step import close as closing
+from incidents.watch.schedule import PickupResult
 
 
 class StopFlag(Protocol):
@@ -38,7 +39,7 @@ class Pickup:
     """What one pickup did, sent back to the scheduler (picklable)."""
 
     incident_id: str
-    result: str  # terminal | waiting | later | idle | busy | gone | paused | rejected | lost | error | stopped
+    result: PickupResult
     state: str = ""
     ticks: int = 0
     not_before: float | None = None  # epoch seconds
@@ -101,9 +102,9 @@ def pickup(root_path: str, cfg: Config, incident_id: str) -> Pickup:
     try:
         return _pickup(root, cfg, incident_id)
     except IncidentsError as exc:
-        return Pickup(incident_id, "error", detail=f"{type(exc).__name__}: {exc}")
+        return Pickup(incident_id, PickupResult.ERROR, detail=f"{type(exc).__name__}: {exc}")
     except OSError as exc:
-        return Pickup(incident_id, "error", detail=f"OSError: {exc}")
+        return Pickup(incident_id, PickupResult.ERROR, detail=f"OSError: {exc}")
 
 
 def _pickup(root: Root, cfg: Config, incident_id: str) -> Pickup:
@@ -111,9 +112,9 @@ def _pickup(root: Root, cfg: Config, incident_id: str) -> Pickup:
     from incidents.step.tick import Tick
 
     if _STOP.is_set():
-        return Pickup(incident_id, "stopped")
+        return Pickup(incident_id, PickupResult.STOPPED)
     if pause.current(root) is not None:
-        return Pickup(incident_id, "paused")
+        return Pickup(incident_id, PickupResult.PAUSED)
     closing.complete_pending(root)
     ttl = cfg.policy.lease_ttl_s
     previous = leases.read(root, incident_id)
@@ -122,7 +123,7 @@ def _pickup(root: Root, cfg: Config, incident_id: str) -> Pickup:
     except LockBusy:
         lease = None
     if lease is None:
-        return Pickup(incident_id, "busy")
+        return Pickup(incident_id, PickupResult.BUSY)
     recovered = False
     closed = False
     tick: Tick | None = None
@@ -130,9 +131,9 @@ def _pickup(root: Root, cfg: Config, incident_id: str) -> Pickup:
         try:
             where, _ = root.locate(incident_id)
         except NotFound:
-            return Pickup(incident_id, "gone")
+            return Pickup(incident_id, PickupResult.GONE)
         if where != "inbox":
-            return Pickup(incident_id, "gone", state=where)
+            return Pickup(incident_id, PickupResult.GONE, state=where)
         if _crashed_holder(previous):
             recovered = True
             if _count_recovery(root, incident_id) >= cfg.watch.poison_after:
@@ -145,21 +146,21 @@ def _pickup(root: Root, cfg: Config, incident_id: str) -> Pickup:
             nb = outcome.not_before.timestamp() if outcome.not_before else None
             result = _result_of(outcome.terminal, outcome.waiting, nb, outcome.idle)
             if result is None and (_STOP.is_set() or ticks >= cfg.watch.max_ticks):
-                result = "yielded"
+                result = PickupResult.YIELDED
             if result is None and pause.current(root) is not None:
-                result = "paused"
+                result = PickupResult.PAUSED
             if result is not None:
                 closed = outcome.archived_to is not None
                 return Pickup(
                     incident_id, result, state=outcome.new_state, ticks=ticks,
-                    not_before=nb, detail=outcome.reason if result == "idle" else "",
+                    not_before=nb, detail=outcome.reason if result is PickupResult.IDLE else "",
                     archived_to=outcome.archived_to, recovered=recovered,
                 )  # fmt: skip
-            lease = tick.lease = leases.renew_if_due(root, tick.lease, ttl)
+            lease = tick.renew_lease(ttl)
     except LeaseLost as exc:
-        return Pickup(incident_id, "lost", detail=str(exc), recovered=recovered)
+        return Pickup(incident_id, PickupResult.LOST, detail=str(exc), recovered=recovered)
     except InvalidDocument as exc:
-        return Pickup(incident_id, "rejected", detail=str(exc), recovered=recovered)
+        return Pickup(incident_id, PickupResult.REJECTED, detail=str(exc), recovered=recovered)
     finally:
         with contextlib.suppress(IncidentsError, OSError):
             if tick is not None:
@@ -168,14 +169,16 @@ def _pickup(root: Root, cfg: Config, incident_id: str) -> Pickup:
             leases.release(root, lease, closed=closed)
 
 
-def _result_of(terminal: bool, waiting: bool, not_before: float | None, idle: bool) -> str | None:
+def _result_of(
+    terminal: bool, waiting: bool, not_before: float | None, idle: bool
+) -> PickupResult | None:
     if terminal:
-        return "terminal"
+        return PickupResult.TERMINAL
     if waiting:
-        return "waiting"
+        return PickupResult.WAITING
     if not_before is not None and not_before > time.time():
-        return "later"
-    return "idle" if idle else None
+        return PickupResult.LATER
+    return PickupResult.IDLE if idle else None
 
 
 def _quarantine_poison(root: Root, cfg: Config, incident_id: str, lease: leases.Lease) -> Pickup:
@@ -189,7 +192,7 @@ def _quarantine_poison(root: Root, cfg: Config, incident_id: str, lease: leases.
     )
     outcome = service.poison(root, cfg, incident_id, lease, reason, n)
     return Pickup(
-        incident_id, "terminal", state=outcome.new_state, archived_to=outcome.archived_to,
+        incident_id, PickupResult.TERMINAL, state=outcome.new_state, archived_to=outcome.archived_to,
         detail=reason, recovered=True,
     )  # fmt: skip
 
@@ -198,8 +201,8 @@ def serve(conn: Connection, root_path: str, cfg: Config, stop: StopFlag) -> None
     """A worker process: receive incident ids, send back what each pickup did.
 
     Its ticks write the mirror through `mirror.shared`, one connection kept for the
-    worker's life: a connection closed after each tick was, when it was the last one,
-    a checkpoint and a deleted WAL every time."""
+    worker's life, so that closing the last connection does not checkpoint and delete
+    the WAL after every tick."""
     init_process(stop)
     import gc
 

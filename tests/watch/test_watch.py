@@ -17,7 +17,7 @@ import pytest
 from incidents import pause
 from incidents.layout import Root
 from incidents.watch.intake import Examined, Verdict, examine
-from tests.test_watch_helpers import (
+from tests.watch.test_watch_helpers import (
     FAST_TOML,
     capture,
     closed,
@@ -288,7 +288,7 @@ def test_a_temp_file_of_a_live_pid_is_removed_only_when_old_and_unlocked(
     assert not tmp.exists()
 
 
-@pytest.mark.parametrize("workers", ["1", "2"])  # a worker thread, worker processes
+@pytest.mark.parametrize("workers", ["1", "2"])  # one worker process, several
 def test_second_signal_takes_the_running_commands_down(
     tmp_path: Path, root: Root, workers: str
 ) -> None:

@@ -10,7 +10,14 @@ from pathlib import Path
 
 from incidents.doctor import folder_buckets
 from incidents.layout import Root
-from tests.test_watch_helpers import capture, mirror_rows, places, run_watch, start_watch, workspace
+from tests.watch.test_watch_helpers import (
+    capture,
+    mirror_rows,
+    places,
+    run_watch,
+    start_watch,
+    workspace,
+)
 
 KILLS = 20
 
