@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from incidents import fsutil, store
+from incidents import artifacts, clock, fsutil, store
 from incidents.capture_inputs import (
     check_targets,
     check_verify,
@@ -160,7 +160,7 @@ def capture(root: Root, inp: CaptureInput, max_message_chars: int = 2000) -> Cap
     error_code = inp.error_code or verdict.error_code.value
     signature = make_signature(failure_class, inp.step, message)
     ts = time.time()
-    now = store.iso_at(ts)
+    now = clock.iso_at(ts)
     year, month = _period(inp.context, *time.gmtime(ts)[:2])
     incident = {
         "incident_id": store.new_incident_id(inp.step, ts),
@@ -217,11 +217,11 @@ def _create(
     key: str | None,
 ) -> CaptureResult:
     files = {
-        "incident.json": fsutil.dump_json(incident),
-        "status.txt": b"new\n",
-        "log_tail.txt": log_text.encode("utf-8"),
-        "audit_tail.jsonl": "".join(f"{line}\n" for line in audit_lines).encode("utf-8"),
-        "context.json": fsutil.dump_json(context),
+        artifacts.INCIDENT: fsutil.dump_json(incident),
+        artifacts.STATUS: b"new\n",
+        artifacts.LOG_TAIL: log_text.encode("utf-8"),
+        artifacts.AUDIT_TAIL: "".join(f"{line}\n" for line in audit_lines).encode("utf-8"),
+        artifacts.CONTEXT: fsutil.dump_json(context),
     }
     store.write_bundle(root, incident["incident_id"], files)
     if key is not None:  # a hint (a lost one costs a duplicate incident, never data): no fsync
@@ -256,12 +256,14 @@ def _fold_into_open(
         doc = {**doc, "occurrences": count, "last_seen": now, "updated_at": now}
         if log_text:
             old = (
-                (folder / "log_tail.txt").read_bytes()
-                if (folder / "log_tail.txt").is_file()
+                (folder / artifacts.LOG_TAIL).read_bytes()
+                if (folder / artifacts.LOG_TAIL).is_file()
                 else b""
             )
             add = f"\n--- occurrence {count} at {now} ---\n{log_text}".encode()
-            fsutil.atomic_write_bytes(folder / "log_tail.txt", (old + add)[-MAX_OCCURRENCE_LOG:])
+            fsutil.atomic_write_bytes(
+                folder / artifacts.LOG_TAIL, (old + add)[-MAX_OCCURRENCE_LOG:]
+            )
         store.save_incident(folder, doc)
     store.mark_dirty(root, incident_id)
     return CaptureResult(incident_id, True, doc)

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from incidents import mirror
+from incidents import clock, mirror
 from incidents.classify import classify
 from incidents.errors import IncidentsError, InvalidDocument
 from incidents.fsutil import parse_json_strict, read_regular_file
@@ -237,7 +237,7 @@ def _attempt_result(task: Task, a: Attempt) -> dict[str, Any]:
 def _store(
     conn: mirror.Connection, state: LegacyState, result: ImportResult, source: str, ws: str
 ) -> None:
-    now = mirror.now_iso()
+    now = clock.iso_precise()
     first = min((t.started_at for t in state.tasks if t.started_at), default=None)
     mirror.add_run(conn, result.run_id, first or now, source)
     for task in state.tasks:
@@ -282,7 +282,7 @@ def import_file(conn: mirror.Connection, path: Path) -> ImportResult:
         else:
             _store(conn, state, result, str(source), f"legacy_{where}")
             marker = {
-                "path": str(source), "run_id": result.run_id, "imported_at": mirror.now_iso(),
+                "path": str(source), "run_id": result.run_id, "imported_at": clock.iso_precise(),
                 "tasks": len(state.tasks), "attempts": sum(len(t.attempts) for t in state.tasks),
                 "meta": state.meta,
             }  # fmt: skip

@@ -10,7 +10,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from incidents import fsutil
+from incidents import clock, fsutil
 from incidents.errors import IncidentsError
 from incidents.layout import Root
 
@@ -23,7 +23,7 @@ class PauseInfo:
 
     @property
     def since_iso(self) -> str:
-        return time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(self.since))
+        return clock.iso_at(self.since)
 
 
 def _path(root: Root) -> Path:

@@ -21,32 +21,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from incidents import fsutil
+from incidents import artifacts, clock, fsutil
 from incidents.errors import IncidentsError, InvalidDocument
 from incidents.layout import Root, validate_id
 from incidents.locks import flocked
 
 TYPE_CHECKING = False  # typing stays off the capture path (import cost)
 if TYPE_CHECKING:
-    from datetime import datetime
     from typing import Any
 
-BUNDLE_FILES = ("incident.json", "status.txt", "log_tail.txt", "audit_tail.jsonl", "context.json")
 STAGING_GRACE_S = 3600.0
 _SLUG_RE = re.compile(r"[^a-z0-9]+")
-
-
-def iso_at(ts: float) -> str:
-    """seed 004's timestamp form, `2026-02-17T03:00:00+00:00` (datetime stays off this path)."""
-    return time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(ts))
-
-
-def iso_now() -> str:
-    return iso_at(time.time())
-
-
-def iso(when: datetime) -> str:
-    return when.isoformat()
 
 
 def slugify(text: str, limit: int = 40) -> str:
@@ -117,10 +102,10 @@ def move(src: Path, dst: Path) -> None:
 
 
 def read_incident(folder: Path) -> dict[str, Any]:
-    doc = fsutil.read_json_object(folder / "incident.json")
+    doc = fsutil.read_json_object(folder / artifacts.INCIDENT)
     for key in ("incident_id", "status", "step", "error_signature", "created_at"):
         if not isinstance(doc.get(key), str) or not doc[key]:
-            raise InvalidDocument(str(folder / "incident.json"), "missing or not a string", key)
+            raise InvalidDocument(str(folder / artifacts.INCIDENT), "missing or not a string", key)
     return doc
 
 
@@ -129,7 +114,10 @@ def save_incident(folder: Path, doc: dict[str, Any], *, sync_dir: bool = True) -
     caller fsyncs the folder next (the step service commits state.json there)."""
     fsutil.atomic_replace_files(
         folder,
-        [("incident.json", fsutil.dump_json(doc)), ("status.txt", f"{doc['status']}\n".encode())],
+        [
+            (artifacts.INCIDENT, fsutil.dump_json(doc)),
+            (artifacts.STATUS, f"{doc['status']}\n".encode()),
+        ],
         sync_dir=sync_dir,
     )
 
@@ -137,7 +125,7 @@ def save_incident(folder: Path, doc: dict[str, Any], *, sync_dir: bool = True) -
 def set_status(
     folder: Path, doc: dict[str, Any], status: str, *, sync_dir: bool = True, **fields: Any
 ) -> dict[str, Any]:
-    new = {**doc, **fields, "status": status, "updated_at": iso_now()}
+    new = {**doc, **fields, "status": status, "updated_at": clock.iso_now()}
     save_incident(folder, new, sync_dir=sync_dir)
     return new
 
@@ -145,7 +133,9 @@ def set_status(
 def read_status_txt(folder: Path) -> str:
     try:
         return (
-            fsutil.read_regular_file(folder / "status.txt", 64).decode("utf-8", "replace").strip()
+            fsutil.read_regular_file(folder / artifacts.STATUS, 64)
+            .decode("utf-8", "replace")
+            .strip()
         )
     except FileNotFoundError:
         return ""
@@ -155,7 +145,7 @@ def repair_status_txt(folder: Path, doc: dict[str, Any]) -> bool:
     """Rewrite status.txt when it disagrees with incident.json (a crash between the two)."""
     if read_status_txt(folder) == doc["status"]:
         return False
-    fsutil.atomic_write_text(folder / "status.txt", f"{doc['status']}\n")
+    fsutil.atomic_write_text(folder / artifacts.STATUS, f"{doc['status']}\n")
     return True
 
 
@@ -172,14 +162,14 @@ def reject(root: Root, path: Path, reason: str) -> Path:
         n += 1
     if path.is_dir() and not path.is_symlink():
         _rename(path, target)
-        reason_file = target / "reason.txt"
+        reason_file = target / artifacts.REASON
         if reason_file.exists() or reason_file.is_symlink():
             reason_file = target / "reason.rejected.txt"
     else:
         target.mkdir(mode=0o700)
         _rename(path, target / name)
-        reason_file = target / "reason.txt"
-    fsutil.write_new_file(reason_file, f"{iso_now()} {reason}\n".encode())
+        reason_file = target / artifacts.REASON
+    fsutil.write_new_file(reason_file, f"{clock.iso_now()} {reason}\n".encode())
     fsutil.fsync_dir(root.rejected)
     return target
 

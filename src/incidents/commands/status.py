@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from incidents import fsutil, mirror, output, pause, store
+from incidents import artifacts, clock, fsutil, mirror, output, pause, store
 from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, Session, open_root
 from incidents.errors import UsageError
 from incidents.layout import Root, validate_id
@@ -26,14 +26,14 @@ def parse_since(text: str, now: datetime) -> str:
     """`2h`, `3d`, `30m` ago, or an ISO date/time (UTC when it has no offset)."""
     m = _REL.match(text.strip())
     if m:
-        return store.iso(now - timedelta(**{_UNITS[m.group(2)]: int(m.group(1))}))
+        return clock.iso(now - timedelta(**{_UNITS[m.group(2)]: int(m.group(1))}))
     try:
         when = datetime.fromisoformat(text.strip())
     except ValueError as exc:
         raise UsageError(f"--since {text!r}: use an ISO date/time or an age like 2h, 3d") from exc
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    return store.iso(when)
+    return clock.iso(when)
 
 
 def check_status(value: str | None) -> None:
@@ -118,11 +118,11 @@ def show_one(session: Session, incident_id: str, as_json: bool) -> int:
     bucket, folder = root.locate(validate_id(incident_id))
     doc = store.read_incident(folder)
     state = None
-    if (folder / "state.json").is_file():
-        state = fsutil.read_json_object(folder / "state.json").get("current_state")
+    if (folder / artifacts.STATE).is_file():
+        state = fsutil.read_json_object(folder / artifacts.STATE).get("current_state")
     runs_dir = root.runs_dir(incident_id)
     runs = sorted(os.listdir(runs_dir)) if runs_dir.is_dir() else []
-    plan = root.plan_dir(incident_id) / "plan.json"
+    plan = root.plan_dir(incident_id) / artifacts.PLAN_JSON
     detail = {
         "incident": doc,
         "bucket": bucket,

@@ -10,9 +10,8 @@ close it as resolved with the human's reason.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
-from incidents import decisions, mirror, store
+from incidents import clock, decisions, mirror, store
 from incidents.errors import NotWaiting, UsageError
 from incidents.layout import Root, validate_id
 from incidents.step import service as step_service
@@ -41,7 +40,7 @@ def resolve_escalation(
         incident = store.read_incident(folder)
         ctx = load_context(folder)  # a broken one stops here, before anything is written
         kind = "requeue" if requeue else "resolved"
-        now = datetime.now(UTC).isoformat()
+        now = clock.utc_now().isoformat()
         taken = decisions.read_decisions(folder)
         last = taken[-1] if taken else {}
         if (last.get("decision"), last.get("guidance")) == (kind, guidance) and (

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from incidents import artifacts, attempts, fsutil, leases, mirror, store
-from incidents.clock import iso_at_precise
+from incidents.clock import iso_precise
 from incidents.decisions import read_guidance
 from incidents.errors import IncidentsError, LockBusy, NotWaiting, UsageError
 from incidents.handoff import workspace
@@ -140,10 +140,10 @@ def claim(
         raise LockBusy(f"incident {incident_id} is held by {who}")
     workspace.record_claim(
         root, incident_id, workspace.workdir_of(root, incident), ctx.step, agent,
-        iso_at_precise(clock()),
+        iso_precise(clock()),
     )  # fmt: skip
     _events(root, [(incident_id, "claimed", {"agent": agent, "expires_at": lease.expires_at})])
-    return {**work_item(root, incident_id), "lease_expires_at": iso_at_precise(lease.expires_at)}
+    return {**work_item(root, incident_id), "lease_expires_at": iso_precise(lease.expires_at)}
 
 
 # --- the mirror ---------------------------------------------------------------------------

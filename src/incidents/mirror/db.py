@@ -45,7 +45,6 @@ __all__ = [
     "best_effort",
     "check_integrity",
     "connect",
-    "now_iso",
     "shared",
     "transaction",
     "translating",
@@ -321,12 +320,6 @@ def check_integrity(conn: sqlite3.Connection, *, full: bool = False) -> list[str
     pragma = "integrity_check" if full else "quick_check"
     rows = [str(r[0]) for r in conn.execute(f"PRAGMA {pragma}").fetchall()]
     return [] if rows == ["ok"] else rows
-
-
-def now_iso() -> str:
-    """UTC now with microseconds (sorts after the same second written without them)."""
-    t = time.time()
-    return f"{time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(t))}.{int(t % 1 * 1e6):06d}+00:00"
 
 
 def dumps(doc: Any) -> str:

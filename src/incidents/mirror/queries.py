@@ -11,7 +11,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from incidents.mirror.db import dumps, now_iso, translating, write
+from incidents import clock
+from incidents.mirror.db import dumps, translating, write
 from incidents.mirror.schema import EVENT_TYPES, MIRROR_BUCKETS
 
 __all__ = [
@@ -227,7 +228,7 @@ def add_event(
         raise ValueError(f"unknown event type {event_type!r}; add it to EVENT_TYPES")
     conn.execute(
         "INSERT INTO events (ts, incident_id, event_type, payload_json) VALUES (?, ?, ?, ?)",
-        (ts or now_iso(), incident_id, event_type, dumps(payload)),
+        (ts or clock.iso_precise(), incident_id, event_type, dumps(payload)),
     )
 
 
@@ -316,7 +317,7 @@ def save_workstream(
                 ws_id,
                 current_state,
                 dumps({"error_pipeline": context}),
-                updated_at or now_iso(),
+                updated_at or clock.iso_precise(),
             ),
         )
         conn.execute(

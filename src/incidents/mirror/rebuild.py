@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from incidents import clock
 from incidents.errors import IncidentsError
 from incidents.layout import Root
 from incidents.mirror.budget import bump_error, open_escalation, refresh_budget
-from incidents.mirror.db import MirrorCorrupt, check_integrity, connect, dumps, now_iso, write
+from incidents.mirror.db import MirrorCorrupt, check_integrity, connect, dumps, write
 from incidents.mirror.queries import (
     IncidentRow,
     add_event,
@@ -110,7 +111,7 @@ def reindex(root: Root) -> ReindexResult:
             )
             result.step_attempts = len(attempts)
             result.events_kept = int(conn.execute("SELECT count(*) FROM events").fetchone()[0])
-            set_meta(conn, "reindexed_at", now_iso())
+            set_meta(conn, "reindexed_at", clock.iso_precise())
     finally:
         conn.close()
     result.seconds = round(time.monotonic() - started, 3)

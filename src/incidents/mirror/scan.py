@@ -11,10 +11,10 @@ import contextlib
 import os
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from incidents import artifacts, clock
 from incidents.errors import IncidentsError, InvalidDocument, UnsafeFile
 from incidents.fsutil import read_json, read_json_object, read_regular_file
 from incidents.layout import BUCKETS, REJECTED, RUNS, Root, validate_id
@@ -54,7 +54,7 @@ def _location(bucket: str, name: str) -> str:
 
 def _read_state(folder: Path) -> dict[str, Any] | None:
     try:
-        return read_json_object(folder / "state.json")
+        return read_json_object(folder / artifacts.STATE)
     except FileNotFoundError:
         return None
 
@@ -89,7 +89,7 @@ def _bundle(
 ) -> tuple[IncidentRow, dict[str, Any] | None]:
     if bucket not in MIRROR_BUCKETS:
         raise ValueError(f"bucket must be one of {MIRROR_BUCKETS}, not {bucket!r}")
-    path = folder / "incident.json"
+    path = folder / artifacts.INCIDENT
     where = str(path)
     doc = read_json_object(path)
     incident_id = _text(doc, "incident_id", where)
@@ -99,7 +99,7 @@ def _bundle(
         )
     status = doc.get("status")
     if not isinstance(status, str) or not status:
-        raw = read_regular_file(folder / "status.txt", STATUS_TXT_MAX)
+        raw = read_regular_file(folder / artifacts.STATUS, STATUS_TXT_MAX)
         status = raw.decode("utf-8", "replace").strip()
         if not status:
             raise InvalidDocument(where, "missing, and status.txt is empty", "status")
@@ -161,18 +161,13 @@ def _fingerprint(folder: Path) -> _Fingerprint:
     return tuple(_stat(folder / n) for n in _FINGERPRINTED)
 
 
-_FINGERPRINTED = ("incident.json", "status.txt", "state.json", "decisions.json", "metadata.json")
-
-
-def _iso_utc(value: Any) -> str | None:
-    """An ISO timestamp as the mirror writes it (`+00:00`, comparable as text), or None."""
-    if not isinstance(value, str):
-        return None
-    try:
-        when = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return when.astimezone(UTC).isoformat() if when.tzinfo else None
+_FINGERPRINTED = (
+    artifacts.INCIDENT,
+    artifacts.STATUS,
+    artifacts.STATE,
+    artifacts.DECISIONS,
+    artifacts.METADATA,
+)
 
 
 def _escalation_records(bucket: str, folder: Path, row: IncidentRow) -> list[EscalationRecord]:
@@ -181,19 +176,19 @@ def _escalation_records(bucket: str, folder: Path, row: IncidentRow) -> list[Esc
     bucket not resolved since, the open record of its last escalation (`metadata.json`
     of its quarantine bundle). Unreadable files prove nothing (the bundle's row stands)."""
     try:
-        raw = read_json(folder / "decisions.json")
+        raw = read_json(folder / artifacts.DECISIONS)
     except FileNotFoundError:
         raw = []
     except (IncidentsError, OSError):
         raw = []
     meta: dict[str, Any] = {}
     with contextlib.suppress(IncidentsError, OSError):
-        meta = read_json_object(folder / "metadata.json")
-    escalated_at = _iso_utc(meta.get("finished_at"))
+        meta = read_json_object(folder / artifacts.METADATA)
+    escalated_at = clock.normalized(meta.get("finished_at"))
     records: list[EscalationRecord] = []
     decisions = [d for d in raw if isinstance(d, dict)] if isinstance(raw, list) else []
     for d in decisions:
-        at, guidance = _iso_utc(d.get("at")), d.get("guidance")
+        at, guidance = clock.normalized(d.get("at")), d.get("guidance")
         if at is None:
             continue
         signature = d.get("signature") if isinstance(d.get("signature"), str) else row.signature
@@ -268,7 +263,7 @@ def scan_rejected(root: Root) -> list[RejectedRow]:
         folder = Path(entry.path)
         reason, rejected_at, incident_id = "", None, None
         if entry.is_dir(follow_symlinks=False):
-            for name in ("reason.txt", "reason.rejected.txt"):
+            for name in (artifacts.REASON, "reason.rejected.txt"):
                 try:
                     text = read_regular_file(folder / name, 64 * 1024).decode("utf-8", "replace")
                 except (FileNotFoundError, UnsafeFile):
@@ -277,7 +272,7 @@ def scan_rejected(root: Root) -> list[RejectedRow]:
                 rejected_at, reason = (stamp, rest) if stamp[:1].isdigit() else (None, text.strip())
                 break
             try:
-                doc = read_json_object(folder / "incident.json")
+                doc = read_json_object(folder / artifacts.INCIDENT)
                 incident_id = _optional_text(doc, "incident_id")
             except (IncidentsError, OSError):
                 pass
@@ -293,7 +288,10 @@ def scan_rejected(root: Root) -> list[RejectedRow]:
     return rows
 
 
-_ATTEMPT_PREFIXES = (("error_report_attempt_", "error_report"), ("attempt_", "attempt"))
+_ATTEMPT_PREFIXES = (
+    (artifacts.REPORT_PREFIX, "error_report"),
+    (artifacts.ATTEMPT_PREFIX, "attempt"),
+)
 
 
 def scan_step_attempts(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, PlainSerializer
@@ -27,7 +26,3 @@ class OpenDocument(BaseModel):
     """A document other programs write too (skills, older versions): unknown keys are kept."""
 
     model_config = ConfigDict(extra="allow", validate_assignment=True)
-
-
-def iso(d: datetime) -> str:
-    return d.isoformat()

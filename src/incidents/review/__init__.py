@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from incidents import clock
 from incidents.fsutil import atomic_write_text, ensure_dir
 from incidents.layout import REVIEW, Root
 from incidents.review.gather import Card, read_bucket
@@ -27,14 +28,10 @@ class Review:
     seconds: float
 
 
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
-
-
 def build(root: Root) -> tuple[str, list[Card], list[Card]]:
     escalated = read_bucket(root, "escalated")
     resolved = read_bucket(root, "resolved")
-    html = page(escalated, resolved, root=str(root.path), generated_at=_now())
+    html = page(escalated, resolved, root=str(root.path), generated_at=clock.iso_now())
     return html, escalated, resolved
 
 
