@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from incidents import fsutil
+from incidents import artifacts, fsutil
 from incidents.errors import InvalidDocument, explain_validation
 from incidents.layout import Root
 from incidents.models import Hypothesis, Plan, PlanAction
@@ -27,8 +27,6 @@ from incidents.models.plan import Level
 from incidents.redact import redact
 from incidents.vocab import ErrorCode, FailureClass, IncidentStatus
 
-PLAN_JSON = "plan.json"
-PLAN_MD = "plan.md"
 SUMMARY_MAX = 240
 
 # What each error code (seed 002) most likely means; the primary hypothesis.
@@ -259,11 +257,11 @@ def write_plan(root: Root, incident_id: str, plan: Plan) -> Path:
     fsutil.atomic_replace_files(
         folder,
         [
-            (PLAN_JSON, fsutil.dump_model(plan)),
-            (PLAN_MD, render_plan_md(plan).encode("utf-8")),
+            (artifacts.PLAN_JSON, fsutil.dump_model(plan)),
+            (artifacts.PLAN_MD, render_plan_md(plan).encode("utf-8")),
         ],
     )
-    return folder / PLAN_JSON
+    return folder / artifacts.PLAN_JSON
 
 
 def plan_from_doc(doc: dict[str, Any], where: str, incident_id: str) -> Plan:
@@ -288,7 +286,7 @@ def validate_plan_file(path: str | os.PathLike[str], incident_id: str) -> Plan:
 
 def load_plan(root: Root, incident_id: str) -> Plan | None:
     """The plan on disk, None when there is none; InvalidDocument when it does not validate."""
-    path = root.plan_dir(incident_id) / PLAN_JSON
+    path = root.plan_dir(incident_id) / artifacts.PLAN_JSON
     try:
         return validate_plan_file(path, incident_id)
     except FileNotFoundError:

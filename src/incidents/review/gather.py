@@ -15,13 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from incidents import artifacts
 from incidents.errors import IncidentsError
 from incidents.fsutil import read_json, read_regular_file
 from incidents.layout import Root
 
 DIFF_MAX_BYTES = 256 * 1024  # per target file, each side
 DIFF_MAX_LINES = 400  # per target file; the rest is summarised
-LABEL_RE = re.compile(r"error_report_attempt_(\w+)\.json")
+LABEL_RE = re.compile(rf"{artifacts.REPORT_PREFIX}(\w+)\.json")
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,9 +277,9 @@ def _timeline(card: Card, folder: Path, state: dict[str, Any], meta: dict[str, A
 def read_card(folder: Path, bucket: str) -> Card:
     """One bundle as a card; never raises for a bad file inside it."""
     problems: list[str] = []
-    incident = _obj(_load(folder, "incident.json", problems))
-    state = _obj(_load(folder, "state.json", problems))
-    meta = _obj(_load(folder, "metadata.json", problems))
+    incident = _obj(_load(folder, artifacts.INCIDENT, problems))
+    state = _obj(_load(folder, artifacts.STATE, problems))
+    meta = _obj(_load(folder, artifacts.METADATA, problems))
     occurrences = incident.get("occurrences")
     card = Card(
         incident_id=folder.name,
@@ -300,7 +301,7 @@ def read_card(folder: Path, bucket: str) -> Card:
         problems=problems,
     )
     card.checks = _checks(folder, state, problems)
-    card.notes = _notes(_load(folder, "ai_attempts.json", problems) or state.get("ai_attempts"))
+    card.notes = _notes(_load(folder, artifacts.AI_ATTEMPTS, problems) or state.get("ai_attempts"))
     card.diffs = [_diff_one(folder, t) for t in _targets(folder, meta, incident)]
     _timeline(card, folder, state, meta)
     return card

@@ -33,11 +33,11 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 
-from incidents import fsutil, store
+from incidents import artifacts, fsutil, store
 from incidents.errors import IncidentsError
 from incidents.layout import Root
 
-REQUIRED = ("incident.json", "status.txt")
+REQUIRED = (artifacts.INCIDENT, artifacts.STATUS)
 
 
 class Verdict(StrEnum):
@@ -138,7 +138,7 @@ def _document_problem(folder: Path, names: frozenset[str]) -> str | None:
     if missing:
         return f"missing {', '.join(missing)}"
     try:
-        doc = fsutil.read_json_object(folder / "incident.json")
+        doc = fsutil.read_json_object(folder / artifacts.INCIDENT)
     except (IncidentsError, OSError, ValueError) as exc:
         return f"incident.json does not parse: {exc}"
     if doc.get("incident_id") != folder.name:
