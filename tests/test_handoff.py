@@ -156,12 +156,12 @@ def test_submit_reverts_changes_outside_the_targets(root: Root, tmp_path: Path, 
 
 def test_an_expired_lease_returns_the_incident_to_the_queue(root: Root, waiting: str) -> None:
     item = handoff.claim(root, waiting, "slow-skill", handoff.parse_ttl("1s"))
-    assert item["incident_id"] == waiting
+    assert item.incident_id == waiting
     assert handoff.next_incident(root) is None
     assert mirror_row(root, waiting)["lease_owner"] == "slow-skill"
     later = time.time() + 5
     again = handoff.next_incident(root, clock=lambda: later)
-    assert again is not None and again["incident_id"] == waiting
+    assert again is not None and again.incident_id == waiting
     assert "lease_expired" in events(root, waiting)
     assert mirror_row(root, waiting)["lease_owner"] is None
     with pytest.raises(handoff.NotWaiting, match="not claimed"):

@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from incidents.errors import InvalidDocument, UnsafeFile
 from incidents.layout import Root
-from incidents.models import Plan
+from incidents.models import Incident, Plan
 from incidents.planner import (
     SignatureHistory,
     commands_to_run,
@@ -29,17 +30,23 @@ NOW = datetime(2026, 2, 17, 3, 15, tzinfo=UTC)
 PLANS = FIXTURES / "plans"
 
 
-def incident(**fields: Any) -> dict[str, Any]:
+def incident(**fields: Any) -> Incident:
     doc: dict[str, Any] = {
         "incident_id": "incident_20260217_120000_lint_abc123",
         "status": "new",
+        "created_at": "2026-02-17T12:00:00+00:00",
+        "updated_at": "2026-02-17T12:00:00+00:00",
+        "run_id": "run_20260217_120000_000001",
+        "year": 2026,
+        "month": 2,
+        "ym": "2026-02",
         "step": "generate_report",
         "failure_class": "code",
         "error_code": "LINT_FAILURE",
         "message": "ruff found 3 errors",
         "error_signature": "code | generate_report | ruff found N errors",
     }
-    return {**doc, **fields}
+    return Incident.model_validate({**doc, **fields})
 
 
 def reasons(plan: Plan) -> list[tuple[str, str]]:
@@ -49,7 +56,7 @@ def reasons(plan: Plan) -> list[tuple[str, str]]:
 def test_lint_failure_with_targets_plans_a_targeted_fix() -> None:
     inc = incident(python_files=["gen/report.py", "gen/util.py"], verify=["python -m pytest -q"])
     plan = make_plan(inc, None, NOW)
-    assert plan.incident_id == inc["incident_id"] and plan.generated_at == NOW
+    assert plan.incident_id == inc.incident_id and plan.generated_at == NOW
     assert plan.source == "planner"
     assert plan.summary == "generate_report failed (code, LINT_FAILURE): ruff found 3 errors"
     assert reasons(plan) == [
@@ -95,7 +102,7 @@ def test_transient_timeout_retries_with_backoff_and_has_no_targets() -> None:
     )
     [action] = plan.actions
     assert action.title == "Re-run the step's verification with backoff"
-    assert action.target_paths == [] and action.verification == inc["verify"]
+    assert action.target_paths == [] and action.verification == inc.verify
     assert "canonical checks pass on every target" not in plan.done_criteria
 
 
@@ -161,9 +168,12 @@ def test_summary_is_redacted_one_line_and_bounded() -> None:
     assert "\n" not in plan.summary and len(plan.summary) <= 240
 
 
-def test_malformed_optional_fields_are_ignored_not_trusted() -> None:
-    inc = incident(python_files="a.py", verify=[1, "", "python -V"], failure_class=7)
-    plan = make_plan(inc, None, NOW)
+def test_malformed_fields_never_reach_the_planner_and_empty_ones_are_skipped() -> None:
+    with pytest.raises(ValidationError) as refused:  # validated at the edge, where it is read
+        incident(python_files="a.py", verify=[1, "python -V"], failure_class=7)
+    fields = {str(e["loc"][0]) for e in refused.value.errors()}
+    assert fields == {"python_files", "verify", "failure_class"}
+    plan = make_plan(incident(python_files=[""], verify=["", "python -V"]), None, NOW)
     assert plan.verification_commands == ["python -V"]
     assert all(a.target_paths == [] for a in plan.actions)
 

@@ -13,7 +13,6 @@ from pydantic import ValidationError
 from incidents.verify import (
     VerifySettings,
     check_allowed,
-    collect_commands,
     run_verification,
 )
 from incidents.vocab import Category, Severity
@@ -225,17 +224,6 @@ def test_the_allowlist_follows_its_settings_and_path_at_once(
     assert refused([f"{ruff} check ."]) == []  # the ruff that PATH leads to
     monkeypatch.setenv("PATH", os.defpath)  # PATH no longer leads there
     assert refused([f"{ruff} check ."]) == [f"program {ruff!r} is not on the allowlist"]
-
-
-def test_collect_commands_merges_incident_and_plan() -> None:
-    inc = {"verify": ["pytest -q", "ruff check .", 3, ""]}
-    assert collect_commands(inc, ["ruff check .", "mypy src"]) == [
-        "pytest -q", "ruff check .", "mypy src"
-    ]  # fmt: skip
-    assert collect_commands({"verify": "pytest"}) == []
-
-
-# --- running -----------------------------------------------------------------------------
 
 
 def test_passing_commands_run_in_the_workdir_with_a_minimal_env(

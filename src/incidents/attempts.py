@@ -8,10 +8,9 @@ canonical verdict to it (success is decided by the check, never by a fixer's cla
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from incidents import artifacts, fsutil
-from incidents.models import ErrorPipelineContext
+from incidents.models import Attempt, ErrorPipelineContext
 
 # The fields only the canonical recheck decides.
 VERDICT_FIELDS = ("finished_at", "verification_passed", "result", "state", "report", "total_issues")
@@ -50,13 +49,17 @@ def written_by_machine(path: Path) -> bool:
         return False
 
 
-def merge_skill_attempt(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
-    """`doc` marked as the machine's or, when a skill recorded this iteration first, the
-    skill's document with the machine's verdict on top (the same result on a re-run)."""
+def merge_skill_attempt(path: Path, verdict: Attempt) -> Attempt:
+    """The machine's `verdict` marked as the machine's or, when a skill recorded this
+    iteration first, the skill's document with the verdict on top (the same result on a
+    re-run)."""
+    doc = verdict.model_dump(mode="json")
     try:
         existing = fsutil.read_json_object(path)
     except FileNotFoundError:
         existing = None
     if existing is None or existing.get("recorded_by") == MACHINE:
-        return {**doc, "recorded_by": MACHINE}
-    return {**existing, **{k: doc[k] for k in VERDICT_FIELDS}, "verified_by": MACHINE}
+        return Attempt.model_validate({**doc, "recorded_by": MACHINE})
+    return Attempt.model_validate(
+        {**existing, **{k: doc[k] for k in VERDICT_FIELDS}, "verified_by": MACHINE}
+    )

@@ -3,39 +3,54 @@
 It lives in the incident's folder and moves with it, so the decisions are part of the
 bundle (the mirror's copy is rebuilt from it). Read by the step service (the latest
 guidance goes into every later prompt) and by the hand-off's `resolve_escalation`.
+Entries that do not validate are kept in the file and passed over when it is read.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+
+from pydantic import ValidationError
 
 from incidents import artifacts, fsutil
 from incidents.errors import IncidentsError
+from incidents.models import HumanDecision
 
 
-def read_decisions(folder: Path) -> list[dict[str, Any]]:
+def _entries(folder: Path) -> list[object]:
     try:
         doc = fsutil.read_json(folder / artifacts.DECISIONS)
     except FileNotFoundError:
         return []
-    return [d for d in doc if isinstance(d, dict)] if isinstance(doc, list) else []
+    return list(doc) if isinstance(doc, list) else []
 
 
-def write_decisions(folder: Path, decisions: list[dict[str, Any]]) -> None:
-    fsutil.atomic_write_json(folder / artifacts.DECISIONS, decisions)
+def read_decisions(folder: Path) -> list[HumanDecision]:
+    out: list[HumanDecision] = []
+    for entry in _entries(folder):
+        try:
+            out.append(HumanDecision.model_validate(entry))
+        except ValidationError:
+            continue
+    return out
+
+
+def append_decision(folder: Path, decision: HumanDecision) -> None:
+    """Add `decision` to the file, every earlier entry kept as it is."""
+    entries = [*_entries(folder), decision.model_dump(mode="json")]
+    fsutil.atomic_write_json(folder / artifacts.DECISIONS, entries)
 
 
 def read_guidance(folder: Path) -> str | None:
     """The latest human guidance given when the incident was requeued (for the prompt)."""
     try:
-        decisions = read_decisions(folder)
+        taken = read_decisions(folder)
     except IncidentsError:
         return None
-    for decision in reversed(decisions):
-        if decision.get("decision") == "requeue" and isinstance(decision.get("guidance"), str):
-            return str(decision["guidance"])
+    for decision in reversed(taken):
+        if decision.decision == "requeue":
+            return decision.guidance
     return None
 
 
@@ -48,14 +63,14 @@ def escalated_at(folder: Path) -> datetime | None:
         return None
 
 
-def taken_since(at: Any, since: datetime | None) -> bool:
+def taken_since(at: str, since: datetime | None) -> bool:
     """Whether a decision taken `at` was taken on the escalation that began `since` (then
     running the same decision again finishes it instead of recording a second one)."""
     try:
-        when = datetime.fromisoformat(at) if isinstance(at, str) else None
+        when = datetime.fromisoformat(at)
     except ValueError:
         return False
     try:
-        return when is not None and (since is None or when >= since)
+        return since is None or when >= since
     except TypeError:  # a naive timestamp: not ours
         return False

@@ -1,6 +1,6 @@
 """Plans: `error_plans/<id>/plan.json` + `plan.md` in seed 004's shape.
 
-`make_plan` is pure: an incident document (incident.json as a dict), the history of its
+`make_plan` is pure: the validated incident (`models.Incident`), the history of its
 error signature (filled by the caller from the mirror) and the time in, a `Plan` out.
 Hypotheses come from a table keyed on the error code and the failure class; their
 confidence rises when the signature has been seen before. The I/O part writes, loads and
@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from incidents import artifacts, fsutil
 from incidents.errors import InvalidDocument, explain_validation
 from incidents.layout import Root
-from incidents.models import Hypothesis, Plan, PlanAction
+from incidents.models import Hypothesis, Incident, Plan, PlanAction
 from incidents.models.plan import Level
 from incidents.redact import redact
 from incidents.vocab import ErrorCode, FailureClass, IncidentStatus
@@ -72,14 +72,12 @@ def _raise(level: Level) -> Level:
     return _LEVELS[min(_LEVELS.index(level) + 1, len(_LEVELS) - 1)]
 
 
-def _str_list(incident: dict[str, Any], key: str) -> list[str]:
-    value = incident.get(key)
-    return [v for v in value if isinstance(v, str) and v] if isinstance(value, list) else []
+def _targets(incident: Incident) -> list[str]:
+    return [t for t in (*incident.python_files, *incident.powershell_files) if t]
 
 
-def _text(incident: dict[str, Any], key: str, default: str) -> str:
-    value = incident.get(key)
-    return value if isinstance(value, str) and value else default
+def _verify(incident: Incident) -> list[str]:
+    return [v for v in incident.verify if v]
 
 
 def hypotheses_for(
@@ -121,97 +119,97 @@ def hypotheses_for(
     ]
 
 
-def _act(
-    title: str, priority: str, risk: str, verify: list[str], targets: list[str] | None = None
-) -> dict[str, Any]:
-    spec = {"title": title, "priority": priority, "risk": risk, "verification": verify}
-    return {**spec, "target_paths": targets or []}
-
-
-def _actions(
-    incident: dict[str, Any], failure_class: str, error_code: str | None
-) -> list[dict[str, Any]]:
-    targets = _str_list(incident, "python_files") + _str_list(incident, "powershell_files")
-    verify = _str_list(incident, "verify")
-    step = _text(incident, "step", "the step")
+def _actions(incident: Incident, failure_class: str, error_code: str | None) -> list[PlanAction]:
+    targets, verify, step = _targets(incident), _verify(incident), incident.step
     never = failure_class == FailureClass.NEVER_RETRY
     transient = failure_class == FailureClass.TRANSIENT or error_code in _TRANSIENT_CODES
-    out: list[dict[str, Any]] = []
+    out: list[PlanAction] = []
+
+    def act(title: str, priority: str, risk: str, checks: list[str], paths: list[str]) -> None:
+        out.append(
+            PlanAction.model_validate(
+                {"id": f"A{len(out) + 1}", "title": title, "priority": priority, "risk": risk,
+                 "target_paths": paths, "verification": checks}
+            )
+        )  # fmt: skip
+
     if never:
-        title = "Escalate to a human: check the credentials and permissions"
-        out.append(_act(title, "P0", "high", []))
+        act("Escalate to a human: check the credentials and permissions", "P0", "high", [], [])
     if transient and not never:
         title = (
             "Re-run the step's verification with backoff"
             if verify
             else f"Re-run the step {step!r} with backoff (it has no verification command)"
         )
-        out.append(_act(title, "P0", "low", verify))
+        act(title, "P0", "low", verify, [])
     if targets:
-        title = "Fix the check findings in the target files"
-        out.append(_act(title, "P1" if out else "P0", "low", verify, targets))
+        act(
+            "Fix the check findings in the target files",
+            "P1" if out else "P0",
+            "low",
+            verify,
+            targets,
+        )
     if failure_class == FailureClass.ENV:
-        out.append(_act("Install or configure the missing dependency", "P1", "medium", verify))
+        act("Install or configure the missing dependency", "P1", "medium", verify, [])
     if failure_class == FailureClass.CODE and not targets:
-        title = "Find the failing code from the log tail and name it as a target"
-        out.append(_act(title, "P1", "medium", verify))
+        act(
+            "Find the failing code from the log tail and name it as a target",
+            "P1",
+            "medium",
+            verify,
+            [],
+        )
     if not out:
-        title = "Investigate the log tail and the step's context"
-        out.append(_act(title, "P1", "medium", verify))
+        act("Investigate the log tail and the step's context", "P1", "medium", verify, [])
     return out
 
 
-def _done_criteria(incident: dict[str, Any], failure_class: str) -> list[str]:
-    targets = _str_list(incident, "python_files") + _str_list(incident, "powershell_files")
+def _done_criteria(incident: Incident, failure_class: str) -> list[str]:
     out: list[str] = []
     if failure_class == FailureClass.NEVER_RETRY:
         out.append("a human has fixed the credentials or permissions")
-    if targets:
+    if _targets(incident):
         out.append("canonical checks pass on every target")
-    if _str_list(incident, "verify"):
+    if _verify(incident):
         out.append("every verification command exits 0")
     else:
-        out.append(f"the step {_text(incident, 'step', '')!r} succeeds when run again")
+        out.append(f"the step {incident.step!r} succeeds when run again")
     out.append("the error signature does not reproduce")
     return out
 
 
-def summarize(incident: dict[str, Any]) -> str:
-    step = _text(incident, "step", "a step")
-    failure_class = _text(incident, "failure_class", FailureClass.UNKNOWN)
-    code = incident.get("error_code")
-    kind = f"{failure_class}, {code}" if isinstance(code, str) and code else failure_class
-    message = " ".join(_text(incident, "message", "no message").split())
-    text = redact(f"{step} failed ({kind}): {message}")
+def summarize(incident: Incident) -> str:
+    failure_class = incident.failure_class.value
+    code = incident.error_code
+    kind = f"{failure_class}, {code.value}" if code else failure_class
+    message = " ".join(incident.message.split())
+    text = redact(f"{incident.step} failed ({kind}): {message}")
     return text if len(text) <= SUMMARY_MAX else text[: SUMMARY_MAX - 1] + "…"
 
 
-def make_plan(incident: dict[str, Any], history: SignatureHistory | None, now: datetime) -> Plan:
+def make_plan(incident: Incident, history: SignatureHistory | None, now: datetime) -> Plan:
     """The planner's plan for an incident (pure)."""
-    failure_class = _text(incident, "failure_class", FailureClass.UNKNOWN)
-    code = incident.get("error_code")
-    error_code = code if isinstance(code, str) and code else None
-    actions = [
-        PlanAction(id=f"A{i}", **spec)
-        for i, spec in enumerate(_actions(incident, failure_class, error_code), 1)
-    ]
+    failure_class = incident.failure_class.value
+    error_code = incident.error_code.value if incident.error_code else None
+    actions = _actions(incident, failure_class, error_code)
     return Plan(
-        incident_id=incident["incident_id"],
+        incident_id=incident.incident_id,
         generated_at=now,
         summary=summarize(incident),
         root_cause_hypotheses=hypotheses_for(failure_class, error_code, history),
         actions=actions,
-        verification_commands=_str_list(incident, "verify"),
+        verification_commands=_verify(incident),
         done_criteria=_done_criteria(incident, failure_class),
         source="planner",
     )
 
 
-def commands_to_run(incident: dict[str, Any], plan: Plan) -> list[str]:
+def commands_to_run(incident: Incident, plan: Plan) -> list[str]:
     """What a check runs under `plan`: the incident's own `verify` commands, then the
     plan's, then each action's (in order, no duplicates). A replaced plan's commands
     replace the old plan's; the incident's stay."""
-    commands = [*_str_list(incident, "verify"), *plan.verification_commands]
+    commands = [*_verify(incident), *plan.verification_commands]
     for action in plan.actions:
         commands.extend(action.verification)
     return list(dict.fromkeys(commands))
@@ -293,17 +291,15 @@ def load_plan(root: Root, incident_id: str) -> Plan | None:
         return None
 
 
-def apply_plan(
-    root: Root, folder: Path, incident: dict[str, Any], plan: Plan, *, sync_dir: bool = True
-) -> tuple[Path, dict[str, Any]]:
-    """Write `plan` and move a `new` incident to `planned`. The caller holds the incident's
-    lock (`store.incident_lock`). Returns the plan.json path and the incident document.
-    `sync_dir=False`: the caller fsyncs the incident's folder next."""
+def apply_plan(root: Root, folder: Path, plan: Plan, *, sync_dir: bool = True) -> tuple[Path, str]:
+    """Write `plan` and move a `new` incident (in `folder`) to `planned`. The caller holds
+    the incident's lock (`store.incident_lock`). Returns the plan.json path and the
+    incident's status. `sync_dir=False`: the caller fsyncs the incident's folder next."""
     from incidents import store
 
-    path = write_plan(root, incident["incident_id"], plan)
-    if incident.get("status") == IncidentStatus.NEW:
-        incident = store.set_status(
-            folder, incident, IncidentStatus.PLANNED.value, sync_dir=sync_dir
-        )
-    return path, incident
+    path = write_plan(root, plan.incident_id, plan)
+    doc = store.read_incident(folder)
+    if doc["status"] != IncidentStatus.NEW:
+        return path, str(doc["status"])
+    store.set_status(folder, doc, IncidentStatus.PLANNED.value, sync_dir=sync_dir)
+    return path, IncidentStatus.PLANNED.value

@@ -18,6 +18,7 @@ DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMAS: dict[str, type[BaseModel]] = {
     "incident": models.Incident,
     "context": models.CaptureContext,
+    "decision": models.HumanDecision,
     "audit_entry": models.AuditEntry,
     "plan": models.Plan,
     "attempt": models.Attempt,

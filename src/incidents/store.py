@@ -124,10 +124,13 @@ def save_incident(folder: Path, doc: dict[str, Any], *, sync_dir: bool = True) -
 
 def set_status(
     folder: Path, doc: dict[str, Any], status: str, *, sync_dir: bool = True, **fields: Any
-) -> dict[str, Any]:
-    new = {**doc, **fields, "status": status, "updated_at": clock.iso_now()}
-    save_incident(folder, new, sync_dir=sync_dir)
-    return new
+) -> None:
+    """incident.json (`doc` with `status`, `fields` and a new `updated_at`), then status.txt."""
+    save_incident(
+        folder,
+        {**doc, **fields, "status": status, "updated_at": clock.iso_now()},
+        sync_dir=sync_dir,
+    )
 
 
 def read_status_txt(folder: Path) -> str:
@@ -141,11 +144,12 @@ def read_status_txt(folder: Path) -> str:
         return ""
 
 
-def repair_status_txt(folder: Path, doc: dict[str, Any]) -> bool:
-    """Rewrite status.txt when it disagrees with incident.json (a crash between the two)."""
-    if read_status_txt(folder) == doc["status"]:
+def repair_status_txt(folder: Path, status: str) -> bool:
+    """Rewrite status.txt when it disagrees with incident.json's `status` (a crash
+    between the two)."""
+    if read_status_txt(folder) == status:
         return False
-    fsutil.atomic_write_text(folder / artifacts.STATUS, f"{doc['status']}\n")
+    fsutil.atomic_write_text(folder / artifacts.STATUS, f"{status}\n")
     return True
 
 

@@ -41,10 +41,9 @@ import shlex
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pydantic import Field, field_validator
 
@@ -117,16 +116,6 @@ class VerificationResult:
         if not self.refusals:
             return None
         return "verification command refused: " + "; ".join(str(r) for r in self.refusals)
-
-
-def collect_commands(incident: dict[str, Any], plan_commands: Iterable[str] = ()) -> list[str]:
-    """The incident's `verify` list then the plan's commands, without repeats."""
-    seen: dict[str, None] = {}
-    verify = incident.get("verify")
-    for cmd in [*(verify if isinstance(verify, list) else []), *plan_commands]:
-        if isinstance(cmd, str) and cmd.strip():
-            seen.setdefault(cmd, None)
-    return list(seen)
 
 
 def _real(path: str) -> str:

@@ -42,7 +42,7 @@ def test_attempts_used_reads_the_cache_refresh_budget_stores(fresh_db: sqlite3.C
     mirror.upsert_incident(fresh_db, a_row("a"))
     attempts = [{"started_at": "2026-02-17T03:01:00+00:00"}, {"finished_at": "2026-02-17T03:02"}]
     ctx = {"current_state": "S1_AIDER_FIX", "ai_attempts": attempts}
-    mirror.save_workstream(fresh_db, "run_1", "a", "S1_AIDER_FIX", ctx)
+    mirror.save_workstream(fresh_db, "run_1", "a", mirror.Context.of(ctx))
     assert mirror.attempts_used(fresh_db, "sig-a") == 0  # a cache: not yet refreshed
     assert mirror.refresh_budget(fresh_db, "sig-a") == 2
     assert mirror.attempts_used(fresh_db, "sig-a") == 2

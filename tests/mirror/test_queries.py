@@ -99,7 +99,7 @@ def test_step_attempt_is_recorded_once(fresh_db: sqlite3.Connection) -> None:
 def test_save_workstream_stores_context_and_mirrors_state(fresh_db: sqlite3.Connection) -> None:
     mirror.upsert_incident(fresh_db, a_row("a"))
     ctx = {"run_id": "run_1", "workstream_id": "a", "current_state": "S1_AIDER_FIX", "waiting": 1}
-    mirror.save_workstream(fresh_db, "run_1", "a", "S1_AIDER_FIX", json.dumps(ctx))
+    mirror.save_workstream(fresh_db, "run_1", "a", mirror.Context.of(ctx))
     ws = fresh_db.execute("SELECT current_state, metadata_json FROM workstreams").fetchall()
     assert len(ws) == 1 and ws[0][0] == "S1_AIDER_FIX"
     assert json.loads(ws[0][1]) == {"error_pipeline": ctx}

@@ -25,7 +25,7 @@ def test_refresh_takes_the_state_its_writer_just_committed(
     folder = make_bundle(root, "inbox", "inc_s", state={"current_state": "S_PLANNED"},
                          occurrences=3)  # fmt: skip
     committed = {"current_state": "S0_BASELINE_CHECK", "waiting_for_input": True}
-    mirror.refresh(fresh_db, root, "inc_s", state=committed)
+    mirror.refresh(fresh_db, root, "inc_s", state=mirror.Context.of(committed))
     row = mirror.get_incident(fresh_db, "inc_s")
     assert row is not None
     assert (row.state, row.waiting, row.occurrences) == ("S0_BASELINE_CHECK", True, 3)
@@ -82,9 +82,7 @@ def populate(root: Root) -> None:
                         row.last_seen,
                     )
                 if state is not None:
-                    mirror.save_workstream(
-                        conn, row.run_id, incident_id, state["current_state"], json.dumps(state)
-                    )
+                    mirror.save_workstream(conn, row.run_id, incident_id, mirror.Context.of(state))
                 mirror.add_event(conn, incident_id, "captured", {"bucket": bucket})
     finally:
         conn.close()
@@ -262,7 +260,7 @@ def test_sync_writes_an_incidents_progress_in_one_go(root: Root) -> None:
     conn = mirror.connect(root.db_path)
     try:
         mirror.sync(
-            conn, root, "inc_y", state,
+            conn, root, "inc_y", mirror.Context.of(state),
             reports=[("error_report_attempt_1", {"total_issues": 1})],
             events=[("state_transition", {"to": "S1_AIDER_FIX"})],
         )  # fmt: skip

@@ -73,3 +73,18 @@ def test_poison_quarantines_without_the_pending_step() -> None:
     assert ctx.final_status is FinalStatus.QUARANTINED
     assert ctx.escalation_reason == "its worker died three times"
     assert ctx.quarantine_path == "error_archive/escalated/inc_2"
+
+
+def test_decisions_json_keeps_entries_it_cannot_read_and_reads_the_rest(tmp_path: Path) -> None:
+    from incidents.decisions import append_decision, read_decisions, read_guidance
+    from incidents.models import HumanDecision
+
+    path = tmp_path / "decisions.json"
+    foreign = [{"at": "2026-02-17T03:00:00+00:00", "decision": "requeue", "guidance": "a"},
+               "not an object", {"decision": "maybe"}]  # fmt: skip
+    path.write_text(json.dumps(foreign))
+    assert [d.guidance for d in read_decisions(tmp_path)] == ["a"]
+    later = HumanDecision(at="2026-02-18T03:00:00+00:00", decision="requeue", guidance="b")
+    append_decision(tmp_path, later)
+    assert json.loads(path.read_text())[:3] == foreign  # nothing is dropped on a rewrite
+    assert read_guidance(tmp_path) == "b"

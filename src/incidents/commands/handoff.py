@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -14,16 +14,16 @@ from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, open_root
 IdArg = Annotated[str, typer.Argument(metavar="ID", help="The incident.")]
 
 
-def _show_item(item: dict[str, Any], as_json: bool) -> None:
+def _show_item(item: handoff.WorkItem, as_json: bool) -> None:
     if as_json:
-        output.out_json(item)
+        output.out_json(item.to_json())
         return
-    output.out(f"{item['incident_id']}: waiting for {item['agent']}")
-    output.out(f"  prompt: {item['prompt_file']}")
-    output.out(f"  files: {', '.join(item['files']) or '-'}  (in {item['workdir']})")
-    output.out(f"  last report: {item['last_report'] or '-'}")
-    if item.get("lease_expires_at"):
-        output.out(f"  lease expires at {item['lease_expires_at']}")
+    output.out(f"{item.incident_id}: waiting for {item.agent}")
+    output.out(f"  prompt: {item.prompt_file}")
+    output.out(f"  files: {', '.join(item.files) or '-'}  (in {item.workdir})")
+    output.out(f"  last report: {item.last_report or '-'}")
+    if item.lease_expires_at:
+        output.out(f"  lease expires at {item.lease_expires_at}")
 
 
 def register(app: typer.Typer) -> None:

@@ -34,14 +34,13 @@ def _supply(root: Root, incident_id: str, source: Path, as_json: bool) -> int:
         where, folder = root.locate(incident_id)
         if where != "inbox":
             raise AlreadyArchived(f"incident {incident_id} was closed meanwhile")
-        doc = store.read_incident(folder)
-        path, doc = planner.apply_plan(root, folder, doc, plan)
+        path, status = planner.apply_plan(root, folder, plan)
     store.mirror_bundle(root, "inbox", folder, "plan_supplied", {"source": plan.source})
     rel = path.relative_to(root.path)
     if as_json:
-        output.out_json({"incident_id": incident_id, "plan": str(rel), "status": doc["status"]})
+        output.out_json({"incident_id": incident_id, "plan": str(rel), "status": status})
     else:
-        output.out(f"{incident_id}: plan written to {rel} (status {doc['status']})")
+        output.out(f"{incident_id}: plan written to {rel} (status {status})")
     return 0
 
 

@@ -9,12 +9,13 @@
 from incidents.decisions import read_guidance
 from incidents.errors import NotWaiting
 from incidents.handoff.human import Decision, resolve_escalation
-from incidents.handoff.queue import claim, next_incident, parse_ttl, work_item
+from incidents.handoff.queue import WorkItem, claim, next_incident, parse_ttl, work_item
 from incidents.handoff.submit import record_attempt, submit
 
 __all__ = [
     "Decision",
     "NotWaiting",
+    "WorkItem",
     "claim",
     "next_incident",
     "parse_ttl",

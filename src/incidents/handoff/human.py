@@ -10,12 +10,14 @@ close it as resolved with the human's reason.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from incidents import clock, decisions, mirror, store
 from incidents.errors import NotWaiting, UsageError
 from incidents.layout import Root, validate_id
+from incidents.models import HumanDecision
 from incidents.step import service as step_service
-from incidents.step.documents import load_context
+from incidents.step.documents import load_context, read_incident
 
 
 @dataclass(frozen=True)
@@ -37,33 +39,32 @@ def resolve_escalation(
         where, folder = root.locate(incident_id)
         if where != "escalated":
             raise NotWaiting(f"incident {incident_id} is not escalated (it is in {where})")
-        incident = store.read_incident(folder)
+        incident = read_incident(folder)
         ctx = load_context(folder)  # a broken one stops here, before anything is written
-        kind = "requeue" if requeue else "resolved"
+        kind: Literal["requeue", "resolved"] = "requeue" if requeue else "resolved"
         now = clock.utc_now().isoformat()
         taken = decisions.read_decisions(folder)
-        last = taken[-1] if taken else {}
-        if (last.get("decision"), last.get("guidance")) == (kind, guidance) and (
-            decisions.taken_since(last.get("at"), decisions.escalated_at(folder))
+        last = taken[-1] if taken else None
+        if (
+            last is not None
+            and (last.decision, last.guidance) == (kind, guidance)
+            and decisions.taken_since(last.at, decisions.escalated_at(folder))
         ):
             # a re-run after a crash: finish that decision, with its time (the mirror's
             # budget reset and the one reindex rebuilds from decisions.json agree)
-            now = str(last.get("at") or now)
+            now = last.at
         else:
-            taken.append(
-                {
-                    "at": now, "decision": kind, "guidance": guidance, "by": by,
-                    "escalation_reason": incident.get("resolution"),
-                    "signature": incident["error_signature"],
-                }
+            decision = HumanDecision(
+                at=now, decision=kind, guidance=guidance, by=by,
+                escalation_reason=incident.resolution, signature=incident.error_signature,
             )  # fmt: skip
-            decisions.write_decisions(folder, taken)
+            decisions.append_decision(folder, decision)
         if requeue:
-            target = step_service.requeue(root, folder, incident, ctx, guidance)
+            target = step_service.requeue(root, folder, ctx, guidance)
         else:
             reason = f"resolved by {by}: {guidance}"
-            target = step_service.resolve(root, folder, incident, reason, now)
-    _record_decision(root, incident_id, incident["error_signature"], guidance, kind, now)
+            target = step_service.resolve(root, folder, reason, now)
+    _record_decision(root, incident_id, incident.error_signature, guidance, kind, now)
     return Decision(incident_id, kind, guidance, str(target.relative_to(root.path)))
 
 

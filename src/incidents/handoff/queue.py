@@ -15,17 +15,17 @@ import os
 import re
 import time
 from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
 
-from incidents import artifacts, attempts, fsutil, leases, mirror, store
+from incidents import artifacts, attempts, fsutil, leases, mirror
 from incidents.clock import iso_precise
 from incidents.decisions import read_guidance
 from incidents.errors import IncidentsError, LockBusy, NotWaiting, UsageError
 from incidents.handoff import workspace
 from incidents.layout import Root, validate_id
-from incidents.models import ErrorPipelineContext
-from incidents.step.documents import load_context
+from incidents.models import ErrorPipelineContext, Incident
+from incidents.step.documents import load_context, read_incident, workdir_of
 
 _TTL_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _TTL_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -44,7 +44,7 @@ def parse_ttl(text: str) -> float:
     return seconds
 
 
-def _waiting(root: Root, incident_id: str) -> tuple[Path, dict[str, Any], ErrorPipelineContext]:
+def _waiting(root: Root, incident_id: str) -> tuple[Path, Incident, ErrorPipelineContext]:
     where, folder = root.locate(validate_id(incident_id))
     if where != "inbox":
         raise NotWaiting(f"incident {incident_id} is closed ({where})")
@@ -52,7 +52,7 @@ def _waiting(root: Root, incident_id: str) -> tuple[Path, dict[str, Any], ErrorP
     if ctx is None or not ctx.waiting_for_input or ctx.pending is not None:
         state = ctx.current_state.value if ctx else "not started"
         raise NotWaiting(f"incident {incident_id} is not waiting for an agent (state {state})")
-    return folder, store.read_incident(folder), ctx
+    return folder, read_incident(folder), ctx
 
 
 def _last_report(root: Root, incident_id: str, ctx: ErrorPipelineContext) -> str | None:
@@ -66,26 +66,49 @@ def _prompt_file(root: Root, incident_id: str, ctx: ErrorPipelineContext) -> Pat
     return root.runs_dir(incident_id) / artifacts.prompt_name(len(ctx.ai_attempts) + 1)
 
 
-def work_item(root: Root, incident_id: str) -> dict[str, Any]:
-    """What an agent needs to do the work: prompt, files, workdir, last report."""
+@dataclass(frozen=True)
+class WorkItem:
+    """What an agent needs to do the work (`incidents next --json`, `claim --json`)."""
+
+    incident_id: str
+    agent: str | None
+    state: str
+    prompt: str
+    prompt_file: str
+    files: list[str]
+    workdir: str
+    last_report: str | None
+    attempt_iteration: int
+    guidance: str | None
+    lease_expires_at: str | None = None  # set by a claim
+
+    def to_json(self) -> dict[str, object]:
+        doc = asdict(self)
+        if self.lease_expires_at is None:
+            del doc["lease_expires_at"]
+        return doc
+
+
+def work_item(root: Root, incident_id: str) -> WorkItem:
+    """The work item of an incident waiting for an agent: prompt, files, workdir, report."""
     folder, incident, ctx = _waiting(root, incident_id)
     prompt_file = _prompt_file(root, incident_id, ctx)
     try:
         prompt = fsutil.read_regular_file(prompt_file).decode("utf-8", "replace")
     except FileNotFoundError:
         prompt = ""
-    return {
-        "incident_id": incident_id,
-        "agent": ctx.handoff_agent,
-        "state": ctx.current_state.value,
-        "prompt": prompt,
-        "prompt_file": str(prompt_file),
-        "files": ctx.target_files,
-        "workdir": str(workspace.workdir_of(root, incident)),
-        "last_report": _last_report(root, incident_id, ctx),
-        "attempt_iteration": attempts.waiting_iteration(ctx),
-        "guidance": read_guidance(folder),
-    }
+    return WorkItem(
+        incident_id=incident_id,
+        agent=ctx.handoff_agent,
+        state=ctx.current_state.value,
+        prompt=prompt,
+        prompt_file=str(prompt_file),
+        files=ctx.target_files,
+        workdir=str(workdir_of(root, incident)),
+        last_report=_last_report(root, incident_id, ctx),
+        attempt_iteration=attempts.waiting_iteration(ctx),
+        guidance=read_guidance(folder),
+    )
 
 
 # --- the queue ----------------------------------------------------------------------------
@@ -101,11 +124,11 @@ def _free(root: Root, incident_id: str, now: float) -> bool:
         return False
     if lease.agent is not None:
         leases.release(root, lease)
-        _events(root, [(incident_id, "lease_expired", {"agent": lease.agent})])
+        mirror_progress(root, incident_id, None, [("lease_expired", {"agent": lease.agent})])
     return True
 
 
-def next_incident(root: Root, *, clock: Clock = time.time) -> dict[str, Any] | None:
+def next_incident(root: Root, *, clock: Clock = time.time) -> WorkItem | None:
     """The oldest incident waiting for an agent that nobody holds, or None."""
     now = clock()
     try:
@@ -127,7 +150,7 @@ def next_incident(root: Root, *, clock: Clock = time.time) -> dict[str, Any] | N
 
 def claim(
     root: Root, incident_id: str, agent: str, ttl_s: float, *, clock: Clock = time.time
-) -> dict[str, Any]:
+) -> WorkItem:
     """Take the incident for `agent` until the lease expires; returns the work item."""
     if not agent.strip():
         raise UsageError("claim: --agent is required")
@@ -139,27 +162,23 @@ def claim(
         who = (holder.agent or holder.owner) if holder else "another process"
         raise LockBusy(f"incident {incident_id} is held by {who}")
     workspace.record_claim(
-        root, incident_id, workspace.workdir_of(root, incident), ctx.step, agent,
+        root, incident_id, workdir_of(root, incident), ctx.step, agent,
         iso_precise(clock()),
     )  # fmt: skip
-    _events(root, [(incident_id, "claimed", {"agent": agent, "expires_at": lease.expires_at})])
-    return {**work_item(root, incident_id), "lease_expires_at": iso_precise(lease.expires_at)}
+    claimed = {"agent": agent, "expires_at": lease.expires_at}
+    mirror_progress(root, incident_id, None, [("claimed", claimed)])
+    return replace(work_item(root, incident_id), lease_expires_at=iso_precise(lease.expires_at))
 
 
 # --- the mirror ---------------------------------------------------------------------------
 
 
-def _sync(root: Root, incident_id: str, ctx: ErrorPipelineContext) -> None:
-    """The context as just committed to state.json, and the incident's row."""
+def mirror_progress(
+    root: Root, incident_id: str, ctx: ErrorPipelineContext | None, events: list[mirror.Event]
+) -> None:
+    """One transaction: the incident's row (who holds it; its context as just committed,
+    else as its folder has it) and `events`."""
+    state = mirror.Context.of(ctx.model_dump(mode="json")) if ctx is not None else None
     with mirror.best_effort(root) as conn:
         if conn is not None:
-            mirror.sync(conn, root, incident_id, ctx.model_dump(mode="json"))
-
-
-def _events(root: Root, events: list[tuple[str, str, dict[str, Any]]]) -> None:
-    with mirror.best_effort(root) as conn:
-        if conn is not None:
-            for incident_id, event, payload in events:
-                mirror.add_event(conn, incident_id, event, payload)
-            for incident_id in dict.fromkeys(e[0] for e in events):
-                mirror.refresh(conn, root, incident_id)  # who holds it (lease_owner)
+            mirror.sync(conn, root, incident_id, state, events=events)

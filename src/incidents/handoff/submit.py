@@ -26,7 +26,7 @@ from incidents.errors import (
 )
 from incidents.fsm import TIER_NUMBER
 from incidents.handoff import workspace
-from incidents.handoff.queue import Clock, _events, _prompt_file, _sync, _waiting
+from incidents.handoff.queue import Clock, _prompt_file, _waiting, mirror_progress
 from incidents.layout import Root, validate_id
 from incidents.models import AIAttempt, Attempt
 from incidents.step import service as step_service
@@ -76,14 +76,9 @@ def submit(
             raise NotWaiting(f"incident {incident_id} is not waiting for {tier}")
     leases.release(root, lease)
     shutil.rmtree(workspace.snapshot_dir(root, incident_id, attempt.step or 0), ignore_errors=True)
-    _sync(root, incident_id, ctx)
-    _events(
-        root,
-        [
-            (incident_id, "submitted", {"agent": lease.agent, "changed_files": changed}),
-            (incident_id, "ai_attempt", attempt.model_dump(mode="json")),
-        ],
-    )
+    submitted = {"agent": lease.agent, "changed_files": changed}
+    events = [("submitted", submitted), ("ai_attempt", attempt.model_dump(mode="json"))]
+    mirror_progress(root, incident_id, ctx, events)
     return attempt
 
 

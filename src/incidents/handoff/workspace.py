@@ -18,15 +18,12 @@ from incidents import artifacts, fsutil
 from incidents.errors import InvalidDocument, NotWaiting
 from incidents.fixers import snapshot
 from incidents.layout import Root
-from incidents.models import ErrorPipelineContext
+from incidents.models import ErrorPipelineContext, Incident
+from incidents.step.documents import workdir_of
 
 _MANIFEST = "manifest.json"
 _MANIFEST_MAX = 64 << 20
 _DIGESTS = snapshot.Limits(max_file_bytes=0, max_files=1 << 40, max_total_bytes=1 << 40)
-
-
-def workdir_of(root: Root, incident: dict[str, Any]) -> Path:
-    return Path(incident.get("workdir") or root.path.parent)
 
 
 def record_claim(
@@ -113,7 +110,7 @@ def load_snapshot(folder: Path) -> snapshot.Snapshot:
 
 
 def _before(
-    root: Root, incident: dict[str, Any], ctx: ErrorPipelineContext
+    root: Root, incident: Incident, ctx: ErrorPipelineContext
 ) -> tuple[snapshot.Snapshot | None, str | None]:
     """The claim's snapshot (with bytes) and its claimed_at; a claim made before snapshots
     were kept has digests only (then nothing can be reverted)."""
@@ -135,7 +132,7 @@ def _before(
 
 
 def changes(
-    root: Root, incident: dict[str, Any], ctx: ErrorPipelineContext
+    root: Root, incident: Incident, ctx: ErrorPipelineContext
 ) -> tuple[list[str], list[str], list[str], str | None]:
     """Since the claim: (changed targets, changed files outside the targets, those of them
     that could not be reverted, claimed_at). Changes outside the targets are reverted:

@@ -43,6 +43,8 @@ from incidents.mirror.db import (
     write,
 )
 from incidents.mirror.queries import (
+    Context,
+    Event,
     IncidentRow,
     add_event,
     add_meta,
@@ -67,6 +69,8 @@ __all__ = [
     "MIRROR_BUCKETS",
     "CatchUp",
     "Connection",
+    "Context",
+    "Event",
     "Escalation",
     "IncidentRow",
     "MirrorCorrupt",

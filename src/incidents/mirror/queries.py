@@ -5,7 +5,6 @@ Callers redact secrets before they hand payloads to `add_event` (the mirror is a
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -16,6 +15,8 @@ from incidents.mirror.db import dumps, translating, write
 from incidents.mirror.schema import EVENT_TYPES, MIRROR_BUCKETS
 
 __all__ = [
+    "Context",
+    "Event",
     "IncidentRow",
     "add_event",
     "add_meta",
@@ -31,9 +32,12 @@ __all__ = [
     "record_step_attempt",
     "save_workstream",
     "set_meta",
-    "state_fields",
     "upsert_incident",
 ]
+
+
+# an event's type and its payload (a JSON object, redacted by the caller)
+Event = tuple[str, dict[str, Any]]
 
 
 # --- incident rows ------------------------------------------------------------------------
@@ -268,22 +272,39 @@ def last_event_ts(conn: sqlite3.Connection, event_type: str) -> str | None:
 # --- workstreams --------------------------------------------------------------------------
 
 
-def state_fields(state: dict[str, Any]) -> tuple[str | None, float | None, bool]:
-    """(current_state, not_before epoch seconds, waiting) from an FSM context."""
-    current = state.get("current_state")
-    not_before: float | None = None
-    raw = state.get("not_before")
-    if isinstance(raw, int | float) and not isinstance(raw, bool):
-        not_before = float(raw)
-    elif isinstance(raw, str) and raw:
-        from datetime import datetime  # only when a state carries an ISO not_before
+@dataclass(frozen=True, slots=True)
+class Context:
+    """A machine context (`state.json`) as the mirror keeps it: the document, stored as it
+    is, and the fields an incident's row shows, read from it once (leniently: a document
+    from disk may be of an older or foreign shape)."""
 
-        try:
-            not_before = datetime.fromisoformat(raw).timestamp()
-        except ValueError:
-            not_before = None
-    waiting = bool(state.get("waiting")) or bool(state.get("waiting_for_input"))
-    return (current if isinstance(current, str) and current else None), not_before, waiting
+    doc: dict[str, Any]
+    run_id: str | None
+    current_state: str | None
+    not_before: float | None  # epoch seconds
+    waiting: bool
+
+    @classmethod
+    def of(cls, doc: dict[str, Any]) -> Context:
+        current, run_id = doc.get("current_state"), doc.get("run_id")
+        not_before: float | None = None
+        raw = doc.get("not_before")
+        if isinstance(raw, int | float) and not isinstance(raw, bool):
+            not_before = float(raw)
+        elif isinstance(raw, str) and raw:
+            from datetime import datetime  # only when a state carries an ISO not_before
+
+            try:
+                not_before = datetime.fromisoformat(raw).timestamp()
+            except ValueError:
+                not_before = None
+        return cls(
+            doc=doc,
+            run_id=run_id if isinstance(run_id, str) and run_id else None,
+            current_state=current if isinstance(current, str) and current else None,
+            not_before=not_before,
+            waiting=bool(doc.get("waiting")) or bool(doc.get("waiting_for_input")),
+        )
 
 
 @translating
@@ -291,19 +312,14 @@ def save_workstream(
     conn: sqlite3.Connection,
     run_id: str,
     ws_id: str,
-    current_state: str,
-    context_json: str | dict[str, Any],
+    context: Context,
     *,
     updated_at: str | None = None,
 ) -> None:
-    """Store the FSM context (JSON text, or the dict it parses to) as
-    `metadata_json.error_pipeline`; mirror its state onto the incident's row. The metadata
-    is exactly `{"error_pipeline": context}` so that `reindex` rebuilds it from `state.json`
-    (do not keep anything else there)."""
-    context = json.loads(context_json) if isinstance(context_json, str) else context_json
-    if not isinstance(context, dict):
-        raise ValueError("context_json must be a JSON object")
-    _, not_before, waiting = state_fields(context)
+    """Store the FSM context as `metadata_json.error_pipeline`; mirror its state onto the
+    incident's row. The metadata is exactly `{"error_pipeline": context}` so that
+    `reindex` rebuilds it from `state.json` (do not keep anything else there)."""
+    current_state, not_before, waiting = context.current_state, context.not_before, context.waiting
     with write(conn):
         conn.execute(
             """
@@ -316,7 +332,7 @@ def save_workstream(
                 run_id,
                 ws_id,
                 current_state,
-                dumps({"error_pipeline": context}),
+                dumps({"error_pipeline": context.doc}),
                 updated_at or clock.iso_precise(),
             ),
         )

@@ -18,6 +18,8 @@ from incidents.layout import Root
 from incidents.mirror.budget import bump_error, open_escalation, refresh_budget
 from incidents.mirror.db import MirrorCorrupt, check_integrity, connect, dumps, write
 from incidents.mirror.queries import (
+    Context,
+    Event,
     IncidentRow,
     add_event,
     delete_incident,
@@ -143,7 +145,7 @@ def _refill(
     conn.execute("DELETE FROM rejected")
     insert_rows(conn, seen.values())
     workstreams = [
-        (r.run_id, r.incident_id, r.state, dumps({"error_pipeline": s.state}), r.updated_at)
+        (r.run_id, r.incident_id, r.state, dumps({"error_pipeline": s.state.doc}), r.updated_at)
         for s in scanned.values()
         if (r := s.row) is not None
         and s.state is not None
@@ -268,7 +270,7 @@ def _refresh(
     root: Root,
     name: str,
     result: CatchUp,
-    state: dict[str, Any] | None = None,
+    state: Context | None = None,
 ) -> None:
     found = _locate(root, name)
     old = get_incident(conn, name)
@@ -299,7 +301,7 @@ def _refresh(
 
 
 def refresh(
-    conn: sqlite3.Connection, root: Root, name: str, *, state: dict[str, Any] | None = None
+    conn: sqlite3.Connection, root: Root, name: str, *, state: Context | None = None
 ) -> CatchUp:
     """Bring one incident's row up to date with its folder (wherever it is now). `state`:
     the context the caller has just committed to the folder's state.json (not read back)."""
@@ -342,22 +344,23 @@ def sync(
     conn: sqlite3.Connection,
     root: Root,
     incident_id: str,
-    state: dict[str, Any] | None,
+    state: Context | None,
     *,
     reports: Iterable[tuple[str, dict[str, Any] | None]] = (),
-    events: Iterable[tuple[str, dict[str, Any]]] = (),
+    events: Iterable[Event] = (),
 ) -> None:
     """One incident's committed progress, in one transaction: its context `state` (as
     committed to state.json; None: read the folder) as workstream and row, the error
     reports it wrote (`(label, summary)`, as `error_pipeline` step attempts) and its events."""
     with write(conn):
-        if state is not None:
-            save_workstream(conn, state["run_id"], incident_id, state["current_state"], state)
+        run_id = state.run_id if state is not None else None
+        if state is not None and run_id is not None:
+            save_workstream(conn, run_id, incident_id, state)
         refresh(conn, root, incident_id, state=state)
-        if state is not None:
+        if run_id is not None:
             for label, summary in reports:
                 record_step_attempt(
-                    conn, state["run_id"], incident_id, "error_pipeline", label, result=summary
+                    conn, run_id, incident_id, "error_pipeline", label, result=summary
                 )
         for event, payload in events:
             add_event(conn, incident_id, event, payload)

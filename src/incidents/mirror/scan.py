@@ -19,7 +19,7 @@ from incidents.errors import IncidentsError, InvalidDocument, UnsafeFile
 from incidents.fsutil import read_json, read_json_object, read_regular_file
 from incidents.layout import BUCKETS, REJECTED, RUNS, Root, validate_id
 from incidents.mirror.db import dumps
-from incidents.mirror.queries import IncidentRow, state_fields
+from incidents.mirror.queries import Context, IncidentRow
 from incidents.mirror.schema import MIRROR_BUCKETS
 
 __all__ = [
@@ -52,15 +52,15 @@ def _location(bucket: str, name: str) -> str:
     return f"{BUCKETS[bucket]}/{name}"
 
 
-def _read_state(folder: Path) -> dict[str, Any] | None:
+def _read_state(folder: Path) -> Context | None:
     try:
-        return read_json_object(folder / artifacts.STATE)
+        return Context.of(read_json_object(folder / artifacts.STATE))
     except FileNotFoundError:
         return None
 
 
 def row_from_bundle(
-    root: Root, bucket: str, folder: Path, *, state: dict[str, Any] | None = None
+    root: Root, bucket: str, folder: Path, *, state: Context | None = None
 ) -> IncidentRow:
     """The mirror row of a bundle folder: incident.json (authoritative), its state.json.
 
@@ -85,8 +85,8 @@ def agent_holding(leases_dir: Path, incident_id: str) -> str | None:
 
 
 def _bundle(
-    bucket: str, folder: Path, leases_dir: Path, state: dict[str, Any] | None = None
-) -> tuple[IncidentRow, dict[str, Any] | None]:
+    bucket: str, folder: Path, leases_dir: Path, state: Context | None = None
+) -> tuple[IncidentRow, Context | None]:
     if bucket not in MIRROR_BUCKETS:
         raise ValueError(f"bucket must be one of {MIRROR_BUCKETS}, not {bucket!r}")
     path = folder / artifacts.INCIDENT
@@ -109,11 +109,10 @@ def _bundle(
     created_at = _text(doc, "created_at", where)
     if state is None:
         state = _read_state(folder)
-    current, not_before, waiting = state_fields(state) if state else (None, None, False)
     row = IncidentRow(
         incident_id=incident_id,
         status=status,
-        state=current,
+        state=state.current_state if state else None,
         step=_text(doc, "step", where),
         failure_class=_text(doc, "failure_class", where),
         error_code=_optional_text(doc, "error_code"),
@@ -126,8 +125,8 @@ def _bundle(
         last_seen=_optional_text(doc, "last_seen") or created_at,
         bucket=bucket,
         location=_location(bucket, folder.name),
-        not_before=not_before,
-        waiting=waiting,
+        not_before=state.not_before if state else None,
+        waiting=state.waiting if state else False,
         lease_owner=agent_holding(leases_dir, incident_id) if bucket == "inbox" else None,
     )
     return row, state
@@ -144,7 +143,7 @@ EscalationRecord = tuple[str, str, str, str, str | None, str | None]
 class Scanned:
     fingerprint: _Fingerprint
     row: IncidentRow | None
-    state: dict[str, Any] | None
+    state: Context | None
     error: str | None
     escalations: list[EscalationRecord] = field(default_factory=list)
 
@@ -175,28 +174,25 @@ def _escalation_records(bucket: str, folder: Path, row: IncidentRow) -> list[Esc
     `decisions.json` (which moves with the bundle), and, for a bundle in the escalated
     bucket not resolved since, the open record of its last escalation (`metadata.json`
     of its quarantine bundle). Unreadable files prove nothing (the bundle's row stands)."""
+    from incidents.decisions import read_decisions
+
     try:
-        raw = read_json(folder / artifacts.DECISIONS)
-    except FileNotFoundError:
-        raw = []
+        taken = read_decisions(folder)
     except (IncidentsError, OSError):
-        raw = []
-    meta: dict[str, Any] = {}
+        taken = []
+    meta = {}
     with contextlib.suppress(IncidentsError, OSError):
         meta = read_json_object(folder / artifacts.METADATA)
     escalated_at = clock.normalized(meta.get("finished_at"))
     records: list[EscalationRecord] = []
-    decisions = [d for d in raw if isinstance(d, dict)] if isinstance(raw, list) else []
-    for d in decisions:
-        at, guidance = clock.normalized(d.get("at")), d.get("guidance")
+    for d in taken:
+        at = clock.normalized(d.at)
         if at is None:
             continue
-        signature = d.get("signature") if isinstance(d.get("signature"), str) else row.signature
-        reason = d.get("escalation_reason")
         ts = escalated_at if escalated_at and escalated_at <= at else at
         records.append(
-            (ts, row.incident_id, str(signature), reason if isinstance(reason, str) else "",
-             at, guidance if isinstance(guidance, str) else None)
+            (ts, row.incident_id, d.signature or row.signature, d.escalation_reason or "",
+             at, d.guidance)
         )  # fmt: skip
     last_decision = max((r[4] or "" for r in records), default="")
     if bucket == "escalated" and escalated_at and escalated_at > last_decision:

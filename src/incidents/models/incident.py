@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from incidents.models.base import IncidentId, NonEmptyStr, OpenDocument, Timestamp
 from incidents.vocab import ErrorCode, FailureClass, IncidentStatus
@@ -12,6 +12,10 @@ from incidents.vocab import ErrorCode, FailureClass, IncidentStatus
 
 class Incident(OpenDocument):
     """`incident.json`. The first twelve fields are seed 004's required ones."""
+
+    # validated where a bundle is read and passed inward frozen; its writers (capture,
+    # status changes) work on the JSON document itself, under the incident's lock
+    model_config = ConfigDict(extra="allow", frozen=True)
 
     incident_id: IncidentId
     status: IncidentStatus
@@ -38,6 +42,17 @@ class Incident(OpenDocument):
     resolution: str | None = Field(default=None, description="why it was closed")
 
 
+class HumanDecision(OpenDocument):
+    """One entry of `decisions.json`: a person's decision on an escalated incident."""
+
+    at: NonEmptyStr = Field(description="when it was taken (ISO 8601, UTC)")
+    decision: Literal["requeue", "resolved"]
+    guidance: str
+    by: str = "human"
+    escalation_reason: str | None = Field(default=None, description="why it had escalated")
+    signature: str | None = None
+
+
 class CaptureContext(OpenDocument):
     """`context.json`: what the capturing process knew, plus anything `--context-json` gave."""
 
@@ -56,7 +71,3 @@ class AuditEntry(OpenDocument):
 
     raw: str | None = None
     invalid: str | None = None
-
-
-def audit_line_model(doc: dict[str, Any]) -> AuditEntry:
-    return AuditEntry.model_validate(doc)

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from incidents import artifacts, attempts, fsutil, leases, mirror, planner, proc, store
 from incidents.classify import code_of_findings
 from incidents.decisions import read_guidance
 from incidents.fsm import TIER_NUMBER, TIERS, NextAction, decide_next_action, report_label
-from incidents.models import AIAttempt, ErrorPipelineContext, ErrorReport
+from incidents.models import AIAttempt, ErrorPipelineContext, ErrorReport, Incident
 from incidents.models.pipeline import Action, Agent, State
 from incidents.step import quarantine
 from incidents.step.base import TickBase
@@ -23,7 +22,7 @@ AGENT_OF: dict[Action, Agent] = {t.call: t.agent for t in TIERS}
 
 
 class Actions(TickBase):
-    def plan(self, incident: dict[str, Any], ctx: ErrorPipelineContext) -> None:
+    def plan(self, incident: Incident, ctx: ErrorPipelineContext) -> None:
         # the targets as they were before anything touched them (the review diffs against it)
         quarantine.copy_final_scripts(
             self.folder, self.workdir(incident), ctx.target_files, into="original_scripts"
@@ -32,13 +31,13 @@ class Actions(TickBase):
         if plan is None:
             plan = planner.make_plan(incident, self.history(incident), self.clock())
             with store.incident_lock(self.root, self.id):
-                planner.apply_plan(self.root, self.folder, incident, plan, sync_dir=False)
+                planner.apply_plan(self.root, self.folder, plan, sync_dir=False)
             self.events.append(("plan_generated", {"actions": len(plan.actions)}))
         else:
             self.set_status("planned")
         ctx.record_plan(planner.commands_to_run(incident, plan))
 
-    def adopt_current_plan(self, incident: dict[str, Any], ctx: ErrorPipelineContext) -> None:
+    def adopt_current_plan(self, incident: Incident, ctx: ErrorPipelineContext) -> None:
         """plan.json is the one source of truth for what a check runs: a plan supplied or
         replaced after PLAN (`incidents plan --from`) is read when the next step begins and
         stored in state.json by that step's journal write. Not while a step is pending: its
@@ -48,7 +47,7 @@ class Actions(TickBase):
             ctx.adopt_plan(planner.commands_to_run(incident, plan))
 
     def check(
-        self, incident: dict[str, Any], ctx: ErrorPipelineContext, state: State, now: datetime
+        self, incident: Incident, ctx: ErrorPipelineContext, state: State, now: datetime
     ) -> None:
         label = report_label(state, ctx.report_labels)
         path = self.artifact(artifacts.report_name(label))
@@ -68,9 +67,7 @@ class Actions(TickBase):
         if state is not State.S0_BASELINE_CHECK:
             self.write_attempt(ctx, report, now)
 
-    def run_checks(
-        self, incident: dict[str, Any], ctx: ErrorPipelineContext, label: str
-    ) -> ErrorReport:
+    def run_checks(self, incident: Incident, ctx: ErrorPipelineContext, label: str) -> ErrorReport:
         from incidents.checks.engine import run_error_pipeline, summarize
         from incidents.models import InfraFailure
         from incidents.verify import run_verification
@@ -132,25 +129,27 @@ class Actions(TickBase):
             Action.FINALIZE_INFRA_ERROR: "escalated",
         }.get(peek.action, "continue")
         applied = [a.agent for a in ctx.ai_attempts[-1:]] if ctx.current_agent != "none" else []
-        doc = {
-            "incident_id": self.id,
-            "iteration": iteration,
-            "started_at": (ctx.pending.started_at if ctx.pending else None) or now,
-            "finished_at": now,
-            "actions_applied": applied
-            or (["mechanical_autofix"] if ctx.mechanical_fix_applied else []),
-            "verification_commands": ctx.verification_commands,
-            "verification_passed": not report.summary.has_hard_fail,
-            "result": result,
-            "error_signature": ctx.error_signature or "",
-            "state": ctx.pending.new_state.value if ctx.pending else ctx.current_state.value,
-            "report": artifacts.report_name(report.label),
-            "total_issues": report.summary.total_issues,
-        }
-        merged = attempts.merge_skill_attempt(path, doc)
-        fsutil.atomic_write_bytes(path, fsutil.dump_model(Attempt.model_validate(merged)))
+        verdict = Attempt.model_validate(
+            {
+                "incident_id": self.id,
+                "iteration": iteration,
+                "started_at": (ctx.pending.started_at if ctx.pending else None) or now,
+                "finished_at": now,
+                "actions_applied": applied
+                or (["mechanical_autofix"] if ctx.mechanical_fix_applied else []),
+                "verification_commands": ctx.verification_commands,
+                "verification_passed": not report.summary.has_hard_fail,
+                "result": result,
+                "error_signature": ctx.error_signature or "",
+                "state": ctx.pending.new_state.value if ctx.pending else ctx.current_state.value,
+                "report": artifacts.report_name(report.label),
+                "total_issues": report.summary.total_issues,
+            }
+        )
+        merged = attempts.merge_skill_attempt(path, verdict)
+        fsutil.atomic_write_bytes(path, fsutil.dump_model(merged))
 
-    def autofix(self, incident: dict[str, Any], ctx: ErrorPipelineContext) -> None:
+    def autofix(self, incident: Incident, ctx: ErrorPipelineContext) -> None:
         from incidents.checks.autofix import apply_mechanical_fixes
 
         path = self.artifact(artifacts.autofix_step_name(ctx.step))
@@ -200,7 +199,7 @@ class Actions(TickBase):
         fsutil.atomic_write_text(path, text)
         return path
 
-    def call_fixer(self, agent: Agent, incident: dict[str, Any], ctx: ErrorPipelineContext) -> None:
+    def call_fixer(self, agent: Agent, incident: Incident, ctx: ErrorPipelineContext) -> None:
         from incidents.fixers.runner import run_fixer
 
         ctx.enter_tier(agent, TIER_NUMBER[agent])
@@ -243,13 +242,11 @@ class Actions(TickBase):
             return f"{na.reason} ({details})"
         return na.reason
 
-    def history(self, incident: dict[str, Any]) -> planner.SignatureHistory:
+    def history(self, incident: Incident) -> planner.SignatureHistory:
         """How the signature's other incidents ended (the planner's view of history)."""
         try:
             with mirror.shared(self.root.db_path) as conn:
-                counts = mirror.signature_history(
-                    conn, incident["error_signature"], exclude=self.id
-                )
+                counts = mirror.signature_history(conn, incident.error_signature, exclude=self.id)
         except Exception:  # the mirror is derivable: without it the plan has no history
             return planner.SignatureHistory()
         return planner.SignatureHistory(

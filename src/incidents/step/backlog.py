@@ -9,29 +9,28 @@ mirror is derivable, so a failure never stops the machine.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from incidents import mirror
 from incidents.layout import Root
+from incidents.models.report import ReportSummary
 
 # how far the mirror may fall behind the ticks of one pickup before it is written anyway
 MIRROR_LAG_S = 0.5
-Event = tuple[str, dict[str, Any]]
 
 
 class Backlog:
     def __init__(self, root: Root, incident_id: str) -> None:
         self.root, self.id = root, incident_id
-        self.events: list[Event] = []
-        self.reports: list[tuple[str, dict[str, Any] | None]] = []  # (label, summary)
-        self.state: dict[str, Any] | None = None  # the context last committed
+        self.events: list[mirror.Event] = []
+        self.reports: list[tuple[str, ReportSummary | None]] = []  # (label, its summary)
+        self.state: mirror.Context | None = None  # the context last committed
         self.synced_at = time.monotonic()
 
     def add(
         self,
-        events: list[Event],
-        report: tuple[str, dict[str, Any] | None] | None,
-        state: dict[str, Any] | None,
+        events: list[mirror.Event],
+        report: tuple[str, ReportSummary | None] | None,
+        state: mirror.Context | None,
     ) -> None:
         """A committed tick's events, check report and (unless its close syncs) context."""
         self.events += events
@@ -44,12 +43,12 @@ class Backlog:
     def due(self) -> bool:
         return time.monotonic() - self.synced_at >= MIRROR_LAG_S
 
-    def flush(self, current: list[Event] | None = None) -> None:
+    def flush(self, current: list[mirror.Event] | None = None) -> None:
         """Write the committed ticks that are not in the mirror yet (see `sync`)."""
         if self.state is not None:
             self.sync(self.state, current)
 
-    def sync(self, state: dict[str, Any] | None, current: list[Event] | None = None) -> None:
+    def sync(self, state: mirror.Context | None, current: list[mirror.Event] | None = None) -> None:
         """One transaction: the workstream's context, the incident's row, the reports and
         events owed, then `current` (the events of the tick in progress), emptied once
         they are written."""
@@ -57,7 +56,11 @@ class Backlog:
         with door as conn:
             if conn is not None:
                 events = [*self.events, *(current or [])]
-                mirror.sync(conn, self.root, self.id, state, reports=self.reports, events=events)
+                reports = [
+                    (label, summary.model_dump(mode="json") if summary else None)
+                    for label, summary in self.reports
+                ]
+                mirror.sync(conn, self.root, self.id, state, reports=reports, events=events)
         if not door.written:  # what was not written stays for the next sync
             return
         self.events, self.reports = [], []

@@ -10,14 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
-from incidents import fsutil, leases, store
+from incidents import fsutil, leases, mirror, store
 from incidents.config import Config
 from incidents.layout import Root
-from incidents.models import ErrorPipelineContext
-from incidents.step.backlog import Backlog, Event
-from incidents.step.documents import write_state
+from incidents.models import ErrorPipelineContext, Incident
+from incidents.step.backlog import Backlog
+from incidents.step.documents import workdir_of, write_state
 
 Clock = Callable[[], datetime]
 
@@ -29,7 +28,7 @@ class TickBase:
         self.root, self.cfg, self.id, self.lease, self.clock = root, cfg, incident_id, lease, clock
         self.folder = root.inbox / incident_id
         self.runs = root.runs_dir(incident_id)
-        self.events: list[Event] = []  # of the tick in progress
+        self.events: list[mirror.Event] = []  # of the tick in progress
         self.report_label: str | None = None
         self.unsynced = False  # a commit whose folder was not fsynced yet (see flush)
         self.runs_unsynced = False  # a report whose folder was not fsynced yet
@@ -72,15 +71,15 @@ class TickBase:
 
     def sync_mirror(self, ctx: ErrorPipelineContext | None) -> None:
         """Write everything owed, with `ctx` as the context to show."""
-        self.backlog.sync(ctx.model_dump(mode="json") if ctx is not None else None, self.events)
+        state = mirror.Context.of(ctx.model_dump(mode="json")) if ctx is not None else None
+        self.backlog.sync(state, self.events)
 
-    def set_status(self, status: str) -> dict[str, Any]:
+    def set_status(self, status: str) -> None:
         """Within a step: the folder is fsynced with the step's commit or the pickup's `flush`."""
         with store.incident_lock(self.root, self.id):
             doc = store.read_incident(self.folder)
             if doc["status"] != status:
-                doc = store.set_status(self.folder, doc, status, sync_dir=False)
-            return doc
+                store.set_status(self.folder, doc, status, sync_dir=False)
 
     def check_started(self) -> None:
         """From its first check on an incident is `running`: set once per check, with the
@@ -96,8 +95,8 @@ class TickBase:
         self.lease = leases.renew_if_due(self.root, self.lease, ttl_s)
         return self.lease
 
-    def workdir(self, incident: dict[str, Any]) -> Path:
-        return Path(incident.get("workdir") or self.root.path.parent)
+    def workdir(self, incident: Incident) -> Path:
+        return workdir_of(self.root, incident)
 
     def artifact(self, name: str) -> Path:
         self.runs.mkdir(mode=0o700, parents=True, exist_ok=True)

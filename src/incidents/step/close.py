@@ -3,8 +3,8 @@
 Closing is `run_result.json`, then the status, then one rename into the archive bucket,
 each part idempotent so a close done again after a crash finishes what is left. A close
 that no terminal `state.json` stands behind (`incidents archive`) writes its intent to
-`.state/pending/` first, and `complete_pending` finishes it. Stdlib only: every command
-completes pending closes before it starts.
+`.state/pending/` first, and `complete_pending` finishes it; every command completes
+pending closes before it starts.
 """
 
 from __future__ import annotations
@@ -15,10 +15,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from incidents import artifacts, fsutil, store
 from incidents.clock import iso_at
 from incidents.errors import AlreadyArchived, IncidentsError
 from incidents.layout import BUCKETS, Root, validate_id
+from incidents.models import RunResult
 
 
 def _pending_dir(root: Root) -> Path:
@@ -32,7 +35,7 @@ def archive(
     incident_id: str,
     bucket: str,
     reason: str,
-    run_result: dict[str, Any] | None = None,
+    run_result: RunResult | None = None,
     *,
     journal: bool = True,
 ) -> Path:
@@ -54,7 +57,11 @@ def archive(
         if journal:
             fsutil.atomic_write_json(
                 _pending_dir(root) / incident_id,
-                {"bucket": bucket, "reason": reason, "run_result": run_result},
+                {
+                    "bucket": bucket,
+                    "reason": reason,
+                    "run_result": run_result.model_dump(mode="json") if run_result else None,
+                },
             )
         return _close(root, incident_id, folder, doc, bucket, reason, run_result)
 
@@ -66,7 +73,7 @@ def _close(
     doc: dict[str, Any],
     bucket: str,
     reason: str,
-    run_result: dict[str, Any] | None,
+    run_result: RunResult | None,
 ) -> Path:
     """The close after its intent (if any): run_result.json, the status, the move. Done
     again after a crash, it finishes what is left (every part is idempotent)."""
@@ -78,12 +85,13 @@ def _close(
         fsutil.remove_orphan_temps(directory)
     result_path = runs / artifacts.RUN_RESULT
     if not result_path.exists():
-        fsutil.atomic_write_json(result_path, run_result or default_run_result(doc, bucket, reason))
+        result = run_result or default_run_result(doc, bucket, reason)
+        fsutil.atomic_write_bytes(result_path, fsutil.dump_model(result))
     else:  # a close done again: what else is in the folder is durable all the same
         fsutil.fsync_dir(runs)
-    store.repair_status_txt(folder, doc)  # killed between incident.json and status.txt
+    store.repair_status_txt(folder, doc["status"])  # killed between incident.json and status.txt
     if doc["status"] != bucket or doc.get("resolution") != reason:
-        doc = store.set_status(folder, doc, bucket, resolution=reason)  # fsyncs the folder
+        store.set_status(folder, doc, bucket, resolution=reason)  # fsyncs the folder
     else:
         fsutil.fsync_dir(folder)  # what was written in it is durable before it moves
     store.move(folder, root.bucket(bucket) / incident_id)
@@ -92,7 +100,7 @@ def _close(
     return root.bucket(bucket) / incident_id
 
 
-def default_run_result(doc: dict[str, Any], bucket: str, reason: str) -> dict[str, Any]:
+def default_run_result(doc: dict[str, Any], bucket: str, reason: str) -> RunResult:
     """The run result of a close the escalation machine did not decide."""
     from datetime import datetime
 
@@ -102,16 +110,18 @@ def default_run_result(doc: dict[str, Any], bucket: str, reason: str) -> dict[st
         minutes = max(0.0, round((now - created) / 60, 2))
     except (ValueError, TypeError):
         minutes = 0.0
-    return {
-        "incident_id": doc["incident_id"],
-        "final_status": bucket,
-        "loops_used": 0,
-        "runtime_minutes": minutes,
-        "same_error_repeats": 0,
-        "archived_to": f"{BUCKETS[bucket]}/{doc['incident_id']}",
-        "reason": reason,
-        "finished_at": iso_at(now),
-    }
+    return RunResult.model_validate(
+        {
+            "incident_id": doc["incident_id"],
+            "final_status": bucket,
+            "loops_used": 0,
+            "runtime_minutes": minutes,
+            "same_error_repeats": 0,
+            "archived_to": f"{BUCKETS[bucket]}/{doc['incident_id']}",
+            "reason": reason,
+            "finished_at": iso_at(now),
+        }
+    )
 
 
 def complete_pending(root: Root) -> list[str]:
@@ -133,12 +143,12 @@ def complete_pending(root: Root) -> list[str]:
                 if folder.is_dir():
                     _close(
                         root, entry, folder, store.read_incident(folder), bucket, reason,
-                        result if isinstance(result, dict) else None,
+                        RunResult.model_validate(result) if isinstance(result, dict) else None,
                     )  # fmt: skip
                 else:
                     (pending / entry).unlink(missing_ok=True)
             done.append(entry)
-        except (IncidentsError, KeyError, OSError):
+        except (IncidentsError, KeyError, OSError, ValidationError):
             continue  # left for doctor to report; never guessed at
     return done
 
@@ -146,10 +156,11 @@ def complete_pending(root: Root) -> list[str]:
 # --- a human's decision on an escalated incident (the caller holds the incident lock) ---
 
 
-def reopen(root: Root, folder: Path, incident: dict[str, Any]) -> Path:
+def reopen(root: Root, folder: Path) -> Path:
     """Back to the inbox: the last run result becomes history (the next close writes its
     own), the status `new`. The caller committed the requeued context first."""
-    incident_id = str(incident["incident_id"])
+    incident = store.read_incident(folder)
+    incident_id = folder.name
     runs = root.runs_dir(incident_id)
     result_path = runs / artifacts.RUN_RESULT
     if result_path.exists():
@@ -162,12 +173,11 @@ def reopen(root: Root, folder: Path, incident: dict[str, Any]) -> Path:
     return target
 
 
-def resolve_escalated(
-    root: Root, folder: Path, incident: dict[str, Any], reason: str, now: str
-) -> Path:
+def resolve_escalated(root: Root, folder: Path, reason: str, now: str) -> Path:
     """Into `resolved` with a human's reason; the escalation's run result is kept beside
     the resolved one."""
-    incident_id = str(incident["incident_id"])
+    incident = store.read_incident(folder)
+    incident_id = folder.name
     runs = root.runs_dir(incident_id)
     result_path = runs / artifacts.RUN_RESULT
     store.set_status(folder, incident, "resolved", resolution=reason)

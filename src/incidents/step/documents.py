@@ -4,7 +4,6 @@ step service writes, `state.json` (the machine's context) and `ai_attempts.json`
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -15,7 +14,6 @@ from incidents.errors import IncidentsError, InvalidDocument, explain_validation
 from incidents.fsm import TIERS
 from incidents.layout import Root
 from incidents.models import AIAttempt, ErrorPipelineContext, Incident
-from incidents.vocab import ErrorCode
 
 
 def _reason(exc: Exception) -> str:
@@ -25,19 +23,34 @@ def _reason(exc: Exception) -> str:
     return str(exc)
 
 
-def load_incident(root: Root, folder: Path) -> dict[str, Any]:
-    """incident.json, validated; a bundle that does not validate goes to error_rejected/."""
+def read_incident(folder: Path) -> Incident:
+    """incident.json, validated (InvalidDocument naming the field when it is not)."""
     path = folder / artifacts.INCIDENT
     try:
-        doc = fsutil.read_json_object(path)
-        Incident.model_validate(doc)
-        if doc["incident_id"] != folder.name:
-            raise InvalidDocument(str(path), "differs from its folder name")
-    except (InvalidDocument, ValidationError, OSError) as exc:
-        reason = _reason(exc)
+        incident = Incident.model_validate(fsutil.read_json_object(path))
+    except ValidationError as exc:
+        raise InvalidDocument(str(path), _reason(exc)) from exc
+    if incident.incident_id != folder.name:
+        raise InvalidDocument(str(path), "differs from its folder name")
+    return incident
+
+
+def load_incident(root: Root, folder: Path) -> Incident:
+    """incident.json for a tick; a bundle that does not validate goes to error_rejected/."""
+    try:
+        return read_incident(folder)
+    except (InvalidDocument, OSError) as exc:
+        reason = exc.reason if isinstance(exc, InvalidDocument) else str(exc)
         target = store.reject(root, folder, f"{artifacts.INCIDENT}: {reason}")
-        raise InvalidDocument(str(path), f"{reason} (moved to {target})") from exc
-    return doc
+        raise InvalidDocument(
+            str(folder / artifacts.INCIDENT), f"{reason} (moved to {target})"
+        ) from exc
+
+
+def workdir_of(root: Root, incident: Incident) -> Path:
+    """Where an incident's checks, fixers and agents work: its `workdir`, else the folder
+    that holds the reports root."""
+    return Path(incident.workdir or root.path.parent)
 
 
 def load_context(folder: Path) -> ErrorPipelineContext | None:
@@ -51,19 +64,19 @@ def load_context(folder: Path) -> ErrorPipelineContext | None:
         raise InvalidDocument(str(path), _reason(exc)) from exc
 
 
-def new_context(incident: dict[str, Any], cfg: Config, budget_used: int) -> ErrorPipelineContext:
+def new_context(incident: Incident, cfg: Config, budget_used: int) -> ErrorPipelineContext:
     """The context of an incident's first tick, from its bundle and the configuration."""
     from incidents.fixers.settings import resolve_enabled
 
     modes = resolve_enabled(cfg.tiers)
     policy = cfg.policy
-    code = incident.get("error_code")
+    code = incident.error_code
     return ErrorPipelineContext(
-        run_id=incident["run_id"],
-        workstream_id=incident["incident_id"],
-        python_files=list(incident.get("python_files") or []),
-        powershell_files=list(incident.get("powershell_files") or []),
-        verification_commands=list(incident.get("verify") or []),
+        run_id=incident.run_id,
+        workstream_id=incident.incident_id,
+        python_files=list(incident.python_files),
+        powershell_files=list(incident.powershell_files),
+        verification_commands=list(incident.verify),
         enable_mechanical_autofix=policy.enable_mechanical_autofix,
         enable_aider=modes["aider"] in ("on", "handoff"),
         enable_codex=modes["codex"] in ("on", "handoff"),
@@ -71,9 +84,9 @@ def new_context(incident: dict[str, Any], cfg: Config, budget_used: int) -> Erro
         strict_mode=policy.strict_mode,
         agent_max_attempts={t.agent: cfg.tiers.tier(t.agent).max_attempts for t in TIERS},
         tier_modes={a: "handoff" for a, m in modes.items() if m == "handoff"},
-        failure_class=policy_mod.effective_failure_class(code, incident["failure_class"]),
-        error_code=ErrorCode(code) if code else None,
-        error_signature=incident["error_signature"],
+        failure_class=policy_mod.effective_failure_class(code, incident.failure_class),
+        error_code=code,
+        error_signature=incident.error_signature,
         max_transient_retries=policy.max_transient_retries,
         retry_base_s=policy.retry_base_s,
         retry_max_s=policy.retry_max_s,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from incidents import artifacts, leases, pause, store
 from incidents.clock import utc_now
@@ -127,23 +126,17 @@ def commit_submission(
     return True
 
 
-def requeue(
-    root: Root,
-    folder: Path,
-    incident: dict[str, Any],
-    ctx: ErrorPipelineContext | None,
-    guidance: str,
-) -> Path:
+def requeue(root: Root, folder: Path, ctx: ErrorPipelineContext | None, guidance: str) -> Path:
     """An escalated incident back to the inbox for another climb with `guidance`, from
     its context `ctx` (None: it never had one). The caller holds the incident's lock and
     recorded the decision."""
     if ctx is not None:
         ctx.requeue(guidance)
         write_state(folder, ctx)
-    return closing.reopen(root, folder, incident)
+    return closing.reopen(root, folder)
 
 
-def resolve(root: Root, folder: Path, incident: dict[str, Any], reason: str, now: str) -> Path:
+def resolve(root: Root, folder: Path, reason: str, now: str) -> Path:
     """An escalated incident closed as resolved by a human (the caller holds the
     incident's lock and recorded the decision)."""
-    return closing.resolve_escalated(root, folder, incident, reason, now)
+    return closing.resolve_escalated(root, folder, reason, now)

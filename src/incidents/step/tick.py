@@ -12,12 +12,11 @@ bundle is built in the folder, then the folder moves to its archive bucket.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from incidents import artifacts, attempts, fsutil, mirror, store
 from incidents import policy as policy_mod
 from incidents.fsm import TIERS, NextAction, decide_next_action, is_actionable, is_terminal
-from incidents.models import ErrorPipelineContext
+from incidents.models import ErrorPipelineContext, Incident, RunResult
 from incidents.models.pipeline import Action, EscalationKind, State
 from incidents.step import close as closing
 from incidents.step import quarantine
@@ -40,19 +39,19 @@ class Tick(Actions):
     (a pickup ticks one incident several times, so nobody else changed the context, and
     what a capture may change in incident.json, its occurrences, is nothing a tick uses)."""
 
-    _carried: tuple[dict[str, Any], ErrorPipelineContext] | None = None
+    _carried: tuple[Incident, ErrorPipelineContext] | None = None
 
-    def load(self) -> tuple[dict[str, Any], ErrorPipelineContext]:
+    def load(self) -> tuple[Incident, ErrorPipelineContext]:
         """incident.json and the context from disk, after cleaning up what a writer killed
         mid-write left (temp files, a status.txt behind incident.json)."""
         for directory in (self.folder, self.runs, self.root.plan_dir(self.id)):
             fsutil.remove_orphan_temps(directory)
         incident = load_incident(self.root, self.folder)
         with store.incident_lock(self.root, self.id):
-            store.repair_status_txt(self.folder, incident)
+            store.repair_status_txt(self.folder, incident.status)
         ctx = load_context(self.folder)
         if ctx is None:
-            ctx = new_context(incident, self.cfg, self.budget_used(incident["error_signature"]))
+            ctx = new_context(incident, self.cfg, self.budget_used(incident.error_signature))
         return incident, ctx
 
     def run(self) -> StepOutcome:
@@ -105,7 +104,7 @@ class Tick(Actions):
         )  # fmt: skip
 
     def perform(
-        self, na: NextAction, incident: dict[str, Any], ctx: ErrorPipelineContext, now: datetime
+        self, na: NextAction, incident: Incident, ctx: ErrorPipelineContext, now: datetime
     ) -> None:
         action = na.action
         if action is Action.PLAN:
@@ -164,18 +163,18 @@ class Tick(Actions):
         report = None
         if self.report_label:
             last = ctx.last_error_report
-            summary = last.summary.model_dump(mode="json") if last else None
-            report = (self.report_label.removesuffix(".json"), summary)
+            report = (self.report_label.removesuffix(".json"), last.summary if last else None)
         # as committed: the next tick changes `ctx` before a sync during its check; a
         # terminal tick's close syncs its own context
-        self.backlog.add(self.events, report, ctx.model_dump(mode="json") if sync else None)
+        state = mirror.Context.of(ctx.model_dump(mode="json")) if sync else None
+        self.backlog.add(self.events, report, state)
         self.events = []
         if sync and self.backlog.due:
             self.flush_mirror()
 
     def close(
         self,
-        incident: dict[str, Any],
+        incident: Incident,
         ctx: ErrorPipelineContext,
         old: State,
         na: NextAction | None = None,
@@ -190,7 +189,7 @@ class Tick(Actions):
             quarantine.build(
                 self.root, self.id, self.folder, ctx,
                 workdir=self.workdir(incident),
-                created_at=datetime.fromisoformat(incident["created_at"]),
+                created_at=incident.created_at,
                 finished_at=self.clock(),
                 final_status=ctx.final_status or FinalStatus.QUARANTINED,
                 reason=reason,
@@ -219,20 +218,19 @@ class Tick(Actions):
         )  # fmt: skip
 
     def run_result(
-        self, incident: dict[str, Any], ctx: ErrorPipelineContext, bucket: str, reason: str
-    ) -> dict[str, Any]:
-        created = datetime.fromisoformat(incident["created_at"])
-        minutes = max(0.0, (self.clock() - created).total_seconds() / 60)
-        return {
-            "incident_id": self.id,
-            "final_status": bucket,
-            "loops_used": attempts.fixes_applied(ctx),
-            "runtime_minutes": round(minutes, 2),
-            "same_error_repeats": ctx.same_error_repeats,
-            "archived_to": f"error_archive/{bucket}/{self.id}",
-            "reason": reason,
-            "finished_at": self.clock().isoformat(),
-        }
+        self, incident: Incident, ctx: ErrorPipelineContext, bucket: str, reason: str
+    ) -> RunResult:
+        minutes = max(0.0, (self.clock() - incident.created_at).total_seconds() / 60)
+        return RunResult(
+            incident_id=self.id,
+            final_status="resolved" if bucket == "resolved" else "escalated",
+            loops_used=attempts.fixes_applied(ctx),
+            runtime_minutes=round(minutes, 2),
+            same_error_repeats=ctx.same_error_repeats,
+            archived_to=f"error_archive/{bucket}/{self.id}",
+            reason=reason,
+            finished_at=self.clock(),
+        )
 
     def budget_used(self, signature: str) -> int:
         try:
