@@ -253,13 +253,13 @@ def run_tee(
         s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     }
     tail = bytearray()
-    sinks = {proc.stdout: sys.stdout.buffer, proc.stderr: sys.stderr.buffer}
+    assert proc.stdout is not None and proc.stderr is not None  # both are pipes
+    sinks = {proc.stdout.fileno(): sys.stdout.buffer, proc.stderr.fileno(): sys.stderr.buffer}
     timed_out = False
     try:
         with selectors.DefaultSelector() as sel:
-            for pipe in sinks:
-                assert pipe is not None
-                sel.register(pipe, selectors.EVENT_READ)
+            for fd in sinks:
+                sel.register(fd, selectors.EVENT_READ)
             deadline = None if timeout is None else start + timeout
             while sel.get_map():
                 wait = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -272,7 +272,7 @@ def run_tee(
                     if not chunk:
                         sel.unregister(key.fileobj)
                         continue
-                    sink = sinks[key.fileobj]  # type: ignore[index]
+                    sink = sinks[key.fd]
                     sink.write(chunk)
                     sink.flush()
                     tail += chunk
@@ -282,9 +282,8 @@ def run_tee(
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-        for pipe in sinks:
-            if pipe is not None:
-                pipe.close()
+        proc.stdout.close()
+        proc.stderr.close()
     return TeeResult(
         None if timed_out else proc.returncode,
         bytes(tail[-tail_bytes:]),

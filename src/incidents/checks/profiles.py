@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
 
 from incidents.errors import ConfigError, UsageError
 from incidents.vocab import Category
@@ -307,7 +307,7 @@ def _apply(name: str, base: ToolProfile | None, ov: object) -> ToolProfile:
             parser=ov.parser,
             default_category=_category(ov.default_category or "lint", where),
         )
-    changes: dict[str, object] = {}
+    changes: dict[str, Any] = {}  # field -> value, checked by the dataclass's fields
     for key in ("enabled", "language", "timeout", "scope", "selects", "parser"):
         value = getattr(ov, key)
         if value is not None:
@@ -330,7 +330,7 @@ def _apply(name: str, base: ToolProfile | None, ov: object) -> ToolProfile:
         raise ConfigError(
             "incidents.toml", f"{where}.parser", f"unknown parser {parser!r} ({', '.join(PARSERS)})"
         )
-    return replace(base, **changes)  # type: ignore[arg-type]
+    return replace(base, **changes)
 
 
 def script_path(name: str) -> str:

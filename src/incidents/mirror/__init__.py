@@ -1,4 +1,4 @@
-"""The SQLite mirror: fast queries and history over the reports root (stdlib only).
+"""The SQLite mirror: fast queries and history over the reports root (stdlib only at import).
 
 The folders are the source of truth; this database is derived from them (invariant I5):
 `reindex` rebuilds every derivable table from the folders, so the file can be deleted at
