@@ -8,7 +8,7 @@ from pathlib import Path
 
 from incidents import pause
 from incidents.layout import Root
-from tests.watch.test_watch_helpers import capture, run_watch, workspace
+from tests.watch.helpers import capture, run_watch, workspace
 
 
 def test_healthy_root(tmp_path: Path, root: Root, cli) -> None:  # type: ignore[no-untyped-def]

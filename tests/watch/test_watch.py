@@ -17,7 +17,7 @@ import pytest
 from incidents import pause
 from incidents.layout import Root
 from incidents.watch.intake import Examined, Verdict, examine
-from tests.watch.test_watch_helpers import (
+from tests.watch.helpers import (
     FAST_TOML,
     capture,
     closed,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from incidents.layout import Root
 from incidents.watch.intake import Examined, Verdict, examine
-from tests.watch.test_watch_helpers import (
+from tests.watch.helpers import (
     FAST_TOML,
     capture,
     places,

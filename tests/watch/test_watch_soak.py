@@ -10,7 +10,7 @@ from pathlib import Path
 
 from incidents.doctor import folder_buckets
 from incidents.layout import Root
-from tests.watch.test_watch_helpers import (
+from tests.watch.helpers import (
     capture,
     mirror_rows,
     places,

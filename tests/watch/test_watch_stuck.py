@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from incidents.layout import Root
-from tests.watch.test_watch_helpers import (
+from tests.watch.helpers import (
     FAST_TOML,
     capture,
     closed,

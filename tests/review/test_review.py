@@ -16,7 +16,7 @@ import pytest
 from incidents.cli import main
 from incidents.layout import Root
 from incidents.review import requeue_command
-from tests.review_archive import build_real, write_broken_bundle, write_handoff_bundle
+from tests.review.archive import build_real, write_broken_bundle, write_handoff_bundle
 
 
 @pytest.fixture

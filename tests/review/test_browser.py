@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from incidents.layout import Root
-from tests.chromium import Browser, find_or_install
-from tests.review_archive import build_real, clone_escalated, write_handoff_bundle
+from tests.review.chromium import Browser, find_or_install
+from tests.review.archive import build_real, clone_escalated, write_handoff_bundle
 
-ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 RENDER_BUDGET_MS = 2000
 
 
