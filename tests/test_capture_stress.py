@@ -11,10 +11,11 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from incidents.layout import Root
 from incidents.models import Incident
-from tests.conftest import SCRIPTS
+from tests.helpers import SCRIPTS
 
 BUNDLE = {"incident.json", "status.txt", "log_tail.txt", "audit_tail.jsonl", "context.json"}
 CAPTURE = [sys.executable, str(SCRIPTS / "error_capture.py")]
@@ -24,7 +25,7 @@ def capture(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CAPTURE, *args], capture_output=True, text=True)
 
 
-def assert_inbox_is_whole(root: Root) -> list[dict]:  # type: ignore[type-arg]
+def assert_inbox_is_whole(root: Root) -> list[dict[str, Any]]:
     docs = []
     for folder in root.inbox.iterdir():
         names = {p.name for p in folder.iterdir()}

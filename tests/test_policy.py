@@ -17,6 +17,7 @@ from incidents.layout import Root
 from incidents.models import AIAttempt, ErrorPipelineContext, QuarantineMetadata, RunResult
 from incidents.step.service import drive, run_step
 from incidents.vocab import ErrorCode, FailureClass
+from tests.helpers import Cli
 from tests.stand_ins import on_path, stand_in
 
 BROKEN = "def f(:\n    pass\n"
@@ -36,7 +37,7 @@ def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> Path:
     return ws
 
 
-def capture(cli, ws: Path, message: str, *extra: str, content: str | None = BROKEN) -> str:  # type: ignore[no-untyped-def]
+def capture(cli: Cli, ws: Path, message: str, *extra: str, content: str | None = BROKEN) -> str:
     args = ["capture", "--step", "lint", "--message", message, "--workdir", str(ws), "--no-dedupe"]
     if content is not None:
         (ws / "f.py").write_text(content)
@@ -92,7 +93,9 @@ def test_every_error_code_has_its_seed_002_behaviour(code: ErrorCode) -> None:
         ("pre_start_hook failed: exit 1", "HOOK_FAILURE"),
     ],
 )
-def test_rate_limit_and_hook_failure_fail_fast_end_to_end(cli, root: Root, tmp_path, monkeypatch, message: str, code: str) -> None:  # type: ignore[no-untyped-def]
+def test_rate_limit_and_hook_failure_fail_fast_end_to_end(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, message: str, code: str
+) -> None:
     ws = setup(tmp_path, monkeypatch, BASE + AIDER_ON)
     stand_in(on_path(tmp_path, monkeypatch), "aider", "raise SystemExit('must not run')")
     incident_id = capture(cli, ws, message)
@@ -110,7 +113,9 @@ def test_rate_limit_and_hook_failure_fail_fast_end_to_end(cli, root: Root, tmp_p
     assert meta.escalation_kind == "never_retry"
 
 
-def test_never_retry_escalates_at_once(cli, root: Root, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_never_retry_escalates_at_once(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = setup(tmp_path, monkeypatch, BASE + AIDER_ON)
     incident_id = capture(cli, ws, "bad credentials", "--failure-class", "never_retry")
     r = cli("drive", incident_id)
@@ -131,7 +136,9 @@ sys.exit(0 if n >= 1 else 1)
 """
 
 
-def test_transient_failure_passes_on_its_second_try_after_the_backoff(cli, root: Root, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_transient_failure_passes_on_its_second_try_after_the_backoff(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = setup(tmp_path, monkeypatch, BASE + '[tiers.aider]\nmode = "off"\n')
     (ws / "flaky.py").write_text(FLAKY)
     incident_id = capture(
@@ -150,7 +157,8 @@ def test_transient_failure_passes_on_its_second_try_after_the_backoff(cli, root:
     ctx = state(root, incident_id)
     assert ctx.transient_retries == 1 and ctx.report_labels == ["0"]
     assert (ws / "tries").read_text() == "1"
-    delay = (out.not_before - ctx.last_check_at).total_seconds()  # type: ignore[operator]
+    assert ctx.last_check_at is not None
+    delay = (out.not_before - ctx.last_check_at).total_seconds()
     assert 2.5 <= delay <= 5.0  # base 5s, equal jitter: between half and all of it
     now[0] = out.not_before - timedelta(milliseconds=1)  # not yet due: nothing runs
     early = run_step(root, cfg, incident_id, clock=lambda: now[0])
@@ -165,7 +173,9 @@ def test_transient_failure_passes_on_its_second_try_after_the_backoff(cli, root:
 # --- the signature budget, shared across incidents ----------------------------------------------
 
 
-def test_budget_is_shared_by_a_signature_and_kept_apart_from_another(cli, root: Root, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_budget_is_shared_by_a_signature_and_kept_apart_from_another(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = setup(tmp_path, monkeypatch, BASE + AIDER_ON)
     stand_in(on_path(tmp_path, monkeypatch), "aider", "pass  # changes nothing")
     same = []
@@ -196,7 +206,9 @@ def test_budget_is_shared_by_a_signature_and_kept_apart_from_another(cli, root: 
     assert used[signature] == 3 and escalations == 5
 
 
-def test_budget_is_derived_from_the_folders_after_the_mirror_is_deleted(cli, root: Root, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_budget_is_derived_from_the_folders_after_the_mirror_is_deleted(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = setup(tmp_path, monkeypatch, BASE.replace("escalation_threshold = 0", "signature_budget = 1\nescalation_threshold = 0") + AIDER_ON)  # fmt: skip
     stand_in(on_path(tmp_path, monkeypatch), "aider", "pass")
     first = capture(cli, ws, "f.py is broken")
@@ -213,7 +225,9 @@ def test_budget_is_derived_from_the_folders_after_the_mirror_is_deleted(cli, roo
 # --- no progress moves on early ---------------------------------------------------------------
 
 
-def test_no_progress_skips_the_tiers_remaining_passes(cli, root: Root, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_no_progress_skips_the_tiers_remaining_passes(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     text = BASE.replace('[tiers.codex]\nmode = "off"', '[tiers.codex]\nmode = "on"')
     ws = setup(tmp_path, monkeypatch, text + '[tiers.aider]\nmode = "on"\nmax_attempts = 3\n')
     stand_in(on_path(tmp_path, monkeypatch), "aider", "pass")
@@ -232,16 +246,18 @@ def test_no_progress_skips_the_tiers_remaining_passes(cli, root: Root, tmp_path,
 # --- the global threshold ---------------------------------------------------------------------
 
 
-def test_threshold_pauses_everything_until_resume(cli, root: Root, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_threshold_pauses_everything_until_resume(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = setup(tmp_path, monkeypatch, "[policy]\nescalation_threshold = 2\n")
     first = capture(cli, ws, "bad credentials", "--failure-class", "never_retry")
     cli("drive", first)
-    assert cli("status", "--json").json()["paused"] is None  # type: ignore[index]
+    assert cli("status", "--json").json()["paused"] is None
     second = capture(cli, ws, "revoked token", "--failure-class", "never_retry")
     cli("drive", second)
     doc = cli("status", "--json").json()
-    assert doc["paused"]["by"] == "threshold"  # type: ignore[index]
-    assert "2 escalations" in doc["paused"]["reason"]  # type: ignore[index]
+    assert doc["paused"]["by"] == "threshold"
+    assert "2 escalations" in doc["paused"]["reason"]
     assert "PAUSED since" in cli("status").out
     assert "build_paused" in events(root)
     third = capture(cli, ws, "expired licence", "--failure-class", "never_retry")  # capture works
@@ -249,10 +265,10 @@ def test_threshold_pauses_everything_until_resume(cli, root: Root, tmp_path, mon
     assert r.code == 1 and "paused since" in r.err
     assert state_missing(root, third)
     assert cli("resume").code == 0
-    assert cli("status", "--json").json()["paused"] is None  # type: ignore[index]
+    assert cli("status", "--json").json()["paused"] is None
     r = cli("drive", third)  # runs again; counts only escalations since the resume
     assert "S4_QUARANTINE" in r.out, r.out + r.err
-    assert cli("status", "--json").json()["paused"] is None  # type: ignore[index]
+    assert cli("status", "--json").json()["paused"] is None
     assert "resumed" in events(root)
 
 
@@ -263,7 +279,9 @@ def state_missing(root: Root, incident_id: str) -> bool:
 # --- fixers that misbehave -------------------------------------------------------------------
 
 
-def test_a_fixer_that_crashes_is_an_infra_failure(cli, root: Root, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_fixer_that_crashes_is_an_infra_failure(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = setup(tmp_path, monkeypatch, BASE + AIDER_ON)
     stand_in(on_path(tmp_path, monkeypatch), "aider", "raise RuntimeError('segfault-ish')")
     incident_id = capture(cli, ws, "f.py is broken")
@@ -277,7 +295,9 @@ def test_a_fixer_that_crashes_is_an_infra_failure(cli, root: Root, tmp_path, mon
     assert attempt.exit_code == 1 and "RuntimeError" in attempt.notes
 
 
-def test_a_fixer_that_hangs_is_stopped_by_its_timeout(cli, root: Root, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_fixer_that_hangs_is_stopped_by_its_timeout(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = setup(tmp_path, monkeypatch, BASE + '[tiers.aider]\nmode = "on"\ntimeout_s = 0.5\n')
     stand_in(on_path(tmp_path, monkeypatch), "aider", "time.sleep(30)")
     incident_id = capture(cli, ws, "f.py is broken")
@@ -286,7 +306,9 @@ def test_a_fixer_that_hangs_is_stopped_by_its_timeout(cli, root: Root, tmp_path,
     assert "time" in (state(root, incident_id).escalation_reason or "").lower()
 
 
-def test_a_fixer_edit_outside_its_targets_is_reverted(cli, root: Root, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_fixer_edit_outside_its_targets_is_reverted(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = setup(tmp_path, monkeypatch, BASE + AIDER_ON)
     (ws / "keep.py").write_text("x = 1\n")
     stand_in(

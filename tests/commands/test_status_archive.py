@@ -7,16 +7,17 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from incidents import fsutil, store
 from incidents.layout import Root
 from incidents.models import RunResult
-from tests.conftest import SCRIPTS, run_script, tree
+from tests.helpers import SCRIPTS, Cli, run_script, tree
 
 
-def capture(cli, step: str, message: str) -> str:  # type: ignore[no-untyped-def]
+def capture(cli: Cli, step: str, message: str) -> str:
     r = cli("capture", "--step", step, "--message", message, "--no-dedupe")
     assert r.code == 0, r.err
     return str(r.out.strip())
@@ -45,7 +46,7 @@ def test_round_trip_through_the_scripts(root: Root) -> None:
     )
 
 
-def test_status_table_and_filters(cli) -> None:  # type: ignore[no-untyped-def]
+def test_status_table_and_filters(cli: Cli) -> None:
     a = capture(cli, "download", "timeout one")
     b = capture(cli, "lint", "ruff failed")
     r = cli("status")
@@ -54,25 +55,25 @@ def test_status_table_and_filters(cli) -> None:  # type: ignore[no-untyped-def]
     assert header.split() == ["ID", "STATUS", "STEP", "CLASS", "AGE", "SEEN"]
     assert {row.split()[0] for row in rows} == {a, b}
     only = cli("status", "--step", "lint", "--json").json()
-    assert [i["incident_id"] for i in only["incidents"]] == [b]  # type: ignore[index]
+    assert [i["incident_id"] for i in only["incidents"]] == [b]
     assert cli("status", "--since", "1h").out.count("incident_") == 2
     assert cli("status", "--since", "2999-01-01").out.strip() == "no open incidents"
-    assert cli("status", "--status", "planned", "--json").json()["incidents"] == []  # type: ignore[index]
+    assert cli("status", "--status", "planned", "--json").json()["incidents"] == []
 
 
-def test_status_json_shape_is_stable(cli) -> None:  # type: ignore[no-untyped-def]
+def test_status_json_shape_is_stable(cli: Cli) -> None:
     a = capture(cli, "s", "m")
     doc = cli("status", "--json").json()
-    assert set(doc) == {"root", "paused", "incidents"}  # type: ignore[arg-type]
-    assert doc["paused"] is None  # type: ignore[index]
-    [row] = doc["incidents"]  # type: ignore[index]
+    assert set(doc) == {"root", "paused", "incidents"}
+    assert doc["paused"] is None
+    [row] = doc["incidents"]
     assert row["incident_id"] == a
     for key in ("status", "state", "step", "failure_class", "error_code", "signature", "run_id",
                 "occurrences", "created_at", "updated_at", "last_seen", "bucket", "location", "age"):  # fmt: skip
         assert key in row, key
 
 
-def test_status_of_one_incident_and_unknown_ids(cli) -> None:  # type: ignore[no-untyped-def]
+def test_status_of_one_incident_and_unknown_ids(cli: Cli) -> None:
     a = capture(cli, "s", "the message")
     r = cli("status", a)
     assert r.code == 0 and "the message" in r.out and "error_inbox/" in r.out
@@ -84,7 +85,7 @@ def test_status_of_one_incident_and_unknown_ids(cli) -> None:  # type: ignore[no
     assert r.code == 2 and "'..'" in r.err
 
 
-def test_archive_writes_run_result_and_moves_once(cli, root: Root) -> None:  # type: ignore[no-untyped-def]
+def test_archive_writes_run_result_and_moves_once(cli: Cli, root: Root) -> None:
     a = capture(cli, "s", "m")
     r = cli("archive", a, "--escalated", "--reason", "needs a human")
     assert r.code == 0, r.err
@@ -101,7 +102,7 @@ def test_archive_writes_run_result_and_moves_once(cli, root: Root) -> None:  # t
     assert (tree(root.path / "error_archive"), tree(root.path / "error_runs")) == before
 
 
-def test_archive_bad_input(cli, root: Root) -> None:  # type: ignore[no-untyped-def]
+def test_archive_bad_input(cli: Cli, root: Root) -> None:
     a = capture(cli, "s", "m")
     before = tree(root.inbox)
     assert cli("archive", "incident_unknown", "--resolved", "--reason", "x").code == 1
@@ -125,8 +126,8 @@ def test_archive_bad_input(cli, root: Root) -> None:  # type: ignore[no-untyped-
         (["archive", "../x", "--resolved", "--reason", "r"], 2, "invalid incident id"),
     ],
 )  # fmt: skip
-def test_bad_input_or_unknown_ids_do_not_create_a_missing_root(  # type: ignore[no-untyped-def]
-    cli, tmp_path: Path, args: list[str], code: int, message: str
+def test_bad_input_or_unknown_ids_do_not_create_a_missing_root(
+    cli: Cli, tmp_path: Path, args: list[str], code: int, message: str
 ) -> None:
     fresh = tmp_path / "fresh"
     r = cli(*args, "--root", str(fresh))
@@ -135,7 +136,7 @@ def test_bad_input_or_unknown_ids_do_not_create_a_missing_root(  # type: ignore[
     assert not fresh.exists()
 
 
-def test_status_filter_must_be_a_known_status(cli, root: Root) -> None:  # type: ignore[no-untyped-def]
+def test_status_filter_must_be_a_known_status(cli: Cli, root: Root) -> None:
     capture(cli, "s", "m")
     before = tree(root.path)
     r = cli("status", "--status", "bogus")
@@ -143,7 +144,7 @@ def test_status_filter_must_be_a_known_status(cli, root: Root) -> None:  # type:
     assert tree(root.path) == before
 
 
-def test_an_interrupted_close_is_completed_by_the_next_command(cli, root: Root) -> None:  # type: ignore[no-untyped-def]
+def test_an_interrupted_close_is_completed_by_the_next_command(cli: Cli, root: Root) -> None:
     """The state a crash leaves between the status update and the rename."""
     a = capture(cli, "s", "m")
     folder = root.inbox / a
@@ -156,7 +157,7 @@ def test_an_interrupted_close_is_completed_by_the_next_command(cli, root: Root) 
     assert os.listdir(root.state / "pending") == []
 
 
-def test_status_rebuilds_a_deleted_mirror(cli, root: Root) -> None:  # type: ignore[no-untyped-def]
+def test_status_rebuilds_a_deleted_mirror(cli: Cli, root: Root) -> None:
     a = capture(cli, "s", "m")
     b = capture(cli, "t", "n")
     cli("archive", b, "--resolved", "--reason", "ok")
@@ -164,11 +165,18 @@ def test_status_rebuilds_a_deleted_mirror(cli, root: Root) -> None:  # type: ign
     for p in root.state.glob("mirror.sqlite3*"):
         p.unlink()
     after = cli("status", "--all", "--json").json()
-    strip = lambda d: sorted((r["incident_id"], r["status"], r["bucket"], r["step"]) for r in d["incidents"])  # type: ignore[index]  # noqa: E731
+
+    def strip(d: Any) -> list[tuple[str, str, str, str]]:
+        return sorted(
+            (r["incident_id"], r["status"], r["bucket"], r["step"]) for r in d["incidents"]
+        )
+
     assert strip(after) == strip(before) and {a, b} == {r[0] for r in strip(after)}
 
 
-def test_a_malformed_bundle_is_reported_and_moved_aside_with_a_reason(cli, root: Root, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_malformed_bundle_is_reported_and_moved_aside_with_a_reason(
+    cli: Cli, root: Root, tmp_path: Path
+) -> None:
     good = capture(cli, "s", "m")
     (tmp_path / "incidents.toml").write_text("[watch]\nreject_grace_s = 0\n")
     bad = root.inbox / "incident_20260101_000000_broken_aaaaaa"
@@ -184,7 +192,9 @@ def test_a_malformed_bundle_is_reported_and_moved_aside_with_a_reason(cli, root:
     assert bad.name not in cli("status", "--all").out
 
 
-def test_an_incomplete_folder_is_reported_but_left_within_the_grace_period(cli, root: Root) -> None:  # type: ignore[no-untyped-def]
+def test_an_incomplete_folder_is_reported_but_left_within_the_grace_period(
+    cli: Cli, root: Root
+) -> None:
     capture(cli, "s", "m")
     arriving = root.inbox / "incident_20260101_000000_copying_bbbbbb"
     arriving.mkdir()

@@ -14,6 +14,7 @@ import pytest
 from incidents import mirror, policy
 from incidents.layout import Root
 from incidents.models import ErrorPipelineContext, RunResult
+from tests.helpers import Cli
 from tests.stand_ins import on_path, stand_in
 
 BROKEN = "def f(:\n    pass\n"
@@ -40,7 +41,7 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
-def escalated(cli, ws: Path) -> str:  # type: ignore[no-untyped-def]
+def escalated(cli: Cli, ws: Path) -> str:
     (ws / "f.py").write_text(BROKEN)
     r = cli("capture", "--step", "lint", "--message", "f.py broken", "--python-file", "f.py",
             "--workdir", str(ws), "--no-dedupe")  # fmt: skip
@@ -61,7 +62,7 @@ def escalation_rows(root: Root) -> list[tuple[str, str | None, str | None]]:
         ).fetchall()
 
 
-def test_resolve_without_requeue_archives_it_as_resolved(cli, root: Root, ws: Path) -> None:  # type: ignore[no-untyped-def]
+def test_resolve_without_requeue_archives_it_as_resolved(cli: Cli, root: Root, ws: Path) -> None:
     incident_id = escalated(cli, ws)
     assert cli("resolve-escalation", incident_id).code == 2  # --guidance is required
     r = cli("resolve-escalation", incident_id, "--guidance", "fixed upstream, nothing to do")
@@ -82,7 +83,7 @@ def test_resolve_without_requeue_archives_it_as_resolved(cli, root: Root, ws: Pa
     assert cli("resolve-escalation", incident_id, "--guidance", "again").code == 1
 
 
-def test_requeue_resets_the_budget_and_carries_the_guidance(cli, root: Root, ws: Path) -> None:  # type: ignore[no-untyped-def]
+def test_requeue_resets_the_budget_and_carries_the_guidance(cli: Cli, root: Root, ws: Path) -> None:
     first = escalated(cli, ws)  # aider tried once without guidance: budget 1/1 used
     second = escalated(cli, ws)  # same signature: escalated on the budget, no fixer
     assert ctx_of(root, second).escalation_kind == "budget_exhausted"
@@ -113,7 +114,7 @@ def test_requeue_resets_the_budget_and_carries_the_guidance(cli, root: Root, ws:
     assert {"escalation_resolved", "requeued"} <= kinds
 
 
-def test_only_escalated_incidents_can_be_resolved(cli, root: Root, ws: Path) -> None:  # type: ignore[no-untyped-def]
+def test_only_escalated_incidents_can_be_resolved(cli: Cli, root: Root, ws: Path) -> None:
     r = cli("capture", "--step", "x", "--message", "m")
     r = cli("resolve-escalation", r.out.strip(), "--guidance", "g")
     assert r.code == 1 and "not escalated" in r.err
@@ -127,7 +128,7 @@ def budget(root: Root, signature: str) -> tuple[int, str | None]:
         conn.close()
 
 
-def test_budget_reset_survives_a_deleted_mirror(cli, root: Root, ws: Path) -> None:  # type: ignore[no-untyped-def]
+def test_budget_reset_survives_a_deleted_mirror(cli: Cli, root: Root, ws: Path) -> None:
     first = escalated(cli, ws)  # aider tried once: budget 1/1 used
     second = escalated(cli, ws)  # escalated on the budget
     signature = json.loads((root.bucket("escalated") / first / "incident.json").read_text())[
@@ -169,7 +170,7 @@ sys.exit(main(sys.argv[1:]))
 
 
 @pytest.mark.parametrize("requeue", [True, False])
-def test_a_crashed_resolve_is_finished_by_a_rerun_without_a_second_decision(cli, root: Root, ws: Path, requeue: bool) -> None:  # type: ignore[no-untyped-def]  # fmt: skip
+def test_a_crashed_resolve_is_finished_by_a_rerun_without_a_second_decision(cli: Cli, root: Root, ws: Path, requeue: bool) -> None:  # fmt: skip
     incident_id = escalated(cli, ws)
     args = ["resolve-escalation", incident_id, "--guidance", "close the parenthesis"]
     args += ["--requeue"] if requeue else []

@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from incidents.cli import main
@@ -100,10 +101,10 @@ def places(root: Root) -> dict[str, list[str]]:
     return found
 
 
-def wait_until(predicate: object, timeout: float, step: float = 0.1) -> bool:
+def wait_until(predicate: Callable[[], object], timeout: float, step: float = 0.1) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
+        if predicate():
             return True
         time.sleep(step)
     return False
