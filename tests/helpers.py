@@ -25,6 +25,19 @@ REPO = TESTS.parent
 SCRIPTS = REPO / "scripts"
 FIXTURES = TESTS / "fixtures"
 
+# files the tests capture failures of
+BROKEN = "def f(:\n    pass\n"  # a syntax error: no autofix, a fixer must mend it
+FIXED = "def f() -> None:\n    pass\n"
+CLEAN = "def total(amounts: list[int]) -> int:\n    return sum(amounts)\n"
+MESSY = "import os\nimport json\n\n\ndef build(rows):\n    return json.dumps({'n':len(rows)})\n"
+TWO_TYPE_ERRORS = 'def first() -> int:\n    return "one"\n\n\ndef second() -> str:\n    return 2\n'
+# pieces of incidents.toml
+FAST = '[checks]\ntools = ["ruff", "ruff-format"]\n'
+TYPED = '[checks]\ntools = ["ruff", "ruff-format", "mypy"]\n'
+TIERS_OFF = (
+    '[tiers.aider]\nmode = "off"\n[tiers.codex]\nmode = "off"\n[tiers.claude]\nmode = "off"\n'
+)
+
 
 @dataclass
 class Result:

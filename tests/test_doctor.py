@@ -9,12 +9,12 @@ from pathlib import Path
 from incidents import pause
 from incidents.layout import Root
 from tests.helpers import Cli
-from tests.watch.helpers import capture, run_watch, workspace
+from tests.watch.helpers import capture_step, run_watch, workspace
 
 
 def test_healthy_root(tmp_path: Path, root: Root, cli: Cli) -> None:
     workspace(tmp_path)
-    capture(tmp_path, "d1")
+    capture_step(tmp_path, "d1")
     assert run_watch(tmp_path, "--until-idle").returncode == 0
     r = cli("doctor")
     assert r.code == 0, r.out
@@ -69,7 +69,7 @@ def test_capture_hint_pending_is_not_drift(tmp_path: Path, root: Root, cli: Cli)
     """A capture only leaves `.state/dirty/<id>` for the mirror: doctor folds it in first."""
     workspace(tmp_path)
     assert cli("reindex").code == 0
-    incident_id = capture(tmp_path, "d2")
+    incident_id = capture_step(tmp_path, "d2")
     assert (root.state / "dirty" / incident_id).exists()
     r = cli("doctor")
     assert "ok   mirror: 1 incident(s), same as the folders" in r.out, r.out

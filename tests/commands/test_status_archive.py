@@ -14,13 +14,7 @@ import pytest
 from incidents import fsutil, store
 from incidents.layout import Root
 from incidents.models import RunResult
-from tests.helpers import SCRIPTS, Cli, run_script, tree
-
-
-def capture(cli: Cli, step: str, message: str) -> str:
-    r = cli("capture", "--step", step, "--message", message, "--no-dedupe")
-    assert r.code == 0, r.err
-    return str(r.out.strip())
+from tests.helpers import SCRIPTS, Cli, capture, run_script, tree
 
 
 def test_round_trip_through_the_scripts(root: Root) -> None:
@@ -47,8 +41,8 @@ def test_round_trip_through_the_scripts(root: Root) -> None:
 
 
 def test_status_table_and_filters(cli: Cli) -> None:
-    a = capture(cli, "download", "timeout one")
-    b = capture(cli, "lint", "ruff failed")
+    a = capture(cli, step="download", message="timeout one")
+    b = capture(cli, step="lint", message="ruff failed")
     r = cli("status")
     assert r.code == 0
     header, *rows = r.out.splitlines()
@@ -62,7 +56,7 @@ def test_status_table_and_filters(cli: Cli) -> None:
 
 
 def test_status_json_shape_is_stable(cli: Cli) -> None:
-    a = capture(cli, "s", "m")
+    a = capture(cli, step="s", message="m")
     doc = cli("status", "--json").json()
     assert set(doc) == {"root", "paused", "incidents"}
     assert doc["paused"] is None
@@ -74,7 +68,7 @@ def test_status_json_shape_is_stable(cli: Cli) -> None:
 
 
 def test_status_of_one_incident_and_unknown_ids(cli: Cli) -> None:
-    a = capture(cli, "s", "the message")
+    a = capture(cli, step="s", message="the message")
     r = cli("status", a)
     assert r.code == 0 and "the message" in r.out and "error_inbox/" in r.out
     r = cli("status", "incident_nope")
@@ -86,7 +80,7 @@ def test_status_of_one_incident_and_unknown_ids(cli: Cli) -> None:
 
 
 def test_archive_writes_run_result_and_moves_once(cli: Cli, root: Root) -> None:
-    a = capture(cli, "s", "m")
+    a = capture(cli, step="s", message="m")
     r = cli("archive", a, "--escalated", "--reason", "needs a human")
     assert r.code == 0, r.err
     folder = root.bucket("escalated") / a
@@ -103,7 +97,7 @@ def test_archive_writes_run_result_and_moves_once(cli: Cli, root: Root) -> None:
 
 
 def test_archive_bad_input(cli: Cli, root: Root) -> None:
-    a = capture(cli, "s", "m")
+    a = capture(cli, step="s", message="m")
     before = tree(root.inbox)
     assert cli("archive", "incident_unknown", "--resolved", "--reason", "x").code == 1
     both = cli("archive", a, "--resolved", "--escalated", "--reason", "x")
@@ -137,7 +131,7 @@ def test_bad_input_or_unknown_ids_do_not_create_a_missing_root(
 
 
 def test_status_filter_must_be_a_known_status(cli: Cli, root: Root) -> None:
-    capture(cli, "s", "m")
+    capture(cli, step="s", message="m")
     before = tree(root.path)
     r = cli("status", "--status", "bogus")
     assert r.code == 2 and "use one of new, planned, running, resolved, escalated" in r.err
@@ -146,7 +140,7 @@ def test_status_filter_must_be_a_known_status(cli: Cli, root: Root) -> None:
 
 def test_an_interrupted_close_is_completed_by_the_next_command(cli: Cli, root: Root) -> None:
     """The state a crash leaves between the status update and the rename."""
-    a = capture(cli, "s", "m")
+    a = capture(cli, step="s", message="m")
     folder = root.inbox / a
     fsutil.atomic_write_json(root.state / "pending" / a, {"bucket": "resolved", "reason": "done"})
     store.set_status(folder, store.read_incident(folder), "resolved", resolution="done")
@@ -158,8 +152,8 @@ def test_an_interrupted_close_is_completed_by_the_next_command(cli: Cli, root: R
 
 
 def test_status_rebuilds_a_deleted_mirror(cli: Cli, root: Root) -> None:
-    a = capture(cli, "s", "m")
-    b = capture(cli, "t", "n")
+    a = capture(cli, step="s", message="m")
+    b = capture(cli, step="t", message="n")
     cli("archive", b, "--resolved", "--reason", "ok")
     before = cli("status", "--all", "--json").json()
     for p in root.state.glob("mirror.sqlite3*"):
@@ -177,7 +171,7 @@ def test_status_rebuilds_a_deleted_mirror(cli: Cli, root: Root) -> None:
 def test_a_malformed_bundle_is_reported_and_moved_aside_with_a_reason(
     cli: Cli, root: Root, tmp_path: Path
 ) -> None:
-    good = capture(cli, "s", "m")
+    good = capture(cli, step="s", message="m")
     (tmp_path / "incidents.toml").write_text("[watch]\nreject_grace_s = 0\n")
     bad = root.inbox / "incident_20260101_000000_broken_aaaaaa"
     bad.mkdir()
@@ -195,7 +189,7 @@ def test_a_malformed_bundle_is_reported_and_moved_aside_with_a_reason(
 def test_an_incomplete_folder_is_reported_but_left_within_the_grace_period(
     cli: Cli, root: Root
 ) -> None:
-    capture(cli, "s", "m")
+    capture(cli, step="s", message="m")
     arriving = root.inbox / "incident_20260101_000000_copying_bbbbbb"
     arriving.mkdir()
     (arriving / "status.txt").write_text("new\n")
@@ -215,12 +209,12 @@ def test_status_and_archive_scripts_run_from_a_python_without_the_dependencies(r
     """`python3 scripts/error_status.py` with a python that lacks typer (the shebang's,
     say) runs again with the checkout's .venv instead of crashing."""
     env = {"PATH": "/usr/bin:/bin", "INCIDENTS_ROOT": str(root.path), "HOME": str(root.path)}
-    capture = subprocess.run(
+    captured = subprocess.run(
         [BASE_PYTHON, str(SCRIPTS / "error_capture.py"), "--step", "s", "--message", "m"],
         capture_output=True, text=True, env=env,
     )  # fmt: skip
-    assert capture.returncode == 0, capture.stderr  # capture needs nothing but the stdlib
-    incident_id = capture.stdout.strip()
+    assert captured.returncode == 0, captured.stderr  # capture needs nothing but the stdlib
+    incident_id = captured.stdout.strip()
     status = subprocess.run([BASE_PYTHON, str(SCRIPTS / "error_status.py"), incident_id],
                             capture_output=True, text=True, env=env)  # fmt: skip
     assert status.returncode == 0 and incident_id in status.stdout, status.stderr

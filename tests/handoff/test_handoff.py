@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,11 +14,8 @@ import pytest
 from incidents import handoff
 from incidents.errors import UsageError
 from incidents.layout import Root
-from incidents.models import ErrorPipelineContext
-from tests.helpers import Cli
+from tests.helpers import BROKEN, FIXED, Cli, capture, ctx_of, events, incidents, use_config
 
-BROKEN = "def f(:\n    pass\n"
-FIXED = "def f() -> None:\n    pass\n"
 CONFIG = (
     '[checks]\ntools = ["ruff"]\n[tiers.aider]\nmode = "handoff"\n'
     '[tiers.codex]\nmode = "off"\n[tiers.claude]\nmode = "off"\n'
@@ -29,24 +24,15 @@ CONFIG = (
 
 @pytest.fixture
 def waiting(cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    (tmp_path / "incidents.toml").write_text(CONFIG)
-    monkeypatch.setenv("INCIDENTS_CONFIG", str(tmp_path / "incidents.toml"))
+    use_config(tmp_path, monkeypatch, CONFIG)
     ws = tmp_path / "ws"
     ws.mkdir()
-    (ws / "f.py").write_text(BROKEN)
     (ws / "other.py").write_text("y = 1\n")
-    r = cli("capture", "--step", "lint", "--message", "f.py broken", "--python-file", "f.py",
-            "--workdir", str(ws))  # fmt: skip
-    incident_id = str(r.out.strip())
+    incident_id = capture(cli, message="f.py broken", ws=ws, target="f.py", content=BROKEN)
     r = cli("drive", incident_id)
     assert "S0_BASELINE_CHECK -> S1_AIDER_FIX (AWAIT_HANDOFF)" in r.out, r.out + r.err
     assert "AI action required: yes" in r.out
     return incident_id
-
-
-def ctx_of(root: Root, incident_id: str) -> ErrorPipelineContext:
-    _, folder = root.locate(incident_id)
-    return ErrorPipelineContext.model_validate_json((folder / "state.json").read_text())
 
 
 def owner(cli: Cli, incident_id: str) -> object:
@@ -59,14 +45,6 @@ def mirror_row(root: Root, incident_id: str) -> dict[str, object]:
         conn.row_factory = sqlite3.Row
         row = conn.execute("SELECT * FROM incidents WHERE incident_id = ?", (incident_id,))
         return dict(row.fetchone())
-
-
-def events(root: Root, incident_id: str) -> list[str]:
-    with sqlite3.connect(root.db_path) as conn:
-        rows = conn.execute(
-            "SELECT event_type FROM events WHERE incident_id = ? ORDER BY id", (incident_id,)
-        )
-        return [r[0] for r in rows]
 
 
 def test_next_claim_submit_then_the_machine_rechecks(
@@ -114,14 +92,6 @@ def test_submit_reports_changes_outside_the_targets(
     doc = r.json()
     assert doc["changed_files"] == [] and doc["violations"] == ["other.py"]
     assert "not accepted" in doc["notes"]
-
-
-def incidents(*args: str) -> subprocess.CompletedProcess[str]:
-    """`python -m incidents ARGS` as a real process (claim and submit are two of them)."""
-    return subprocess.run(
-        [sys.executable, "-m", "incidents", *args],
-        capture_output=True, text=True, env=dict(os.environ), timeout=120,
-    )  # fmt: skip
 
 
 def test_submit_reverts_changes_outside_the_targets(root: Root, tmp_path: Path, waiting: str) -> None:  # fmt: skip

@@ -16,7 +16,7 @@ import pytest
 from incidents.cli import main
 from incidents.layout import Root
 from incidents.review import requeue_command
-from tests.helpers import Cli
+from tests.helpers import Cli, incidents
 from tests.review.archive import build_real, write_broken_bundle, write_handoff_bundle
 
 
@@ -134,8 +134,7 @@ def test_open_starts_the_default_browser(root: Root, tmp_path: Path) -> None:
     )
     browser.chmod(0o755)
     env = {"BROWSER": str(browser), "PATH": "/usr/bin:/bin", "INCIDENTS_ROOT": str(root.path)}
-    done = subprocess.run([sys.executable, "-m", "incidents", "review", "--open"], env=env,
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = incidents("review", "--open", env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     assert seen.read_text() == (root.path / "error_review" / "index.html").as_uri()
 

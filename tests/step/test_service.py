@@ -19,17 +19,19 @@ from incidents.models import (
     QuarantineMetadata,
     RunResult,
 )
-from tests.helpers import Cli
-from tests.stand_ins import stand_in
-
-FAST = '[checks]\ntools = ["ruff", "ruff-format"]\n'
-TYPED = '[checks]\ntools = ["ruff", "ruff-format", "mypy"]\n'
-NO_TIERS = (
-    '[tiers.aider]\nmode = "off"\n[tiers.codex]\nmode = "off"\n[tiers.claude]\nmode = "off"\n'
+from tests.helpers import (
+    CLEAN,
+    FAST,
+    MESSY,
+    TIERS_OFF,
+    TWO_TYPE_ERRORS,
+    TYPED,
+    Cli,
+    capture,
+    events,
+    use_config,
 )
-CLEAN = "def total(amounts: list[int]) -> int:\n    return sum(amounts)\n"
-MESSY = "import os\nimport json\n\n\ndef build(rows):\n    return json.dumps({'n':len(rows)})\n"
-TWO_TYPE_ERRORS = 'def first() -> int:\n    return "one"\n\n\ndef second() -> str:\n    return 2\n'
+from tests.stand_ins import stand_in
 
 
 @pytest.fixture
@@ -37,19 +39,6 @@ def ws(tmp_path: Path) -> Path:
     path = tmp_path / "ws"
     path.mkdir()
     return path
-
-
-def config(tmp_path: Path, text: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "incidents.toml").write_text(text)
-    monkeypatch.setenv("INCIDENTS_CONFIG", str(tmp_path / "incidents.toml"))
-
-
-def capture(cli: Cli, ws: Path, name: str, content: str, step: str = "lint") -> str:
-    (ws / name).write_text(content)
-    r = cli("capture", "--step", step, "--message", f"{name} failed its checks",
-            "--python-file", name, "--workdir", str(ws), "--no-dedupe")  # fmt: skip
-    assert r.code == 0, r.err
-    return str(r.out.strip())
 
 
 def runs(root: Root, incident_id: str) -> dict[str, Path]:
@@ -61,19 +50,11 @@ def load(path: Path) -> dict[str, Any]:
     return loaded
 
 
-def events(root: Root, incident_id: str) -> list[str]:
-    with sqlite3.connect(root.db_path) as conn:
-        rows = conn.execute(
-            "SELECT event_type FROM events WHERE incident_id = ? ORDER BY id", (incident_id,)
-        )
-        return [r[0] for r in rows]
-
-
 def test_baseline_success_on_a_clean_file(
     cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path
 ) -> None:
-    config(tmp_path, FAST, monkeypatch)
-    incident_id = capture(cli, ws, "clean.py", CLEAN)
+    use_config(tmp_path, monkeypatch, FAST)
+    incident_id = capture(cli, ws=ws, target="clean.py", content=CLEAN)
     r = cli("drive", incident_id)
     assert r.code == 0, r.err
     lines = r.out.splitlines()
@@ -107,8 +88,8 @@ def test_baseline_success_on_a_clean_file(
 def test_mechanical_path_unused_import_and_formatting(
     cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path
 ) -> None:
-    config(tmp_path, FAST, monkeypatch)
-    incident_id = capture(cli, ws, "messy.py", MESSY)
+    use_config(tmp_path, monkeypatch, FAST)
+    incident_id = capture(cli, ws=ws, target="messy.py", content=MESSY)
     r = cli("drive", incident_id)
     assert r.code == 0, r.err
     assert "(MECHANICAL_AUTOFIX)" in r.out and "-> S_SUCCESS" in r.out
@@ -141,13 +122,13 @@ def test_escalation_through_aider_codex_claude(
         "claude",
         "sys.stdin.read(); p = pathlib.Path('typed.py'); p.write_text(p.read_text().replace('return 2', 'return \"2\"'))",
     )
-    config(
+    use_config(
         tmp_path,
+        monkeypatch,
         TYPED
         + '[tiers.aider]\nmode = "on"\n[tiers.codex]\nmode = "on"\n[tiers.claude]\nmode = "on"\n',
-        monkeypatch,
     )
-    incident_id = capture(cli, ws, "typed.py", TWO_TYPE_ERRORS, step="typecheck")
+    incident_id = capture(cli, step="typecheck", ws=ws, target="typed.py", content=TWO_TYPE_ERRORS)
     r = cli("drive", incident_id)
     assert r.code == 0, r.err
     states = [line.split(": ", 1)[1].split(" (")[0] for line in r.out.splitlines()]
@@ -191,8 +172,8 @@ def test_escalation_through_aider_codex_claude(
 def test_quarantine_path_keeps_everything(
     cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path
 ) -> None:
-    config(tmp_path, TYPED + NO_TIERS, monkeypatch)
-    incident_id = capture(cli, ws, "typed.py", TWO_TYPE_ERRORS, step="typecheck")
+    use_config(tmp_path, monkeypatch, TYPED + TIERS_OFF)
+    incident_id = capture(cli, step="typecheck", ws=ws, target="typed.py", content=TWO_TYPE_ERRORS)
     r = cli("drive", incident_id)
     assert r.code == 0 and "-> S4_QUARANTINE" in r.out, r.out + r.err
     folder = root.bucket("escalated") / incident_id
@@ -216,8 +197,8 @@ def test_infra_path_when_a_tool_is_missing(
     cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path
 ) -> None:
     missing = '[checks.profiles.ruff]\nargv = ["definitely-not-installed-linter", "{files}"]\n'
-    config(tmp_path, FAST + missing, monkeypatch)
-    incident_id = capture(cli, ws, "clean.py", CLEAN)
+    use_config(tmp_path, monkeypatch, FAST + missing)
+    incident_id = capture(cli, ws=ws, target="clean.py", content=CLEAN)
     r = cli("drive", incident_id)
     assert r.code == 0 and "-> S_ERROR_INFRA" in r.out, r.out + r.err
     folder = root.bucket("escalated") / incident_id
@@ -235,8 +216,8 @@ def test_infra_path_when_a_tool_is_missing(
 def test_step_and_error_step_print_one_transition(
     cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path
 ) -> None:
-    config(tmp_path, FAST, monkeypatch)
-    incident_id = capture(cli, ws, "clean.py", CLEAN)
+    use_config(tmp_path, monkeypatch, FAST)
+    incident_id = capture(cli, ws=ws, target="clean.py", content=CLEAN)
     r = cli("step", incident_id)
     assert (
         r.out.strip()
@@ -288,9 +269,9 @@ def replacement_plan(tmp_path: Path, incident_id: str, commands: list[str]) -> P
 def test_a_plan_replaced_after_planning_is_what_the_next_check_runs(
     cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path
 ) -> None:
-    config(tmp_path, FAST + NO_TIERS, monkeypatch)
+    use_config(tmp_path, monkeypatch, FAST + TIERS_OFF)
     (ws / "fail.py").write_text("import sys\nsys.exit(5)\n")
-    incident_id = capture(cli, ws, "clean.py", CLEAN)
+    incident_id = capture(cli, ws=ws, target="clean.py", content=CLEAN)
     assert "(PLAN)" in cli("step", incident_id).out
     replan = replacement_plan(tmp_path, incident_id, ["python3 fail.py"])
     assert cli("plan", incident_id, "--from", str(replan)).code == 0
@@ -310,7 +291,7 @@ def test_a_plan_replaced_after_planning_is_what_the_next_check_runs(
 def test_a_replaced_plan_drops_the_old_plans_commands_but_keeps_the_incidents(
     cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path
 ) -> None:
-    config(tmp_path, FAST + NO_TIERS, monkeypatch)
+    use_config(tmp_path, monkeypatch, FAST + TIERS_OFF)
     (ws / "fail.py").write_text("import sys\nsys.exit(5)\n")
     (ws / "ok.py").write_text("print('ok')\n")
     r = cli("capture", "--step", "dl", "--message", "download failed", "--verify", "python3 ok.py",
@@ -355,8 +336,8 @@ def drive_with_one_tier(
     progress each time) and resolved it. Returns the incident id and drive's output."""
     stand_in(bin_dir, agent, fixer)
     tiers = "".join((ONLY if a == agent else OFF).format(a) for a in ("aider", "codex", "claude"))
-    config(tmp_path, TYPED + tiers, monkeypatch)
-    incident_id = capture(cli, ws, name, text, step="typecheck")
+    use_config(tmp_path, monkeypatch, TYPED + tiers)
+    incident_id = capture(cli, step="typecheck", ws=ws, target=name, content=text)
     r = cli("drive", incident_id)
     assert r.code == 0, r.err
     tier = {"aider": "S1_AIDER", "codex": "S2_CODEX", "claude": "S3_CLAUDE"}[agent]
@@ -426,8 +407,8 @@ def test_a_pickup_fsyncs_the_incident_folder_once_not_per_step(
     from incidents.config import load_config
     from incidents.watch import worker
 
-    config(tmp_path, FAST, monkeypatch)
-    incident_id = capture(cli, ws, "clean.py", CLEAN)
+    use_config(tmp_path, monkeypatch, FAST)
+    incident_id = capture(cli, ws=ws, target="clean.py", content=CLEAN)
     folder = str(root.inbox / incident_id)
     synced: list[str] = []
     real_fsync = os.fsync
@@ -457,7 +438,7 @@ def test_the_mirror_shows_the_plan_and_running_while_the_check_runs(
     from incidents.config import load_config
     from incidents.watch import worker
 
-    config(tmp_path, FAST, monkeypatch)
+    use_config(tmp_path, monkeypatch, FAST)
     seen = ws / "seen.json"
     (ws / "peek.py").write_text(
         "import json, sqlite3\n"
