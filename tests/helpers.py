@@ -1,7 +1,7 @@
-"""Helpers shared by the tests: where things are, the in-process `cli` runner's type, real
-subprocesses of `incidents` and of the scripts, a capture through the CLI, and what the
-mirror and a bundle's state.json say about an incident. Fixtures are in conftest.py;
-stand-in executables in stand_ins.py."""
+"""Helpers shared by the tests: where things are, the files and config pieces several tests
+break and fix, the in-process `cli` runner's type, real subprocesses of `incidents` and of
+the scripts, a capture through the CLI, and what the mirror and a bundle's state.json say
+about an incident. Fixtures are in conftest.py; stand-in executables in stand_ins.py."""
 
 from __future__ import annotations
 
