@@ -28,6 +28,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/black --check -q .
 	$(BIN)/mypy --strict src
+	$(BIN)/mypy tests
 
 test: lint
 	$(BIN)/pytest

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from incidents.layout import Root
 from incidents.models import CaptureContext, Incident
-from tests.conftest import Result, run_script, tree
+from tests.helpers import Cli, Result, run_script, tree
 
 BUNDLE = {"incident.json", "status.txt", "log_tail.txt", "audit_tail.jsonl", "context.json"}
 
@@ -20,11 +21,12 @@ def bundle(root: Root, incident_id: str) -> Path:
     return folder
 
 
-def doc(folder: Path, name: str = "incident.json") -> dict:  # type: ignore[type-arg]
-    return json.loads((folder / name).read_text())
+def doc(folder: Path, name: str = "incident.json") -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((folder / name).read_text())
+    return loaded
 
 
-def test_capture_writes_a_complete_valid_bundle(cli, root: Root) -> None:  # type: ignore[no-untyped-def]
+def test_capture_writes_a_complete_valid_bundle(cli: Cli, root: Root) -> None:
     r: Result = cli("capture", "--step", "amazon_download", "--message", "Network timeout")
     assert r.code == 0, r.err
     incident_id = r.out.strip()
@@ -47,7 +49,7 @@ def test_capture_writes_a_complete_valid_bundle(cli, root: Root) -> None:  # typ
     assert list(root.staging.iterdir()) == []
 
 
-def test_failure_class_and_error_code_are_classified_when_not_given(cli, root: Root) -> None:  # type: ignore[no-untyped-def]
+def test_failure_class_and_error_code_are_classified_when_not_given(cli: Cli, root: Root) -> None:
     r = cli("capture", "--step", "dl", "--message", "Read timed out after 30 seconds")
     d = doc(bundle(root, r.out.strip()))
     assert (d["failure_class"], d["error_code"]) == ("transient", "TIMEOUT")
@@ -59,7 +61,9 @@ def test_failure_class_and_error_code_are_classified_when_not_given(cli, root: R
     assert (d["failure_class"], d["error_code"], d["exit_code"]) == ("env", "HOOK_FAILURE", 3)
 
 
-def test_repeats_share_a_signature_and_fold_into_one_incident(cli, root: Root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_repeats_share_a_signature_and_fold_into_one_incident(
+    cli: Cli, root: Root, tmp_path: Path
+) -> None:
     log1, log2 = tmp_path / "a.log", tmp_path / "b.log"
     log1.write_text("first run\n")
     log2.write_text("second run\n")
@@ -81,14 +85,14 @@ def test_repeats_share_a_signature_and_fold_into_one_incident(cli, root: Root, t
     assert other.out not in (a.out, c.out)
 
 
-def test_an_archived_incident_is_not_reopened_by_a_repeat(cli, root: Root) -> None:  # type: ignore[no-untyped-def]
+def test_an_archived_incident_is_not_reopened_by_a_repeat(cli: Cli, root: Root) -> None:
     a = cli("capture", "--step", "s", "--message", "disk full on /dev/sda1").out.strip()
     assert cli("archive", a, "--resolved", "--reason", "cleaned up").code == 0
     b = cli("capture", "--step", "s", "--message", "disk full on /dev/sdb1").out.strip()
     assert a != b and (root.inbox / b).is_dir()
 
 
-def test_secrets_are_redacted_in_every_file(cli, root: Root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_secrets_are_redacted_in_every_file(cli: Cli, root: Root, tmp_path: Path) -> None:
     token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
     log = tmp_path / "x.log"
     log.write_text(f"curl -H 'Authorization: Bearer {token}'\npassword=hunter2hunter2\n")
@@ -108,7 +112,7 @@ def test_secrets_are_redacted_in_every_file(cli, root: Root, tmp_path: Path) -> 
     assert "[REDACTED]" in (folder / "log_tail.txt").read_text()
 
 
-def test_log_tail_is_bounded_and_invalid_utf8_is_kept(cli, root: Root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_log_tail_is_bounded_and_invalid_utf8_is_kept(cli: Cli, root: Root, tmp_path: Path) -> None:
     log = tmp_path / "big.log"
     log.write_bytes(b"x" * 200_000 + b"\nlast line \xff\xfe end\n")
     r = cli("capture", "--step", "s", "--message", "m", "--log-file", str(log))
@@ -164,7 +168,7 @@ def test_secrets_in_logs_that_are_not_utf8_are_redacted(root: Root, tmp_path: Pa
     assert "tudiantPW" not in audit_text and "raw password=[REDACTED]" in audit_text
 
 
-def test_invalid_audit_lines_are_kept_raw(cli, root: Root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_invalid_audit_lines_are_kept_raw(cli: Cli, root: Root, tmp_path: Path) -> None:
     audit = tmp_path / "a.jsonl"
     audit.write_bytes(b'{"ok": 1}\nnot json at all\n[1, 2]\n{"dup": 1, "dup": 2}\n')
     r = cli("capture", "--step", "s", "--message", "m", "--audit-file", str(audit))
@@ -176,7 +180,9 @@ def test_invalid_audit_lines_are_kept_raw(cli, root: Root, tmp_path: Path) -> No
     assert "duplicate" in entries[3]["invalid"]
 
 
-def test_context_json_from_stdin_is_merged(cli, root: Root, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+def test_context_json_from_stdin_is_merged(
+    cli: Cli, root: Root, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import io
     import sys
 
@@ -190,7 +196,9 @@ def test_context_json_from_stdin_is_merged(cli, root: Root, monkeypatch: pytest.
     assert (d["year"], d["month"], d["ym"]) == (2025, 7, "2025-07")
 
 
-def test_targets_and_verification_commands_are_recorded(cli, root: Root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_targets_and_verification_commands_are_recorded(
+    cli: Cli, root: Root, tmp_path: Path
+) -> None:
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "mod.py").write_text("x = 1\n")
     r = cli(
@@ -203,7 +211,7 @@ def test_targets_and_verification_commands_are_recorded(cli, root: Root, tmp_pat
     assert d["workdir"] == str(tmp_path.resolve())
 
 
-def test_json_flag_prints_the_incident(cli, root: Root) -> None:  # type: ignore[no-untyped-def]
+def test_json_flag_prints_the_incident(cli: Cli, root: Root) -> None:
     r = cli("capture", "--step", "s", "--message", "m", "--json")
     printed = json.loads(r.out)
     assert printed == doc(bundle(root, printed["incident_id"]))
@@ -228,8 +236,8 @@ def test_json_flag_prints_the_incident(cli, root: Root) -> None:  # type: ignore
         (["--step", "s", "--message", "   "], "--message"),
     ],
 )
-def test_bad_input_is_one_clear_line_exit_2_and_nothing_written(  # type: ignore[no-untyped-def]
-    cli, tmp_path: Path, args: list[str], needle: str
+def test_bad_input_is_one_clear_line_exit_2_and_nothing_written(
+    cli: Cli, tmp_path: Path, args: list[str], needle: str
 ) -> None:
     (tmp_path / "CTX_NOT_JSON").write_text("{not json")
     (tmp_path / "CTX_LIST").write_text("[1, 2]")
@@ -241,14 +249,16 @@ def test_bad_input_is_one_clear_line_exit_2_and_nothing_written(  # type: ignore
     assert not (tmp_path / "reports").exists()
 
 
-def test_a_root_that_is_a_file_is_refused(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_root_that_is_a_file_is_refused(cli: Cli, tmp_path: Path) -> None:
     (tmp_path / "rootfile").write_text("I am a file\n")
     r = cli("capture", "--root", str(tmp_path / "rootfile"), "--step", "s", "--message", "m")
     assert r.code == 2 and "not a directory" in r.err
     assert (tmp_path / "rootfile").read_text() == "I am a file\n"
 
 
-def test_root_precedence_cli_env_config(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+def test_root_precedence_cli_env_config(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "incidents.toml").write_text('root = "from-config"\n')
     monkeypatch.delenv("INCIDENTS_ROOT")
     r = cli("capture", "--step", "s", "--message", "config root")
@@ -260,7 +270,7 @@ def test_root_precedence_cli_env_config(cli, tmp_path: Path, monkeypatch: pytest
     assert (tmp_path / "from-cli" / "error_inbox" / r.out.strip()).is_dir()
 
 
-def test_bad_config_names_file_and_key(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_bad_config_names_file_and_key(cli: Cli, tmp_path: Path) -> None:
     (tmp_path / "incidents.toml").write_text("[capture]\nlog_tail_bytes = 'big'\n")
     before = tree(tmp_path)
     r = cli("capture", "--step", "s", "--message", "m")
@@ -273,7 +283,7 @@ def test_the_capture_path_imports_no_heavy_dependency(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from tests.conftest import SCRIPTS
+    from tests.helpers import SCRIPTS
 
     env = {**__import__("os").environ, "INCIDENTS_ROOT": str(tmp_path / "reports")}
     p = subprocess.run(

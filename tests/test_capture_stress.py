@@ -11,20 +11,17 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from incidents.layout import Root
 from incidents.models import Incident
-from tests.conftest import SCRIPTS
+from tests.helpers import SCRIPTS, run_script
 
 BUNDLE = {"incident.json", "status.txt", "log_tail.txt", "audit_tail.jsonl", "context.json"}
 CAPTURE = [sys.executable, str(SCRIPTS / "error_capture.py")]
 
 
-def capture(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CAPTURE, *args], capture_output=True, text=True)
-
-
-def assert_inbox_is_whole(root: Root) -> list[dict]:  # type: ignore[type-arg]
+def assert_inbox_is_whole(root: Root) -> list[dict[str, Any]]:
     docs = []
     for folder in root.inbox.iterdir():
         names = {p.name for p in folder.iterdir()}
@@ -42,14 +39,11 @@ def assert_inbox_is_whole(root: Root) -> list[dict]:  # type: ignore[type-arg]
 
 def test_100_parallel_captures_give_100_bundles(root: Root) -> None:
     with ThreadPoolExecutor(8) as pool:
-        results = list(
-            pool.map(
-                lambda i: capture(
-                    "--step", f"job{i % 7}", "--message", f"failure {i}", "--no-dedupe"
-                ),
-                range(100),
-            )
-        )
+        results = list(pool.map(
+            lambda i: run_script("error_capture.py", "--step", f"job{i % 7}",
+                                 "--message", f"failure {i}", "--no-dedupe"),
+            range(100),
+        ))  # fmt: skip
     assert all(r.returncode == 0 for r in results), [r.stderr for r in results if r.returncode]
     ids = {r.stdout.strip() for r in results}
     assert len(ids) == 100
@@ -61,7 +55,9 @@ def test_100_parallel_repeats_fold_into_exact_counts(root: Root) -> None:
     with ThreadPoolExecutor(8) as pool:
         results = list(
             pool.map(
-                lambda i: capture("--step", f"job{i % 2}", "--message", f"timeout after {i}s"),
+                lambda i: run_script(
+                    "error_capture.py", "--step", f"job{i % 2}", "--message", f"timeout after {i}s"
+                ),
                 range(100),
             )
         )

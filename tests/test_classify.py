@@ -389,7 +389,7 @@ def test_classification_is_an_immutable_named_triple() -> None:
     assert result == Classification(code, failure_class, reason)
     assert hash(result) == hash(Classification(code, failure_class, reason))
     with pytest.raises(AttributeError):
-        result.reason = "x"  # type: ignore[misc]
+        result.reason = "x"  # type: ignore[misc]  # the point: a frozen result refuses it
     assert repr(result).startswith("Classification(RATE_LIMIT, transient, ")
 
 

@@ -8,16 +8,18 @@ from pathlib import Path
 
 from incidents.cli import build_app
 from incidents.config import load_config
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 README = (REPO / "README.md").read_text()
 
 
 def commands() -> list[tuple[str, str]]:
+    import typer.core
     import typer.main
 
     group = typer.main.get_command(build_app())
-    return [(name, cmd.help or "") for name, cmd in group.commands.items()]  # type: ignore[attr-defined]
+    assert isinstance(group, typer.core.TyperGroup)
+    return [(name, cmd.help or "") for name, cmd in group.commands.items()]
 
 
 def test_the_readme_config_example_is_valid(tmp_path: Path) -> None:

@@ -8,12 +8,13 @@ from pathlib import Path
 
 from incidents import pause
 from incidents.layout import Root
-from tests.watch.test_watch_helpers import capture, run_watch, workspace
+from tests.helpers import Cli
+from tests.watch.helpers import capture_step, run_watch, workspace
 
 
-def test_healthy_root(tmp_path: Path, root: Root, cli) -> None:  # type: ignore[no-untyped-def]
+def test_healthy_root(tmp_path: Path, root: Root, cli: Cli) -> None:
     workspace(tmp_path)
-    capture(tmp_path, "d1")
+    capture_step(tmp_path, "d1")
     assert run_watch(tmp_path, "--until-idle").returncode == 0
     r = cli("doctor")
     assert r.code == 0, r.out
@@ -23,7 +24,7 @@ def test_healthy_root(tmp_path: Path, root: Root, cli) -> None:  # type: ignore[
     assert r.out.rstrip().endswith("0 problem(s), 0 warning(s)")
 
 
-def test_world_writable_root_fails_with_fix(root: Root, cli) -> None:  # type: ignore[no-untyped-def]
+def test_world_writable_root_fails_with_fix(root: Root, cli: Cli) -> None:
     root.ensure()
     os.chmod(root.path, 0o777)
     r = cli("doctor")
@@ -31,7 +32,7 @@ def test_world_writable_root_fails_with_fix(root: Root, cli) -> None:  # type: i
     assert f"FAIL root: {root.path} is world-writable\n     fix: chmod o-w {root.path}" in r.out
 
 
-def test_drift_missing_tool_stale_lease_and_pause(tmp_path: Path, root: Root, cli) -> None:  # type: ignore[no-untyped-def]
+def test_drift_missing_tool_stale_lease_and_pause(tmp_path: Path, root: Root, cli: Cli) -> None:
     (tmp_path / "incidents.toml").write_text(
         '[checks]\ntools = ["ruff", "gone"]\n[checks.profiles.gone]\n'
         'argv = ["no-such-linter-xyz", "{files}"]\nparser = "ruff-json"\nlanguage = "python"\n'
@@ -48,7 +49,7 @@ def test_drift_missing_tool_stale_lease_and_pause(tmp_path: Path, root: Root, cl
     pause.pause(root, "too many escalations")
     r = cli("doctor", "--json")
     assert r.code == 1
-    by = {f["check"]: f for f in r.json()}  # type: ignore[union-attr]
+    by = {f["check"]: f for f in r.json()}
     assert by["mirror"]["level"] == "fail" and "reindex" in by["mirror"]["fix"]
     assert by["tool gone"]["level"] == "fail"
     assert "program not found: no-such-linter-xyz" in by["tool gone"]["detail"]
@@ -56,7 +57,7 @@ def test_drift_missing_tool_stale_lease_and_pause(tmp_path: Path, root: Root, cl
     assert by["pause"]["level"] == "warn" and by["pause"]["fix"].startswith("incidents resume")
 
 
-def test_corrupt_database_fails(root: Root, cli) -> None:  # type: ignore[no-untyped-def]
+def test_corrupt_database_fails(root: Root, cli: Cli) -> None:
     root.ensure()
     root.db_path.write_bytes(b"this is not a database" * 100)
     r = cli("doctor")
@@ -64,11 +65,11 @@ def test_corrupt_database_fails(root: Root, cli) -> None:  # type: ignore[no-unt
     assert "FAIL database" in r.out and "reindex" in r.out
 
 
-def test_capture_hint_pending_is_not_drift(tmp_path: Path, root: Root, cli) -> None:  # type: ignore[no-untyped-def]
+def test_capture_hint_pending_is_not_drift(tmp_path: Path, root: Root, cli: Cli) -> None:
     """A capture only leaves `.state/dirty/<id>` for the mirror: doctor folds it in first."""
     workspace(tmp_path)
     assert cli("reindex").code == 0
-    incident_id = capture(tmp_path, "d2")
+    incident_id = capture_step(tmp_path, "d2")
     assert (root.state / "dirty" / incident_id).exists()
     r = cli("doctor")
     assert "ok   mirror: 1 incident(s), same as the folders" in r.out, r.out
@@ -76,19 +77,19 @@ def test_capture_hint_pending_is_not_drift(tmp_path: Path, root: Root, cli) -> N
     assert not (root.state / "dirty" / incident_id).exists()
 
 
-def test_world_writable_inbox_fails_with_fix(root: Root, cli) -> None:  # type: ignore[no-untyped-def]
+def test_world_writable_inbox_fails_with_fix(root: Root, cli: Cli) -> None:
     """Anyone who can drop a bundle in error_inbox/ runs its verify command as the watcher."""
     root.ensure()
     os.chmod(root.inbox, 0o777)
     r = cli("doctor", "--json")
     assert r.code == 1
-    by = {f["check"]: f for f in r.json()}  # type: ignore[union-attr]
+    by = {f["check"]: f for f in r.json()}
     assert by["permissions"]["level"] == "fail", by["permissions"]
     assert "error_inbox" in by["permissions"]["detail"]
     assert by["permissions"]["fix"] == f"chmod go-w {root.inbox}"
 
 
-def test_group_writable_root_fails_with_fix(root: Root, cli) -> None:  # type: ignore[no-untyped-def]
+def test_group_writable_root_fails_with_fix(root: Root, cli: Cli) -> None:
     root.ensure()
     os.chmod(root.path, 0o770)
     r = cli("doctor")
@@ -97,7 +98,7 @@ def test_group_writable_root_fails_with_fix(root: Root, cli) -> None:  # type: i
     assert f"fix: chmod go-w {root.path}" in r.out
 
 
-def test_group_writable_staging_fails(root: Root, cli) -> None:  # type: ignore[no-untyped-def]
+def test_group_writable_staging_fails(root: Root, cli: Cli) -> None:
     """Bundles are renamed from .staging/ into the inbox: swapping one there is as bad."""
     root.ensure()
     os.chmod(root.path / ".staging", 0o730)
@@ -106,9 +107,9 @@ def test_group_writable_staging_fails(root: Root, cli) -> None:  # type: ignore[
     assert f"fix: chmod go-w {root.path / '.staging'}" in r.out
 
 
-def test_group_readable_archive_only_warns(root: Root, cli) -> None:  # type: ignore[no-untyped-def]
+def test_group_readable_archive_only_warns(root: Root, cli: Cli) -> None:
     root.ensure()
     os.chmod(root.bucket("resolved"), 0o750)
     r = cli("doctor", "--json")
-    by = {f["check"]: f for f in r.json()}  # type: ignore[union-attr]
+    by = {f["check"]: f for f in r.json()}
     assert by["permissions"]["level"] == "warn", by["permissions"]

@@ -274,7 +274,8 @@ def test_issue_6_rules_hold_on_every_path(ctx: ErrorPipelineContext, data: Any) 
         if na.action is Action.WAIT_RETRY:
             assert before.failure_class is FailureClass.TRANSIENT
             assert before.current_state is S.S0_BASELINE_CHECK
-            assert na.not_before is not None and na.not_before > before.last_check_at  # type: ignore[operator]
+            assert na.not_before is not None and before.last_check_at is not None
+            assert na.not_before > before.last_check_at
 
 
 @settings(max_examples=150, deadline=None)
@@ -327,6 +328,7 @@ def test_a_fall_in_total_issues_is_progress(
     """Seed 001: a tier repeats when its recheck has fewer findings than before its fix and
     passes are left, whatever the messages (identical ones included) and their order."""
     before = data.draw(st.permutations([*after, *extra]))
+    enabled: dict[str, Any] = {f"enable_{t.agent}": True for t in TIERS}
     ctx = ErrorPipelineContext(
         run_id="run_1",
         workstream_id="inc_1",
@@ -335,7 +337,7 @@ def test_a_fall_in_total_issues_is_progress(
         current_state=tier.recheck,
         max_attempts_per_agent=limit,
         agent_attempt_counts={tier.agent: 1},
-        **{f"enable_{t.agent}": True for t in TIERS},
+        **enabled,
     )
     ctx.record_check(make_report([finding(n, "type") for n in before]), T0)
     ctx.record_check(make_report([finding(n, "type") for n in after]), T0)

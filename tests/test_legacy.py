@@ -8,10 +8,12 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from incidents.layout import Root
+from tests.helpers import Cli
 
 LEGACY = Path(__file__).resolve().parent / "fixtures" / "legacy"
 
@@ -25,12 +27,12 @@ def state_file(tmp_path: Path) -> Path:
     return path
 
 
-def rows(root: Root, sql: str, *params: object) -> list[tuple[object, ...]]:
+def rows(root: Root, sql: str, *params: object) -> list[tuple[Any, ...]]:
     with sqlite3.connect(root.db_path) as conn:
         return list(conn.execute(sql, params))
 
 
-def test_import_a_realistic_file(cli, root: Root, state_file: Path) -> None:  # type: ignore[no-untyped-def]
+def test_import_a_realistic_file(cli: Cli, root: Root, state_file: Path) -> None:
     r = cli("import-legacy", str(state_file))
     assert r.code == 0, r.err
     backup = state_file.with_name(".executor-state.json.bak")
@@ -75,7 +77,7 @@ def test_import_a_realistic_file(cli, root: Root, state_file: Path) -> None:  # 
     }  # fmt: skip
 
 
-def test_a_repeat_import_imports_nothing_twice(cli, root: Root, state_file: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_repeat_import_imports_nothing_twice(cli: Cli, root: Root, state_file: Path) -> None:
     assert cli("import-legacy", str(state_file)).code == 0
     before = rows(root, "SELECT count(*) FROM step_attempts"), rows(
         root, "SELECT count(*) FROM events"
@@ -89,9 +91,9 @@ def test_a_repeat_import_imports_nothing_twice(cli, root: Root, state_file: Path
     r = cli("import-legacy", "--json", str(state_file))
     assert r.code == 0, r.err
     doc = r.json()
-    assert doc["already_imported"] is True and doc["tasks"] == doc["attempts"] == 0  # type: ignore[index]
+    assert doc["already_imported"] is True and doc["tasks"] == doc["attempts"] == 0
     # the .bak is never overwritten: this copy stays where it is
-    assert doc["renamed_to"] is None and state_file.exists()  # type: ignore[index]
+    assert doc["renamed_to"] is None and state_file.exists()
     # the .bak itself: same content, nothing new, and it keeps its name (no .bak.bak)
     r = cli("import-legacy", str(state_file.with_name(".executor-state.json.bak")))
     assert (
@@ -105,7 +107,7 @@ def test_a_repeat_import_imports_nothing_twice(cli, root: Root, state_file: Path
     assert after == before
 
 
-def test_an_updated_file_adds_only_its_new_attempts(cli, root: Root, state_file: Path) -> None:  # type: ignore[no-untyped-def]
+def test_an_updated_file_adds_only_its_new_attempts(cli: Cli, root: Root, state_file: Path) -> None:
     assert cli("import-legacy", str(state_file)).code == 0
     doc = json.loads((LEGACY / "executor-state.json").read_text())
     doc["tasks"]["2.1"]["attempts"].append(
@@ -117,7 +119,7 @@ def test_an_updated_file_adds_only_its_new_attempts(cli, root: Root, state_file:
     assert r.code == 0 and ": imported: 0 task(s), 1 attempt(s)" in r.out, r.out + r.err
 
 
-def test_tasks_as_a_list_with_attempts_beside_them(cli, root: Root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_tasks_as_a_list_with_attempts_beside_them(cli: Cli, root: Root, tmp_path: Path) -> None:
     path = tmp_path / ".executor-state.json"
     shutil.copyfile(LEGACY / "executor-state-list.json", path)
     r = cli("import-legacy", str(path))
@@ -143,7 +145,9 @@ def test_tasks_as_a_list_with_attempts_beside_them(cli, root: Root, tmp_path: Pa
         ('{"tasks": {"1": {}, "1": {}}}', "corrupt: not valid JSON: duplicate key '1'"),
     ],
 )
-def test_a_corrupt_or_wrong_file_is_refused_and_left_untouched(cli, root: Root, tmp_path: Path, content: str | bytes, problem: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_corrupt_or_wrong_file_is_refused_and_left_untouched(
+    cli: Cli, root: Root, tmp_path: Path, content: str | bytes, problem: str
+) -> None:
     path = tmp_path / ".executor-state.json"
     data = content if isinstance(content, bytes) else content.encode()
     path.write_bytes(data)
@@ -156,7 +160,7 @@ def test_a_corrupt_or_wrong_file_is_refused_and_left_untouched(cli, root: Root, 
     assert rows(root, "SELECT count(*) FROM meta WHERE key LIKE 'legacy_import:%'") == [(0,)]
 
 
-def test_an_unreadable_path_is_refused(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_an_unreadable_path_is_refused(cli: Cli, tmp_path: Path) -> None:
     folder = tmp_path / "a-folder.json"
     folder.mkdir()
     r = cli("import-legacy", str(folder))
@@ -170,7 +174,7 @@ def test_an_unreadable_path_is_refused(cli, tmp_path: Path) -> None:  # type: ig
     assert r.code == 2 and "no such file" in r.err
 
 
-def test_imported_history_survives_a_reindex(cli, root: Root, state_file: Path) -> None:  # type: ignore[no-untyped-def]
+def test_imported_history_survives_a_reindex(cli: Cli, root: Root, state_file: Path) -> None:
     assert cli("import-legacy", str(state_file)).code == 0
     before = rows(root, "SELECT run_id FROM runs WHERE run_id LIKE 'legacy%'")
     attempts = rows(root, "SELECT count(*) FROM step_attempts WHERE step_name = 'legacy_attempt'")
@@ -183,7 +187,9 @@ def test_imported_history_survives_a_reindex(cli, root: Root, state_file: Path) 
     )
 
 
-def test_the_backup_rebuilds_a_lost_mirrors_legacy_rows(cli, root: Root, state_file: Path) -> None:  # type: ignore[no-untyped-def]
+def test_the_backup_rebuilds_a_lost_mirrors_legacy_rows(
+    cli: Cli, root: Root, state_file: Path
+) -> None:
     """Legacy history lives only in the database: after losing it, importing the .bak
     gives back the same rows under the same ids, and the .bak stays as it is."""
     assert cli("import-legacy", str(state_file)).code == 0

@@ -24,7 +24,7 @@ from incidents.planner import (
     validate_plan_file,
     write_plan,
 )
-from tests.conftest import FIXTURES
+from tests.helpers import FIXTURES
 
 NOW = datetime(2026, 2, 17, 3, 15, tzinfo=UTC)
 PLANS = FIXTURES / "plans"

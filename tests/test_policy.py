@@ -14,13 +14,12 @@ import pytest
 from incidents import policy
 from incidents.config import load_config
 from incidents.layout import Root
-from incidents.models import AIAttempt, ErrorPipelineContext, QuarantineMetadata, RunResult
+from incidents.models import AIAttempt, QuarantineMetadata, RunResult
 from incidents.step.service import drive, run_step
 from incidents.vocab import ErrorCode, FailureClass
+from tests.helpers import BROKEN, FIXED, Cli, capture, ctx_of, events, use_config
 from tests.stand_ins import on_path, stand_in
 
-BROKEN = "def f(:\n    pass\n"
-FIXED = "def f() -> None:\n    pass\n"
 BASE = (
     '[checks]\ntools = ["ruff"]\n[policy]\nescalation_threshold = 0\n'
     '[tiers.codex]\nmode = "off"\n[tiers.claude]\nmode = "off"\n'
@@ -29,37 +28,10 @@ AIDER_ON = '[tiers.aider]\nmode = "on"\n'
 
 
 def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> Path:
-    (tmp_path / "incidents.toml").write_text(text)
-    monkeypatch.setenv("INCIDENTS_CONFIG", str(tmp_path / "incidents.toml"))
+    use_config(tmp_path, monkeypatch, text)
     ws = tmp_path / "ws"
     ws.mkdir(exist_ok=True)
     return ws
-
-
-def capture(cli, ws: Path, message: str, *extra: str, content: str | None = BROKEN) -> str:  # type: ignore[no-untyped-def]
-    args = ["capture", "--step", "lint", "--message", message, "--workdir", str(ws), "--no-dedupe"]
-    if content is not None:
-        (ws / "f.py").write_text(content)
-        args += ["--python-file", "f.py"]
-    r = cli(*args, *extra)
-    assert r.code == 0, r.err
-    return str(r.out.strip())
-
-
-def state(root: Root, incident_id: str) -> ErrorPipelineContext:
-    _, folder = root.locate(incident_id)
-    return ErrorPipelineContext.model_validate_json((folder / "state.json").read_text())
-
-
-def events(root: Root, incident_id: str | None = None) -> list[str]:
-    with sqlite3.connect(root.db_path) as conn:
-        if incident_id is None:
-            rows = conn.execute("SELECT event_type FROM events ORDER BY id")
-        else:
-            rows = conn.execute(
-                "SELECT event_type FROM events WHERE incident_id = ? ORDER BY id", (incident_id,)
-            )
-        return [r[0] for r in rows]
 
 
 # --- seed 002's table, one row per error code ------------------------------------------------
@@ -92,16 +64,18 @@ def test_every_error_code_has_its_seed_002_behaviour(code: ErrorCode) -> None:
         ("pre_start_hook failed: exit 1", "HOOK_FAILURE"),
     ],
 )
-def test_rate_limit_and_hook_failure_fail_fast_end_to_end(cli, root: Root, tmp_path, monkeypatch, message: str, code: str) -> None:  # type: ignore[no-untyped-def]
+def test_rate_limit_and_hook_failure_fail_fast_end_to_end(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, message: str, code: str
+) -> None:
     ws = setup(tmp_path, monkeypatch, BASE + AIDER_ON)
     stand_in(on_path(tmp_path, monkeypatch), "aider", "raise SystemExit('must not run')")
-    incident_id = capture(cli, ws, message)
+    incident_id = capture(cli, message=message, ws=ws, target="f.py", content=BROKEN)
     incident = json.loads((root.inbox / incident_id / "incident.json").read_text())
     assert incident["error_code"] == code
     r = cli("drive", incident_id)
     assert r.code == 0, r.err
     assert r.out.count("\n") == 1 and "S_INIT -> S4_QUARANTINE (QUARANTINE)" in r.out
-    ctx = state(root, incident_id)
+    ctx = ctx_of(root, incident_id)
     assert f"never_retry ({code})" in (ctx.escalation_reason or "")
     assert ctx.report_labels == [] and ctx.ai_attempts == []  # no check, no fixer
     meta = QuarantineMetadata.model_validate_json(
@@ -110,9 +84,12 @@ def test_rate_limit_and_hook_failure_fail_fast_end_to_end(cli, root: Root, tmp_p
     assert meta.escalation_kind == "never_retry"
 
 
-def test_never_retry_escalates_at_once(cli, root: Root, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_never_retry_escalates_at_once(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = setup(tmp_path, monkeypatch, BASE + AIDER_ON)
-    incident_id = capture(cli, ws, "bad credentials", "--failure-class", "never_retry")
+    incident_id = capture(cli, "--failure-class", "never_retry", message="bad credentials",
+                          ws=ws, target="f.py", content=BROKEN)  # fmt: skip
     r = cli("drive", incident_id)
     assert "S_INIT -> S4_QUARANTINE" in r.out and r.out.count("\n") == 1, r.out
     with sqlite3.connect(root.db_path) as conn:
@@ -131,13 +108,14 @@ sys.exit(0 if n >= 1 else 1)
 """
 
 
-def test_transient_failure_passes_on_its_second_try_after_the_backoff(cli, root: Root, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_transient_failure_passes_on_its_second_try_after_the_backoff(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = setup(tmp_path, monkeypatch, BASE + '[tiers.aider]\nmode = "off"\n')
     (ws / "flaky.py").write_text(FLAKY)
     incident_id = capture(
-        cli, ws, "download failed: Connection timed out", "--verify", "python flaky.py",
-        content=None,
-    )  # fmt: skip
+        cli, "--verify", "python flaky.py", message="download failed: Connection timed out", ws=ws
+    )
     assert (
         json.loads((root.inbox / incident_id / "incident.json").read_text())["failure_class"]
         == "transient"
@@ -147,10 +125,11 @@ def test_transient_failure_passes_on_its_second_try_after_the_backoff(cli, root:
     now = [t0]
     out = drive(root, cfg, incident_id, clock=lambda: now[0])
     assert out.idle and out.not_before is not None and not out.terminal
-    ctx = state(root, incident_id)
+    ctx = ctx_of(root, incident_id)
     assert ctx.transient_retries == 1 and ctx.report_labels == ["0"]
     assert (ws / "tries").read_text() == "1"
-    delay = (out.not_before - ctx.last_check_at).total_seconds()  # type: ignore[operator]
+    assert ctx.last_check_at is not None
+    delay = (out.not_before - ctx.last_check_at).total_seconds()
     assert 2.5 <= delay <= 5.0  # base 5s, equal jitter: between half and all of it
     now[0] = out.not_before - timedelta(milliseconds=1)  # not yet due: nothing runs
     early = run_step(root, cfg, incident_id, clock=lambda: now[0])
@@ -165,63 +144,71 @@ def test_transient_failure_passes_on_its_second_try_after_the_backoff(cli, root:
 # --- the signature budget, shared across incidents ----------------------------------------------
 
 
-def test_budget_is_shared_by_a_signature_and_kept_apart_from_another(cli, root: Root, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_budget_is_shared_by_a_signature_and_kept_apart_from_another(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = setup(tmp_path, monkeypatch, BASE + AIDER_ON)
     stand_in(on_path(tmp_path, monkeypatch), "aider", "pass  # changes nothing")
     same = []
     for _ in range(3):
-        incident_id = capture(cli, ws, "f.py is broken")
+        incident_id = capture(cli, message="f.py is broken", ws=ws, target="f.py", content=BROKEN)
         assert cli("drive", incident_id).code == 0
         same.append(incident_id)
-        assert len(state(root, incident_id).ai_attempts) == 1
+        assert len(ctx_of(root, incident_id).ai_attempts) == 1
     signature = json.loads((root.bucket("escalated") / same[0] / "incident.json").read_text())[
         "error_signature"
     ]
     # the fourth with the same signature: budget 3/3 used, no fixer runs
-    fourth = capture(cli, ws, "f.py is broken")
+    fourth = capture(cli, message="f.py is broken", ws=ws, target="f.py", content=BROKEN)
     r = cli("drive", fourth)
     assert "S0_BASELINE_CHECK -> S4_QUARANTINE" in r.out, r.out
-    ctx = state(root, fourth)
+    ctx = ctx_of(root, fourth)
     assert "(3/3)" in (ctx.escalation_reason or "")
     assert ctx.ai_attempts == [] and ctx.escalation_kind == "budget_exhausted"
     assert ctx.error_signature == signature
     # another signature keeps its own budget
-    other = capture(cli, ws, "a different failure entirely")
+    other = capture(
+        cli, message="a different failure entirely", ws=ws, target="f.py", content=BROKEN
+    )
     cli("drive", other)
-    assert len(state(root, other).ai_attempts) == 1
-    assert state(root, other).error_signature != signature
+    assert len(ctx_of(root, other).ai_attempts) == 1
+    assert ctx_of(root, other).error_signature != signature
     with sqlite3.connect(root.db_path) as conn:
         used = dict(conn.execute("SELECT signature, attempts_used FROM errors").fetchall())
         escalations = conn.execute("SELECT count(*) FROM escalations").fetchone()[0]
     assert used[signature] == 3 and escalations == 5
 
 
-def test_budget_is_derived_from_the_folders_after_the_mirror_is_deleted(cli, root: Root, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_budget_is_derived_from_the_folders_after_the_mirror_is_deleted(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = setup(tmp_path, monkeypatch, BASE.replace("escalation_threshold = 0", "signature_budget = 1\nescalation_threshold = 0") + AIDER_ON)  # fmt: skip
     stand_in(on_path(tmp_path, monkeypatch), "aider", "pass")
-    first = capture(cli, ws, "f.py is broken")
+    first = capture(cli, message="f.py is broken", ws=ws, target="f.py", content=BROKEN)
     cli("drive", first)
     for suffix in ("", "-wal", "-shm"):
         Path(f"{root.db_path}{suffix}").unlink(missing_ok=True)
     assert cli("reindex").code == 0
-    second = capture(cli, ws, "f.py is broken")
+    second = capture(cli, message="f.py is broken", ws=ws, target="f.py", content=BROKEN)
     r = cli("drive", second)
-    ctx = state(root, second)
+    ctx = ctx_of(root, second)
     assert "(1/1)" in (ctx.escalation_reason or "") and ctx.ai_attempts == [], r.out
 
 
 # --- no progress moves on early ---------------------------------------------------------------
 
 
-def test_no_progress_skips_the_tiers_remaining_passes(cli, root: Root, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_no_progress_skips_the_tiers_remaining_passes(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     text = BASE.replace('[tiers.codex]\nmode = "off"', '[tiers.codex]\nmode = "on"')
     ws = setup(tmp_path, monkeypatch, text + '[tiers.aider]\nmode = "on"\nmax_attempts = 3\n')
     stand_in(on_path(tmp_path, monkeypatch), "aider", "pass")
     stand_in(on_path(tmp_path, monkeypatch), "codex", "sys.stdin.read()")
-    incident_id = capture(cli, ws, "f.py is broken")
+    incident_id = capture(cli, message="f.py is broken", ws=ws, target="f.py", content=BROKEN)
     r = cli("drive", incident_id)
     assert "S1_AIDER_RECHECK -> S2_CODEX_FIX" in r.out, r.out  # after one aider pass, not 3
-    ctx = state(root, incident_id)
+    ctx = ctx_of(root, incident_id)
     assert [a.agent for a in ctx.ai_attempts] == ["aider", "codex"]
     result = RunResult.model_validate_json(
         (root.runs_dir(incident_id) / "run_result.json").read_text()
@@ -232,27 +219,33 @@ def test_no_progress_skips_the_tiers_remaining_passes(cli, root: Root, tmp_path,
 # --- the global threshold ---------------------------------------------------------------------
 
 
-def test_threshold_pauses_everything_until_resume(cli, root: Root, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_threshold_pauses_everything_until_resume(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = setup(tmp_path, monkeypatch, "[policy]\nescalation_threshold = 2\n")
-    first = capture(cli, ws, "bad credentials", "--failure-class", "never_retry")
+    first = capture(cli, "--failure-class", "never_retry", message="bad credentials",
+                    ws=ws, target="f.py", content=BROKEN)  # fmt: skip
     cli("drive", first)
-    assert cli("status", "--json").json()["paused"] is None  # type: ignore[index]
-    second = capture(cli, ws, "revoked token", "--failure-class", "never_retry")
+    assert cli("status", "--json").json()["paused"] is None
+    second = capture(cli, "--failure-class", "never_retry", message="revoked token",
+                     ws=ws, target="f.py", content=BROKEN)  # fmt: skip
     cli("drive", second)
     doc = cli("status", "--json").json()
-    assert doc["paused"]["by"] == "threshold"  # type: ignore[index]
-    assert "2 escalations" in doc["paused"]["reason"]  # type: ignore[index]
+    assert doc["paused"]["by"] == "threshold"
+    assert "2 escalations" in doc["paused"]["reason"]
     assert "PAUSED since" in cli("status").out
     assert "build_paused" in events(root)
-    third = capture(cli, ws, "expired licence", "--failure-class", "never_retry")  # capture works
+    # capture works while paused
+    third = capture(cli, "--failure-class", "never_retry", message="expired licence",
+                    ws=ws, target="f.py", content=BROKEN)  # fmt: skip
     r = cli("step", third)
     assert r.code == 1 and "paused since" in r.err
     assert state_missing(root, third)
     assert cli("resume").code == 0
-    assert cli("status", "--json").json()["paused"] is None  # type: ignore[index]
+    assert cli("status", "--json").json()["paused"] is None
     r = cli("drive", third)  # runs again; counts only escalations since the resume
     assert "S4_QUARANTINE" in r.out, r.out + r.err
-    assert cli("status", "--json").json()["paused"] is None  # type: ignore[index]
+    assert cli("status", "--json").json()["paused"] is None
     assert "resumed" in events(root)
 
 
@@ -263,30 +256,36 @@ def state_missing(root: Root, incident_id: str) -> bool:
 # --- fixers that misbehave -------------------------------------------------------------------
 
 
-def test_a_fixer_that_crashes_is_an_infra_failure(cli, root: Root, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_fixer_that_crashes_is_an_infra_failure(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = setup(tmp_path, monkeypatch, BASE + AIDER_ON)
     stand_in(on_path(tmp_path, monkeypatch), "aider", "raise RuntimeError('segfault-ish')")
-    incident_id = capture(cli, ws, "f.py is broken")
+    incident_id = capture(cli, message="f.py is broken", ws=ws, target="f.py", content=BROKEN)
     r = cli("drive", incident_id)
     assert "S1_AIDER_FIX -> S_ERROR_INFRA" in r.out, r.out
     meta = QuarantineMetadata.model_validate_json(
         (root.bucket("escalated") / incident_id / "metadata.json").read_text()
     )
     assert meta.final_status == "infra_failure" and "aider" in meta.reason
-    [attempt] = state(root, incident_id).ai_attempts
+    [attempt] = ctx_of(root, incident_id).ai_attempts
     assert attempt.exit_code == 1 and "RuntimeError" in attempt.notes
 
 
-def test_a_fixer_that_hangs_is_stopped_by_its_timeout(cli, root: Root, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_fixer_that_hangs_is_stopped_by_its_timeout(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = setup(tmp_path, monkeypatch, BASE + '[tiers.aider]\nmode = "on"\ntimeout_s = 0.5\n')
     stand_in(on_path(tmp_path, monkeypatch), "aider", "time.sleep(30)")
-    incident_id = capture(cli, ws, "f.py is broken")
+    incident_id = capture(cli, message="f.py is broken", ws=ws, target="f.py", content=BROKEN)
     r = cli("drive", incident_id)
     assert "S_ERROR_INFRA" in r.out, r.out
-    assert "time" in (state(root, incident_id).escalation_reason or "").lower()
+    assert "time" in (ctx_of(root, incident_id).escalation_reason or "").lower()
 
 
-def test_a_fixer_edit_outside_its_targets_is_reverted(cli, root: Root, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_fixer_edit_outside_its_targets_is_reverted(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = setup(tmp_path, monkeypatch, BASE + AIDER_ON)
     (ws / "keep.py").write_text("x = 1\n")
     stand_in(
@@ -294,10 +293,10 @@ def test_a_fixer_edit_outside_its_targets_is_reverted(cli, root: Root, tmp_path,
         f"pathlib.Path('f.py').write_text({FIXED!r}); pathlib.Path('keep.py').write_text('x = 2')"
         "; pathlib.Path('new.py').write_text('evil')",
     )  # fmt: skip
-    incident_id = capture(cli, ws, "f.py is broken")
+    incident_id = capture(cli, message="f.py is broken", ws=ws, target="f.py", content=BROKEN)
     r = cli("drive", incident_id)
     assert "-> S_SUCCESS" in r.out, r.out
-    [attempt] = [AIAttempt.model_validate(a) for a in state(root, incident_id).ai_attempts]
+    [attempt] = [AIAttempt.model_validate(a) for a in ctx_of(root, incident_id).ai_attempts]
     assert attempt.changed_files == ["f.py"]
     assert sorted(attempt.violations) == ["keep.py", "new.py"]
     assert (ws / "keep.py").read_text() == "x = 1\n" and not (ws / "new.py").exists()

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from incidents import models, schemas
 from incidents.layout import Root
-from tests.conftest import FIXTURES
+from tests.helpers import FIXTURES, Cli
 
 SEED = FIXTURES / "seed004"
 SEED_DOCS = [
@@ -23,7 +25,7 @@ def test_committed_schemas_equal_what_the_models_generate() -> None:
     assert schemas.stale(schemas.default_dir()) == []
 
 
-def test_stale_detects_a_changed_schema_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_stale_detects_a_changed_schema_file(tmp_path: Path) -> None:
     schemas.write_all(tmp_path)
     assert schemas.stale(tmp_path) == []
     path = tmp_path / "plan.schema.json"
@@ -32,7 +34,7 @@ def test_stale_detects_a_changed_schema_file(tmp_path) -> None:  # type: ignore[
 
 
 @pytest.mark.parametrize(("file", "name", "model"), SEED_DOCS)
-def test_seed_examples_validate(file: str, name: str, model) -> None:  # type: ignore[no-untyped-def]
+def test_seed_examples_validate(file: str, name: str, model: type[BaseModel]) -> None:
     doc = json.loads((SEED / file).read_text())
     schemas.validator(name).validate(doc)
     model.model_validate(doc)
@@ -46,7 +48,7 @@ def test_schemas_reject_what_the_models_reject() -> None:
         models.Incident.model_validate(bad)
 
 
-def test_a_captured_bundle_validates_through_jsonschema(cli, root: Root) -> None:  # type: ignore[no-untyped-def]
+def test_a_captured_bundle_validates_through_jsonschema(cli: Cli, root: Root) -> None:
     r = cli("capture", "--step", "s", "--message", "m")
     folder = root.inbox / r.out.strip()
     schemas.validator("incident").validate(json.loads((folder / "incident.json").read_text()))
@@ -56,7 +58,7 @@ def test_a_captured_bundle_validates_through_jsonschema(cli, root: Root) -> None
     schemas.validator("run_result").validate(run_result)
 
 
-def test_schemas_command_checks_and_writes(cli, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_schemas_command_checks_and_writes(cli: Cli, tmp_path: Path) -> None:
     assert cli("schemas").code == 0
     assert cli("schemas", "--dir", str(tmp_path)).code == 1
     assert cli("schemas", "--write", "--dir", str(tmp_path)).code == 0

@@ -29,7 +29,9 @@ def test_fixes_targets_with_safe_fixes_only(tmp_path: Path, settings: ChecksSett
 
 def test_black_when_enabled_and_nothing_to_change(tmp_path: Path, shared_cache: Path) -> None:
     (tmp_path / "a.py").write_text("x = 1\n")
-    settings = ChecksSettings(cache_dir=str(shared_cache), profiles={"black": {"enabled": True}})  # type: ignore[dict-item]
+    settings = ChecksSettings.model_validate(
+        {"cache_dir": str(shared_cache), "profiles": {"black": {"enabled": True}}}
+    )
     result = apply_mechanical_fixes(["a.py"], settings=settings, cwd=tmp_path)
     assert result.changed == [] and result.ok
     assert [s.tool for s in result.log] == ["ruff", "ruff-format", "black"]
@@ -47,9 +49,11 @@ def test_symlinks_are_refused(tmp_path: Path, settings: ChecksSettings) -> None:
 
 def test_a_missing_fixer_is_logged_as_an_error(tmp_path: Path, shared_cache: Path) -> None:
     (tmp_path / "a.py").write_text(UGLY)
-    settings = ChecksSettings(
-        cache_dir=str(shared_cache),
-        profiles={"ruff": {"fix_argv": ["no-such-fixer-xyz", "{files}"]}},  # type: ignore[dict-item]
+    settings = ChecksSettings.model_validate(
+        {
+            "cache_dir": str(shared_cache),
+            "profiles": {"ruff": {"fix_argv": ["no-such-fixer-xyz", "{files}"]}},
+        }
     )
     result = apply_mechanical_fixes(["a.py"], settings=settings, cwd=tmp_path, tools=["ruff"])
     assert not result.ok

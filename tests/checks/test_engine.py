@@ -144,9 +144,11 @@ def test_missing_tool_is_an_infra_failure_not_zero_issues(
     tmp_path: Path, ctx: ErrorPipelineContext, shared_cache: Path
 ) -> None:
     files = write_tree(tmp_path, {"a.py": "x = 1\n"})
-    settings = ChecksSettings(
-        cache_dir=str(shared_cache),
-        profiles={"ruff": {"argv": ["no-such-ruff-xyz", "check", "{files}"]}},  # type: ignore[dict-item]
+    settings = ChecksSettings.model_validate(
+        {
+            "cache_dir": str(shared_cache),
+            "profiles": {"ruff": {"argv": ["no-such-ruff-xyz", "check", "{files}"]}},
+        }
     )
     report = run_error_pipeline(files, [], ctx, settings=settings, cwd=tmp_path, tools=["ruff"])
     [infra] = report.infra_failures
@@ -172,14 +174,16 @@ def test_crash_garbage_and_timeout_are_infra_failures(
     timeout: float | None, reason: str,
 ) -> None:  # fmt: skip
     files = write_tree(tmp_path, {"a.py": "x = 1\n"})
-    profile = {
+    profile: dict[str, object] = {
         "argv": ["{python}", "-c", code, "{files}"],
         "parser": "ruff-json",
         "globs": ["*.py"],
     }
     if timeout:
-        profile["timeout"] = timeout  # type: ignore[assignment]
-    settings = ChecksSettings(cache_dir=str(shared_cache), profiles={"fake": profile})  # type: ignore[dict-item]
+        profile["timeout"] = timeout
+    settings = ChecksSettings.model_validate(
+        {"cache_dir": str(shared_cache), "profiles": {"fake": profile}}
+    )
     report = run_error_pipeline(files, [], ctx, settings=settings, cwd=tmp_path, tools=["fake"])
     [infra] = report.infra_failures
     assert infra.reason.startswith(reason)
@@ -199,7 +203,9 @@ def test_a_new_tool_is_one_profile(
     )
     profile = {"argv": ["{python}", "-c", emit, "{files}"], "parser": "ruff-json",
                "globs": ["*.py"], "categories": {"XS": "security"}}  # fmt: skip
-    settings = ChecksSettings(cache_dir=str(shared_cache), profiles={"mytool": profile})  # type: ignore[dict-item]
+    settings = ChecksSettings.model_validate(
+        {"cache_dir": str(shared_cache), "profiles": {"mytool": profile}}
+    )
     report = run_error_pipeline(files, [], ctx, settings=settings, cwd=tmp_path, tools=["mytool"])
     [f] = report.issues
     assert (f.tool, f.path, f.category.value, f.hard) == ("mytool", "a.py", "security", True)
@@ -226,7 +232,8 @@ def test_unknown_tool_and_bad_profile_config(ctx: ErrorPipelineContext) -> None:
     from incidents.errors import ConfigError
 
     with pytest.raises(ConfigError, match="needs argv, parser"):
-        run_error_pipeline([], [], ctx, settings=ChecksSettings(profiles={"x": {"globs": ["*"]}}))  # type: ignore[dict-item]
+        bad = ChecksSettings.model_validate({"profiles": {"x": {"globs": ["*"]}}})
+        run_error_pipeline([], [], ctx, settings=bad)
 
 
 def test_paths_outside_cwd_stay_absolute_and_label_follows_context(

@@ -8,7 +8,7 @@ import pytest
 
 from incidents.config import load_config
 from incidents.errors import ConfigError
-from tests.conftest import run_script
+from tests.helpers import Cli, run_script
 
 
 def test_defaults_without_a_file() -> None:
@@ -57,7 +57,7 @@ def test_bad_keys_and_values_name_file_key_and_reason(
     assert where in message and reason in message, message
 
 
-def test_cli_reports_config_errors_with_exit_2(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_cli_reports_config_errors_with_exit_2(cli: Cli, tmp_path: Path) -> None:
     (tmp_path / "incidents.toml").write_text("[capture]\nbogus = 1\n")
     r = cli("status")
     assert r.code == 2 and "capture.bogus: unknown key" in r.err
@@ -68,7 +68,9 @@ def test_cli_reports_config_errors_with_exit_2(cli, tmp_path: Path) -> None:  # 
     ["[capture]\nlog_tail_bytes = 10\n", "[capture]\naudit_tail_lines = 200000\n",
      "[capture]\nmax_message_chars = 5\n"],  # fmt: skip
 )
-def test_capture_refuses_the_same_values_as_the_full_model(cli, tmp_path: Path, text: str) -> None:  # type: ignore[no-untyped-def]
+def test_capture_refuses_the_same_values_as_the_full_model(
+    cli: Cli, tmp_path: Path, text: str
+) -> None:
     """capture validates [capture] without pydantic; its bounds are the model's."""
     (tmp_path / "incidents.toml").write_text(text)
     key = text.split("\n")[1].split(" =")[0]

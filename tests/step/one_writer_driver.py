@@ -13,17 +13,21 @@ import os
 import sys
 import time
 from pathlib import Path
+from types import FrameType
+from typing import cast
 
 GUARDED = {"state.json", "ai_attempts.json", "run_result.json"}
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 BUCKETS: set[str] = set()
+# what os.rename takes; the audit hook receives its arguments untyped
+PathArg = str | bytes | os.PathLike[str] | os.PathLike[bytes]
 seen: dict[str, int] = {}
 violations: list[dict[str, str]] = []
 _busy = False
 
 
 def _stack_modules() -> list[str]:
-    frame = sys._getframe(3)
+    frame: FrameType | None = sys._getframe(3)
     names = []
     while frame is not None:
         names.append(str(frame.f_globals.get("__name__", "")))
@@ -51,7 +55,7 @@ def _hook(event: str, args: tuple[object, ...]) -> None:
             if name in GUARDED and isinstance(flags, int) and flags & WRITE_FLAGS:
                 _check(name, str(path))
         else:
-            src, dst = os.fspath(args[0]), os.fspath(args[1])  # type: ignore[arg-type]
+            src, dst = os.fspath(cast(PathArg, args[0])), os.fspath(cast(PathArg, args[1]))
             if isinstance(dst, bytes) or isinstance(src, bytes):
                 return
             if os.path.basename(dst) in GUARDED:

@@ -17,9 +17,9 @@ import pytest
 from incidents import pause
 from incidents.layout import Root
 from incidents.watch.intake import Examined, Verdict, examine
-from tests.watch.test_watch_helpers import (
+from tests.watch.helpers import (
     FAST_TOML,
-    capture,
+    capture_step,
     closed,
     mirror_rows,
     places,
@@ -34,7 +34,7 @@ from tests.watch.test_watch_helpers import (
 
 def test_until_idle_closes_clean_and_fixable(tmp_path: Path, root: Root) -> None:
     workspace(tmp_path)
-    ids = [capture(tmp_path, "clean"), capture(tmp_path, "dirty", dirty=True)]
+    ids = [capture_step(tmp_path, "clean"), capture_step(tmp_path, "dirty", dirty=True)]
     done = run_watch(tmp_path, "--until-idle", "--workers", "2")
     assert done.returncode == 0, done.stderr
     assert {i: places(root)[i] for i in ids} == {i: ["error_archive/resolved"] for i in ids}
@@ -49,7 +49,7 @@ def test_200_incidents_dropped_while_watching_all_close(tmp_path: Path, root: Ro
     workspace(tmp_path)
     watcher = start_watch(tmp_path, "--workers", "2")
     try:
-        ids = [capture(tmp_path, f"m{i}", dirty=i % 4 == 0) for i in range(200)]
+        ids = [capture_step(tmp_path, f"m{i}", dirty=i % 4 == 0) for i in range(200)]
         assert wait_until(lambda: closed(root, ids), timeout=150), collections.Counter(
             w for i in ids for w in places(root).get(i, ["lost"])
         )
@@ -64,7 +64,7 @@ def test_two_watchers_run_every_step_exactly_once(tmp_path: Path, root: Root) ->
     a = start_watch(tmp_path, "--workers", "2", "--poll", "0.3")
     b = start_watch(tmp_path, "--workers", "2", "--poll", "0.3")
     try:
-        ids = [capture(tmp_path, f"t{i}", dirty=i % 2 == 0) for i in range(60)]
+        ids = [capture_step(tmp_path, f"t{i}", dirty=i % 2 == 0) for i in range(60)]
         assert wait_until(lambda: closed(root, ids), timeout=120)
     finally:
         assert stop(a) == 0
@@ -90,7 +90,7 @@ def test_two_watchers_run_every_step_exactly_once(tmp_path: Path, root: Root) ->
 def test_first_signal_lets_the_running_tick_finish(tmp_path: Path, root: Root) -> None:
     workspace(tmp_path)
     (tmp_path / "slow.py").write_text("import time\ntime.sleep(1.5)\n")
-    ids = [capture(tmp_path, f"s{i}", verify=f"{sys.executable} slow.py") for i in range(3)]
+    ids = [capture_step(tmp_path, f"s{i}", verify=f"{sys.executable} slow.py") for i in range(3)]
     watcher = start_watch(tmp_path, "--workers", "1")
     runs = root.path / "error_runs"
     assert wait_until(lambda: any(runs.glob("*/plan*")) or any(root.inbox.glob("*/state.json")), 20)
@@ -111,7 +111,7 @@ def test_first_signal_lets_the_running_tick_finish(tmp_path: Path, root: Root) -
 def test_second_signal_stops_at_once_and_state_resumes(tmp_path: Path, root: Root) -> None:
     workspace(tmp_path)
     (tmp_path / "slow.py").write_text("import time\ntime.sleep(3)\n")
-    ids = [capture(tmp_path, f"q{i}", verify=f"{sys.executable} slow.py") for i in range(2)]
+    ids = [capture_step(tmp_path, f"q{i}", verify=f"{sys.executable} slow.py") for i in range(2)]
     watcher = start_watch(tmp_path, "--workers", "1")
     assert wait_until(lambda: any(root.inbox.glob("*/state.json")), 20)
     time.sleep(0.3)
@@ -127,7 +127,7 @@ def test_second_signal_stops_at_once_and_state_resumes(tmp_path: Path, root: Roo
 
 def test_hand_copied_bundle_waits_until_complete(tmp_path: Path, root: Root) -> None:
     workspace(tmp_path)
-    source_id = capture(tmp_path, "hand")
+    source_id = capture_step(tmp_path, "hand")
     source = tmp_path / "copy_of_bundle"
     shutil.move(str(root.inbox / source_id), source)
     watcher = start_watch(tmp_path, "--workers", "1", "--poll", "0.3")
@@ -167,8 +167,8 @@ def test_folder_that_never_becomes_valid_is_rejected_with_a_reason(
 def test_poison_incident_is_quarantined_after_three_recoveries(tmp_path: Path, root: Root) -> None:
     workspace(tmp_path)
     (tmp_path / "boom.py").write_text("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n")
-    poison = capture(tmp_path, "poison", verify=f"{sys.executable} boom.py")
-    others = [capture(tmp_path, f"ok{i}") for i in range(4)]
+    poison = capture_step(tmp_path, "poison", verify=f"{sys.executable} boom.py")
+    others = [capture_step(tmp_path, f"ok{i}") for i in range(4)]
     done = run_watch(tmp_path, "--until-idle", "--workers", "1", timeout=120)
     assert done.returncode == 0, done.stderr
     assert places(root)[poison] == ["error_archive/escalated"]
@@ -183,7 +183,7 @@ def test_pause_flag_is_honoured(tmp_path: Path, root: Root) -> None:
     workspace(tmp_path)
     root.ensure()
     pause.pause(root, "too many escalations")
-    ids = [capture(tmp_path, "paused")]
+    ids = [capture_step(tmp_path, "paused")]
     done = run_watch(tmp_path, "--once")
     assert done.returncode == 0
     assert places(root)[ids[0]] == ["error_inbox"]
@@ -220,7 +220,7 @@ def test_a_temp_file_left_by_a_killed_writer_does_not_get_a_valid_bundle_rejecte
     tmp_path: Path, root: Root
 ) -> None:
     workspace(tmp_path, GRACE_0)
-    incident_id = capture(tmp_path, "leftover")
+    incident_id = capture_step(tmp_path, "leftover")
     tmp = killed_mid_write(root.inbox / incident_id, "log_tail.txt")
     backdate(root.inbox / incident_id)
     done = run_watch(tmp_path, "--once")
@@ -233,7 +233,7 @@ def test_a_hand_copy_temp_file_still_keeps_a_bundle_from_being_taken(
     tmp_path: Path, root: Root
 ) -> None:
     workspace(tmp_path, GRACE_0)
-    incident_id = capture(tmp_path, "rsync")
+    incident_id = capture_step(tmp_path, "rsync")
     (root.inbox / incident_id / ".status.txt.Xq3d9A").write_text("new\n")  # rsync's shape
     backdate(root.inbox / incident_id)
     done = run_watch(tmp_path, "--once")
@@ -266,7 +266,7 @@ def test_a_temp_file_of_a_live_pid_is_removed_only_when_old_and_unlocked(
 ) -> None:
     """A live pid may be reused: an old temp file is a leftover when no writer holds the
     incident's lock (every writer of ours does), and kept while one does."""
-    incident_id = capture(tmp_path, "live")
+    incident_id = capture_step(tmp_path, "live")
     folder = root.inbox / incident_id
     tmp = folder / f".log_tail.txt.{os.getpid()}.0123abcd.tmp"
     tmp.write_bytes(b"being written")
@@ -299,7 +299,7 @@ def test_second_signal_takes_the_running_commands_down(
         "import os, pathlib, time\n"
         "pathlib.Path(f'pid.{os.getpid()}').write_text('')\ntime.sleep(60)\n"
     )
-    capture(tmp_path, "long", verify=f"{sys.executable} slow.py")
+    capture_step(tmp_path, "long", verify=f"{sys.executable} slow.py")
     watcher = start_watch(tmp_path, "--workers", workers)
     work = tmp_path / "work" / "long"
     assert wait_until(lambda: any(work.glob("pid.*")), 30)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from incidents.layout import Root
 from incidents.watch.intake import Examined, Verdict, examine
-from tests.watch.test_watch_helpers import (
+from tests.watch.helpers import (
     FAST_TOML,
-    capture,
+    capture_step,
     places,
     run_watch,
     start_watch,
@@ -28,7 +28,7 @@ def test_hand_copy_starting_with_state_json_waits_until_complete(
     """A bundle a watcher worked before has state.json; copied by hand, file by file,
     state.json first, it is not taken before incident.json and status.txt are there."""
     workspace(tmp_path, FAST_TOML.replace("reject_grace_s = 2.0", "reject_grace_s = 60.0"))
-    worked = capture(tmp_path, "byhand")
+    worked = capture_step(tmp_path, "byhand")
     assert run_watch(tmp_path, "--until-idle").returncode == 0
     source = tmp_path / "copy_of_bundle"
     shutil.move(str(root.bucket("resolved") / worked), source)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from incidents.doctor import folder_buckets
 from incidents.layout import Root
-from tests.watch.test_watch_helpers import (
-    capture,
+from tests.watch.helpers import (
+    capture_step,
     mirror_rows,
     places,
     run_watch,
@@ -24,7 +24,7 @@ KILLS = 20
 
 def test_sigkill_soak(tmp_path: Path, root: Root) -> None:
     workspace(tmp_path)
-    ids = [capture(tmp_path, f"k{i}", dirty=i % 3 == 0) for i in range(100)]
+    ids = [capture_step(tmp_path, f"k{i}", dirty=i % 3 == 0) for i in range(100)]
     rng = random.Random(7)
     for _ in range(KILLS):
         watcher = start_watch(tmp_path, "--workers", "2", "--poll", "0.5")

@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 from incidents.layout import Root
-from tests.watch.test_watch_helpers import (
+from tests.watch.helpers import (
     FAST_TOML,
-    capture,
+    capture_step,
     closed,
     places,
     start_watch,
@@ -33,7 +33,7 @@ def test_a_stuck_watcher_is_taken_over_and_its_late_commit_refused(tmp_path: Pat
     workspace(tmp_path, FAST_TOML.replace("[policy]\n", "[policy]\nlease_ttl_s = 1.5\n"))
     (tmp_path / "slow.py").write_text(SLOW_CHECK)
     root = Root(tmp_path / "reports")
-    incident_id = capture(tmp_path, "dl", verify=f"{sys.executable} slow.py")
+    incident_id = capture_step(tmp_path, "dl", verify=f"{sys.executable} slow.py")
     runs = root.runs_dir(incident_id)
 
     a = start_watch(tmp_path, "--workers", "1", "--poll", "0.5")

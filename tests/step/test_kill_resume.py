@@ -14,19 +14,19 @@ from pathlib import Path
 import pytest
 
 from incidents.layout import Root
+from tests.helpers import MESSY, incidents
+from tests.stand_ins import stand_in
 
-MESSY = "import os\nimport json\n\n\ndef build(rows):\n    return json.dumps({'n':len(rows)})\n"
 CONFIG = '[checks]\ntools = ["ruff", "ruff-format"]\n'
 
 
-def capture(root: Root, ws: Path, env: dict[str, str]) -> str:
+def capture_messy(ws: Path, env: dict[str, str]) -> str:
+    """A real `incidents capture` process for `ws/messy.py`, which autofix can resolve."""
     ws.mkdir()
     (ws / "messy.py").write_text(MESSY)
-    p = subprocess.run(
-        [sys.executable, "-m", "incidents", "capture", "--step", "lint", "--message", "ruff failed",
-         "--python-file", "messy.py", "--workdir", str(ws), "--no-dedupe"],
-        capture_output=True, text=True, env=env, check=True,
-    )  # fmt: skip
+    p = incidents("capture", "--step", "lint", "--message", "ruff failed",
+                  "--python-file", "messy.py", "--workdir", str(ws), "--no-dedupe",
+                  env=env, check=True)  # fmt: skip
     return p.stdout.strip()
 
 
@@ -64,9 +64,9 @@ def test_sigkill_at_random_points_then_resume(root: Root, tmp_path: Path) -> Non
            "INCIDENTS_CONFIG": str(tmp_path / "incidents.toml")}  # fmt: skip
     drive = [sys.executable, "-m", "incidents", "drive"]
 
-    reference_id = capture(root, tmp_path / "ref", env)
+    reference_id = capture_messy(tmp_path / "ref", env)
     t0 = time.monotonic()
-    subprocess.run([*drive, reference_id], env=env, check=True, capture_output=True)
+    incidents("drive", reference_id, env=env, check=True)
     full = time.monotonic() - t0
     expected = outcome(root, reference_id, tmp_path / "ref")
     assert expected["bucket"] == "resolved"
@@ -76,7 +76,7 @@ def test_sigkill_at_random_points_then_resume(root: Root, tmp_path: Path) -> Non
     while kills < 30:
         n += 1
         ws = tmp_path / f"ws{n}"
-        incident_id = capture(root, ws, env)
+        incident_id = capture_messy(ws, env)
         while closed(root, incident_id) is None:
             proc = subprocess.Popen([*drive, incident_id], env=env,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
@@ -102,8 +102,6 @@ def test_a_fixer_left_running_by_a_killed_tick_is_killed_before_the_redo(
 ) -> None:
     """The tick is SIGKILLed while its fixer runs; the fixer, in a session of its own, lives
     on. The resumed tick must not run a second fixer beside it on the same files."""
-    from tests.stand_ins import stand_in
-
     bin_dir, marks = tmp_path / "bin", tmp_path / "marks"  # outside the workdir: a fixer's
     bin_dir.mkdir()  # files beside its targets are reverted as violations
     marks.mkdir()
@@ -121,10 +119,9 @@ def test_a_fixer_left_running_by_a_killed_tick_is_killed_before_the_redo(
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "typed.py").write_text('def first() -> int:\n    return "one"\n')
-    incident_id = subprocess.run(
-        [sys.executable, "-m", "incidents", "capture", "--step", "types", "--message", "m",
-         "--python-file", "typed.py", "--workdir", str(ws), "--no-dedupe"],
-        capture_output=True, text=True, env=env, check=True,
+    incident_id = incidents(
+        "capture", "--step", "types", "--message", "m",
+        "--python-file", "typed.py", "--workdir", str(ws), "--no-dedupe", env=env, check=True,
     ).stdout.strip()  # fmt: skip
     drive = [sys.executable, "-m", "incidents", "drive", incident_id]
     first = subprocess.Popen(drive, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -135,7 +132,7 @@ def test_a_fixer_left_running_by_a_killed_tick_is_killed_before_the_redo(
     first.send_signal(signal.SIGKILL)
     first.wait()
     orphan = int(started.name.split(".")[1])
-    again = subprocess.run(drive, env=env, capture_output=True, text=True, timeout=120)
+    again = incidents("drive", incident_id, env=env)
     assert again.returncode == 0, again.stderr
     assert "-> S_SUCCESS" in again.stdout, again.stdout
     done = sorted(p.name for p in marks.glob("done.*"))

@@ -3,17 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 from incidents.layout import Root
-
-INCIDENTS = [sys.executable, "-m", "incidents"]
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*INCIDENTS, "run", *args], capture_output=True, text=True)
+from tests.helpers import incidents
 
 
 def inbox(root: Root) -> list[Path]:
@@ -21,7 +15,8 @@ def inbox(root: Root) -> list[Path]:
 
 
 def test_success_passes_output_through_and_captures_nothing(root: Root) -> None:
-    p = run(
+    p = incidents(
+        "run",
         "--step",
         "ok",
         "--",
@@ -36,7 +31,7 @@ def test_success_passes_output_through_and_captures_nothing(root: Root) -> None:
 
 def test_failure_keeps_exit_code_and_captures_output_tail(root: Root) -> None:
     code = "import sys; print('step output'); print('Traceback: KeyError', file=sys.stderr); sys.exit(3)"
-    p = run("--step", "build", "--", sys.executable, "-c", code)
+    p = incidents("run", "--step", "build", "--", sys.executable, "-c", code)
     assert p.returncode == 3
     assert p.stdout == "step output\n"
     [folder] = inbox(root)
@@ -50,7 +45,8 @@ def test_failure_keeps_exit_code_and_captures_output_tail(root: Root) -> None:
 
 
 def test_timeout_kills_the_command_and_records_TIMEOUT(root: Root) -> None:
-    p = run(
+    p = incidents(
+        "run",
         "--step",
         "slow",
         "--timeout",
@@ -68,7 +64,7 @@ def test_timeout_kills_the_command_and_records_TIMEOUT(root: Root) -> None:
 
 
 def test_missing_program_exits_127_and_is_captured(root: Root) -> None:
-    p = run("--step", "x", "--", "definitely-not-a-program-xyz")
+    p = incidents("run", "--step", "x", "--", "definitely-not-a-program-xyz")
     assert p.returncode == 127
     [folder] = inbox(root)
     assert (
@@ -78,6 +74,6 @@ def test_missing_program_exits_127_and_is_captured(root: Root) -> None:
 
 
 def test_run_without_a_command_is_bad_input(root: Root) -> None:
-    p = run("--step", "x")
+    p = incidents("run", "--step", "x")
     assert p.returncode == 2 and "give the command after --" in p.stderr
     assert not root.path.exists()

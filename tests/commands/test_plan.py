@@ -8,11 +8,11 @@ from pathlib import Path
 
 from incidents import fsutil, store
 from incidents.layout import Root
-from tests.conftest import FIXTURES, tree
+from tests.helpers import FIXTURES, Cli, events, tree
 
 
-def capture(cli, incident_id: str = "incident_20260217_120000_download_0a1b2c") -> str:  # type: ignore[no-untyped-def]
-    """An inbox bundle in seed 004's shape, written through the bundle store."""
+def inbox_bundle(incident_id: str = "incident_20260217_120000_download_0a1b2c") -> str:
+    """An inbox bundle in seed 004's shape, written through the bundle store (no capture)."""
     root = Root(Path(os.environ["INCIDENTS_ROOT"])).ensure()
     doc = {
         "incident_id": incident_id, "status": "new",
@@ -38,8 +38,8 @@ def status_of(root: Root, incident_id: str) -> str:
     return str(store.read_incident(root.inbox / incident_id)["status"])
 
 
-def test_supply_a_plan_moves_new_to_planned(cli, root: Root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    a = capture(cli)
+def test_supply_a_plan_moves_new_to_planned(cli: Cli, root: Root, tmp_path: Path) -> None:
+    a = inbox_bundle()
     r = cli("plan", a, "--from", plan_file(tmp_path, "valid.json", a))
     assert r.code == 0, r.err
     assert r.out == f"{a}: plan written to error_plans/{a}/plan.json (status planned)\n"
@@ -53,8 +53,8 @@ def test_supply_a_plan_moves_new_to_planned(cli, root: Root, tmp_path: Path) -> 
     assert cli("plan", a, "--json").json() == doc
 
 
-def test_replacing_keeps_a_running_status(cli, root: Root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    a = capture(cli)
+def test_replacing_keeps_a_running_status(cli: Cli, root: Root, tmp_path: Path) -> None:
+    a = inbox_bundle()
     folder = root.inbox / a
     store.set_status(folder, store.read_incident(folder), "running")
     r = cli("plan", a, "--from", plan_file(tmp_path, "valid.json", a), "--json")
@@ -63,8 +63,8 @@ def test_replacing_keeps_a_running_status(cli, root: Root, tmp_path: Path) -> No
     assert status_of(root, a) == "running"
 
 
-def test_invalid_plan_is_refused_and_the_old_one_kept(cli, root: Root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    a = capture(cli)
+def test_invalid_plan_is_refused_and_the_old_one_kept(cli: Cli, root: Root, tmp_path: Path) -> None:
+    a = inbox_bundle()
     assert cli("plan", a, "--from", plan_file(tmp_path, "valid.json", a)).code == 0
     before = tree(root.plan_dir(a)), tree(root.inbox / a)
     bad = plan_file(tmp_path, "bad_priority.json", a)
@@ -76,20 +76,20 @@ def test_invalid_plan_is_refused_and_the_old_one_kept(cli, root: Root, tmp_path:
     assert (tree(root.plan_dir(a)), tree(root.inbox / a)) == before
 
 
-def test_invalid_plan_leaves_a_new_incident_new(cli, root: Root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    a = capture(cli)
+def test_invalid_plan_leaves_a_new_incident_new(cli: Cli, root: Root, tmp_path: Path) -> None:
+    a = inbox_bundle()
     r = cli("plan", a, "--from", plan_file(tmp_path, "missing_fields.json", a))
     assert r.code == 2 and ": summary: Field required" in r.err
     assert status_of(root, a) == "new"
     assert not root.plan_dir(a).exists()
 
 
-def test_unknown_closed_and_planless_incidents(cli, root: Root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_closed_and_planless_incidents(cli: Cli, root: Root, tmp_path: Path) -> None:
     r = cli("plan", "incident_nope", "--from", plan_file(tmp_path, "valid.json", "incident_nope"))
     assert r.code == 1 and "no incident 'incident_nope'" in r.err
     r = cli("plan", "incident_nope")
     assert r.code == 1 and "no incident 'incident_nope'" in r.err
-    a = capture(cli)
+    a = inbox_bundle()
     r = cli("plan", a)
     assert r.code == 1 and r.err == f"incidents: incident {a} has no plan yet\n"
     r = cli("plan", a, "--from", str(tmp_path / "missing.json"))
@@ -100,21 +100,13 @@ def test_unknown_closed_and_planless_incidents(cli, root: Root, tmp_path: Path) 
     assert cli("plan", "../x").code == 2
 
 
-def test_supplied_plan_is_logged_in_the_mirror(cli, root: Root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from incidents import mirror
-
-    a = capture(cli)
+def test_supplied_plan_is_logged_in_the_mirror(cli: Cli, root: Root, tmp_path: Path) -> None:
+    a = inbox_bundle()
     assert cli("plan", a, "--from", plan_file(tmp_path, "valid.json", a)).code == 0
-    conn = mirror.connect(root.db_path)
-    try:
-        events = [r[0] for r in conn.execute(
-            "SELECT event_type FROM events WHERE incident_id = ?", (a,))]  # fmt: skip
-    finally:
-        conn.close()
-    assert "plan_supplied" in events
+    assert "plan_supplied" in events(root, a)
 
 
-def test_help_exists(cli) -> None:  # type: ignore[no-untyped-def]
+def test_help_exists(cli: Cli) -> None:
     r = cli("plan", "--help")
     text = " ".join(r.out.split())
     assert r.code == 0 and "--from" in text and "the old plan stays" in text

@@ -16,11 +16,14 @@ import pytest
 from incidents.cli import main
 from incidents.layout import Root
 from incidents.review import requeue_command
-from tests.review_archive import build_real, write_broken_bundle, write_handoff_bundle
+from tests.helpers import Cli, incidents
+from tests.review.archive import build_real, write_broken_bundle, write_handoff_bundle
 
 
 @pytest.fixture
-def archive(cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def archive(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, str]:
     ids = build_real(cli, tmp_path, monkeypatch)
     write_handoff_bundle(
         root, "incident_20991231_000000_deploy_hand", at="2099-12-31T00:00:00+00:00"
@@ -44,7 +47,7 @@ def cards(page: str, bucket: str) -> list[str]:
     return re.findall(rf'<article class="card" id="([^"]+)" data-bucket="{bucket}"', page)
 
 
-def test_page_of_a_mixed_archive(cli, root: Root, archive: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
+def test_page_of_a_mixed_archive(cli: Cli, root: Root, archive: dict[str, str]) -> None:
     r = cli("review")
     assert r.code == 0, r.err
     path = root.path / "error_review" / "index.html"
@@ -72,7 +75,9 @@ def test_page_of_a_mixed_archive(cli, root: Root, archive: dict[str, str]) -> No
     assert "resolve-escalation " + archive["resolved"] not in page  # resolved: no requeue
 
 
-def test_details_timeline_fixes_diff_and_notes(cli, root: Root, archive: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
+def test_details_timeline_fixes_diff_and_notes(
+    cli: Cli, root: Root, archive: dict[str, str]
+) -> None:
     assert cli("review").code == 0
     body = details((root.path / "error_review" / "index.html").read_text())
     ai = body[archive["ai"]]
@@ -101,7 +106,7 @@ def test_details_timeline_fixes_diff_and_notes(cli, root: Root, archive: dict[st
     assert ">clean<" not in infra
 
 
-def test_filters_cover_step_class_and_reason(cli, root: Root, archive: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
+def test_filters_cover_step_class_and_reason(cli: Cli, root: Root, archive: dict[str, str]) -> None:
     assert cli("review").code == 0
     page = (root.path / "error_review" / "index.html").read_text()
     steps = re.search(r'<select name="step">(.*?)</select>', page)
@@ -112,12 +117,12 @@ def test_filters_cover_step_class_and_reason(cli, root: Root, archive: dict[str,
     assert '<option value="same error after 2 attempts">' in page
 
 
-def test_empty_archive_and_json(cli, root: Root) -> None:  # type: ignore[no-untyped-def]
+def test_empty_archive_and_json(cli: Cli, root: Root) -> None:
     r = cli("review", "--json")
     assert r.code == 0, r.err
     doc = r.json()
-    assert doc["escalated"] == 0 and doc["resolved"] == 0  # type: ignore[index]
-    page = Path(doc["path"]).read_text()  # type: ignore[index]
+    assert doc["escalated"] == 0 and doc["resolved"] == 0
+    page = Path(doc["path"]).read_text()
     assert "No escalated incidents." in page and "No resolved incidents." in page
 
 
@@ -129,8 +134,7 @@ def test_open_starts_the_default_browser(root: Root, tmp_path: Path) -> None:
     )
     browser.chmod(0o755)
     env = {"BROWSER": str(browser), "PATH": "/usr/bin:/bin", "INCIDENTS_ROOT": str(root.path)}
-    done = subprocess.run([sys.executable, "-m", "incidents", "review", "--open"], env=env,
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = incidents("review", "--open", env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     assert seen.read_text() == (root.path / "error_review" / "index.html").as_uri()
 
@@ -139,7 +143,9 @@ def _has_command(name: str) -> bool:
     return main([name, "--help"]) == 0
 
 
-def test_requeue_through_the_command_on_the_page(cli, root: Root, archive: dict[str, str], capsys) -> None:  # type: ignore[no-untyped-def]
+def test_requeue_through_the_command_on_the_page(
+    cli: Cli, root: Root, archive: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
     if not _has_command("resolve-escalation"):
         pytest.skip(
             "`incidents resolve-escalation` (issue: escalation resolution) is not there yet"

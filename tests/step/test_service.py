@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,16 +19,19 @@ from incidents.models import (
     QuarantineMetadata,
     RunResult,
 )
-from tests.stand_ins import stand_in
-
-FAST = '[checks]\ntools = ["ruff", "ruff-format"]\n'
-TYPED = '[checks]\ntools = ["ruff", "ruff-format", "mypy"]\n'
-NO_TIERS = (
-    '[tiers.aider]\nmode = "off"\n[tiers.codex]\nmode = "off"\n[tiers.claude]\nmode = "off"\n'
+from tests.helpers import (
+    CLEAN,
+    FAST,
+    MESSY,
+    TIERS_OFF,
+    TWO_TYPE_ERRORS,
+    TYPED,
+    Cli,
+    capture,
+    events,
+    use_config,
 )
-CLEAN = "def total(amounts: list[int]) -> int:\n    return sum(amounts)\n"
-MESSY = "import os\nimport json\n\n\ndef build(rows):\n    return json.dumps({'n':len(rows)})\n"
-TWO_TYPE_ERRORS = 'def first() -> int:\n    return "one"\n\n\ndef second() -> str:\n    return 2\n'
+from tests.stand_ins import stand_in
 
 
 @pytest.fixture
@@ -37,38 +41,20 @@ def ws(tmp_path: Path) -> Path:
     return path
 
 
-def config(tmp_path: Path, text: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "incidents.toml").write_text(text)
-    monkeypatch.setenv("INCIDENTS_CONFIG", str(tmp_path / "incidents.toml"))
-
-
-def capture(cli, ws: Path, name: str, content: str, step: str = "lint") -> str:  # type: ignore[no-untyped-def]
-    (ws / name).write_text(content)
-    r = cli("capture", "--step", step, "--message", f"{name} failed its checks",
-            "--python-file", name, "--workdir", str(ws), "--no-dedupe")  # fmt: skip
-    assert r.code == 0, r.err
-    return str(r.out.strip())
-
-
 def runs(root: Root, incident_id: str) -> dict[str, Path]:
     return {p.name: p for p in root.runs_dir(incident_id).iterdir()}
 
 
-def load(path: Path) -> dict:  # type: ignore[type-arg]
-    return json.loads(path.read_text())
+def load(path: Path) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(path.read_text())
+    return loaded
 
 
-def events(root: Root, incident_id: str) -> list[str]:
-    with sqlite3.connect(root.db_path) as conn:
-        rows = conn.execute(
-            "SELECT event_type FROM events WHERE incident_id = ? ORDER BY id", (incident_id,)
-        )
-        return [r[0] for r in rows]
-
-
-def test_baseline_success_on_a_clean_file(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path) -> None:  # type: ignore[no-untyped-def]
-    config(tmp_path, FAST, monkeypatch)
-    incident_id = capture(cli, ws, "clean.py", CLEAN)
+def test_baseline_success_on_a_clean_file(
+    cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path
+) -> None:
+    use_config(tmp_path, monkeypatch, FAST)
+    incident_id = capture(cli, ws=ws, target="clean.py", content=CLEAN)
     r = cli("drive", incident_id)
     assert r.code == 0, r.err
     lines = r.out.splitlines()
@@ -99,9 +85,11 @@ def test_baseline_success_on_a_clean_file(cli, root: Root, ws: Path, tmp_path: P
         assert "error_report_attempt_0" in labels
 
 
-def test_mechanical_path_unused_import_and_formatting(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path) -> None:  # type: ignore[no-untyped-def]
-    config(tmp_path, FAST, monkeypatch)
-    incident_id = capture(cli, ws, "messy.py", MESSY)
+def test_mechanical_path_unused_import_and_formatting(
+    cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path
+) -> None:
+    use_config(tmp_path, monkeypatch, FAST)
+    incident_id = capture(cli, ws=ws, target="messy.py", content=MESSY)
     r = cli("drive", incident_id)
     assert r.code == 0, r.err
     assert "(MECHANICAL_AUTOFIX)" in r.out and "-> S_SUCCESS" in r.out
@@ -119,7 +107,9 @@ def test_mechanical_path_unused_import_and_formatting(cli, root: Root, ws: Path,
     assert original.read_text() == MESSY
 
 
-def test_escalation_through_aider_codex_claude(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path) -> None:  # type: ignore[no-untyped-def]
+def test_escalation_through_aider_codex_claude(
+    cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path
+) -> None:
     # aider fixes one of the two type errors, codex does nothing, claude fixes the rest
     stand_in(
         bin_dir,
@@ -132,13 +122,13 @@ def test_escalation_through_aider_codex_claude(cli, root: Root, ws: Path, tmp_pa
         "claude",
         "sys.stdin.read(); p = pathlib.Path('typed.py'); p.write_text(p.read_text().replace('return 2', 'return \"2\"'))",
     )
-    config(
+    use_config(
         tmp_path,
+        monkeypatch,
         TYPED
         + '[tiers.aider]\nmode = "on"\n[tiers.codex]\nmode = "on"\n[tiers.claude]\nmode = "on"\n',
-        monkeypatch,
     )
-    incident_id = capture(cli, ws, "typed.py", TWO_TYPE_ERRORS, step="typecheck")
+    incident_id = capture(cli, step="typecheck", ws=ws, target="typed.py", content=TWO_TYPE_ERRORS)
     r = cli("drive", incident_id)
     assert r.code == 0, r.err
     states = [line.split(": ", 1)[1].split(" (")[0] for line in r.out.splitlines()]
@@ -179,9 +169,11 @@ def test_escalation_through_aider_codex_claude(cli, root: Root, ws: Path, tmp_pa
     assert events(root, incident_id).count("ai_attempt") == 3
 
 
-def test_quarantine_path_keeps_everything(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path) -> None:  # type: ignore[no-untyped-def]
-    config(tmp_path, TYPED + NO_TIERS, monkeypatch)
-    incident_id = capture(cli, ws, "typed.py", TWO_TYPE_ERRORS, step="typecheck")
+def test_quarantine_path_keeps_everything(
+    cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path
+) -> None:
+    use_config(tmp_path, monkeypatch, TYPED + TIERS_OFF)
+    incident_id = capture(cli, step="typecheck", ws=ws, target="typed.py", content=TWO_TYPE_ERRORS)
     r = cli("drive", incident_id)
     assert r.code == 0 and "-> S4_QUARANTINE" in r.out, r.out + r.err
     folder = root.bucket("escalated") / incident_id
@@ -201,10 +193,12 @@ def test_quarantine_path_keeps_everything(cli, root: Root, ws: Path, tmp_path: P
     assert "escalation" in events(root, incident_id)
 
 
-def test_infra_path_when_a_tool_is_missing(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path) -> None:  # type: ignore[no-untyped-def]
+def test_infra_path_when_a_tool_is_missing(
+    cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path
+) -> None:
     missing = '[checks.profiles.ruff]\nargv = ["definitely-not-installed-linter", "{files}"]\n'
-    config(tmp_path, FAST + missing, monkeypatch)
-    incident_id = capture(cli, ws, "clean.py", CLEAN)
+    use_config(tmp_path, monkeypatch, FAST + missing)
+    incident_id = capture(cli, ws=ws, target="clean.py", content=CLEAN)
     r = cli("drive", incident_id)
     assert r.code == 0 and "-> S_ERROR_INFRA" in r.out, r.out + r.err
     folder = root.bucket("escalated") / incident_id
@@ -219,9 +213,11 @@ def test_infra_path_when_a_tool_is_missing(cli, root: Root, ws: Path, tmp_path: 
     assert count == 1
 
 
-def test_step_and_error_step_print_one_transition(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path) -> None:  # type: ignore[no-untyped-def]
-    config(tmp_path, FAST, monkeypatch)
-    incident_id = capture(cli, ws, "clean.py", CLEAN)
+def test_step_and_error_step_print_one_transition(
+    cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path
+) -> None:
+    use_config(tmp_path, monkeypatch, FAST)
+    incident_id = capture(cli, ws=ws, target="clean.py", content=CLEAN)
     r = cli("step", incident_id)
     assert (
         r.out.strip()
@@ -236,7 +232,7 @@ def test_step_and_error_step_print_one_transition(cli, root: Root, ws: Path, tmp
     assert cli("step", "incident_missing").code == 1
 
 
-def test_nothing_to_check_is_escalated_as_unverifiable(cli, root: Root) -> None:  # type: ignore[no-untyped-def]
+def test_nothing_to_check_is_escalated_as_unverifiable(cli: Cli, root: Root) -> None:
     r = cli("capture", "--step", "notify", "--message", "webhook returned 500")
     incident_id = r.out.strip()
     r = cli("drive", incident_id)
@@ -245,7 +241,9 @@ def test_nothing_to_check_is_escalated_as_unverifiable(cli, root: Root) -> None:
     assert "unverifiable" in meta["reason"]
 
 
-def test_a_verification_command_off_the_allowlist_is_refused(cli, root: Root, ws: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_verification_command_off_the_allowlist_is_refused(
+    cli: Cli, root: Root, ws: Path
+) -> None:
     r = cli("capture", "--step", "dl", "--message", "download failed", "--verify",
             "curl -fsS http://127.0.0.1:9/", "--workdir", str(ws))  # fmt: skip
     incident_id = r.out.strip()
@@ -268,10 +266,12 @@ def replacement_plan(tmp_path: Path, incident_id: str, commands: list[str]) -> P
     return path
 
 
-def test_a_plan_replaced_after_planning_is_what_the_next_check_runs(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path) -> None:  # type: ignore[no-untyped-def]
-    config(tmp_path, FAST + NO_TIERS, monkeypatch)
+def test_a_plan_replaced_after_planning_is_what_the_next_check_runs(
+    cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path
+) -> None:
+    use_config(tmp_path, monkeypatch, FAST + TIERS_OFF)
     (ws / "fail.py").write_text("import sys\nsys.exit(5)\n")
-    incident_id = capture(cli, ws, "clean.py", CLEAN)
+    incident_id = capture(cli, ws=ws, target="clean.py", content=CLEAN)
     assert "(PLAN)" in cli("step", incident_id).out
     replan = replacement_plan(tmp_path, incident_id, ["python3 fail.py"])
     assert cli("plan", incident_id, "--from", str(replan)).code == 0
@@ -288,8 +288,10 @@ def test_a_plan_replaced_after_planning_is_what_the_next_check_runs(cli, root: R
     ]
 
 
-def test_a_replaced_plan_drops_the_old_plans_commands_but_keeps_the_incidents(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path) -> None:  # type: ignore[no-untyped-def]
-    config(tmp_path, FAST + NO_TIERS, monkeypatch)
+def test_a_replaced_plan_drops_the_old_plans_commands_but_keeps_the_incidents(
+    cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path
+) -> None:
+    use_config(tmp_path, monkeypatch, FAST + TIERS_OFF)
     (ws / "fail.py").write_text("import sys\nsys.exit(5)\n")
     (ws / "ok.py").write_text("print('ok')\n")
     r = cli("capture", "--step", "dl", "--message", "download failed", "--verify", "python3 ok.py",
@@ -318,14 +320,24 @@ ONLY = '[tiers.{0}]\nmode = "on"\nmax_attempts = 3\n'
 OFF = '[tiers.{0}]\nmode = "off"\n'
 
 
-def drive_with_one_tier(cli, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path, agent: str, fixer: str, name: str, text: str) -> tuple[str, str]:  # type: ignore[no-untyped-def]
+def drive_with_one_tier(
+    cli: Cli,
+    ws: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    bin_dir: Path,
+    agent: str,
+    fixer: str,
+    name: str,
+    text: str,
+) -> tuple[str, str]:
     """Only `agent`'s tier on (3 passes), with a stand-in running `fixer`; capture `name`
     holding `text` and drive it to the end: the tier must have repeated twice (it made
     progress each time) and resolved it. Returns the incident id and drive's output."""
     stand_in(bin_dir, agent, fixer)
     tiers = "".join((ONLY if a == agent else OFF).format(a) for a in ("aider", "codex", "claude"))
-    config(tmp_path, TYPED + tiers, monkeypatch)
-    incident_id = capture(cli, ws, name, text, step="typecheck")
+    use_config(tmp_path, monkeypatch, TYPED + tiers)
+    incident_id = capture(cli, step="typecheck", ws=ws, target=name, content=text)
     r = cli("drive", incident_id)
     assert r.code == 0, r.err
     tier = {"aider": "S1_AIDER", "codex": "S2_CODEX", "claude": "S3_CLAUDE"}[agent]
@@ -334,7 +346,9 @@ def drive_with_one_tier(cli, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Pat
     return incident_id, str(r.out)
 
 
-def test_a_tier_repeats_while_findings_with_one_message_fall(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_tier_repeats_while_findings_with_one_message_fall(
+    cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path
+) -> None:
     # one fix per call; mypy reports all three alike: got "str", expected "int"
     fixer = (
         "import re; p = pathlib.Path('same.py')\n"
@@ -362,7 +376,9 @@ THREE_TYPE_ERRORS = (
 )
 
 
-def test_each_tier_has_its_own_max_attempts(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path) -> None:  # type: ignore[no-untyped-def]
+def test_each_tier_has_its_own_max_attempts(
+    cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path
+) -> None:
     # codex fixes one distinct finding per call; aider's max_attempts stays the default 1
     fixer = (
         "sys.stdin.read(); p = pathlib.Path('three.py'); text = p.read_text()\n"
@@ -380,7 +396,9 @@ def test_each_tier_has_its_own_max_attempts(cli, root: Root, ws: Path, tmp_path:
     assert ctx.agent_max_attempts == {"aider": 1, "codex": 3, "claude": 1}
 
 
-def test_a_pickup_fsyncs_the_incident_folder_once_not_per_step(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_pickup_fsyncs_the_incident_folder_once_not_per_step(
+    cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path
+) -> None:
     """Plan, check and decision redo identically after a power cut, so their commits and
     the check's report are fsynced as files (old-or-new) and their folders once, by the
     close, in order, before the incident's folder moves."""
@@ -389,8 +407,8 @@ def test_a_pickup_fsyncs_the_incident_folder_once_not_per_step(cli, root: Root, 
     from incidents.config import load_config
     from incidents.watch import worker
 
-    config(tmp_path, FAST, monkeypatch)
-    incident_id = capture(cli, ws, "clean.py", CLEAN)
+    use_config(tmp_path, monkeypatch, FAST)
+    incident_id = capture(cli, ws=ws, target="clean.py", content=CLEAN)
     folder = str(root.inbox / incident_id)
     synced: list[str] = []
     real_fsync = os.fsync
@@ -411,14 +429,16 @@ def test_a_pickup_fsyncs_the_incident_folder_once_not_per_step(cli, root: Root, 
     assert (root.bucket("resolved") / incident_id / "status.txt").read_text() == "resolved\n"
 
 
-def test_the_mirror_shows_the_plan_and_running_while_the_check_runs(cli, root: Root, ws: Path, tmp_path: Path, monkeypatch, bin_dir: Path) -> None:  # type: ignore[no-untyped-def]
+def test_the_mirror_shows_the_plan_and_running_while_the_check_runs(
+    cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path
+) -> None:
     """A pickup writes the mirror once for several quick ticks, but what it committed
     before a check is there while the check's command runs (written as it starts), and
     the incident is `running` by then."""
     from incidents.config import load_config
     from incidents.watch import worker
 
-    config(tmp_path, FAST, monkeypatch)
+    use_config(tmp_path, monkeypatch, FAST)
     seen = ws / "seen.json"
     (ws / "peek.py").write_text(
         "import json, sqlite3\n"

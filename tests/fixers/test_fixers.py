@@ -73,7 +73,7 @@ def prompt_file(tmp_path: Path) -> Path:
 
 def tier(name: str, *args: str, stdin: str = "none", timeout_s: float = 10.0,
          env: list[str] | None = None) -> TierSettings:  # fmt: skip
-    return TierSettings(argv=[name, *args], stdin=stdin, timeout_s=timeout_s, env=env or [])  # type: ignore[arg-type]
+    return TierSettings(argv=[name, *args], stdin=stdin, timeout_s=timeout_s, env=env or [])
 
 
 # --- settings ----------------------------------------------------------------------------

@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from incidents.layout import Root
-from tests.chromium import Browser, find_or_install
-from tests.review_archive import build_real, clone_escalated, write_handoff_bundle
+from tests.helpers import Cli
+from tests.review.archive import build_real, clone_escalated, write_handoff_bundle
+from tests.review.chromium import Browser, find_or_install
 
-ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 RENDER_BUDGET_MS = 2000
 
 
@@ -67,7 +68,9 @@ def visible(browser: Browser, selector: str) -> list[str]:
     return found
 
 
-def test_cards_filters_and_chart_in_chromium(cli, root: Root, tmp_path: Path, monkeypatch, browser: Browser) -> None:  # type: ignore[no-untyped-def]
+def test_cards_filters_and_chart_in_chromium(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, browser: Browser
+) -> None:
     ids = build_real(cli, tmp_path, monkeypatch)
     hand = "incident_20991231_000000_deploy_hand"
     write_handoff_bundle(root, hand, at="2099-12-31T00:00:00+00:00")
@@ -115,13 +118,15 @@ def test_cards_filters_and_chart_in_chromium(cli, root: Root, tmp_path: Path, mo
     assert "aider: replaced the string literal" in text
 
 
-def test_a_thousand_escalations_render_under_two_seconds(cli, root: Root, tmp_path: Path, monkeypatch, browser: Browser) -> None:  # type: ignore[no-untyped-def]
+def test_a_thousand_escalations_render_under_two_seconds(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, browser: Browser
+) -> None:
     ids = build_real(cli, tmp_path, monkeypatch)
     clone_escalated(root, ids["ai"], 997)
     started = time.monotonic()
     r = cli("review", "--json")
     build_s = time.monotonic() - started
-    assert r.code == 0 and r.json()["escalated"] == 1000, r.err  # type: ignore[index]
+    assert r.code == 0 and r.json()["escalated"] == 1000, r.err
     url = (root.path / "error_review" / "index.html").as_uri()
     started = time.monotonic()
     browser.goto(url + "#step=lint")

@@ -7,41 +7,31 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from incidents.layout import Root
+from tests.helpers import (
+    CLEAN,
+    FAST,
+    MESSY,
+    TIERS_OFF,
+    TWO_TYPE_ERRORS,
+    TYPED,
+    Cli,
+    capture,
+    use_config,
+)
 from tests.stand_ins import on_path, stand_in
 
-TYPED = '[checks]\ntools = ["ruff", "ruff-format", "mypy"]\n'
-FAST = '[checks]\ntools = ["ruff", "ruff-format"]\n'
-TIERS_OFF = (
-    '[tiers.aider]\nmode = "off"\n[tiers.codex]\nmode = "off"\n[tiers.claude]\nmode = "off"\n'
-)
 TIERS_ON = '[tiers.aider]\nmode = "on"\n[tiers.codex]\nmode = "on"\n[tiers.claude]\nmode = "on"\n'
 MISSING_TOOL = '[checks.profiles.ruff]\nargv = ["definitely-not-installed-linter", "{files}"]\n'
-TWO_TYPE_ERRORS = 'def first() -> int:\n    return "one"\n\n\ndef second() -> str:\n    return 2\n'
-MESSY = "import os\nimport json\n\n\ndef build(rows):\n    return json.dumps({'n':len(rows)})\n"
-CLEAN = "def total(amounts: list[int]) -> int:\n    return sum(amounts)\n"
-
-Cli = Callable[..., Any]
-
-
-def _config(tmp_path: Path, name: str, text: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = tmp_path / f"{name}.toml"
-    path.write_text(text)
-    monkeypatch.setenv("INCIDENTS_CONFIG", str(path))
 
 
 def _capture_and_drive(cli: Cli, ws: Path, step: str, name: str, content: str) -> str:
-    (ws / name).write_text(content)
-    r = cli("capture", "--step", step, "--message", f"{name} failed its checks",
-            "--python-file", name, "--workdir", str(ws), "--no-dedupe")  # fmt: skip
-    assert r.code == 0, r.err
-    incident_id = str(r.out.strip())
+    incident_id = capture(cli, step=step, ws=ws, target=name, content=content)
     r = cli("drive", incident_id)
     assert r.code == 0, r.out + r.err
     return incident_id
@@ -62,13 +52,13 @@ def build_real(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dic
     )
     stand_in(bin_dir, "codex", "sys.stdin.read()")
     stand_in(bin_dir, "claude", "sys.stdin.read(); print('claude: I could not fix second()')")
-    _config(tmp_path, "ai", TYPED + TIERS_ON, monkeypatch)
+    use_config(tmp_path, monkeypatch, TYPED + TIERS_ON, name="ai")
     ids["ai"] = _capture_and_drive(cli, ws, "typecheck", "typed.py", TWO_TYPE_ERRORS)
-    _config(tmp_path, "plain", TYPED + TIERS_OFF, monkeypatch)
+    use_config(tmp_path, monkeypatch, TYPED + TIERS_OFF, name="plain")
     ids["quarantined"] = _capture_and_drive(cli, ws, "types", "totals.py", TWO_TYPE_ERRORS)
-    _config(tmp_path, "infra", FAST + TIERS_OFF + MISSING_TOOL, monkeypatch)
+    use_config(tmp_path, monkeypatch, FAST + TIERS_OFF + MISSING_TOOL, name="infra")
     ids["infra"] = _capture_and_drive(cli, ws, "lint", "clean.py", CLEAN)
-    _config(tmp_path, "fast", FAST + TIERS_OFF, monkeypatch)
+    use_config(tmp_path, monkeypatch, FAST + TIERS_OFF, name="fast")
     ids["resolved"] = _capture_and_drive(cli, ws, "format", "messy.py", MESSY)
     monkeypatch.delenv("INCIDENTS_CONFIG")
     return ids

@@ -12,10 +12,12 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from incidents.cli import main
 from incidents.layout import Root
+from tests.helpers import incidents
 
 FAST_TOML = """\
 [checks]
@@ -38,8 +40,10 @@ def workspace(tmp: Path, toml: str = FAST_TOML) -> Path:
     return tmp
 
 
-def capture(tmp: Path, name: str, *, dirty: bool = False, verify: str | None = None) -> str:
-    """A real capture (in-process) of one failing step whose target is `name`.py."""
+def capture_step(tmp: Path, name: str, *, dirty: bool = False, verify: str | None = None) -> str:
+    """A real capture (in-process, no `cli` fixture needed) of a failing `step_<name>` in a
+    workdir of its own, `tmp/work/<name>`, with tmp's scripts copied in: its target is
+    `<name>.py`, or with `verify` a command to run there instead."""
     # each incident has its own workdir: the autofix refuses changes to files outside its
     # targets, and a neighbour's autofix running in parallel in a shared workdir is one
     work = tmp / "work" / name
@@ -70,10 +74,7 @@ def start_watch(tmp: Path, *args: str) -> subprocess.Popen[str]:
 
 def run_watch(tmp: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "INCIDENTS_ROOT": str(tmp / "reports")}
-    return subprocess.run(
-        [sys.executable, "-m", "incidents", "watch", "--log-json", *args],
-        cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout,
-    )  # fmt: skip
+    return incidents("watch", "--log-json", *args, env=env, cwd=tmp, timeout=timeout)
 
 
 def stop(proc: subprocess.Popen[str], sig: int = signal.SIGTERM, timeout: float = 30) -> int:
@@ -100,10 +101,10 @@ def places(root: Root) -> dict[str, list[str]]:
     return found
 
 
-def wait_until(predicate: object, timeout: float, step: float = 0.1) -> bool:
+def wait_until(predicate: Callable[[], object], timeout: float, step: float = 0.1) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
+        if predicate():
             return True
         time.sleep(step)
     return False

@@ -7,19 +7,14 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from incidents import fsutil, store
 from incidents.layout import Root
 from incidents.models import RunResult
-from tests.conftest import SCRIPTS, run_script, tree
-
-
-def capture(cli, step: str, message: str) -> str:  # type: ignore[no-untyped-def]
-    r = cli("capture", "--step", step, "--message", message, "--no-dedupe")
-    assert r.code == 0, r.err
-    return str(r.out.strip())
+from tests.helpers import SCRIPTS, Cli, capture, run_script, tree
 
 
 def test_round_trip_through_the_scripts(root: Root) -> None:
@@ -45,35 +40,35 @@ def test_round_trip_through_the_scripts(root: Root) -> None:
     )
 
 
-def test_status_table_and_filters(cli) -> None:  # type: ignore[no-untyped-def]
-    a = capture(cli, "download", "timeout one")
-    b = capture(cli, "lint", "ruff failed")
+def test_status_table_and_filters(cli: Cli) -> None:
+    a = capture(cli, step="download", message="timeout one")
+    b = capture(cli, step="lint", message="ruff failed")
     r = cli("status")
     assert r.code == 0
     header, *rows = r.out.splitlines()
     assert header.split() == ["ID", "STATUS", "STEP", "CLASS", "AGE", "SEEN"]
     assert {row.split()[0] for row in rows} == {a, b}
     only = cli("status", "--step", "lint", "--json").json()
-    assert [i["incident_id"] for i in only["incidents"]] == [b]  # type: ignore[index]
+    assert [i["incident_id"] for i in only["incidents"]] == [b]
     assert cli("status", "--since", "1h").out.count("incident_") == 2
     assert cli("status", "--since", "2999-01-01").out.strip() == "no open incidents"
-    assert cli("status", "--status", "planned", "--json").json()["incidents"] == []  # type: ignore[index]
+    assert cli("status", "--status", "planned", "--json").json()["incidents"] == []
 
 
-def test_status_json_shape_is_stable(cli) -> None:  # type: ignore[no-untyped-def]
-    a = capture(cli, "s", "m")
+def test_status_json_shape_is_stable(cli: Cli) -> None:
+    a = capture(cli, step="s", message="m")
     doc = cli("status", "--json").json()
-    assert set(doc) == {"root", "paused", "incidents"}  # type: ignore[arg-type]
-    assert doc["paused"] is None  # type: ignore[index]
-    [row] = doc["incidents"]  # type: ignore[index]
+    assert set(doc) == {"root", "paused", "incidents"}
+    assert doc["paused"] is None
+    [row] = doc["incidents"]
     assert row["incident_id"] == a
     for key in ("status", "state", "step", "failure_class", "error_code", "signature", "run_id",
                 "occurrences", "created_at", "updated_at", "last_seen", "bucket", "location", "age"):  # fmt: skip
         assert key in row, key
 
 
-def test_status_of_one_incident_and_unknown_ids(cli) -> None:  # type: ignore[no-untyped-def]
-    a = capture(cli, "s", "the message")
+def test_status_of_one_incident_and_unknown_ids(cli: Cli) -> None:
+    a = capture(cli, step="s", message="the message")
     r = cli("status", a)
     assert r.code == 0 and "the message" in r.out and "error_inbox/" in r.out
     r = cli("status", "incident_nope")
@@ -84,8 +79,8 @@ def test_status_of_one_incident_and_unknown_ids(cli) -> None:  # type: ignore[no
     assert r.code == 2 and "'..'" in r.err
 
 
-def test_archive_writes_run_result_and_moves_once(cli, root: Root) -> None:  # type: ignore[no-untyped-def]
-    a = capture(cli, "s", "m")
+def test_archive_writes_run_result_and_moves_once(cli: Cli, root: Root) -> None:
+    a = capture(cli, step="s", message="m")
     r = cli("archive", a, "--escalated", "--reason", "needs a human")
     assert r.code == 0, r.err
     folder = root.bucket("escalated") / a
@@ -101,8 +96,8 @@ def test_archive_writes_run_result_and_moves_once(cli, root: Root) -> None:  # t
     assert (tree(root.path / "error_archive"), tree(root.path / "error_runs")) == before
 
 
-def test_archive_bad_input(cli, root: Root) -> None:  # type: ignore[no-untyped-def]
-    a = capture(cli, "s", "m")
+def test_archive_bad_input(cli: Cli, root: Root) -> None:
+    a = capture(cli, step="s", message="m")
     before = tree(root.inbox)
     assert cli("archive", "incident_unknown", "--resolved", "--reason", "x").code == 1
     both = cli("archive", a, "--resolved", "--escalated", "--reason", "x")
@@ -125,8 +120,8 @@ def test_archive_bad_input(cli, root: Root) -> None:  # type: ignore[no-untyped-
         (["archive", "../x", "--resolved", "--reason", "r"], 2, "invalid incident id"),
     ],
 )  # fmt: skip
-def test_bad_input_or_unknown_ids_do_not_create_a_missing_root(  # type: ignore[no-untyped-def]
-    cli, tmp_path: Path, args: list[str], code: int, message: str
+def test_bad_input_or_unknown_ids_do_not_create_a_missing_root(
+    cli: Cli, tmp_path: Path, args: list[str], code: int, message: str
 ) -> None:
     fresh = tmp_path / "fresh"
     r = cli(*args, "--root", str(fresh))
@@ -135,17 +130,17 @@ def test_bad_input_or_unknown_ids_do_not_create_a_missing_root(  # type: ignore[
     assert not fresh.exists()
 
 
-def test_status_filter_must_be_a_known_status(cli, root: Root) -> None:  # type: ignore[no-untyped-def]
-    capture(cli, "s", "m")
+def test_status_filter_must_be_a_known_status(cli: Cli, root: Root) -> None:
+    capture(cli, step="s", message="m")
     before = tree(root.path)
     r = cli("status", "--status", "bogus")
     assert r.code == 2 and "use one of new, planned, running, resolved, escalated" in r.err
     assert tree(root.path) == before
 
 
-def test_an_interrupted_close_is_completed_by_the_next_command(cli, root: Root) -> None:  # type: ignore[no-untyped-def]
+def test_an_interrupted_close_is_completed_by_the_next_command(cli: Cli, root: Root) -> None:
     """The state a crash leaves between the status update and the rename."""
-    a = capture(cli, "s", "m")
+    a = capture(cli, step="s", message="m")
     folder = root.inbox / a
     fsutil.atomic_write_json(root.state / "pending" / a, {"bucket": "resolved", "reason": "done"})
     store.set_status(folder, store.read_incident(folder), "resolved", resolution="done")
@@ -156,20 +151,27 @@ def test_an_interrupted_close_is_completed_by_the_next_command(cli, root: Root) 
     assert os.listdir(root.state / "pending") == []
 
 
-def test_status_rebuilds_a_deleted_mirror(cli, root: Root) -> None:  # type: ignore[no-untyped-def]
-    a = capture(cli, "s", "m")
-    b = capture(cli, "t", "n")
+def test_status_rebuilds_a_deleted_mirror(cli: Cli, root: Root) -> None:
+    a = capture(cli, step="s", message="m")
+    b = capture(cli, step="t", message="n")
     cli("archive", b, "--resolved", "--reason", "ok")
     before = cli("status", "--all", "--json").json()
     for p in root.state.glob("mirror.sqlite3*"):
         p.unlink()
     after = cli("status", "--all", "--json").json()
-    strip = lambda d: sorted((r["incident_id"], r["status"], r["bucket"], r["step"]) for r in d["incidents"])  # type: ignore[index]  # noqa: E731
+
+    def strip(d: Any) -> list[tuple[str, str, str, str]]:
+        return sorted(
+            (r["incident_id"], r["status"], r["bucket"], r["step"]) for r in d["incidents"]
+        )
+
     assert strip(after) == strip(before) and {a, b} == {r[0] for r in strip(after)}
 
 
-def test_a_malformed_bundle_is_reported_and_moved_aside_with_a_reason(cli, root: Root, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    good = capture(cli, "s", "m")
+def test_a_malformed_bundle_is_reported_and_moved_aside_with_a_reason(
+    cli: Cli, root: Root, tmp_path: Path
+) -> None:
+    good = capture(cli, step="s", message="m")
     (tmp_path / "incidents.toml").write_text("[watch]\nreject_grace_s = 0\n")
     bad = root.inbox / "incident_20260101_000000_broken_aaaaaa"
     bad.mkdir()
@@ -184,8 +186,10 @@ def test_a_malformed_bundle_is_reported_and_moved_aside_with_a_reason(cli, root:
     assert bad.name not in cli("status", "--all").out
 
 
-def test_an_incomplete_folder_is_reported_but_left_within_the_grace_period(cli, root: Root) -> None:  # type: ignore[no-untyped-def]
-    capture(cli, "s", "m")
+def test_an_incomplete_folder_is_reported_but_left_within_the_grace_period(
+    cli: Cli, root: Root
+) -> None:
+    capture(cli, step="s", message="m")
     arriving = root.inbox / "incident_20260101_000000_copying_bbbbbb"
     arriving.mkdir()
     (arriving / "status.txt").write_text("new\n")
@@ -205,12 +209,12 @@ def test_status_and_archive_scripts_run_from_a_python_without_the_dependencies(r
     """`python3 scripts/error_status.py` with a python that lacks typer (the shebang's,
     say) runs again with the checkout's .venv instead of crashing."""
     env = {"PATH": "/usr/bin:/bin", "INCIDENTS_ROOT": str(root.path), "HOME": str(root.path)}
-    capture = subprocess.run(
+    captured = subprocess.run(
         [BASE_PYTHON, str(SCRIPTS / "error_capture.py"), "--step", "s", "--message", "m"],
         capture_output=True, text=True, env=env,
     )  # fmt: skip
-    assert capture.returncode == 0, capture.stderr  # capture needs nothing but the stdlib
-    incident_id = capture.stdout.strip()
+    assert captured.returncode == 0, captured.stderr  # capture needs nothing but the stdlib
+    incident_id = captured.stdout.strip()
     status = subprocess.run([BASE_PYTHON, str(SCRIPTS / "error_status.py"), incident_id],
                             capture_output=True, text=True, env=env)  # fmt: skip
     assert status.returncode == 0 and incident_id in status.stdout, status.stderr

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,10 +14,8 @@ import pytest
 from incidents import handoff
 from incidents.errors import UsageError
 from incidents.layout import Root
-from incidents.models import ErrorPipelineContext
+from tests.helpers import BROKEN, FIXED, Cli, capture, ctx_of, events, incidents, use_config
 
-BROKEN = "def f(:\n    pass\n"
-FIXED = "def f() -> None:\n    pass\n"
 CONFIG = (
     '[checks]\ntools = ["ruff"]\n[tiers.aider]\nmode = "handoff"\n'
     '[tiers.codex]\nmode = "off"\n[tiers.claude]\nmode = "off"\n'
@@ -27,29 +23,20 @@ CONFIG = (
 
 
 @pytest.fixture
-def waiting(cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:  # type: ignore[no-untyped-def]
-    (tmp_path / "incidents.toml").write_text(CONFIG)
-    monkeypatch.setenv("INCIDENTS_CONFIG", str(tmp_path / "incidents.toml"))
+def waiting(cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    use_config(tmp_path, monkeypatch, CONFIG)
     ws = tmp_path / "ws"
     ws.mkdir()
-    (ws / "f.py").write_text(BROKEN)
     (ws / "other.py").write_text("y = 1\n")
-    r = cli("capture", "--step", "lint", "--message", "f.py broken", "--python-file", "f.py",
-            "--workdir", str(ws))  # fmt: skip
-    incident_id = str(r.out.strip())
+    incident_id = capture(cli, message="f.py broken", ws=ws, target="f.py", content=BROKEN)
     r = cli("drive", incident_id)
     assert "S0_BASELINE_CHECK -> S1_AIDER_FIX (AWAIT_HANDOFF)" in r.out, r.out + r.err
     assert "AI action required: yes" in r.out
     return incident_id
 
 
-def ctx_of(root: Root, incident_id: str) -> ErrorPipelineContext:
-    _, folder = root.locate(incident_id)
-    return ErrorPipelineContext.model_validate_json((folder / "state.json").read_text())
-
-
-def owner(cli, incident_id: str) -> object:  # type: ignore[no-untyped-def]
-    rows = cli("status", "--json").json()["incidents"]  # type: ignore[index]
+def owner(cli: Cli, incident_id: str) -> object:
+    rows = cli("status", "--json").json()["incidents"]
     return next(r["lease_owner"] for r in rows if r["incident_id"] == incident_id)
 
 
@@ -60,24 +47,18 @@ def mirror_row(root: Root, incident_id: str) -> dict[str, object]:
         return dict(row.fetchone())
 
 
-def events(root: Root, incident_id: str) -> list[str]:
-    with sqlite3.connect(root.db_path) as conn:
-        rows = conn.execute(
-            "SELECT event_type FROM events WHERE incident_id = ? ORDER BY id", (incident_id,)
-        )
-        return [r[0] for r in rows]
-
-
-def test_next_claim_submit_then_the_machine_rechecks(cli, root: Root, tmp_path: Path, waiting: str) -> None:  # type: ignore[no-untyped-def]
+def test_next_claim_submit_then_the_machine_rechecks(
+    cli: Cli, root: Root, tmp_path: Path, waiting: str
+) -> None:
     assert ctx_of(root, waiting).waiting_for_input
     assert "waiting_for_input" in events(root, waiting)
     r = cli("drive", waiting)  # nothing to do until an agent submits
     assert r.code == 0 and r.out.count("\n") == 1 and "(WAIT_INPUT)" in r.out, r.out
     item = cli("next", "--json").json()
-    assert item["incident_id"] == waiting and item["agent"] == "aider"  # type: ignore[index]
-    assert item["files"] == ["f.py"] and item["workdir"] == str(tmp_path / "ws")  # type: ignore[index]
-    assert "f.py" in item["prompt"] and Path(item["prompt_file"]).is_file()  # type: ignore[index]
-    assert item["last_report"].endswith("error_report_attempt_0.json")  # type: ignore[index]
+    assert item["incident_id"] == waiting and item["agent"] == "aider"
+    assert item["files"] == ["f.py"] and item["workdir"] == str(tmp_path / "ws")
+    assert "f.py" in item["prompt"] and Path(item["prompt_file"]).is_file()
+    assert item["last_report"].endswith("error_report_attempt_0.json")
     r = cli("claim", waiting, "--agent", "error-exec-loop", "--lease", "30m", "--json")
     assert r.code == 0, r.err
     assert owner(cli, waiting) == "error-exec-loop"  # status shows who holds the claim
@@ -101,22 +82,16 @@ def test_next_claim_submit_then_the_machine_rechecks(cli, root: Root, tmp_path: 
     assert {"claimed", "submitted"} <= set(events(root, waiting))
 
 
-def test_submit_reports_changes_outside_the_targets(cli, root: Root, tmp_path: Path, waiting: str) -> None:  # type: ignore[no-untyped-def]
+def test_submit_reports_changes_outside_the_targets(
+    cli: Cli, root: Root, tmp_path: Path, waiting: str
+) -> None:
     assert cli("submit", waiting, "--notes", "x").code == 1  # not claimed yet
     cli("claim", waiting, "--agent", "skill")
     (tmp_path / "ws" / "other.py").write_text("y = 2\n")
     r = cli("submit", waiting, "--notes", "touched more", "--json")
     doc = r.json()
-    assert doc["changed_files"] == [] and doc["violations"] == ["other.py"]  # type: ignore[index]
-    assert "not accepted" in doc["notes"]  # type: ignore[index]
-
-
-def incidents(*args: str) -> subprocess.CompletedProcess[str]:
-    """`python -m incidents ARGS` as a real process (claim and submit are two of them)."""
-    return subprocess.run(
-        [sys.executable, "-m", "incidents", *args],
-        capture_output=True, text=True, env=dict(os.environ), timeout=120,
-    )  # fmt: skip
+    assert doc["changed_files"] == [] and doc["violations"] == ["other.py"]
+    assert "not accepted" in doc["notes"]
 
 
 def test_submit_reverts_changes_outside_the_targets(root: Root, tmp_path: Path, waiting: str) -> None:  # fmt: skip
@@ -179,7 +154,7 @@ def test_lease_durations_parse() -> None:
             handoff.parse_ttl(bad)
 
 
-def test_an_absurd_lease_is_refused_and_writes_nothing(cli, root: Root, waiting: str) -> None:  # type: ignore[no-untyped-def]
+def test_an_absurd_lease_is_refused_and_writes_nothing(cli: Cli, root: Root, waiting: str) -> None:
     r = cli("claim", waiting, "--agent", "a", "--lease", "99999999999999d")
     assert r.code == 2 and "at most 30 days" in r.err, r.err
     assert cli("claim", waiting, "--agent", "b", "--lease", "5m").code == 0  # not held by a
@@ -195,7 +170,9 @@ def attempt_doc(incident_id: str, **over: object) -> dict[str, object]:
     return {**doc, **over}
 
 
-def test_attempt_records_a_valid_document_once_and_refuses_bad_ones(cli, root: Root, tmp_path: Path, waiting: str) -> None:  # type: ignore[no-untyped-def]
+def test_attempt_records_a_valid_document_once_and_refuses_bad_ones(
+    cli: Cli, root: Root, tmp_path: Path, waiting: str
+) -> None:
     good = tmp_path / "attempt.json"
     good.write_text(json.dumps(attempt_doc(waiting, iteration=7)))
     r = cli("attempt", waiting, "--file", str(good))  # iteration 1 is the next one
@@ -221,8 +198,10 @@ def test_attempt_records_a_valid_document_once_and_refuses_bad_ones(cli, root: R
     assert "attempt_recorded" in events(root, waiting)
 
 
-def test_the_recheck_keeps_a_skills_attempt_and_adds_its_verdict(cli, root: Root, tmp_path: Path, waiting: str) -> None:  # type: ignore[no-untyped-def]
-    iteration = cli("next", "--json").json()["attempt_iteration"]  # type: ignore[index]
+def test_the_recheck_keeps_a_skills_attempt_and_adds_its_verdict(
+    cli: Cli, root: Root, tmp_path: Path, waiting: str
+) -> None:
+    iteration = cli("next", "--json").json()["attempt_iteration"]
     assert iteration == 1
     assert cli("claim", waiting, "--agent", "sk", "--lease", "30m").code == 0
     (tmp_path / "ws" / "f.py").write_text(FIXED)
@@ -246,7 +225,9 @@ def test_the_recheck_keeps_a_skills_attempt_and_adds_its_verdict(cli, root: Root
     assert not (root.runs_dir(waiting) / "attempt_02.json").exists()
 
 
-def test_attempt_for_an_iteration_the_machine_wrote_names_the_next_free_one(cli, root: Root, tmp_path: Path, waiting: str) -> None:  # type: ignore[no-untyped-def]
+def test_attempt_for_an_iteration_the_machine_wrote_names_the_next_free_one(
+    cli: Cli, root: Root, tmp_path: Path, waiting: str
+) -> None:
     assert cli("claim", waiting, "--agent", "sk", "--lease", "30m").code == 0
     assert cli("submit", waiting, "--notes", "tried nothing", "--agent", "sk").code == 0
     cli("step", waiting)  # only the recheck: attempt_01.json (still broken), still open
@@ -264,7 +245,9 @@ def test_attempt_for_an_iteration_the_machine_wrote_names_the_next_free_one(cli,
     assert r.code == 2 and "missing.json" in r.err, r.err
 
 
-def test_status_does_not_name_the_agent_of_an_expired_claim(cli, root: Root, waiting: str) -> None:  # type: ignore[no-untyped-def]
+def test_status_does_not_name_the_agent_of_an_expired_claim(
+    cli: Cli, root: Root, waiting: str
+) -> None:
     assert cli("claim", waiting, "--agent", "brief", "--lease", "1s").code == 0
     assert owner(cli, waiting) == "brief"
     time.sleep(1.2)  # nothing has looked at the queue since: the row still names brief

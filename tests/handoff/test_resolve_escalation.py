@@ -13,11 +13,10 @@ import pytest
 
 from incidents import mirror, policy
 from incidents.layout import Root
-from incidents.models import ErrorPipelineContext, RunResult
+from incidents.models import RunResult
+from tests.helpers import BROKEN, FIXED, Cli, capture, ctx_of, events, incidents, use_config
 from tests.stand_ins import on_path, stand_in
 
-BROKEN = "def f(:\n    pass\n"
-FIXED = "def f() -> None:\n    pass\n"
 CONFIG = (
     '[checks]\ntools = ["ruff"]\n[policy]\nsignature_budget = 1\nescalation_threshold = 0\n'
     '[tiers.aider]\nmode = "on"\n[tiers.codex]\nmode = "off"\n[tiers.claude]\nmode = "off"\n'
@@ -32,26 +31,17 @@ if "close the parenthesis" in prompt:
 
 @pytest.fixture
 def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "incidents.toml").write_text(CONFIG)
-    monkeypatch.setenv("INCIDENTS_CONFIG", str(tmp_path / "incidents.toml"))
+    use_config(tmp_path, monkeypatch, CONFIG)
     stand_in(on_path(tmp_path, monkeypatch), "aider", AIDER)
     path = tmp_path / "ws"
     path.mkdir()
     return path
 
 
-def escalated(cli, ws: Path) -> str:  # type: ignore[no-untyped-def]
-    (ws / "f.py").write_text(BROKEN)
-    r = cli("capture", "--step", "lint", "--message", "f.py broken", "--python-file", "f.py",
-            "--workdir", str(ws), "--no-dedupe")  # fmt: skip
-    incident_id = str(r.out.strip())
+def escalated(cli: Cli, ws: Path) -> str:
+    incident_id = capture(cli, message="f.py broken", ws=ws, target="f.py", content=BROKEN)
     assert "S4_QUARANTINE" in cli("drive", incident_id).out
     return incident_id
-
-
-def ctx_of(root: Root, incident_id: str) -> ErrorPipelineContext:
-    _, folder = root.locate(incident_id)
-    return ErrorPipelineContext.model_validate_json((folder / "state.json").read_text())
 
 
 def escalation_rows(root: Root) -> list[tuple[str, str | None, str | None]]:
@@ -61,7 +51,7 @@ def escalation_rows(root: Root) -> list[tuple[str, str | None, str | None]]:
         ).fetchall()
 
 
-def test_resolve_without_requeue_archives_it_as_resolved(cli, root: Root, ws: Path) -> None:  # type: ignore[no-untyped-def]
+def test_resolve_without_requeue_archives_it_as_resolved(cli: Cli, root: Root, ws: Path) -> None:
     incident_id = escalated(cli, ws)
     assert cli("resolve-escalation", incident_id).code == 2  # --guidance is required
     r = cli("resolve-escalation", incident_id, "--guidance", "fixed upstream, nothing to do")
@@ -82,7 +72,7 @@ def test_resolve_without_requeue_archives_it_as_resolved(cli, root: Root, ws: Pa
     assert cli("resolve-escalation", incident_id, "--guidance", "again").code == 1
 
 
-def test_requeue_resets_the_budget_and_carries_the_guidance(cli, root: Root, ws: Path) -> None:  # type: ignore[no-untyped-def]
+def test_requeue_resets_the_budget_and_carries_the_guidance(cli: Cli, root: Root, ws: Path) -> None:
     first = escalated(cli, ws)  # aider tried once without guidance: budget 1/1 used
     second = escalated(cli, ws)  # same signature: escalated on the budget, no fixer
     assert ctx_of(root, second).escalation_kind == "budget_exhausted"
@@ -107,13 +97,10 @@ def test_requeue_resets_the_budget_and_carries_the_guidance(cli, root: Root, ws:
     assert len(set(labels)) == len(labels) > len(before.report_labels)  # new labels, no reuse
     rows = escalation_rows(root)
     assert [r[0] for r in rows] == [first, second] and rows[0][1] and rows[1][1] is None
-    with sqlite3.connect(root.db_path) as conn:
-        kinds = {r[0] for r in conn.execute("SELECT event_type FROM events WHERE incident_id=?",
-                                             (first,))}  # fmt: skip
-    assert {"escalation_resolved", "requeued"} <= kinds
+    assert {"escalation_resolved", "requeued"} <= set(events(root, first))
 
 
-def test_only_escalated_incidents_can_be_resolved(cli, root: Root, ws: Path) -> None:  # type: ignore[no-untyped-def]
+def test_only_escalated_incidents_can_be_resolved(cli: Cli, root: Root, ws: Path) -> None:
     r = cli("capture", "--step", "x", "--message", "m")
     r = cli("resolve-escalation", r.out.strip(), "--guidance", "g")
     assert r.code == 1 and "not escalated" in r.err
@@ -127,7 +114,7 @@ def budget(root: Root, signature: str) -> tuple[int, str | None]:
         conn.close()
 
 
-def test_budget_reset_survives_a_deleted_mirror(cli, root: Root, ws: Path) -> None:  # type: ignore[no-untyped-def]
+def test_budget_reset_survives_a_deleted_mirror(cli: Cli, root: Root, ws: Path) -> None:
     first = escalated(cli, ws)  # aider tried once: budget 1/1 used
     second = escalated(cli, ws)  # escalated on the budget
     signature = json.loads((root.bucket("escalated") / first / "incident.json").read_text())[
@@ -169,7 +156,7 @@ sys.exit(main(sys.argv[1:]))
 
 
 @pytest.mark.parametrize("requeue", [True, False])
-def test_a_crashed_resolve_is_finished_by_a_rerun_without_a_second_decision(cli, root: Root, ws: Path, requeue: bool) -> None:  # type: ignore[no-untyped-def]  # fmt: skip
+def test_a_crashed_resolve_is_finished_by_a_rerun_without_a_second_decision(cli: Cli, root: Root, ws: Path, requeue: bool) -> None:  # fmt: skip
     incident_id = escalated(cli, ws)
     args = ["resolve-escalation", incident_id, "--guidance", "close the parenthesis"]
     args += ["--requeue"] if requeue else []
@@ -180,10 +167,7 @@ def test_a_crashed_resolve_is_finished_by_a_rerun_without_a_second_decision(cli,
     assert crashed.returncode == 9, crashed.stderr
     folder = root.bucket("escalated") / incident_id
     assert folder.is_dir() and len(json.loads((folder / "decisions.json").read_text())) == 1
-    r = subprocess.run(
-        [sys.executable, "-m", "incidents", *args],
-        capture_output=True, text=True, env=dict(os.environ), timeout=120,
-    )  # fmt: skip
+    r = incidents(*args)
     assert r.returncode == 0, r.stderr
     bucket = "inbox" if requeue else "resolved"
     places = [
