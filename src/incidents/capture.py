@@ -17,17 +17,19 @@ import time
 from pathlib import Path
 
 from incidents import artifacts, clock, fsutil, store
+from incidents.bundle_rules import workdirs_problem
 from incidents.capture_inputs import (
     check_targets,
     check_verify,
+    check_workdir,
     clip,
     decode,
     read_audit_tail,
     read_context_json,
     read_log_tail,
 )
-from incidents.config_file import find_config, read_raw, read_table, root_from_raw
-from incidents.errors import IncidentsError, RootError, UsageError
+from incidents.config_file import find_config, read_raw, read_str_list, read_table, root_from_raw
+from incidents.errors import ConfigError, IncidentsError, RootError, UsageError
 from incidents.layout import Root, resolve_root
 from incidents.locks import flocked
 from incidents.vocab import ErrorCode, FailureClass
@@ -92,12 +94,21 @@ def build_parser(prog: str, for_run: bool = False) -> argparse.ArgumentParser:
 
 
 def capture_settings(cli_config: str | None) -> tuple[str | None, dict[str, Any]]:
-    """(the config's root, the `[capture]` table checked against CAPTURE_KEYS)."""
+    """(the config's root, the `[capture]` table checked against CAPTURE_KEYS, with
+    `[verification]`'s `allow` and `workdirs` added as `verify_allow` and `workdirs`: the
+    rules of `bundle_rules` that capture applies as the step service will at pickup)."""
     path = find_config(cli_config)
     if path is None:
-        return None, dict(DEFAULTS)
+        return None, {**DEFAULTS, "verify_allow": [], "workdirs": []}
     raw = read_raw(path)
-    return root_from_raw(path, raw), read_table(path, raw, "capture", CAPTURE_KEYS)
+    table = read_table(path, raw, "capture", CAPTURE_KEYS)
+    workdirs = read_str_list(path, raw, "verification", "workdirs")
+    problem = workdirs_problem(workdirs)
+    if problem is not None:
+        raise ConfigError(str(path), "verification.workdirs", problem)
+    table["verify_allow"] = read_str_list(path, raw, "verification", "allow")
+    table["workdirs"] = workdirs
+    return root_from_raw(path, raw), table
 
 
 # --- the capture itself -----------------------------------------------------------------
@@ -276,7 +287,7 @@ def _inputs_from_args(args: argparse.Namespace, settings: dict[str, Any]) -> Cap
     workdir = Path(args.workdir or os.getcwd())
     if not workdir.is_dir():
         raise UsageError(f"--workdir {workdir}: not a directory")
-    workdir = workdir.resolve()
+    workdir = check_workdir(workdir.resolve(), settings["workdirs"])
     return CaptureInput(
         step=args.step,
         message=args.message or "",
@@ -293,7 +304,7 @@ def _inputs_from_args(args: argparse.Namespace, settings: dict[str, Any]) -> Cap
         context=read_context_json(args.context_json) if args.context_json else {},
         python_files=check_targets(args.python_file, workdir, "--python-file"),
         powershell_files=check_targets(args.powershell_file, workdir, "--powershell-file"),
-        verify=check_verify(args.verify),
+        verify=check_verify(args.verify, settings["verify_allow"], workdir),
         workdir=str(workdir),
         dedupe=settings["dedupe"] and not args.no_dedupe,
     )

@@ -53,6 +53,7 @@ from incidents.allowlist import (
     split_command,
 )
 from incidents.allowlist import check_allowed as _check_allowed
+from incidents.bundle_rules import workdirs_problem
 from incidents.config_section import Section
 from incidents.models.report import Finding, InfraFailure, ToolRun
 from incidents.vocab import Category, Severity
@@ -76,6 +77,11 @@ class VerifySettings(Section):
     output_tail_bytes: int = Field(
         default=4096, ge=256, le=1 << 20, description="how much output a failure keeps"
     )
+    workdirs: list[str] = Field(
+        default_factory=list,
+        description="absolute folders an incident's workdir must lie under (empty: anywhere); "
+        "set it on a shared inbox: capture and pickup refuse an incident working elsewhere",
+    )
 
     @field_validator("allow")
     @classmethod
@@ -85,6 +91,14 @@ class VerifySettings(Section):
                 raise ValueError("an empty program name")
             if is_path(entry) and not os.path.isabs(os.path.expanduser(entry)):
                 raise ValueError(f"{entry!r}: a program path must be absolute (or a bare name)")
+        return value
+
+    @field_validator("workdirs")
+    @classmethod
+    def _absolute_folders(cls, value: list[str]) -> list[str]:
+        problem = workdirs_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
 
