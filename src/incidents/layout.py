@@ -105,13 +105,14 @@ class Root:
 
     def ensure(self) -> Root:
         """Create the layout (0700 folders); refuse a root that is a file or world-writable.
-        A new root gets its state.json seal key now, so that no state.json is ever sealed
-        wholesale in it (`incidents.step.seal`: a root from before the seal gets its key
-        at its first step, sealing the states of the incidents in flight)."""
+        A new root (no inbox yet) gets its state.json seal key now, so that no state.json
+        is ever sealed wholesale in it (`incidents.step.seal`: a root with an inbox and no
+        key, from before the seal, gets its key at its first step, sealing the states of
+        the incidents in flight; so does one whose `.state/` was deleted)."""
         p = self.path
         if p.exists() and not p.is_dir():
             raise RootError(f"reports root {p} is not a directory")
-        new = not os.path.isdir(os.path.join(p, STATE))
+        new = not os.path.isdir(os.path.join(p, INBOX))
         try:
             p.mkdir(mode=0o700, parents=True, exist_ok=True)
             st = p.stat()
