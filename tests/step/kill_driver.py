@@ -27,7 +27,8 @@ def main() -> int:
         if event != "os.rename":
             return
         dst = hook_args[1]
-        if isinstance(dst, str | os.PathLike) and os.path.basename(os.fspath(dst)) == "state.json":
+        name = os.fspath(dst) if isinstance(dst, str | os.PathLike) else ""
+        if isinstance(name, str) and os.path.basename(name) == "state.json":
             seen += 1
             if seen == target:
                 if when == "before":

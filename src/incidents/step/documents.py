@@ -78,20 +78,19 @@ def bundle_problems(
     from incidents.bundle_rules import bundle_problems as problems_of
 
     settings = cfg.verification
-    targets = {"python_files": incident.python_files, "powershell_files": incident.powershell_files}
-    found = [
-        f"{artifacts.INCIDENT}: {p}"
-        for p in problems_of(
-            str(workdir_of(root, incident)), targets, incident.verify,
-            allow=settings.allow, workdirs=settings.workdirs,
-        )
-    ]  # fmt: skip
+    workdir = str(workdir_of(root, incident))
+    found: list[str] = []
+    stored = [
+        (artifacts.INCIDENT, incident.python_files, incident.powershell_files, incident.verify)
+    ]
     if ctx is not None and ctx.target_files != incident.python_files + incident.powershell_files:
-        base = {"python_files": ctx.python_files, "powershell_files": ctx.powershell_files}
+        stored.append((artifacts.STATE, ctx.python_files, ctx.powershell_files, []))
+    for name, python_files, powershell_files, commands in stored:
+        targets = {"python_files": python_files, "powershell_files": powershell_files}
         found += [
-            f"{artifacts.STATE}: {p}"
+            f"{name}: {p}"
             for p in problems_of(
-                str(workdir_of(root, incident)), base, [], allow=[], workdirs=settings.workdirs
+                workdir, targets, commands, allow=settings.allow, workdirs=settings.workdirs
             )
         ]
     return found
@@ -110,7 +109,7 @@ def load_bundle(
     try:
         ctx = load_context(root, folder)
     except seal.Untrusted as exc:
-        _reject(root, folder, str(exc), exc)
+        _reject(root, folder, f"{artifacts.STATE}: {exc.field}: {exc.reason}", exc)
     problems = bundle_problems(root, cfg, incident, ctx)
     if problems:
         _reject(root, folder, "; ".join(problems))
