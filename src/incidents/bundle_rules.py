@@ -28,7 +28,7 @@ from pathlib import Path
 
 TYPE_CHECKING = False  # typing stays off the capture path (import cost)
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
 TARGET_FIELDS = ("python_files", "powershell_files")
 _SEPARATORS = re.compile(r"[\\/]")
@@ -112,7 +112,7 @@ def command_problems(commands: Sequence[str], allow: Sequence[str], workdir: str
 
 def bundle_problems(
     workdir: str,
-    targets: dict[str, Sequence[str]],
+    targets: Mapping[str, Sequence[str]],
     commands: Sequence[str],
     *,
     allow: Sequence[str],

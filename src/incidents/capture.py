@@ -94,21 +94,27 @@ def build_parser(prog: str, for_run: bool = False) -> argparse.ArgumentParser:
 
 
 def capture_settings(cli_config: str | None) -> tuple[str | None, dict[str, Any]]:
-    """(the config's root, the `[capture]` table checked against CAPTURE_KEYS, with
-    `[verification]`'s `allow` and `workdirs` added as `verify_allow` and `workdirs`: the
-    rules of `bundle_rules` that capture applies as the step service will at pickup)."""
+    """(the config's root, the `[capture]` table checked against CAPTURE_KEYS)."""
+    config_root, table, _ = read_settings(cli_config)
+    return config_root, table
+
+
+def read_settings(
+    cli_config: str | None,
+) -> tuple[str | None, dict[str, Any], tuple[list[str], list[str]]]:
+    """`capture_settings`, and `[verification]`'s `allow` and `workdirs`: the parts of
+    `bundle_rules` capture applies, as the step service will again at pickup."""
     path = find_config(cli_config)
     if path is None:
-        return None, {**DEFAULTS, "verify_allow": [], "workdirs": []}
+        return None, dict(DEFAULTS), ([], [])
     raw = read_raw(path)
     table = read_table(path, raw, "capture", CAPTURE_KEYS)
     workdirs = read_str_list(path, raw, "verification", "workdirs")
     problem = workdirs_problem(workdirs)
     if problem is not None:
         raise ConfigError(str(path), "verification.workdirs", problem)
-    table["verify_allow"] = read_str_list(path, raw, "verification", "allow")
-    table["workdirs"] = workdirs
-    return root_from_raw(path, raw), table
+    allow = read_str_list(path, raw, "verification", "allow")
+    return root_from_raw(path, raw), table, (allow, workdirs)
 
 
 # --- the capture itself -----------------------------------------------------------------
@@ -283,11 +289,14 @@ def _fold_into_open(
 # --- command lines ------------------------------------------------------------------------
 
 
-def _inputs_from_args(args: argparse.Namespace, settings: dict[str, Any]) -> CaptureInput:
+def _inputs_from_args(
+    args: argparse.Namespace, settings: dict[str, Any], rules: tuple[list[str], list[str]]
+) -> CaptureInput:
+    allow, workdirs = rules
     workdir = Path(args.workdir or os.getcwd())
     if not workdir.is_dir():
         raise UsageError(f"--workdir {workdir}: not a directory")
-    workdir = check_workdir(workdir.resolve(), settings["workdirs"])
+    workdir = check_workdir(workdir.resolve(), workdirs)
     return CaptureInput(
         step=args.step,
         message=args.message or "",
@@ -304,7 +313,7 @@ def _inputs_from_args(args: argparse.Namespace, settings: dict[str, Any]) -> Cap
         context=read_context_json(args.context_json) if args.context_json else {},
         python_files=check_targets(args.python_file, workdir, "--python-file"),
         powershell_files=check_targets(args.powershell_file, workdir, "--powershell-file"),
-        verify=check_verify(args.verify, settings["verify_allow"], workdir),
+        verify=check_verify(args.verify, allow, workdir),
         workdir=str(workdir),
         dedupe=settings["dedupe"] and not args.no_dedupe,
     )
@@ -321,12 +330,14 @@ def _validate_common(args: argparse.Namespace) -> None:
         raise UsageError("--message: must not be empty")
 
 
-def _root_for(args: argparse.Namespace) -> tuple[Root, dict[str, Any]]:
-    config_root, settings = capture_settings(args.config)
+def _root_for(
+    args: argparse.Namespace,
+) -> tuple[Root, dict[str, Any], tuple[list[str], list[str]]]:
+    config_root, settings, rules = read_settings(args.config)
     root = resolve_root(args.root, config_root)
     if root.path.exists() and not root.path.is_dir():
         raise RootError(f"reports root {root.path} is not a directory")
-    return root, settings
+    return root, settings, rules
 
 
 def _print_result(result: CaptureResult, as_json: bool) -> None:
@@ -339,8 +350,8 @@ def _print_result(result: CaptureResult, as_json: bool) -> None:
 def main_capture(argv: list[str], prog: str = "incidents capture") -> int:
     args = build_parser(prog).parse_args(argv)
     _validate_common(args)
-    root, settings = _root_for(args)
-    inp = _inputs_from_args(args, settings)
+    root, settings, rules = _root_for(args)
+    inp = _inputs_from_args(args, settings, rules)
     result = capture(root, inp, settings["max_message_chars"])
     _print_result(result, args.json)
     return 0
@@ -356,8 +367,8 @@ def main_run(argv: list[str], prog: str = "incidents run") -> int:
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError("--timeout: must be positive")
     _validate_common(args)
-    root, settings = _root_for(args)
-    inp = _inputs_from_args(args, settings)  # validate everything before the command runs
+    root, settings, rules = _root_for(args)
+    inp = _inputs_from_args(args, settings, rules)  # validate everything before the command runs
     result = run_tee(command, timeout=args.timeout, tail_bytes=settings["log_tail_bytes"])
     status = result.exit_status
     if status == 0:
