@@ -8,7 +8,7 @@ from pathlib import Path
 
 from incidents import pause
 from incidents.layout import Root
-from tests.helpers import Cli
+from tests.helpers import CLEAN, Cli, capture
 from tests.watch.helpers import capture_step, run_watch, workspace
 
 
@@ -113,3 +113,16 @@ def test_group_readable_archive_only_warns(root: Root, cli: Cli) -> None:
     r = cli("doctor", "--json")
     by = {f["check"]: f for f in r.json()}
     assert by["permissions"]["level"] == "warn", by["permissions"]
+
+
+def test_a_seal_key_others_can_read_fails_with_fix(tmp_path: Path, root: Root, cli: Cli) -> None:
+    """Every step refuses to work with it (a key others can read forges seals)."""
+    incident_id = capture(cli, ws=tmp_path, target="clean.py", content=CLEAN)
+    assert "ok   seal: state.json seal key present" in cli("doctor").out
+    os.chmod(root.seal_key, 0o644)
+    r = cli("doctor")
+    assert r.code == 1
+    assert f"FAIL seal: {root.seal_key}: is readable by others" in r.out
+    assert f"fix: chmod 600 {root.seal_key}" in r.out
+    r = cli("step", incident_id)
+    assert r.code != 0 and "is readable by others" in r.err

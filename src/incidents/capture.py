@@ -17,17 +17,19 @@ import time
 from pathlib import Path
 
 from incidents import artifacts, clock, fsutil, store
+from incidents.bundle_rules import workdirs_problem
 from incidents.capture_inputs import (
     check_targets,
     check_verify,
+    check_workdir,
     clip,
     decode,
     read_audit_tail,
     read_context_json,
     read_log_tail,
 )
-from incidents.config_file import find_config, read_raw, read_table, root_from_raw
-from incidents.errors import IncidentsError, RootError, UsageError
+from incidents.config_file import find_config, read_raw, read_str_list, read_table, root_from_raw
+from incidents.errors import ConfigError, IncidentsError, RootError, UsageError
 from incidents.layout import Root, resolve_root
 from incidents.locks import flocked
 from incidents.vocab import ErrorCode, FailureClass
@@ -93,11 +95,26 @@ def build_parser(prog: str, for_run: bool = False) -> argparse.ArgumentParser:
 
 def capture_settings(cli_config: str | None) -> tuple[str | None, dict[str, Any]]:
     """(the config's root, the `[capture]` table checked against CAPTURE_KEYS)."""
+    config_root, table, _ = read_settings(cli_config)
+    return config_root, table
+
+
+def read_settings(
+    cli_config: str | None,
+) -> tuple[str | None, dict[str, Any], tuple[list[str], list[str]]]:
+    """`capture_settings`, and `[verification]`'s `allow` and `workdirs`: the parts of
+    `bundle_rules` capture applies, as the step service will again at pickup."""
     path = find_config(cli_config)
     if path is None:
-        return None, dict(DEFAULTS)
+        return None, dict(DEFAULTS), ([], [])
     raw = read_raw(path)
-    return root_from_raw(path, raw), read_table(path, raw, "capture", CAPTURE_KEYS)
+    table = read_table(path, raw, "capture", CAPTURE_KEYS)
+    workdirs = read_str_list(path, raw, "verification", "workdirs")
+    problem = workdirs_problem(workdirs)
+    if problem is not None:
+        raise ConfigError(str(path), "verification.workdirs", problem)
+    allow = read_str_list(path, raw, "verification", "allow")
+    return root_from_raw(path, raw), table, (allow, workdirs)
 
 
 # --- the capture itself -----------------------------------------------------------------
@@ -272,11 +289,14 @@ def _fold_into_open(
 # --- command lines ------------------------------------------------------------------------
 
 
-def _inputs_from_args(args: argparse.Namespace, settings: dict[str, Any]) -> CaptureInput:
+def _inputs_from_args(
+    args: argparse.Namespace, settings: dict[str, Any], rules: tuple[list[str], list[str]]
+) -> CaptureInput:
+    allow, workdirs = rules
     workdir = Path(args.workdir or os.getcwd())
     if not workdir.is_dir():
         raise UsageError(f"--workdir {workdir}: not a directory")
-    workdir = workdir.resolve()
+    workdir = check_workdir(workdir.resolve(), workdirs)
     return CaptureInput(
         step=args.step,
         message=args.message or "",
@@ -293,7 +313,7 @@ def _inputs_from_args(args: argparse.Namespace, settings: dict[str, Any]) -> Cap
         context=read_context_json(args.context_json) if args.context_json else {},
         python_files=check_targets(args.python_file, workdir, "--python-file"),
         powershell_files=check_targets(args.powershell_file, workdir, "--powershell-file"),
-        verify=check_verify(args.verify),
+        verify=check_verify(args.verify, allow, workdir),
         workdir=str(workdir),
         dedupe=settings["dedupe"] and not args.no_dedupe,
     )
@@ -310,12 +330,14 @@ def _validate_common(args: argparse.Namespace) -> None:
         raise UsageError("--message: must not be empty")
 
 
-def _root_for(args: argparse.Namespace) -> tuple[Root, dict[str, Any]]:
-    config_root, settings = capture_settings(args.config)
+def _root_for(
+    args: argparse.Namespace,
+) -> tuple[Root, dict[str, Any], tuple[list[str], list[str]]]:
+    config_root, settings, rules = read_settings(args.config)
     root = resolve_root(args.root, config_root)
     if root.path.exists() and not root.path.is_dir():
         raise RootError(f"reports root {root.path} is not a directory")
-    return root, settings
+    return root, settings, rules
 
 
 def _print_result(result: CaptureResult, as_json: bool) -> None:
@@ -328,8 +350,8 @@ def _print_result(result: CaptureResult, as_json: bool) -> None:
 def main_capture(argv: list[str], prog: str = "incidents capture") -> int:
     args = build_parser(prog).parse_args(argv)
     _validate_common(args)
-    root, settings = _root_for(args)
-    inp = _inputs_from_args(args, settings)
+    root, settings, rules = _root_for(args)
+    inp = _inputs_from_args(args, settings, rules)
     result = capture(root, inp, settings["max_message_chars"])
     _print_result(result, args.json)
     return 0
@@ -345,8 +367,8 @@ def main_run(argv: list[str], prog: str = "incidents run") -> int:
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError("--timeout: must be positive")
     _validate_common(args)
-    root, settings = _root_for(args)
-    inp = _inputs_from_args(args, settings)  # validate everything before the command runs
+    root, settings, rules = _root_for(args)
+    inp = _inputs_from_args(args, settings, rules)  # validate everything before the command runs
     result = run_tee(command, timeout=args.timeout, tail_bytes=settings["log_tail_bytes"])
     status = result.exit_status
     if status == 0:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import sys
 from pathlib import Path
 
@@ -131,25 +130,38 @@ def read_context_json(source: str) -> dict[str, Any]:
 
 
 def check_targets(files: list[str], workdir: Path, option: str) -> list[str]:
-    """Targets must exist and stay under the workdir; stored relative to it."""
+    """Targets must exist and resolve inside the workdir (`bundle_rules.resolve_target`,
+    the rule the step service applies again at pickup); stored relative to it."""
+    from incidents.bundle_rules import resolve_target
+
     out: list[str] = []
     base = os.path.realpath(workdir)
     for name in files:
-        full = os.path.realpath(os.path.join(base, name))
-        if os.path.commonpath([base, full]) != base:
-            raise UsageError(f"{option} {name}: outside the workdir {base}")
-        if not os.path.isfile(full):
+        rel, why = resolve_target(name, base)
+        if rel is None:
+            raise UsageError(f"{option} {name}: {why}")
+        if not os.path.isfile(os.path.join(base, rel)):
             raise UsageError(f"{option} {name}: no such file under {base}")
-        out.append(os.path.relpath(full, base))
+        out.append(rel)
     return out
 
 
-def check_verify(commands: list[str]) -> list[str]:
-    for cmd in commands:
-        try:
-            argv = shlex.split(cmd)
-        except ValueError as exc:
-            raise UsageError(f"--verify {cmd!r}: cannot split into arguments: {exc}") from exc
-        if not argv:
-            raise UsageError("--verify: empty command")
+def check_verify(commands: list[str], allow: list[str], workdir: Path) -> list[str]:
+    """Verification commands must split and be allowed (`incidents.allowlist`, through
+    `bundle_rules.command_problems`, the rule the step service applies again at pickup).
+    `allow`: `[verification] allow`."""
+    from incidents.bundle_rules import command_problems
+
+    for problem in command_problems(commands, allow, str(workdir)):
+        raise UsageError(f"--verify {problem.value!r}: {problem.rule}")
     return commands
+
+
+def check_workdir(workdir: Path, allowed: list[str]) -> Path:
+    """The workdir must lie under one of `[verification] workdirs` when they are set."""
+    from incidents.bundle_rules import workdir_problem
+
+    problem = workdir_problem(str(workdir), allowed)
+    if problem is not None:
+        raise UsageError(f"--workdir {workdir}: {problem}")
+    return workdir

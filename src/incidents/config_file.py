@@ -94,3 +94,15 @@ def read_table(path: Path, raw: dict[str, Any], name: str, spec: TableSpec) -> d
             raise ConfigError(str(path), f"{name}.{key}", f"must be <= {high}, got {value!r}")
         values[key] = value
     return values
+
+
+def read_str_list(path: Path, raw: dict[str, Any], table: str, key: str) -> list[str]:
+    """`[table] key`, a list of non-empty strings (empty when absent). For capture, which
+    reads only these keys of a table the pydantic model checks as a whole."""
+    section = raw.get(table, {})
+    if not isinstance(section, dict):
+        raise ConfigError(str(path), table, "must be a table")
+    value = section.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ConfigError(str(path), f"{table}.{key}", "must be a list of non-empty strings")
+    return value

@@ -60,6 +60,7 @@ def diagnose(root: Root, cfg: Config) -> list[Finding]:
         lambda: check_leases(root),
         lambda: check_pending(root),
         lambda: check_pause(root),
+        lambda: check_seal(root),
     ]
     for check in checks:
         try:
@@ -286,3 +287,20 @@ def check_pause(root: Root) -> list[Finding]:
         return [Finding("pause", "ok", "not paused")]
     return [Finding("pause", "warn", f"paused since {info.since_iso}: {info.reason}",
                     "incidents resume (after looking at error_archive/escalated/)")]  # fmt: skip
+
+
+def check_seal(root: Root) -> list[Finding]:
+    """The key of state.json's seal (`incidents.step.seal`): without a safe one no step runs."""
+    from incidents.step.seal import read_key
+
+    path = root.seal_key
+    try:
+        read_key(path)
+    except FileNotFoundError:
+        return [Finding("seal", "warn", f"no state.json seal key yet ({path}): a root from "
+                        "before the seal", "the next step makes it and seals the incidents "
+                        "in flight: incidents watch --once")]  # fmt: skip
+    except (IncidentsError, OSError) as exc:
+        return [Finding("seal", "fail", str(exc),
+                        f"chmod 600 {path}, owned by the user that runs the watcher")]  # fmt: skip
+    return [Finding("seal", "ok", "state.json seal key present, owner-only")]

@@ -49,6 +49,25 @@ def write_new_file(
         os.close(fd)
 
 
+def publish_new_file(path: str | os.PathLike[str], data: bytes, mode: int = 0o600) -> bool:
+    """Create `path` holding `data`, whole and durable, unless it exists (then False, and
+    the existing file is left alone). Written and fsynced under a temp name, then
+    hard-linked into place: a link, unlike a rename, never replaces, so there is only ever
+    one, and no reader sees it partly written."""
+    p = os.fspath(path)
+    directory, name = os.path.split(p)
+    tmp = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    write_new_file(tmp, data, mode)
+    try:
+        os.link(tmp, p)
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(tmp)
+    fsync_dir(directory or ".")
+    return True
+
+
 def _replace(path: str | os.PathLike[str], data: bytes, mode: int, sync_file: bool) -> str:
     """Temp file in the same folder (fsynced when `sync_file`), renamed over `path`;
     returns the folder (whose fsync, when wanted, is the caller's)."""

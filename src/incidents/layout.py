@@ -11,6 +11,7 @@ import stat
 from pathlib import Path
 
 from incidents.errors import InvalidId, NotFound, RootError
+from incidents.fsutil import publish_new_file
 
 INBOX = "error_inbox"
 ARCHIVE = "error_archive"
@@ -24,6 +25,7 @@ STAGING = ".staging"  # bundles are built here, then renamed into the inbox
 STATE = ".state"  # the SQLite mirror, locks, the signature index, the pause flag
 LAYOUT = (INBOX, RESOLVED, ESCALATED, PLANS, RUNS, REJECTED, STAGING, STATE)
 STATE_DIRS = ("locks", "pending", "dirty", "leases", "signatures")
+SEAL_KEY = "seal.key"  # the step service's key for state.json's seal (incidents.step.seal)
 
 BUCKETS = {"inbox": INBOX, "resolved": RESOLVED, "escalated": ESCALATED}
 TERMINAL_STATUSES = ("resolved", "escalated")
@@ -88,6 +90,10 @@ class Root:
     def locks(self) -> Path:
         return self.path / STATE / "locks"
 
+    @property
+    def seal_key(self) -> Path:
+        return self.path / STATE / SEAL_KEY
+
     def bucket(self, name: str) -> Path:
         return self.path / BUCKETS[name]
 
@@ -98,10 +104,15 @@ class Root:
         return self.path / RUNS / validate_id(incident_id)
 
     def ensure(self) -> Root:
-        """Create the layout (0700 folders); refuse a root that is a file or world-writable."""
+        """Create the layout (0700 folders); refuse a root that is a file or world-writable.
+        A new root (no inbox yet) gets its state.json seal key now, so that no state.json
+        is ever sealed wholesale in it (`incidents.step.seal`: a root with an inbox and no
+        key, from before the seal, gets its key at its first step, sealing the states of
+        the incidents in flight; so does one whose `.state/` was deleted)."""
         p = self.path
         if p.exists() and not p.is_dir():
             raise RootError(f"reports root {p} is not a directory")
+        new = not os.path.isdir(os.path.join(p, INBOX))
         try:
             p.mkdir(mode=0o700, parents=True, exist_ok=True)
             st = p.stat()
@@ -111,6 +122,8 @@ class Root:
                 (p / sub).mkdir(mode=0o700, parents=True, exist_ok=True)
             for sub in STATE_DIRS:
                 (p / STATE / sub).mkdir(mode=0o700, exist_ok=True)
+            if new:
+                publish_new_file(self.seal_key, os.urandom(32))
         except OSError as exc:
             raise RootError(f"cannot create the reports root {p}: {exc.strerror or exc}") from exc
         return self

@@ -242,13 +242,21 @@ def test_nothing_to_check_is_escalated_as_unverifiable(cli: Cli, root: Root) -> 
 
 
 def test_a_verification_command_off_the_allowlist_is_refused(
-    cli: Cli, root: Root, ws: Path
+    cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """By capture, which then writes nothing (pickup refuses such a bundle too: see
+    test_pickup_trust.py); one a plan adds is refused when the check would run it."""
     r = cli("capture", "--step", "dl", "--message", "download failed", "--verify",
             "curl -fsS http://127.0.0.1:9/", "--workdir", str(ws))  # fmt: skip
-    incident_id = r.out.strip()
+    assert r.code == 2 and r.out == "", r.out
+    assert "program 'curl' is not on the allowlist" in r.err
+    use_config(tmp_path, monkeypatch, FAST + TIERS_OFF)
+    incident_id = capture(cli, ws=ws, target="clean.py", content=CLEAN)
+    assert "(PLAN)" in cli("step", incident_id).out
+    replan = replacement_plan(tmp_path, incident_id, ["curl -fsS http://127.0.0.1:9/"])
+    assert cli("plan", incident_id, "--from", str(replan)).code == 0
     r = cli("drive", incident_id)
-    assert "-> S_ERROR_INFRA" in r.out, r.out
+    assert "-> S_ERROR_INFRA" in r.out, r.out + r.err
     meta = load(root.bucket("escalated") / incident_id / "metadata.json")
     assert "refused" in meta["reason"] and "curl" in meta["reason"]
 

@@ -40,7 +40,7 @@ def resolve_escalation(
         if where != "escalated":
             raise NotWaiting(f"incident {incident_id} is not escalated (it is in {where})")
         incident = read_incident(folder)
-        ctx = load_context(folder)  # a broken one stops here, before anything is written
+        ctx = load_context(root, folder)  # a broken one stops here, before anything is written
         kind: Literal["requeue", "resolved"] = "requeue" if requeue else "resolved"
         now = clock.utc_now().isoformat()
         taken = decisions.read_decisions(folder)

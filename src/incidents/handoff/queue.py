@@ -48,7 +48,7 @@ def _waiting(root: Root, incident_id: str) -> tuple[Path, Incident, ErrorPipelin
     where, folder = root.locate(validate_id(incident_id))
     if where != "inbox":
         raise NotWaiting(f"incident {incident_id} is closed ({where})")
-    ctx = load_context(folder)
+    ctx = load_context(root, folder)
     if ctx is None or not ctx.waiting_for_input or ctx.pending is not None:
         state = ctx.current_state.value if ctx else "not started"
         raise NotWaiting(f"incident {incident_id} is not waiting for an agent (state {state})")
@@ -138,7 +138,7 @@ def next_incident(root: Root, *, clock: Clock = time.time) -> WorkItem | None:
     for name in names:
         try:
             validate_id(name)
-            ctx = load_context(root.inbox / name)
+            ctx = load_context(root, root.inbox / name)
         except (IncidentsError, OSError):
             continue  # the step service rejects what does not validate
         if ctx is None or not ctx.waiting_for_input or ctx.pending is not None:

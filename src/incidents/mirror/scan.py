@@ -54,9 +54,11 @@ def _location(bucket: str, name: str) -> str:
 
 def _read_state(folder: Path) -> Context | None:
     try:
-        return Context.of(read_json_object(folder / artifacts.STATE))
+        doc = read_json_object(folder / artifacts.STATE)
     except FileNotFoundError:
         return None
+    doc.pop("seal", None)  # the seal (incidents.step.seal) is not part of the context
+    return Context.of(doc)
 
 
 def row_from_bundle(

@@ -111,6 +111,12 @@ def finding_keys(report: ErrorReport) -> tuple[FindingKey, ...]:
 class ErrorPipelineContext(Document):
     """Everything the pure state machine decides on, serialized as `state.json`."""
 
+    seal: str | None = Field(
+        default=None,
+        exclude=True,
+        description="state.json only: the step service's HMAC-SHA256 over the rest of the "
+        "file (incidents.step.seal); a state.json without a valid one is not believed",
+    )
     # identity and targets (seed 001 §2)
     run_id: str
     workstream_id: str

@@ -48,7 +48,7 @@ class TickBase:
         back to an earlier commit, whose steps redo identically (see `tick.JOURNALED`).
         """
         with leases.fenced(self.root, self.lease), store.incident_lock(self.root, self.id):
-            write_state(self.folder, ctx, durable=durable, sync_dir=sync_dir)
+            write_state(self.root, self.folder, ctx, durable=durable, sync_dir=sync_dir)
         if durable:
             self.unsynced = not sync_dir
 

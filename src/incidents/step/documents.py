@@ -4,6 +4,7 @@ step service writes, `state.json` (the machine's context) and `ai_attempts.json`
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NoReturn
 
 from pydantic import ValidationError
 
@@ -14,6 +15,7 @@ from incidents.errors import IncidentsError, InvalidDocument, explain_validation
 from incidents.fsm import TIERS
 from incidents.layout import Root
 from incidents.models import AIAttempt, ErrorPipelineContext, Incident
+from incidents.step import seal
 
 
 def _reason(exc: Exception) -> str:
@@ -53,15 +55,70 @@ def workdir_of(root: Root, incident: Incident) -> Path:
     return Path(incident.workdir or root.path.parent)
 
 
-def load_context(folder: Path) -> ErrorPipelineContext | None:
-    """The committed context, or None before the first commit."""
+def load_context(root: Root, folder: Path) -> ErrorPipelineContext | None:
+    """The committed context, or None before the first commit. Believed only when its seal
+    is the step service's (`seal.Untrusted` otherwise; see `incidents.step.seal`)."""
     path = folder / artifacts.STATE
     try:
-        return ErrorPipelineContext.model_validate(fsutil.read_json_object(path))
+        data = fsutil.read_regular_file(path)
     except FileNotFoundError:
         return None
+    body = seal.unseal(seal.key(root), folder.name, data, str(path))
+    try:
+        return ErrorPipelineContext.model_validate(fsutil.parse_json_strict(body, str(path)))
     except ValidationError as exc:
         raise InvalidDocument(str(path), _reason(exc)) from exc
+
+
+def bundle_problems(
+    root: Root, cfg: Config, incident: Incident, ctx: ErrorPipelineContext | None
+) -> list[str]:
+    """Every rule of `incidents.bundle_rules` the bundle breaks, each naming its file and
+    field: capture's rules, applied again to whatever is in the inbox."""
+    from incidents.bundle_rules import bundle_problems as problems_of
+
+    settings = cfg.verification
+    workdir = str(workdir_of(root, incident))
+    found: list[str] = []
+    stored = [
+        (artifacts.INCIDENT, incident.python_files, incident.powershell_files, incident.verify)
+    ]
+    if ctx is not None and ctx.target_files != incident.python_files + incident.powershell_files:
+        stored.append((artifacts.STATE, ctx.python_files, ctx.powershell_files, []))
+    for name, python_files, powershell_files, commands in stored:
+        targets = {"python_files": python_files, "powershell_files": powershell_files}
+        found += [
+            f"{name}: {p}"
+            for p in problems_of(
+                workdir, targets, commands, allow=settings.allow, workdirs=settings.workdirs
+            )
+        ]
+    return found
+
+
+def load_bundle(
+    root: Root, cfg: Config, folder: Path
+) -> tuple[Incident, ErrorPipelineContext | None]:
+    """incident.json and the committed context for a tick, judged as capture judges its
+    inputs (`bundle_rules`) and the context only if the step service sealed it: a bundle
+    that fails goes to error_rejected/ with why (InvalidDocument is raised), as does one
+    whose incident.json does not validate. The caller holds the incident's lease."""
+    incident = load_incident(root, folder)
+    with store.incident_lock(root, incident.incident_id):
+        store.repair_status_txt(folder, incident.status)
+    try:
+        ctx = load_context(root, folder)
+    except seal.Untrusted as exc:
+        _reject(root, folder, f"{artifacts.STATE}: {exc.field}: {exc.reason}", exc)
+    problems = bundle_problems(root, cfg, incident, ctx)
+    if problems:
+        _reject(root, folder, "; ".join(problems))
+    return incident, ctx
+
+
+def _reject(root: Root, folder: Path, reason: str, cause: Exception | None = None) -> NoReturn:
+    target = store.reject(root, folder, reason)
+    raise InvalidDocument(str(folder), f"{reason} (moved to {target})") from cause
 
 
 def new_context(incident: Incident, cfg: Config, budget_used: int) -> ErrorPipelineContext:
@@ -96,13 +153,18 @@ def new_context(incident: Incident, cfg: Config, budget_used: int) -> ErrorPipel
 
 
 def write_state(
-    folder: Path, ctx: ErrorPipelineContext, *, durable: bool = True, sync_dir: bool = True
+    root: Root,
+    folder: Path,
+    ctx: ErrorPipelineContext,
+    *,
+    durable: bool = True,
+    sync_dir: bool = True,
 ) -> None:
-    """`state.json`, old-or-new. The caller holds what makes the write its own to make
-    (the incident's lock, and the lease that fences it)."""
-    fsutil.atomic_write_bytes(
-        folder / artifacts.STATE, fsutil.dump_model(ctx), durable=durable, sync_dir=sync_dir
-    )
+    """`state.json`, old-or-new, sealed (`incidents.step.seal`: the seal is part of the one
+    file replaced). The caller holds what makes the write its own to make (the incident's
+    lock, and the lease that fences it)."""
+    data = seal.seal(seal.key(root), folder.name, fsutil.dump_model(ctx))
+    fsutil.atomic_write_bytes(folder / artifacts.STATE, data, durable=durable, sync_dir=sync_dir)
 
 
 def write_ai_attempts(path: Path, attempts: list[AIAttempt], *, required: bool = False) -> None:

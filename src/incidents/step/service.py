@@ -18,10 +18,10 @@ from incidents.errors import LockBusy, NotFound, Paused
 from incidents.layout import Root, validate_id
 from incidents.models import AIAttempt, ErrorPipelineContext
 from incidents.step import close as closing
+from incidents.step import seal
 from incidents.step.base import Clock
 from incidents.step.documents import (
-    load_context,
-    load_incident,
+    load_bundle,
     new_context,
     write_ai_attempts,
     write_state,
@@ -47,6 +47,7 @@ def run_step(
     info = pause.current(root)
     if info is not None:
         raise Paused(f"paused since {info.since_iso}: {info.reason} (run `incidents resume`)")
+    seal.key(root)  # a root from before the seal seals its states now, before any lease
     me = owner or leases.new_owner("step")
     lease = leases.acquire(root, incident_id, me, cfg.policy.lease_ttl_s)
     if lease is None:
@@ -104,8 +105,8 @@ def poison(
     """Close the incident as quarantined without running its step again (the caller holds
     its lease): its processing was interrupted `recoveries` times."""
     tick = Tick(root, cfg, incident_id, lease, utc_now)
-    incident = load_incident(root, tick.folder)
-    ctx = load_context(tick.folder) or new_context(incident, cfg, 0)
+    incident, ctx = load_bundle(root, cfg, tick.folder)
+    ctx = ctx or new_context(incident, cfg, 0)
     old = ctx.current_state
     ctx.poison(reason)
     tick.persist(ctx)
@@ -121,7 +122,7 @@ def commit_submission(
     holds the agent's fenced lease and the incident's lock."""
     if not ctx.submit_handoff(attempt):
         return False
-    write_state(folder, ctx)
+    write_state(root, folder, ctx)
     write_ai_attempts(root.runs_dir(ctx.workstream_id) / artifacts.AI_ATTEMPTS, ctx.ai_attempts)
     return True
 
@@ -132,7 +133,7 @@ def requeue(root: Root, folder: Path, ctx: ErrorPipelineContext | None, guidance
     recorded the decision."""
     if ctx is not None:
         ctx.requeue(guidance)
-        write_state(folder, ctx)
+        write_state(root, folder, ctx)
     return closing.reopen(root, folder)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from incidents import artifacts, attempts, fsutil, mirror, store
+from incidents import artifacts, attempts, fsutil, mirror
 from incidents import policy as policy_mod
 from incidents.fsm import TIERS, NextAction, decide_next_action, is_actionable, is_terminal
 from incidents.models import ErrorPipelineContext, Incident, RunResult
@@ -21,7 +21,7 @@ from incidents.models.pipeline import Action, EscalationKind, State
 from incidents.step import close as closing
 from incidents.step import quarantine
 from incidents.step.actions import AGENT_OF, Actions
-from incidents.step.documents import load_context, load_incident, new_context, write_ai_attempts
+from incidents.step.documents import load_bundle, new_context, write_ai_attempts
 from incidents.step.outcome import StepOutcome
 from incidents.vocab import FinalStatus
 
@@ -43,13 +43,12 @@ class Tick(Actions):
 
     def load(self) -> tuple[Incident, ErrorPipelineContext]:
         """incident.json and the context from disk, after cleaning up what a writer killed
-        mid-write left (temp files, a status.txt behind incident.json)."""
+        mid-write left (temp files, a status.txt behind incident.json); a bundle that
+        breaks capture's rules or carries a state.json we did not write is set aside
+        (`documents.load_bundle`)."""
         for directory in (self.folder, self.runs, self.root.plan_dir(self.id)):
             fsutil.remove_orphan_temps(directory)
-        incident = load_incident(self.root, self.folder)
-        with store.incident_lock(self.root, self.id):
-            store.repair_status_txt(self.folder, incident.status)
-        ctx = load_context(self.folder)
+        incident, ctx = load_bundle(self.root, self.cfg, self.folder)
         if ctx is None:
             ctx = new_context(incident, self.cfg, self.budget_used(incident.error_signature))
         return incident, ctx

@@ -19,6 +19,12 @@ may bring it first. Only a folder this watcher has already taken (the same folde
 inode) is ready as it is: from then on it is written by our workers and by agents' commands,
 whose writes are atomic.
 
+Ready means complete, not trusted: what a ready bundle says is judged by the worker's
+first tick (`step.documents.load_bundle`, for the watcher and `incidents step`/`drive`
+alike): capture's rules on its workdir, targets and commands (`bundle_rules`), and a
+`state.json` believed only with the step service's seal (`step.seal`). A bundle that
+fails goes to `error_rejected/` with its reason.
+
 The one exception: a temp file of our own atomic writes (`.NAME.PID.HEX.tmp`) left by a
 writer killed mid-write (a capture adding an occurrence, a step) is not data and not a
 copy in progress: the file it was replacing is intact. It is removed, and the bundle is

@@ -24,6 +24,7 @@ from incidents.config import Config
 from incidents.errors import IncidentsError, InvalidDocument, LeaseLost, LockBusy, NotFound
 from incidents.layout import Root
 from incidents.step import close as closing
+from incidents.step import seal
 from incidents.watch.schedule import PickupResult
 
 
@@ -116,6 +117,7 @@ def _pickup(root: Root, cfg: Config, incident_id: str) -> Pickup:
     if pause.current(root) is not None:
         return Pickup(incident_id, PickupResult.PAUSED)
     closing.complete_pending(root)
+    seal.key(root)  # a root from before the seal seals its states now, before any lease
     ttl = cfg.policy.lease_ttl_s
     previous = leases.read(root, incident_id)
     try:
