@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from incidents.checks import testscan
 from incidents.checks.engine import run_error_pipeline
 from incidents.checks.settings import ChecksSettings
 from incidents.checks.testscan import named_tests
@@ -173,3 +176,34 @@ def test_editing_a_selected_test_file_is_never_a_stale_answer(
     after = pytest_on(tmp_path, ctx, settings, "calc.py")
     assert [r.cached for r in after.tool_runs] == [False]
     assert found(after) == {("test_calc.py", "test-failure")}
+
+
+def test_the_node_ids_pytest_prints_are_read_from_a_log() -> None:
+    log = (
+        "\x1b[31mFAILED\x1b[0m test_calc.py::test_add - assert 3 == 4\n"
+        "FAILED t/test_a.py::TestX::test_p[1-2] - AssertionError: x - y\n"
+        "FAILED t/test_a.py::test_q[a - b] - boom\n"
+        "ERROR t/test_coll.py\n"
+        "ERROR t/test_a.py::test_err - RuntimeError: fixture exploded\n"
+        "t/test_v.py::test_z[3] FAILED                     [ 50%]\n"
+        "[gw1] [ 75%] FAILED test_calc.py::test_add\n"
+        "1 failed: FAILED test_calc.py::test_add\n"
+        "FAILED (errors=1)\nPASSED t/test_a.py::test_ok\nFAILED: no such thing\n"
+    )
+    assert named_tests(log) == [
+        "test_calc.py::test_add", "t/test_a.py::TestX::test_p[1-2]", "t/test_a.py::test_q[a - b]",
+        "t/test_coll.py", "t/test_a.py::test_err", "t/test_v.py::test_z[3]",
+    ]  # fmt: skip
+
+
+def test_a_tree_too_big_to_scan_is_an_infra_failure(
+    tmp_path: Path, ctx: ErrorPipelineContext, settings: ChecksSettings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    write_tree(tmp_path, {"calc.py": FIXED, "lib/a.py": "", "lib/b.py": "", "test_calc.py": ""})
+    monkeypatch.setattr(testscan, "SCAN_MAX_ENTRIES", 3)
+    [infra] = pytest_on(tmp_path, ctx, settings, "calc.py").infra_failures
+    assert (
+        infra.tool == "pytest"
+        and "the tests that import the targets cannot be found" in infra.reason
+    )

@@ -14,13 +14,14 @@ what failed cannot be checked.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from incidents.checks.inputs import Inputs, matches
 from incidents.checks.profiles import ToolProfile
-from incidents.checks.testscan import SCAN_MAX_FILES
+from incidents.checks.testscan import SCAN_MAX_ENTRIES, SCAN_MAX_FILES
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,8 @@ def select_tests(
     (matching its globs), `named` the node ids a failure's log names, `skip` the checks
     cache folder (not walked)."""
     files = {t.path: t for t in targets if matches(t.path, profile.test_globs)}
-    expect = list(files)
+    # pytest names a file outside its rootdir (cwd) by a relative path of its own
+    expect = [path for path in files if not os.path.isabs(path)]
     for entry in test_paths:
         for rel, digest in inputs.test_files(str(cwd), entry, profile.test_globs):
             files.setdefault(rel, Target(rel, digest))
@@ -71,8 +73,8 @@ def select_tests(
 
     found = inputs.related_tests(str(cwd), profile.test_globs, skip, [t.path for t in targets])
     if found is None:
-        refused.append(f"more than {SCAN_MAX_FILES} test files under {cwd}: the tests "
-                       "importing the targets cannot be found (set [checks] test_paths)")  # fmt: skip
+        refused.append(f"more than {SCAN_MAX_ENTRIES} files or {SCAN_MAX_FILES} test files "
+                       f"under {cwd}: the tests that import the targets cannot be found")  # fmt: skip
     for rel in found or []:
         add(rel)
     nodes: list[str] = []

@@ -21,7 +21,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
-SCAN_MAX_FILES = 20_000  # test files walked; beyond, the scan gives up (None)
+SCAN_MAX_FILES = 20_000  # test files read; beyond, the scan gives up (None)
+SCAN_MAX_ENTRIES = 200_000  # files and folders walked; beyond, the scan gives up
 SCAN_MAX_BYTES = 4 << 20  # a larger test file is selected by its name only
 NAMED_MAX = 1000  # node ids taken from one log
 NODE_ID_MAX_CHARS = 1000
@@ -99,7 +100,7 @@ def related_tests(cwd: str, globs: str, skip: str, *targets: str) -> list[str] |
     base = os.path.realpath(cwd)
     found: list[str] = []
     for n, path in enumerate(_test_files(cwd, globs.split("\0"), skip)):
-        if n >= SCAN_MAX_FILES:
+        if path is None or n >= SCAN_MAX_FILES:
             return None
         real = os.path.realpath(path)
         if not _under(real, base) or not os.path.isfile(real):
@@ -194,8 +195,15 @@ def package_of(folder: str) -> str:
     return ".".join(parts)
 
 
-def _test_files(cwd: str, globs: list[str], skip: str) -> Iterable[str]:
+def _test_files(cwd: str, globs: list[str], skip: str) -> Iterable[str | None]:
+    """The files matching `globs` below cwd; None once more than SCAN_MAX_ENTRIES entries
+    were seen."""
+    seen = 0
     for folder, dirs, names in os.walk(cwd):
+        seen += len(dirs) + len(names)
+        if seen > SCAN_MAX_ENTRIES:
+            yield None
+            return
         dirs[:] = sorted(
             d for d in dirs
             if not d.startswith(".") and d not in _SKIP_DIRS and not d.endswith(".egg")
