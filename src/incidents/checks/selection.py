@@ -52,39 +52,42 @@ def select_tests(
     cache folder (not walked)."""
     files = {t.path: t for t in targets if matches(t.path, profile.test_globs)}
     # pytest names a file outside its rootdir (cwd) by a relative path of its own
-    expect = [path for path in files if not os.path.isabs(path)]
+    expect = dict.fromkeys(path for path in files if not os.path.isabs(path))
     for entry in test_paths:
         for rel, digest in inputs.test_files(str(cwd), entry, profile.test_globs):
             files.setdefault(rel, Target(rel, digest))
     if profile.language != "python":
         return TestSelection(tuple(files.values()), (), tuple(expect))
 
-    refused: list[str] = []
+    refused: dict[str, str] = {}  # file -> why: one refusal per file, however many tests
 
     def add(rel: str) -> None:
         if rel not in files:
             try:
                 files[rel] = Target(rel, inputs.digest(str(cwd / rel)))
             except OSError as exc:  # gone since it was found
-                refused.append(f"test file {rel}: {exc.strerror or exc}")
+                refused[rel] = f"test file {rel}: {exc.strerror or exc}"
                 return
-        if rel not in expect:
-            expect.append(rel)
+        expect.setdefault(rel)
 
     found = inputs.related_tests(str(cwd), profile.test_globs, skip, [t.path for t in targets])
     if found is None:
-        refused.append(f"more than {SCAN_MAX_ENTRIES} files or {SCAN_MAX_FILES} test files "
+        refused[""] = (f"more than {SCAN_MAX_ENTRIES} files or {SCAN_MAX_FILES} test files "
                        f"under {cwd}: the tests that import the targets cannot be found")  # fmt: skip
     for rel in found or []:
         add(rel)
-    nodes: list[str] = []
+    nodes: dict[str, None] = {}
     for given, node, problem in inputs.named_tests(str(cwd), named) if named else []:
         path, sep, _ = node.partition("::")
         if problem:
-            refused.append(f"{given}, named in the failure's log, cannot be run: {problem}")
+            refused.setdefault(
+                path, f"{given}, named in the failure's log, cannot be run: {problem}"
+            )
         elif sep or matches(path, profile.test_globs):  # a bare path: a collection error
             add(path)
-            if sep and node not in nodes:
-                nodes.append(node)
-                expect.append(node)
-    return TestSelection(tuple(files.values()), tuple(nodes), tuple(expect), tuple(refused))
+            if sep:
+                nodes.setdefault(node)
+                expect.setdefault(node)
+    return TestSelection(
+        tuple(files.values()), tuple(nodes), tuple(expect), tuple(refused.values())
+    )

@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 SCAN_MAX_FILES = 20_000  # test files read; beyond, the scan gives up (None)
 SCAN_MAX_ENTRIES = 200_000  # files and folders walked; beyond, the scan gives up
 SCAN_MAX_BYTES = 4 << 20  # a larger test file is selected by its name only
-NAMED_MAX = 1000  # node ids taken from one log
 NODE_ID_MAX_CHARS = 1000
 # pytest's default `norecursedirs`, plus caches and site-packages
 _SKIP_DIRS = frozenset({"build", "dist", "node_modules", "venv", "CVS", "_darcs", "{arch}",
@@ -43,7 +42,7 @@ _IMPORTERS = frozenset({"import_module", "__import__", "importorskip"})
 
 def named_tests(text: str) -> list[str]:
     """The test node ids (or, for a collection error, test files) a pytest log names as
-    failed or errored, in order, once each, at most NAMED_MAX."""
+    failed or errored, in order, once each."""
     text = _ANSI.sub("", text)
     found: dict[str, None] = {}
     for pattern in (_SHORT, _VERBOSE):
@@ -51,29 +50,35 @@ def named_tests(text: str) -> list[str]:
             node = m.group(1)
             if len(node) <= NODE_ID_MAX_CHARS:
                 found.setdefault(node, None)
-    return list(found)[:NAMED_MAX]
+    return list(found)
 
 
 def resolve_named(cwd: str, *nodes: str) -> list[list[str]]:
     """[node id as given, node id relative to cwd, why it cannot be run ("" if it can)]
     for each: its file must be a regular `.py` file inside cwd, symlinks followed."""
     base = os.path.realpath(cwd)
+    files: dict[str, tuple[str, str]] = {}  # a log names many tests of one file
     resolved: list[list[str]] = []
     for node in nodes:
         path, sep, rest = node.partition("::")
-        full = os.path.normpath(os.path.join(cwd, path))
-        rel = os.path.relpath(full, cwd)
-        real = os.path.realpath(full)
-        if not _under(real, base) or rel == os.pardir or rel.startswith(os.pardir + os.sep):
-            problem = "its file is outside the working directory"
-        elif not os.path.isfile(real):
-            problem = "no such file in the working directory"
-        elif rel.startswith("-"):
-            problem = "its file name starts with '-'"
-        else:
-            problem = ""
+        if path not in files:
+            files[path] = _resolve_file(cwd, base, path)
+        rel, problem = files[path]
         resolved.append([node, rel + sep + rest, problem])
     return resolved
+
+
+def _resolve_file(cwd: str, base: str, path: str) -> tuple[str, str]:
+    full = os.path.normpath(os.path.join(cwd, path))
+    rel = os.path.relpath(full, cwd)
+    real = os.path.realpath(full)
+    if not _under(real, base) or rel == os.pardir or rel.startswith(os.pardir + os.sep):
+        return rel, "its file is outside the working directory"
+    if not os.path.isfile(real):
+        return rel, "no such file in the working directory"
+    if rel.startswith("-"):
+        return rel, "its file name starts with '-'"
+    return rel, ""
 
 
 # -- test files that exercise a module ----------------------------------------------

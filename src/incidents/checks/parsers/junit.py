@@ -100,22 +100,23 @@ def outcomes(root: ET.Element) -> dict[str, tuple[str, str]]:
 
 def unmet(selected: tuple[str, ...], seen: dict[str, tuple[str, str]]) -> list[RawFinding]:
     """A finding per selected file no test case came from, and per selected test id that
-    did not run and pass (all its parametrizations count); none for a test id that failed
-    or errored, or whose file did not import: those have their own finding."""
+    did not run and pass (without brackets: each of its parametrizations); none for a test
+    id that failed or errored, or whose file did not import: those have their own finding."""
+    files = {path for path, _ in seen.values()}
     broken = {path for node, (path, outcome) in seen.items() if node == path and outcome == "error"}
+    by_function: dict[str, list[tuple[str, str]]] = {}
+    for node, (_, outcome) in seen.items():
+        by_function.setdefault(node.partition("[")[0], []).append((node, outcome))
     findings: list[RawFinding] = []
     for wanted in selected:
         path, sep, _ = wanted.partition("::")
         if not sep:
-            if not any(p == path for p, _ in seen.values()):
+            if path not in files:
                 message = f"{path}: selected, but pytest collected no test from it"
                 findings.append(RawFinding(path, None, None, "no-tests", message, Severity.ERROR))
             continue
-        ran = [
-            o
-            for n, (_, o) in seen.items()
-            if n == wanted or n.startswith((wanted + "::", wanted + "["))
-        ]
+        function, bracket, _ = wanted.partition("[")
+        ran = [o for n, o in by_function.get(function, []) if not bracket or n == wanted]
         if path in broken or any(o in ("failure", "error") for o in ran):
             continue
         if not ran or "skipped" in ran:
