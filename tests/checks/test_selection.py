@@ -50,6 +50,9 @@ def test_the_tests_importing_the_target_or_named_after_it_are_run(
         "tests/unit/test_deep.py": "def test_deep() -> None:\n    import pkg.calc as calc\n\n"
                                    "    assert calc.add(2, 2) == 4\n",
         "tests/test_calc.py": "def test_named_after_it() -> None:\n    assert True\n",
+        "tests/test_from.py": "from pkg.calc import add\n\n\ndef test_from() -> None:\n"
+                              "    assert add(0, 0) == 0\n",
+        "tests/test_package_only.py": "import pkg\n\n\ndef test_pkg() -> None:\n    assert False\n",
         "tests/test_unrelated.py": "def test_other() -> None:\n    assert False\n",
         "tests/test_mentions.py": "# calc is not imported here\ndef test_x() -> None:\n    pass\n",
         ".hidden/test_calc.py": "def test_hidden() -> None:\n    assert False\n",
@@ -60,6 +63,7 @@ def test_the_tests_importing_the_target_or_named_after_it_are_run(
     assert selected_by(report) == [
         "tests/test_arith.py",
         "tests/test_calc.py",
+        "tests/test_from.py",
         "tests/unit/test_deep.py",
     ]
     assert found(report) == {
