@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from incidents.checks.parsers import ParseError, ToolOutput, junit, mypy, ruff
 from incidents.vocab import Category, Severity
-from tests.checks.conftest import parse
+from tests.checks.conftest import captured, parse
 
 W = "/tmp/incidents-capture"
 
@@ -104,8 +106,50 @@ def test_pytest_failures_errors_and_collection_errors() -> None:
     assert found[1].message == "t.test_a::test_fail: AssertionError: one is not two"
 
 
-def test_pytest_no_tests_collected_is_clean() -> None:
+def test_pytest_no_tests_collected_is_clean_unless_tests_were_selected() -> None:
     assert parse("junit-xml", "pytest_no_tests") == []
+    no_tests = captured("pytest_no_tests")
+    found = junit.parse(replace(no_tests, selected=("test_calc.py", "test_calc.py::test_add")))
+    assert [(f.path, f.code, f.message) for f in found] == [
+        ("test_calc.py", "no-tests", "test_calc.py: selected, but pytest collected no test from it"),
+        ("test_calc.py", "test-not-run", "test_calc.py::test_add: named in the failure's log, did not run"),
+    ]  # fmt: skip
+
+
+def test_a_selected_test_counts_only_when_it_ran_and_passed() -> None:
+    """test_ok passed; test_skip was skipped; test_gone is not there; test_fail and test_err
+    have their own findings, and so does every test of t/test_coll.py (it did not import)."""
+    out = replace(captured("pytest_failures"), selected=(
+        "t/test_a.py", "t/test_coll.py", "t/test_a.py::test_ok", "t/test_a.py::test_skip",
+        "t/test_a.py::test_gone", "t/test_a.py::test_fail", "t/test_a.py::test_err",
+        "t/test_coll.py::test_x", "t/test_b.py",
+    ))  # fmt: skip
+    extra = junit.parse(out)[len(parse("junit-xml", "pytest_failures")) :]
+    assert [(f.path, f.code, f.message.partition(": ")[2]) for f in extra] == [
+        ("t/test_a.py", "test-not-run", "named in the failure's log, was skipped"),
+        ("t/test_a.py", "test-not-run", "named in the failure's log, did not run"),
+        ("t/test_b.py", "no-tests", "selected, but pytest collected no test from it"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("classname", "name", "node"),
+    [
+        ("test_calc", "test_add", "test_calc.py::test_add"),
+        ("test_calc", "test_add[1-2-3]", "test_calc.py::test_add[1-2-3]"),
+        ("tests.test_calc.TestAdd", "test_one[a.b]", "tests/test_calc.py::TestAdd::test_one[a.b]"),
+        ("", "tests.test_calc", "tests/test_calc.py"),
+    ],
+)
+def test_junit_cases_map_back_to_node_ids(classname: str, name: str, node: str) -> None:
+    path = node.partition("::")[0]
+    file = path if "::" in node else node
+    case = f'<testcase classname="{classname}" name="{name}" file="{file}" line="3"/>'
+    report = f"<testsuites><testsuite>{case}</testsuite></testsuites>"
+    assert junit.parse(ToolOutput("", "", 0, report, selected=(node,))) == []
+    assert junit.parse(ToolOutput("", "", 0, report, selected=(node + "x",)))[0].code in (
+        "test-not-run", "no-tests",
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -230,3 +230,28 @@ def test_arguments_it_does_not_know_go_to_the_full_path() -> None:
         replay.parse_args(["--tools", " , "])
     assert replay.try_replay(["--tools", ","]) is None
     assert replay.try_replay(["--config", "/nonexistent/incidents.toml"]) is None
+
+
+def test_a_targets_tests_are_run_and_editing_one_is_never_replayed(tree: Path) -> None:
+    """`incidents check calc.py` runs the tests that import calc; the report is replayed
+    only while those test files (and which files they are) stay as they were."""
+    test_add = "from calc import add\n\n\ndef test_add() -> None:\n    assert add(1, 2) == 3\n"
+    write(tree, {"calc.py": "def add(a: int, b: int) -> int:\n    return a + b\n",
+                 "tests/test_sums.py": test_add})  # fmt: skip
+    args = ("calc.py", "--tools", "pytest", "--json")
+    first = check(tree, *args)
+    assert (first.code, first.replayed) == (0, False), first
+    [run] = ErrorReport.model_validate_json(first.out).tool_runs
+    assert run.tests == ["tests/test_sums.py"]
+    assert check(tree, *args).replayed
+    write(tree, {"tests/test_sums.py": test_add.replace("== 3", "== 4")})
+    edited = check(tree, *args)
+    assert (edited.code, edited.replayed) == (1, False)
+    assert "tests/test_sums.py" in edited.out and "test-failure" in edited.out
+    write(tree, {"tests/test_sums.py": test_add, "tests/test_more.py": "import calc\n"})
+    added = check(tree, *args)
+    assert (added.code, added.replayed) == (1, False)
+    [run] = ErrorReport.model_validate_json(added.out).tool_runs
+    assert run.tests == ["tests/test_more.py", "tests/test_sums.py"]
+    assert "no-tests" in added.out
+    assert check(tree, *args).replayed

@@ -183,7 +183,8 @@ def test_a_data_file_a_test_reads(tmp_path: Path, shared_cache: Path) -> None:
 
 ENVIRONMENT = [
     # (tool, target, variable, its value while clean, then)
-    ("pytest", "test_fail.py", "PYTEST_ADDOPTS", "-k no_such_test", None),
+    # (deselecting every test is no longer clean: a selected file must yield a test)
+    ("pytest", "test_xfail.py", "PYTEST_ADDOPTS", "-q", "--runxfail"),
     ("pytest", "test_value.py", "PYTHONPATH", "good", "bad"),
     ("mypy", "use.py", "MYPYPATH", "good", "bad"),
 ]
@@ -198,7 +199,8 @@ def test_the_environment_the_tools_read(
         "good/value.py": "N = 3\n", "bad/value.py": "N = 4\n",
         "good/value.pyi": "N: int\n", "bad/value.pyi": "N: str\n",
         "test_value.py": "from value import N\n\n\ndef test_n() -> None:\n    assert N == 3\n",
-        "test_fail.py": "def test_fail() -> None:\n    assert False\n",
+        "test_xfail.py": "import pytest\n\n\n@pytest.mark.xfail\n"
+                         "def test_fail() -> None:\n    assert False\n",
         "use.py": "from value import N\n\nx: int = N\n",
     })  # fmt: skip
     flips(tree, [target, "--tools", tool], 0, 1, env={name: clean}, env_after={name: dirty})

@@ -29,6 +29,8 @@ from incidents.checks.inputs import file_digest as file_digest
 from incidents.checks.inputs import which as which
 from incidents.checks.parsers import PARSERS, ParseError, RawFinding, ToolOutput, tail
 from incidents.checks.profiles import ToolProfile, resolve_profiles, script_path
+from incidents.checks.selection import Target as Target
+from incidents.checks.selection import TestSelection, select_tests
 from incidents.checks.settings import ChecksSettings
 from incidents.models.report import ErrorReport, Finding, InfraFailure, ReportSummary, ToolRun
 from incidents.vocab import HARD_CATEGORIES, Category, Severity
@@ -40,10 +42,7 @@ VERSION_TIMEOUT = 60.0
 _VERSION_MEMO: dict[str, str | None] = {}  # one `tool --version` per program per process
 
 
-@dataclass(frozen=True)
-class Target:
-    path: str  # as shown in findings: relative to cwd when under it
-    digest: str
+NO_TESTS = TestSelection()
 
 
 @dataclass
@@ -63,43 +62,35 @@ class Engine:
     versions: VersionCache
     targets: dict[str, list[Target]]  # by language
     inputs: Inputs = field(default_factory=Inputs)
+    named: tuple[str, ...] = ()  # test ids the failure's log names
     _config_memo: dict[tuple[tuple[str, ...], frozenset[str]], str] = field(default_factory=dict)
     _tree_memo: dict[tuple[object, ...], str | None] = field(default_factory=dict)
 
     # -- planning ------------------------------------------------------------------
 
-    def select(self, profile: ToolProfile) -> tuple[list[Target], list[Target]]:
-        """(files the tool is about, test files it runs) for this profile."""
+    def select(self, profile: ToolProfile) -> tuple[list[Target], TestSelection]:
+        """(files the tool is about, tests it runs) for this profile."""
         mine = [t for t in self.targets.get(profile.language, []) if matches(t.path, profile.globs)]
         if profile.selects != "tests":
-            return mine, []
-        tests = [t for t in mine if matches(t.path, profile.test_globs)]
-        seen = {t.path for t in tests}
-        for extra in self.test_path_targets(profile):
-            if extra.path not in seen:
-                tests.append(extra)
-                seen.add(extra.path)
-        return mine, tests
-
-    def test_path_targets(self, profile: ToolProfile) -> list[Target]:
-        return [
-            Target(rel, digest)
-            for entry in self.settings.test_paths
-            for rel, digest in self.inputs.test_files(str(self.cwd), entry, profile.test_globs)
-        ]
+            return mine, NO_TESTS
+        skip = str(self.cache.root.parent)
+        return mine, select_tests(self.inputs, self.cwd, profile, mine, self.settings.test_paths,
+                                  self.named if profile.language == "python" else (), skip)  # fmt: skip
 
     # -- running -------------------------------------------------------------------
 
     def run_profile(self, profile: ToolProfile) -> JobResult:
         files, tests = self.select(profile)
         result = JobResult()
-        runnable = tests if profile.selects == "tests" else files
+        result.infra.extend(InfraFailure(tool=profile.name, argv=[], exit_code=None, reason=why)
+                            for why in tests.refused)  # fmt: skip
+        runnable = tests.files if profile.selects == "tests" else files
         if not runnable:
             return result
         argv0 = self.expand_one(profile.argv[0])
         program = self.inputs.which(argv0)
         if program is None:
-            argv = self.expand(profile.argv, runnable, tests, "<report>")
+            argv = self.expand(profile.argv, files, tests.files, "<report>")
             reason = f"program not found: {argv0}"
             if profile.language == "powershell":
                 reason = f"pwsh is not on PATH: {len(runnable)} PowerShell file(s) not checked"
@@ -139,7 +130,7 @@ class Engine:
             result.runs.append(ToolRun(tool=profile.name, argv=cached_argv, exit_code=None,
                                        duration_s=0.0, version=version, files=hits, cached=True))  # fmt: skip
         for chunk in _chunks(misses, self.settings.max_batch_chars):
-            raw = self.execute(profile, version, chunk, [], result)
+            raw = self.execute(profile, version, chunk, NO_TESTS, result)
             if raw is None:
                 continue
             by_path: dict[str, list[RawFinding]] = {t.path: [] for t in chunk}
@@ -163,22 +154,23 @@ class Engine:
 
     def _run_batch(
         self, profile: ToolProfile, version: str | None, context: str, files: list[Target],
-        tests: list[Target], result: JobResult,
+        tests: TestSelection, result: JobResult,
     ) -> None:  # fmt: skip
         # mypy's answer for a file depends on the modules it imports, a test's on the code,
         # data and conftest.py files around it: every source file under cwd and the targets'
         # own folders is an input (for a test runner, every other file too).
-        everything = [*self.targets.get(profile.language, []), *tests]
+        everything = [*self.targets.get(profile.language, []), *tests.files]
         inputs = sorted({(t.path, t.digest) for t in everything})
         config = self.config_fingerprint(profile, everything)
         tree = self.tree_fingerprint(profile, everything)
         key = make_key(profile.fingerprint(), version or "", context, config, tree or "",
-                       *(f"{p}\0{d}" for p, d in inputs), "tests", *(t.path for t in tests))  # fmt: skip
-        runnable = tests if profile.selects == "tests" else files
+                       *(f"{p}\0{d}" for p, d in inputs), "tests", *tests.names,
+                       "expect", *tests.expect)  # fmt: skip
+        runnable = tests.files if profile.selects == "tests" else files
         cached = self.cache.get(key) if tree is not None else None
-        argv = self.expand(profile.argv, files, tests, "<report>")
+        argv = self.expand(profile.argv, files, tests.files, "<report>")
         warm = ToolRun(tool=profile.name, argv=argv, exit_code=None, duration_s=0.0,
-                       version=version, files=len(runnable), cached=True)  # fmt: skip
+                       version=version, files=len(runnable), cached=True, tests=tests.names)  # fmt: skip
         if cached is not None:
             result.runs.append(warm)
             result.warm.append(warm)
@@ -191,19 +183,20 @@ class Engine:
             result.findings.extend(self.finish(profile, raw, files))
 
     def execute(
-        self, profile: ToolProfile, version: str | None, files: list[Target], tests: list[Target],
-        result: JobResult,
+        self, profile: ToolProfile, version: str | None, files: list[Target],
+        tests: TestSelection, result: JobResult,
     ) -> list[RawFinding] | None:  # fmt: skip
         """One invocation; findings with paths normalized, or None after an infra failure."""
         with tempfile.TemporaryDirectory(prefix="incidents-check-") as tmp:
             report_path = os.path.join(tmp, "report")
-            argv = self.expand(profile.argv, files, tests, report_path)
+            argv = self.expand(profile.argv, files, tests.files, report_path)
             timeout = profile.timeout or self.settings.default_timeout
             res = proc.run(argv, cwd=self.cwd, timeout=timeout)
             report = _read_text(report_path)
-        n = len(tests) if profile.selects == "tests" else len(files)
+        n = len(tests.files) if profile.selects == "tests" else len(files)
         result.runs.append(ToolRun(tool=profile.name, argv=argv, exit_code=res.returncode,
-                                   duration_s=round(res.duration_s, 4), version=version, files=n))  # fmt: skip
+                                   duration_s=round(res.duration_s, 4), version=version, files=n,
+                                   tests=tests.names))  # fmt: skip
 
         def infra(reason: str) -> None:
             result.infra.append(InfraFailure(tool=profile.name, argv=argv, exit_code=res.returncode,
@@ -215,7 +208,7 @@ class Engine:
         if res.returncode not in profile.ok_exit_codes:
             infra(f"exited {res.returncode} (expected one of {list(profile.ok_exit_codes)})")
             return None
-        out = ToolOutput(res.stdout_text, res.stderr_text, res.returncode, report)
+        out = ToolOutput(res.stdout_text, res.stderr_text, res.returncode, report, tests.expect)
         try:
             raw = PARSERS[profile.parser](out)
         except ParseError as exc:
@@ -313,7 +306,11 @@ class Engine:
         )
 
     def expand(
-        self, template: Sequence[str], files: list[Target], tests: list[Target], report: str
+        self,
+        template: Sequence[str],
+        files: Sequence[Target],
+        tests: Sequence[Target],
+        report: str,
     ) -> list[str]:
         argv: list[str] = []
         for arg in template:
@@ -340,10 +337,12 @@ def run_error_pipeline(
     cwd: str | os.PathLike[str] | None = None,
     tools: Sequence[str] | None = None,
     inputs: Inputs | None = None,
+    named_tests: Sequence[str] = (),
 ) -> ErrorReport:
     """Run the enabled tool profiles on the targets (paths relative to `cwd` or absolute)
     and return the normalized report. Does not write it and does not change `ctx`.
-    `inputs`, when given, receives every input the answer depended on."""
+    `inputs`, when given, receives every input the answer depended on. `named_tests` are
+    the test ids a failure's log names (testscan.named_tests): they must run and pass."""
     inputs = inputs if inputs is not None else Inputs()
     settings = settings or ChecksSettings()
     base = Path(cwd or os.getcwd()).resolve()
@@ -371,7 +370,11 @@ def run_error_pipeline(
     if (targets["powershell"] and settings.skip_powershell_without_pwsh
             and inputs.which("pwsh") is None):  # fmt: skip
         profiles = [p for p in profiles if p.language != "powershell"]
-    engine = Engine(base, settings, cache, versions, targets, inputs)
+    if named_tests and not any(p.selects == "tests" and p.language == "python" for p in profiles):
+        reason = (f"the failure names {len(named_tests)} test(s) ({', '.join(named_tests[:3])}) "
+                  "but no test runner profile is enabled to run them")  # fmt: skip
+        infra.append(InfraFailure(tool="incidents", argv=[], exit_code=None, reason=reason))
+    engine = Engine(base, settings, cache, versions, targets, inputs, named=tuple(named_tests))
     # The slow, whole-batch tools first, so they start at once.
     profiles.sort(key=lambda p: p.scope != "batch")
     workers = max(1, min(len(profiles) or 1, settings.max_workers or os.cpu_count() or 1))

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from fnmatch import fnmatch
 from pathlib import Path
 
+from incidents.checks import testscan
 from incidents.checks.cache import VersionCache, make_key
 from incidents.errors import UsageError
 
@@ -79,6 +80,18 @@ class Inputs:
 
     def test_files(self, cwd: str, entry: str, globs: Sequence[str]) -> list[tuple[str, str]]:
         return self._record("test_files", (cwd, entry, *globs), test_files(cwd, entry, *globs))
+
+    def related_tests(
+        self, cwd: str, globs: Sequence[str], skip: str, targets: Iterable[str]
+    ) -> list[str] | None:
+        """The test files under cwd that import or are named after a target (testscan)."""
+        args = (cwd, _join(globs), skip, *sorted(set(targets)))
+        return self._record("related_tests", args, testscan.related_tests(*args))
+
+    def named_tests(self, cwd: str, nodes: Sequence[str]) -> list[list[str]]:
+        """The node ids a failure log named, resolved against cwd (testscan)."""
+        args = (cwd, *nodes)
+        return self._record("named_tests", args, testscan.resolve_named(*args))
 
     def which(self, program: str) -> str | None:
         return self._record("which", (program,), which(program))
@@ -301,6 +314,8 @@ PROBES: dict[str, Callable[..., Any]] = {
     "config": config_digest,
     "tree": tree_digest,
     "test_files": test_files,
+    "related_tests": testscan.related_tests,
+    "named_tests": testscan.resolve_named,
     "which": find_program,  # not the memo: a long-lived process may hold a stale answer
     "identity": VersionCache.identity,
     "source": source_stamp,

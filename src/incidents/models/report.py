@@ -42,6 +42,11 @@ class ToolRun(Document):
     version: str | None = None
     files: int = Field(ge=0, description="how many target files this run covered")
     cached: bool = False
+    tests: list[str] = Field(
+        default_factory=list,
+        description="a test runner's selection: the test files it ran, then the test ids the "
+        "failure's log names (each of which must have run and passed for a clean report)",
+    )
 
 
 class InfraFailure(Document):

@@ -10,6 +10,7 @@ from pathlib import Path
 from incidents import artifacts, attempts, fsutil, leases, mirror, planner, proc, store
 from incidents.classify import code_of_findings
 from incidents.decisions import read_guidance
+from incidents.errors import IncidentsError
 from incidents.fsm import TIER_NUMBER, TIERS, NextAction, decide_next_action, report_label
 from incidents.models import AIAttempt, ErrorPipelineContext, ErrorReport, Incident
 from incidents.models.pipeline import Action, Agent, State
@@ -19,6 +20,7 @@ from incidents.vocab import ErrorCode
 
 # derived from the machine's own tier table, so the two can never disagree
 AGENT_OF: dict[Action, Agent] = {t.call: t.agent for t in TIERS}
+LOG_MAX_BYTES = 17 << 20  # capture keeps at most 16 MiB of a log ([capture] log_tail_bytes)
 
 
 class Actions(TickBase):
@@ -73,11 +75,12 @@ class Actions(TickBase):
         from incidents.verify import run_verification
 
         workdir = self.workdir(incident)
+        named, unreadable = self.named_tests(incident)
         if ctx.target_files:
             self.check_started()
             report = run_error_pipeline(
                 ctx.python_files, ctx.powershell_files, ctx,
-                settings=self.cfg.checks, cwd=workdir,
+                settings=self.cfg.checks, cwd=workdir, named_tests=named,
             )  # fmt: skip
         else:
             report = ErrorReport(
@@ -88,6 +91,8 @@ class Actions(TickBase):
             )  # fmt: skip
         issues, runs, infra = list(report.issues), list(report.tool_runs), []
         infra.extend(report.infra_failures)
+        if unreadable:
+            infra.append(InfraFailure(tool="incidents", argv=[], exit_code=None, reason=unreadable))
         if ctx.verification_commands:
             # the incident turns `running` (and the mirror catches up) while it starts
             result = run_verification(
@@ -112,6 +117,19 @@ class Actions(TickBase):
                 "infra_failures": infra,
             }
         )
+
+    def named_tests(self, incident: Incident) -> tuple[list[str], str | None]:
+        """The test ids the failure names (its message and log_tail.txt): the check must see
+        each of them run and pass. Second: why the log could not be read, if it could not."""
+        from incidents.checks.testscan import named_tests
+
+        try:
+            log = fsutil.read_regular_file(self.folder / artifacts.LOG_TAIL, LOG_MAX_BYTES)
+        except FileNotFoundError:
+            log = b""
+        except (IncidentsError, OSError) as exc:
+            return named_tests(incident.message), f"the failed tests cannot be known: {exc}"
+        return named_tests(f"{incident.message}\n{log.decode('utf-8', 'replace')}"), None
 
     def write_attempt(self, ctx: ErrorPipelineContext, report: ErrorReport, now: datetime) -> None:
         """attempt_NN.json after each fix-and-recheck (seed 004), numbered by fix iterations.

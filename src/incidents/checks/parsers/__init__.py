@@ -23,6 +23,8 @@ class ToolOutput:
     stderr: str
     exit_code: int | None
     report: str | None = None  # the {report} file's text, when the profile has one
+    # a test runner's selection: files that must yield a test, test ids that must pass
+    selected: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,9 @@
 
 One finding per <failure> or <error> (a test failing and erroring on teardown is two,
 as pytest counts it). Collection errors are <error> cases whose name is the module.
+With a selection (`ToolOutput.selected`), also one finding per selected file that yielded
+no test (`no-tests`) and per selected test id that did not run and pass (`test-not-run`):
+an exit code of 0 is not evidence that a test passed.
 """
 
 from __future__ import annotations
@@ -60,9 +63,64 @@ def parse(out: ToolOutput) -> list[RawFinding]:
             )
     if out.exit_code in (1, 2) and not findings:
         raise ParseError(f"pytest exited {out.exit_code} but its report lists no failure")
-    return findings
+    return findings + unmet(out.selected, outcomes(root))
 
 
 def _last_error_line(text: str | None) -> str:
     lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip().startswith("E ")]
     return lines[-1][1:].strip() if lines else ""
+
+
+def node_id(case: ET.Element) -> tuple[str, str]:
+    """(pytest's node id of a <testcase>, its file): `file::Class::name[params]`, or the
+    file alone for a module-level case (a collection error, a module skipped)."""
+    path, classname, name = case.get("file") or "", case.get("classname", ""), case.get("name", "")
+    if not path:  # not xunit1: the module's path is the best guess
+        path = (classname or name).replace(".", "/") + ".py"
+    module = path.removesuffix(".py").replace("/", ".")
+    if not classname and name == module:
+        return path, path
+    inner = classname[len(module) + 1 :].split(".") if classname.startswith(module + ".") else []
+    return "::".join([path, *filter(None, inner), name]), path
+
+
+def outcomes(root: ET.Element) -> dict[str, tuple[str, str]]:
+    """node id -> (its file, passed | failed | error | skipped), a failure winning over a
+    later pass of the same id (a test failing on teardown is reported twice)."""
+    found: dict[str, tuple[str, str]] = {}
+    rank = {"passed": 0, "skipped": 1, "error": 2, "failure": 3}
+    for case in root.iter("testcase"):
+        node, path = node_id(case)
+        tags = [c.tag for c in case if c.tag in rank] or ["passed"]
+        outcome = max(tags, key=rank.__getitem__)
+        if node not in found or rank[outcome] > rank[found[node][1]]:
+            found[node] = (path, outcome)
+    return found
+
+
+def unmet(selected: tuple[str, ...], seen: dict[str, tuple[str, str]]) -> list[RawFinding]:
+    """A finding per selected file no test case came from, and per selected test id that
+    did not run and pass (without brackets: each of its parametrizations); none for a test
+    id that failed or errored, or whose file did not import: those have their own finding."""
+    files = {path for path, _ in seen.values()}
+    broken = {path for node, (path, outcome) in seen.items() if node == path and outcome == "error"}
+    by_function: dict[str, list[tuple[str, str]]] = {}
+    for node, (_, outcome) in seen.items():
+        by_function.setdefault(node.partition("[")[0], []).append((node, outcome))
+    findings: list[RawFinding] = []
+    for wanted in selected:
+        path, sep, _ = wanted.partition("::")
+        if not sep:
+            if path not in files:
+                message = f"{path}: selected, but pytest collected no test from it"
+                findings.append(RawFinding(path, None, None, "no-tests", message, Severity.ERROR))
+            continue
+        function, bracket, _ = wanted.partition("[")
+        ran = [o for n, o in by_function.get(function, []) if not bracket or n == wanted]
+        if path in broken or any(o in ("failure", "error") for o in ran):
+            continue
+        if not ran or "skipped" in ran:
+            why = "was skipped" if ran else "did not run"
+            message = f"{wanted}: named in the failure's log, {why}"
+            findings.append(RawFinding(path, None, None, "test-not-run", message, Severity.ERROR))
+    return findings

@@ -1,0 +1,96 @@
+"""Issue 14, "the failing test is never run": an incident about a failing test, captured
+and driven through the CLI with the real tools, is resolved only once that test ran and
+passed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from incidents.layout import Root
+from incidents.models import ErrorReport
+from tests.helpers import TIERS_OFF, Cli, capture, use_config
+from tests.stand_ins import stand_in
+
+BUGGY = "def add(a: int, b: int) -> int:\n    return a - b\n"
+TEST_CALC = "from calc import add\n\n\ndef test_add() -> None:\n    assert add(1, 2) == 3\n"
+ALL_TOOLS = '[checks]\ntools = ["ruff", "ruff-format", "mypy", "pytest"]\n'
+AIDER_ONLY = (
+    '[tiers.aider]\nmode = "on"\n[tiers.codex]\nmode = "off"\n[tiers.claude]\nmode = "off"\n'
+)
+# a fixer that really fixes the bug
+FIX_CALC = "p = pathlib.Path('calc.py'); p.write_text(p.read_text().replace('a - b', 'a + b'))"
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    path = tmp_path / "ws"
+    path.mkdir()
+    (path / "calc.py").write_text(BUGGY)
+    (path / "test_calc.py").write_text(TEST_CALC)
+    return path
+
+
+def reports(root: Root, incident_id: str) -> list[ErrorReport]:
+    folder = root.runs_dir(incident_id)
+    return [
+        ErrorReport.model_validate_json(p.read_text())
+        for p in sorted(folder.glob("error_report_attempt_*.json"))
+    ]
+
+
+def pytest_tests(report: ErrorReport) -> list[str]:
+    return [t for r in report.tool_runs if r.tool == "pytest" for t in r.tests]
+
+
+def test_a_failing_test_named_in_the_message_keeps_the_incident_open(
+    cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_config(tmp_path, monkeypatch, ALL_TOOLS + TIERS_OFF)
+    incident_id = capture(
+        cli, step="test", ws=ws, target="calc.py", message="1 failed: FAILED test_calc.py::test_add"
+    )
+    r = cli("drive", incident_id)
+    assert r.code == 0, r.err
+    assert "S_SUCCESS" not in r.out and "-> S4_QUARANTINE" in r.out, r.out
+    assert not (root.bucket("resolved") / incident_id).exists()
+    assert (root.bucket("escalated") / incident_id).is_dir()
+    [baseline] = reports(root, incident_id)
+    assert pytest_tests(baseline) == ["test_calc.py", "test_calc.py::test_add"]
+    assert [(f.tool, f.path, f.code) for f in baseline.issues] == [
+        ("pytest", "test_calc.py", "test-failure")
+    ]
+
+
+def test_a_fixer_that_really_fixes_the_code_resolves_it(
+    cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path
+) -> None:
+    """The positive control, with the failure in a pytest log given to capture: the named
+    parametrized test is run at the baseline and at the recheck, and passes at the end."""
+    (ws / "test_calc.py").write_text(
+        "import pytest\n\nfrom calc import add\n\n\n@pytest.mark.parametrize('a', [1, 2])\n"
+        "def test_add(a: int) -> None:\n    assert add(a, 2) == a + 2\n"
+    )
+    log = tmp_path / "pytest.log"
+    log.write_text(
+        "==== short test summary info ====\n"
+        "FAILED test_calc.py::test_add[1] - assert -1 == 3\n"
+        "FAILED test_calc.py::test_add[2] - assert 0 == 4\n2 failed in 0.03s\n"
+    )
+    stand_in(bin_dir, "aider", FIX_CALC)
+    use_config(tmp_path, monkeypatch, ALL_TOOLS + AIDER_ONLY)
+    incident_id = capture(
+        cli, "--log-file", str(log), step="test", ws=ws, target="calc.py", message="pytest failed"
+    )
+    r = cli("drive", incident_id)
+    assert r.code == 0, r.err
+    assert "S1_AIDER_RECHECK -> S_SUCCESS" in r.out, r.out
+    assert (root.bucket("resolved") / incident_id).is_dir()
+    baseline, recheck = reports(root, incident_id)
+    named = ["test_calc.py::test_add[1]", "test_calc.py::test_add[2]"]
+    assert pytest_tests(baseline) == pytest_tests(recheck) == ["test_calc.py", *named]
+    assert {f.code for f in baseline.issues} == {"test-failure"} and recheck.issues == []
+    run_result = json.loads((root.runs_dir(incident_id) / "run_result.json").read_text())
+    assert run_result["final_status"] == "resolved"
