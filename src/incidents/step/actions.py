@@ -11,7 +11,7 @@ from incidents import artifacts, attempts, fsutil, leases, mirror, planner, proc
 from incidents.classify import code_of_findings
 from incidents.decisions import read_guidance
 from incidents.fsm import TIER_NUMBER, TIERS, NextAction, decide_next_action, report_label
-from incidents.models import AIAttempt, ErrorPipelineContext, ErrorReport, Incident
+from incidents.models import AIAttempt, ErrorPipelineContext, ErrorReport, Finding, Incident
 from incidents.models.pipeline import Action, Agent, State
 from incidents.step import quarantine
 from incidents.step.base import TickBase
@@ -54,7 +54,7 @@ class Actions(TickBase):
         if path.exists():  # the check ran before a crash: its report is the result
             report = ErrorReport.model_validate(fsutil.read_json_object(path))
         else:
-            report = self.run_checks(incident, ctx, label)
+            report = self.run_checks(incident, ctx, label, baseline=state is State.S0_BASELINE_CHECK)
             # fsynced, its folder with the next flush or by the close, before the commits
             fsutil.atomic_write_bytes(path, fsutil.dump_model(report), sync_dir=False)
             self.runs_unsynced = True
@@ -67,13 +67,25 @@ class Actions(TickBase):
         if state is not State.S0_BASELINE_CHECK:
             self.write_attempt(ctx, report, now)
 
-    def run_checks(self, incident: Incident, ctx: ErrorPipelineContext, label: str) -> ErrorReport:
+    def run_checks(
+        self, incident: Incident, ctx: ErrorPipelineContext, label: str, *, baseline: bool
+    ) -> ErrorReport:
+        from incidents.checks import tamper_files
         from incidents.checks.engine import run_error_pipeline, summarize
         from incidents.models import InfraFailure
         from incidents.verify import run_verification
 
         workdir = self.workdir(incident)
+        tampered: list[Finding] = []
         if ctx.target_files:
+            # the files before any fix; every recheck compares them with the latest one
+            if baseline:
+                tamper_files.save_baseline(self.runs, ctx.step, workdir, ctx.target_files)
+            elif (before := tamper_files.latest_baseline(self.runs, ctx.step)) is not None:
+                tampered = tamper_files.findings(
+                    before, workdir, ctx.target_files, ctx.python_files,
+                    self.cfg.policy.allow_suppressions,
+                )  # fmt: skip
             self.check_started()
             report = run_error_pipeline(
                 ctx.python_files, ctx.powershell_files, ctx,
@@ -86,7 +98,7 @@ class Actions(TickBase):
                 generated_at=self.clock(), mechanical_fix_applied=ctx.mechanical_fix_applied,
                 issues=[], summary=summarize([]),
             )  # fmt: skip
-        issues, runs, infra = list(report.issues), list(report.tool_runs), []
+        issues, runs, infra = [*report.issues, *tampered], list(report.tool_runs), []
         infra.extend(report.infra_failures)
         if ctx.verification_commands:
             # the incident turns `running` (and the mirror catches up) while it starts
