@@ -44,6 +44,8 @@ KINDS: dict[str, str] = {
     "`pytest.exit`",
     "test-removed": "a test function deleted, renamed, shadowed or emptied (its body "
     "`pass`, `...`, a docstring, an early `return`, or a `try` that swallows its failure)",
+    "unreadable": "a target the fix made impossible to compare: over 4 MiB, or no longer a "
+    "regular file",
     "check-config": "a file a check tool reads its configuration from created, changed or "
     "removed (`pyproject.toml`, `ruff.toml`, `setup.cfg`, `mypy.ini`, `pytest.ini`, "
     "`tox.ini`, `conftest.py`, ... in the targets' folders and every folder above them)",
@@ -53,6 +55,8 @@ ADVICE = "a suppression is not a fix: undo it and fix the cause"
 _ADVICE = {
     "test-removed": "a removed test is not a fix: restore it and fix the code it tests",
     "check-config": "a changed check config is not a fix: put it back and fix the cause",
+    "unreadable": "a target that cannot be compared is not a fix: keep it a regular file "
+    "under 4 MiB",
 }
 
 _COMMENTS = (
@@ -130,7 +134,7 @@ def config_changed(path: str, before: str | None, after: str | None) -> Added | 
     lines = [
         d[2:].strip()
         for d in difflib.ndiff((before or "").splitlines(), (after or "").splitlines())
-        if d.startswith("+ ") and d[2:].strip()
+        if d.startswith("+ ") and d[2:].strip() and "\0" not in d
     ]
     shown = f" (added: {' | '.join(lines[:3])[:200]})" if lines else ""
     return Added("check-config", path, None, f"check config {how}{shown}")

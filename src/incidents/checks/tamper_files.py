@@ -13,18 +13,21 @@ fixer ran still finds it when it resumes.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
 import stat
+import tokenize
 from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from incidents import artifacts, fsutil
 from incidents.checks import tamper
 from incidents.models.report import Finding
 
 MAX_TEXT_BYTES = 4 << 20  # a larger file is compared by its digest
+OPAQUE = "\0opaque: "  # no Python source holds a NUL: this is never a file's text
 MAX_BASELINE_BYTES = 256 << 20
 _BASELINE = re.compile(r"tamper_baseline_step_(\d+)\.json")
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -35,18 +38,19 @@ State = dict[str, dict[str, str | None]]  # {"targets": {rel: contents}, "config
 
 
 def contents(path: Path) -> str | None:
-    """The file's text (None: absent); `<sha256 ...>` for one too large, not text, or
-    not a regular file. Symlinks are followed, as the tools follow them; never blocks."""
+    """The file's text (None: absent; bytes that do not decode are replaced), or an
+    `OPAQUE` note for one too large, not a regular file or unreadable. Symlinks are
+    followed, as the tools follow them; a FIFO never blocks."""
     try:
         fd = os.open(path, os.O_RDONLY | _NONBLOCK)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
-        return f"<unreadable: {exc.strerror}>"
+        return f"{OPAQUE}unreadable: {exc.strerror}"
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            return f"<not a regular file: mode {st.st_mode:o}>"
+            return f"{OPAQUE}not a regular file (mode {st.st_mode:o})"
         digest, kept = hashlib.sha256(), bytearray()
         while chunk := os.read(fd, 1 << 16):
             digest.update(chunk)
@@ -54,12 +58,23 @@ def contents(path: Path) -> str | None:
                 kept += chunk
     finally:
         os.close(fd)
-    if len(kept) <= MAX_TEXT_BYTES:
-        try:
-            return kept.decode("utf-8")
-        except UnicodeDecodeError:
-            pass
-    return f"<{st.st_size} bytes, sha256 {digest.hexdigest()}>"
+    if len(kept) > MAX_TEXT_BYTES:
+        return f"{OPAQUE}{st.st_size} bytes, sha256 {digest.hexdigest()}"
+    return _decode(bytes(kept))
+
+
+def _decode(data: bytes) -> str:
+    """As Python reads a source file (a coding cookie is honoured), else UTF-8 with
+    replacements: a comment stays a comment whatever bytes surround it."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError):
+        return data.decode("utf-8", errors="replace")
 
 
 def config_paths(workdir: Path, targets: Sequence[str]) -> list[Path]:
@@ -126,9 +141,10 @@ def findings(
     added: list[tamper.Added] = []
     for target in targets:
         if target in python_files and target in baseline["targets"]:
-            after = now["targets"][target]
-            before = baseline["targets"][target]
-            if not _opaque(before) and not _opaque(after):
+            before, after = baseline["targets"][target], now["targets"][target]
+            if _opaque(after) and not _opaque(before):  # too large to compare now
+                added.append(tamper.Added("unreadable", target, None, f"target {after[len(OPAQUE):]}"))
+            elif not _opaque(before) and not _opaque(after):
                 added += tamper.python_added(target, before, after)
     configs = baseline["configs"]
     for path in sorted(set(configs) | set(now["configs"])):
@@ -138,8 +154,8 @@ def findings(
     return tamper.to_findings(added, allowed)
 
 
-def _opaque(text: str | None) -> bool:
-    return text is not None and text.startswith("<") and text.endswith(">") and "\n" not in text
+def _opaque(text: str | None) -> TypeGuard[str]:
+    return text is not None and text.startswith(OPAQUE)
 
 
 def _shown(path: str, workdir: Path) -> str:
