@@ -144,6 +144,8 @@ def test_self_skip_test_and_a_marker_added_at_run_time() -> None:
     assert kinds(after) == {"test-skip"}
     after = CODE.replace("def test_add():", "def test_add(request):\n    request.applymarker('xfail')")
     assert "test-skip" in kinds(after)
+    after = CODE.replace("def test_add():", "def test_add(request):\n    request.node.add_marker('slow')")
+    assert "test-skip" not in kinds(after)  # any other marker is no skip
 
 
 @pytest.mark.parametrize(

@@ -71,7 +71,7 @@ _TEST_MODULES = frozenset({"pytest", "_pytest", "unittest"})
 # names that skip whatever they are reached through (`self.skipTest`, `x.mark.xfail`)
 _SKIP_NAMES = frozenset({
     "skipif", "xfail", "importorskip", "skipIf", "skipUnless", "expectedFailure",
-    "SkipTest", "skipTest", "__test__", "add_marker", "applymarker",
+    "SkipTest", "skipTest", "__test__",
 })  # fmt: skip
 _HARD_EXITS = frozenset({"os.abort", "os.kill", "os.killpg", "pytest.exit", "signal.raise_signal",
                          "signal.pthread_kill", "posix.abort", "posix.kill"})  # fmt: skip
@@ -335,6 +335,10 @@ class _Code(ast.NodeVisitor):
         func = _dotted(node.func, self.names)
         if self.at_import and func in _IMPORT_EXITS:
             self.mark(node, "exit", func, f"added `{func}()` run while the module is imported")
+        elif func.endswith((".add_marker", ".applymarker")) and any(
+            isinstance(a, ast.Constant) and a.value in ("skip", "skipif", "xfail") for a in node.args
+        ):  # a marker by name, at run time
+            self.mark(node, "test-skip", func, f"added `{func}()` of a skip marker")
         elif func in ("getattr", "builtins.getattr") or func.endswith(
             (".__getattr__", ".__getattribute__")
         ):
