@@ -3,6 +3,8 @@ there before is not new, and a real fix adds nothing."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from incidents.checks.tamper import KINDS, config_changed, python_added, to_findings
@@ -218,8 +220,7 @@ def test_an_emptied_test(body: str) -> None:
         lambda c: "",
     ],
 )
-def test_a_deleted_renamed_or_shadowed_test(change: object) -> None:
-    assert callable(change)
+def test_a_deleted_renamed_or_shadowed_test(change: Callable[[str], str]) -> None:
     assert "test-removed" in kinds(change(CODE))
 
 

@@ -93,6 +93,8 @@ def test_a_noqa_on_the_failing_line_is_not_a_fix(
     [found] = tamper_findings(root, incident_id)
     assert (found.path, found.line, found.code, found.hard) == ("names.py", 2, "noqa", True)
     assert "added `# noqa`" in found.message and "not a fix" in found.message
+    shown = cli("status", incident_id).out
+    assert "suppressions added instead of fixes, not accepted: noqa in names.py:2" in shown
     assert cli("review").code == 0  # a reviewer sees it like any finding
     page = html.unescape((root.path / "error_review" / "index.html").read_text())
     assert "tamper noqa names.py: added `# noqa`" in page and "1 tamper" in page

@@ -15,7 +15,7 @@ from incidents.models import AIAttempt, ErrorPipelineContext, ErrorReport, Findi
 from incidents.models.pipeline import Action, Agent, State
 from incidents.step import quarantine
 from incidents.step.base import TickBase
-from incidents.vocab import ErrorCode
+from incidents.vocab import Category, ErrorCode
 
 # derived from the machine's own tier table, so the two can never disagree
 AGENT_OF: dict[Action, Agent] = {t.call: t.agent for t in TIERS}
@@ -249,10 +249,17 @@ class Actions(TickBase):
 
     def escalation_reason(self, na: NextAction, ctx: ErrorPipelineContext) -> str:
         report = ctx.last_error_report
+        reason = na.reason
         if na.action is Action.FINALIZE_INFRA_ERROR and report and report.infra_failures:
             details = "; ".join(f"{f.tool}: {f.reason}" for f in report.infra_failures[:5])
-            return f"{na.reason} ({details})"
-        return na.reason
+            reason += f" ({details})"
+        tampered = [f for f in report.issues if f.category is Category.TAMPER] if report else []
+        if tampered:  # what a reviewer must know first: a fix was faked, not just missed
+            shown = "; ".join(
+                f"{f.code} in {f.path}" + (f":{f.line}" if f.line else "") for f in tampered[:5]
+            )
+            reason += f" (suppressions added instead of fixes, not accepted: {shown})"
+        return reason
 
     def history(self, incident: Incident) -> planner.SignatureHistory:
         """How the signature's other incidents ended (the planner's view of history)."""
