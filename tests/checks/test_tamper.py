@@ -224,6 +224,19 @@ def test_a_deleted_renamed_or_shadowed_test(change: Callable[[str], str]) -> Non
     assert "test-removed" in kinds(change(CODE))
 
 
+def test_a_test_that_lost_its_assertions_or_its_parameters() -> None:
+    after = CODE.replace("    assert total == 3\n", "    print(total)\n")
+    assert added(after) == [("test-removed", 8)]
+    raises = "import pytest\n\n\ndef test_div():\n    with pytest.raises(ZeroDivisionError):\n        1 / 0\n"
+    assert added(raises.replace("pytest.raises(ZeroDivisionError)", "open('x')"), raises) == [
+        ("test-removed", 4)
+    ]
+    params = "import pytest\n\n\n@pytest.mark.parametrize('n', [1, 2])\ndef test_n(n):\n    assert n\n"
+    assert kinds(params.replace("[1, 2]", "[]"), params) == {"test-skip"}
+    assert kinds(params.replace("'n', [1, 2]", "argnames='n', argvalues=()"), params) == {"test-skip"}
+    assert kinds(params.replace("[1, 2]", "[1, 2, 3]"), params) == set()
+
+
 def test_a_real_fix_adds_nothing() -> None:
     assert added(CODE.replace("a - b", "a + b")) == []
     assert added(CODE.replace("    return a - b", "    result = a + b\n    return result")) == []

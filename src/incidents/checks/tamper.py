@@ -38,12 +38,14 @@ KINDS: dict[str, str] = {
     "fmt-skip": "`# fmt: off`, `# fmt: skip`",
     "test-skip": "`pytest.mark.skip`/`skipif`/`xfail` (decorators, `pytestmark`, `marks=`), "
     "`pytest.skip()`, `pytest.xfail()`, `pytest.importorskip()`, `unittest.skip*`, "
-    "`expectedFailure`, `SkipTest`, `self.skipTest()`, `__test__`, markers added at run time",
+    "`expectedFailure`, `SkipTest`, `self.skipTest()`, `__test__`, a skip marker added at run "
+    "time, `parametrize` with no parameter sets",
     "exit": "leaving the process while the module is imported (`sys.exit()`, `exit()`, "
     "`raise SystemExit`), or anywhere: `os._exit`, `os.abort`, `os.kill`, `os.exec*`, "
     "`pytest.exit`",
     "test-removed": "a test function deleted, renamed, shadowed or emptied (its body "
-    "`pass`, `...`, a docstring, an early `return`, or a `try` that swallows its failure)",
+    "`pass`, `...`, a docstring, an early `return`, or a `try` that swallows its failure), "
+    "or one that lost all its assertions",
     "unreadable": "a target the fix made impossible to compare: over 4 MiB, or no longer a "
     "regular file",
     "check-config": "a file a check tool reads its configuration from created, changed or "
@@ -339,6 +341,8 @@ class _Code(ast.NodeVisitor):
             isinstance(a, ast.Constant) and a.value in ("skip", "skipif", "xfail") for a in node.args
         ):  # a marker by name, at run time
             self.mark(node, "test-skip", func, f"added `{func}()` of a skip marker")
+        elif func.endswith("mark.parametrize") and _no_params(node):  # nothing to run
+            self.mark(node, "test-skip", func, f"added `{func}()` with no parameter sets")
         elif func in ("getattr", "builtins.getattr") or func.endswith(
             (".__getattr__", ".__getattribute__")
         ):
@@ -355,6 +359,11 @@ class _Code(ast.NodeVisitor):
         if self.at_import and name in _EXIT_EXCEPTIONS:
             self.mark(node, "exit", name, f"added `raise {name}` run while the module is imported")
         self.generic_visit(node)
+
+
+def _no_params(call: ast.Call) -> bool:
+    values = [k.value for k in call.keywords if k.arg == "argvalues"] + call.args[1:2]
+    return any(isinstance(v, ast.List | ast.Tuple) and not v.elts for v in values)
 
 
 def _is_main_guard(test: ast.expr) -> bool:
@@ -439,7 +448,22 @@ def _removed_tests(old: ast.Module | None, new: ast.Module, old_text: str | None
             marks.append(_Mark(1, "test-removed", f"removed:{name}", f"test {name} deleted or renamed"))
         elif _hollow(now) and not _hollow(fn):
             marks.append(_Mark(now.lineno, "test-removed", f"hollow:{name}", f"test {name} emptied"))
+        elif _checks(fn) and not _checks(now):
+            what = f"test {name} lost all its assertions"
+            marks.append(_Mark(now.lineno, "test-removed", f"unchecked:{name}", what))
     return marks
+
+
+def _checks(fn: _Def) -> int:
+    """The assertions in a test: `assert`, `self.assert*()`, `pytest.raises`/`warns`/`fail`."""
+    count = 0
+    for node in _own_nodes(fn):
+        if isinstance(node, ast.Assert):
+            count += 1
+        elif isinstance(node, ast.Call):
+            last = _dotted(node.func, {}).split(".")[-1]
+            count += last.startswith("assert") or last in ("raises", "warns", "fail", "deprecated_call")
+    return count
 
 
 def _hollow(fn: _Def) -> bool:

@@ -90,8 +90,14 @@ def config_paths(workdir: Path, targets: Sequence[str]) -> list[Path]:
     for cwd in {str(workdir), os.path.realpath(workdir)}:
         starts = [os.path.dirname(os.path.realpath(os.path.join(cwd, t))) for t in targets]
         found.update(places(cwd, starts, names))
-    own = {os.path.realpath(workdir / t) for t in targets}
-    return [Path(p) for p in sorted(found) if os.path.realpath(p) not in own]
+    seen = {os.path.realpath(workdir / t) for t in targets}
+    paths = []
+    for path in sorted(found):  # each file once, whatever the path it is reached by
+        real = os.path.realpath(path)
+        if real not in seen:
+            seen.add(real)
+            paths.append(Path(path))
+    return paths
 
 
 def capture(workdir: Path, targets: Sequence[str]) -> State:
