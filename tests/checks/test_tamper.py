@@ -142,11 +142,17 @@ def test_a_whole_module_or_class_skipped(line: str) -> None:
 
 
 def test_self_skip_test_and_a_marker_added_at_run_time() -> None:
-    after = CODE.replace("        assert add(3, 2)", "        self.skipTest('x')\n        assert add(3, 2)")
+    after = CODE.replace(
+        "        assert add(3, 2)", "        self.skipTest('x')\n        assert add(3, 2)"
+    )
     assert kinds(after) == {"test-skip"}
-    after = CODE.replace("def test_add():", "def test_add(request):\n    request.applymarker('xfail')")
+    after = CODE.replace(
+        "def test_add():", "def test_add(request):\n    request.applymarker('xfail')"
+    )
     assert "test-skip" in kinds(after)
-    after = CODE.replace("def test_add():", "def test_add(request):\n    request.node.add_marker('slow')")
+    after = CODE.replace(
+        "def test_add():", "def test_add(request):\n    request.node.add_marker('slow')"
+    )
     assert "test-skip" not in kinds(after)  # any other marker is no skip
 
 
@@ -231,9 +237,13 @@ def test_a_test_that_lost_its_assertions_or_its_parameters() -> None:
     assert added(raises.replace("pytest.raises(ZeroDivisionError)", "open('x')"), raises) == [
         ("test-removed", 4)
     ]
-    params = "import pytest\n\n\n@pytest.mark.parametrize('n', [1, 2])\ndef test_n(n):\n    assert n\n"
+    params = (
+        "import pytest\n\n\n@pytest.mark.parametrize('n', [1, 2])\ndef test_n(n):\n    assert n\n"
+    )
     assert kinds(params.replace("[1, 2]", "[]"), params) == {"test-skip"}
-    assert kinds(params.replace("'n', [1, 2]", "argnames='n', argvalues=()"), params) == {"test-skip"}
+    assert kinds(params.replace("'n', [1, 2]", "argnames='n', argvalues=()"), params) == {
+        "test-skip"
+    }
     assert kinds(params.replace("[1, 2]", "[1, 2, 3]"), params) == set()
 
 
@@ -244,7 +254,8 @@ def test_a_real_fix_adds_nothing() -> None:
 
 def test_existing_skips_and_exits_are_kept_through_a_fix() -> None:
     before = (
-        "import pytest, sys\n" + CODE.replace("def test_add", "@pytest.mark.skip\ndef test_add")
+        "import pytest, sys\n"
+        + CODE.replace("def test_add", "@pytest.mark.skip\ndef test_add")
         + "if True:\n    sys.exit(0)\n"
     )
     assert added(before.replace("a - b", "a + b"), before) == []
@@ -253,7 +264,9 @@ def test_existing_skips_and_exits_are_kept_through_a_fix() -> None:
 def test_a_file_that_did_not_parse_before_the_fix() -> None:
     broken = CODE.replace("def add(a, b):", "def add(a, b:")
     assert added(CODE, broken) == []  # fixing the syntax error adds nothing
-    skipped = "import pytest\n" + broken.replace("def test_sub", "@pytest.mark.skip\n    def test_sub")
+    skipped = "import pytest\n" + broken.replace(
+        "def test_sub", "@pytest.mark.skip\n    def test_sub"
+    )
     assert added(skipped.replace("def add(a, b:", "def add(a, b):"), skipped) == []
     assert kinds(CODE.replace(LINE, f"{LINE}  # type: ignore"), broken) == {"type-ignore"}
     assert kinds("import pytest\n" + CODE.replace("def test_add", "@pytest.mark.skip\ndef test_add"),
@@ -276,7 +289,9 @@ def test_config_changes() -> None:
     made = config_changed("../ruff.toml", None, "[lint]\nignore = ['F821']\n")
     assert made is not None and made.kind == "check-config" and made.path == "../ruff.toml"
     assert made.what == "check config created (added: [lint] | ignore = ['F821'])"
-    changed = config_changed("pyproject.toml", "[tool.x]\n", "[tool.x]\n[tool.ruff]\nexclude=['*']\n")
+    changed = config_changed(
+        "pyproject.toml", "[tool.x]\n", "[tool.x]\n[tool.ruff]\nexclude=['*']\n"
+    )
     assert changed is not None and "changed" in changed.what and "exclude" in changed.what
     removed = config_changed("setup.cfg", "[mypy]\nstrict = true\n", None)
     assert removed is not None and removed.what == "check config removed"

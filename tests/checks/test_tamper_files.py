@@ -23,7 +23,9 @@ def ws(tmp_path: Path) -> Path:
     return path
 
 
-def codes(ws: Path, before: tamper_files.State, allowed: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+def codes(
+    ws: Path, before: tamper_files.State, allowed: tuple[str, ...] = ()
+) -> list[tuple[str, str]]:
     found = findings(before, ws, ["pkg/names.py"], ["pkg/names.py"], allowed)
     return [(f.code or "", f.path) for f in found]
 

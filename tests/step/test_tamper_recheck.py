@@ -18,7 +18,9 @@ from tests.stand_ins import stand_in
 UNDEFINED = "def value() -> int:\n    return undefined_name\n"  # ruff F821: hard
 FAILING_TEST = "def add(a, b):\n    return a - b\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
 TESTS = '[checks]\ntools = ["pytest"]\n'
-ONLY_AIDER = '[tiers.aider]\nmode = "on"\n[tiers.codex]\nmode = "off"\n[tiers.claude]\nmode = "off"\n'
+ONLY_AIDER = (
+    '[tiers.aider]\nmode = "on"\n[tiers.codex]\nmode = "off"\n[tiers.claude]\nmode = "off"\n'
+)
 
 # stand-in fixers: each edits its target (the last argv element, `{files}`) in one way
 ADD_NOQA = (

@@ -32,7 +32,9 @@ MAX_BASELINE_BYTES = 256 << 20
 _BASELINE = re.compile(r"tamper_baseline_step_(\d+)\.json")
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 # read by the tools but not named by their profiles
-EXTRA_CONFIGS = frozenset({"conftest.py", "~/.config/mypy/config", "~/.mypy.ini", "~/.config/black"})
+EXTRA_CONFIGS = frozenset(
+    {"conftest.py", "~/.config/mypy/config", "~/.mypy.ini", "~/.config/black"}
+)
 
 State = dict[str, dict[str, str | None]]  # {"targets": {rel: contents}, "configs": {path: ...}}
 
@@ -149,13 +151,17 @@ def findings(
         if target in python_files and target in baseline["targets"]:
             before, after = baseline["targets"][target], now["targets"][target]
             if _opaque(after) and not _opaque(before):  # too large to compare now
-                added.append(tamper.Added("unreadable", target, None, f"target {after[len(OPAQUE):]}"))
+                added.append(
+                    tamper.Added("unreadable", target, None, f"target {after[len(OPAQUE):]}")
+                )
             elif not _opaque(before) and not _opaque(after):
                 added += tamper.python_added(target, before, after)
     configs = baseline["configs"]
     for path in sorted(set(configs) | set(now["configs"])):
         if path in configs:  # a path it did not look at (targets changed): no baseline
-            change = tamper.config_changed(_shown(path, workdir), configs[path], now["configs"].get(path))
+            change = tamper.config_changed(
+                _shown(path, workdir), configs[path], now["configs"].get(path)
+            )
             added += [change] if change else []
     return tamper.to_findings(added, allowed)
 

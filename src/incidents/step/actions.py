@@ -54,7 +54,9 @@ class Actions(TickBase):
         if path.exists():  # the check ran before a crash: its report is the result
             report = ErrorReport.model_validate(fsutil.read_json_object(path))
         else:
-            report = self.run_checks(incident, ctx, label, baseline=state is State.S0_BASELINE_CHECK)
+            report = self.run_checks(
+                incident, ctx, label, baseline=state is State.S0_BASELINE_CHECK
+            )
             # fsynced, its folder with the next flush or by the close, before the commits
             fsutil.atomic_write_bytes(path, fsutil.dump_model(report), sync_dir=False)
             self.runs_unsynced = True
