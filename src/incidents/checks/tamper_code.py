@@ -38,7 +38,7 @@ class Mark:
     what: str
 
 
-# -- what the code says -------------------------------------------------------------------
+# -- skips, exits and type-check opt-outs ---------------------------------------------------
 
 
 def _aliases(tree: ast.Module) -> dict[str, str]:
@@ -46,10 +46,9 @@ def _aliases(tree: ast.Module) -> dict[str, str]:
     names: dict[str, str] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            for a in node.names:
-                names[a.asname or a.name.split(".")[0]] = (
-                    a.name if a.asname else a.name.split(".")[0]
-                )
+            for a in node.names:  # `import a.b` binds `a`; `import a.b as c` binds `a.b`
+                bound = a.name if a.asname else a.name.split(".")[0]
+                names[a.asname or bound] = bound
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             for a in node.names:
                 names[a.asname or a.name] = f"{node.module}.{a.name}"
@@ -94,15 +93,11 @@ class _Code(ast.NodeVisitor):
         self.scope, self.at_import = "<module>", True
 
     def visit_def(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
-        name = node.name if self.scope == "<module>" else f"{self.scope}.{node.name}"
-        saved = self.scope
-        self.scope = name
-        for deco in node.decorator_list:  # they run where the def is
-            self.visit(deco)
-        self.scope = saved
-        body_at_import = self.at_import and isinstance(node, ast.ClassDef)
         outer = self.scope, self.at_import
-        self.scope, self.at_import = name, body_at_import
+        self.scope = node.name if self.scope == "<module>" else f"{self.scope}.{node.name}"
+        for deco in node.decorator_list:  # they run where the def is; marked with its name
+            self.visit(deco)
+        self.at_import = self.at_import and isinstance(node, ast.ClassDef)  # a class body runs
         for child in ast.iter_child_nodes(node):
             if child not in node.decorator_list:
                 self.visit(child)
