@@ -39,8 +39,7 @@ class ErrorCode(StrEnum):
 
 
 class Category(StrEnum):
-    """What a finding is about. `verification` is a failing verification command; `tamper`
-    a suppression a fix added instead of fixing (`checks.tamper`)."""
+    """What a finding is about; `verification`: a failing command, `tamper`: a suppression added."""
 
     SYNTAX = "syntax"
     TYPE = "type"
