@@ -109,11 +109,16 @@ def capture(workdir: Path, targets: Sequence[str]) -> State:
     }
 
 
-def save_baseline(runs: Path, step: int, workdir: Path, targets: Sequence[str]) -> None:
-    """The baseline of the check at `step`, once (a redo of the step keeps the first)."""
+def save_baseline(runs: Path, step: int, workdir: Path, targets: Sequence[str]) -> bool:
+    """The baseline of the check at `step`, once (a redo of the step keeps the first).
+    The file is fsynced, its folder is not: True when the caller owes that fsync (before
+    anything may change the files, as for the check's report)."""
     path = runs / artifacts.tamper_baseline_name(step)
-    if not path.exists():
-        fsutil.atomic_write_json(path, {"step": step, **capture(workdir, targets)})
+    if path.exists():
+        return False
+    doc = {"step": step, **capture(workdir, targets)}
+    fsutil.atomic_write_bytes(path, fsutil.dump_json(doc), sync_dir=False)
+    return True
 
 
 def latest_baseline(runs: Path, before_step: int) -> State | None:

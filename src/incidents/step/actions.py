@@ -81,8 +81,9 @@ class Actions(TickBase):
         tampered: list[Finding] = []
         if ctx.target_files:
             # the files before any fix; every recheck compares them with the latest one
-            if baseline:
-                tamper_files.save_baseline(self.runs, ctx.step, workdir, ctx.target_files)
+            if baseline:  # its folder is fsynced with the report's, before any fix runs
+                saved = tamper_files.save_baseline(self.runs, ctx.step, workdir, ctx.target_files)
+                self.runs_unsynced |= saved
             elif (before := tamper_files.latest_baseline(self.runs, ctx.step)) is not None:
                 tampered = tamper_files.findings(
                     before, workdir, ctx.target_files, ctx.python_files,
