@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import os
 from pathlib import Path
+from typing import Protocol
 
 import pytest
 
@@ -53,25 +54,29 @@ def ws(tmp_path: Path) -> Path:
     return path
 
 
-def drive_with_aider(
-    cli: Cli,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    bin_dir: Path,
-    ws: Path,
-    fixer: str,
-    checks: str,
-    target: str,
-    content: str,
-    policy: str = "",
-) -> str:
-    stand_in(bin_dir, "aider", fixer)
-    use_config(tmp_path, monkeypatch, checks + ONLY_AIDER + policy)
-    incident_id = capture(cli, ws=ws, target=target, content=content)
-    r = cli("drive", incident_id)
-    assert r.code == 0, r.err
-    assert "S1_AIDER_FIX -> S1_AIDER_RECHECK" in r.out, r.out
-    return incident_id
+class Drive(Protocol):
+    def __call__(
+        self, fixer: str, checks: str, target: str, content: str, policy: str = ""
+    ) -> str: ...
+
+
+@pytest.fixture
+def drive(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path, ws: Path
+) -> Drive:
+    """Only aider on, a stand-in running `fixer`; capture `target` holding `content` and
+    drive the incident through aider's call and its recheck. Returns the incident id."""
+
+    def run(fixer: str, checks: str, target: str, content: str, policy: str = "") -> str:
+        stand_in(bin_dir, "aider", fixer)
+        use_config(tmp_path, monkeypatch, checks + ONLY_AIDER + policy)
+        incident_id = capture(cli, ws=ws, target=target, content=content)
+        r = cli("drive", incident_id)
+        assert r.code == 0, r.err
+        assert "S1_AIDER_FIX -> S1_AIDER_RECHECK" in r.out, r.out
+        return incident_id
+
+    return run
 
 
 def tamper_findings(root: Root, incident_id: str, label: str = "1") -> list[Finding]:
@@ -85,12 +90,8 @@ def escalated(root: Root, incident_id: str) -> bool:
     return (root.bucket("escalated") / incident_id).is_dir()
 
 
-def test_a_noqa_on_the_failing_line_is_not_a_fix(
-    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path, ws: Path
-) -> None:
-    incident_id = drive_with_aider(
-        cli, tmp_path, monkeypatch, bin_dir, ws, ADD_NOQA, FAST, "names.py", UNDEFINED
-    )
+def test_a_noqa_on_the_failing_line_is_not_a_fix(cli: Cli, root: Root, drive: Drive) -> None:
+    incident_id = drive(ADD_NOQA, FAST, "names.py", UNDEFINED)
     assert escalated(root, incident_id)
     [found] = tamper_findings(root, incident_id)
     assert (found.path, found.line, found.code, found.hard) == ("names.py", 2, "noqa", True)
@@ -102,23 +103,17 @@ def test_a_noqa_on_the_failing_line_is_not_a_fix(
     assert "tamper noqa names.py: added `# noqa`" in page and "1 tamper" in page
 
 
-def test_a_type_ignore_is_not_a_fix(
-    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path, ws: Path
-) -> None:
+def test_a_type_ignore_is_not_a_fix(root: Root, drive: Drive) -> None:
     bad = 'def value() -> int:\n    return "x"\n'
-    incident_id = drive_with_aider(
-        cli, tmp_path, monkeypatch, bin_dir, ws, ADD_TYPE_IGNORE, TYPED, "typed.py", bad
-    )
+    incident_id = drive(ADD_TYPE_IGNORE, TYPED, "typed.py", bad)
     assert escalated(root, incident_id)
     assert [(f.code, f.line) for f in tamper_findings(root, incident_id)] == [("type-ignore", 2)]
 
 
 def test_a_ruff_toml_written_above_the_workdir_is_not_a_fix(
-    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path, ws: Path
+    root: Root, drive: Drive, ws: Path
 ) -> None:
-    incident_id = drive_with_aider(
-        cli, tmp_path, monkeypatch, bin_dir, ws, RUFF_TOML_ABOVE, FAST, "names.py", UNDEFINED
-    )
+    incident_id = drive(RUFF_TOML_ABOVE, FAST, "names.py", UNDEFINED)
     assert escalated(root, incident_id)
     above = str(ws.parent / "ruff.toml")
     found = [(f.code, f.path) for f in tamper_findings(root, incident_id)]
@@ -126,21 +121,15 @@ def test_a_ruff_toml_written_above_the_workdir_is_not_a_fix(
 
 
 def test_a_test_target_that_exits_zero_on_import_is_not_a_fix(
-    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path, ws: Path
+    root: Root, drive: Drive, ws: Path
 ) -> None:
-    incident_id = drive_with_aider(
-        cli, tmp_path, monkeypatch, bin_dir, ws, EXIT_ON_IMPORT, TESTS, "test_calc.py", FAILING_TEST
-    )
+    incident_id = drive(EXIT_ON_IMPORT, TESTS, "test_calc.py", FAILING_TEST)
     assert escalated(root, incident_id)
     assert {f.code for f in tamper_findings(root, incident_id)} == {"exit", "test-removed"}
 
 
-def test_a_skipped_test_is_not_a_fix(
-    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path, ws: Path
-) -> None:
-    incident_id = drive_with_aider(
-        cli, tmp_path, monkeypatch, bin_dir, ws, SKIP_THE_TEST, TESTS, "test_calc.py", FAILING_TEST
-    )
+def test_a_skipped_test_is_not_a_fix(root: Root, drive: Drive) -> None:
+    incident_id = drive(SKIP_THE_TEST, TESTS, "test_calc.py", FAILING_TEST)
     assert escalated(root, incident_id)
     [found] = tamper_findings(root, incident_id)
     assert (found.code, found.line) == ("test-skip", 6) and "pytest.mark.skip" in found.message
@@ -151,31 +140,17 @@ def test_a_skipped_test_is_not_a_fix(
     [(FAST, "names.py", UNDEFINED), (TESTS, "test_calc.py", FAILING_TEST)],
 )
 def test_a_real_fix_is_still_resolved(
-    cli: Cli,
-    root: Root,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    bin_dir: Path,
-    ws: Path,
-    checks: str,
-    target: str,
-    content: str,
+    root: Root, drive: Drive, checks: str, target: str, content: str
 ) -> None:
-    incident_id = drive_with_aider(
-        cli, tmp_path, monkeypatch, bin_dir, ws, REAL_FIX, checks, target, content
-    )
+    incident_id = drive(REAL_FIX, checks, target, content)
     assert (root.bucket("resolved") / incident_id).is_dir()
     baselines = [p.name for p in root.runs_dir(incident_id).glob("tamper_baseline_*")]
     assert baselines == ["tamper_baseline_step_1.json"]  # kept by the baseline check
 
 
-def test_an_allowed_kind_is_accepted(
-    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path, ws: Path
-) -> None:
+def test_an_allowed_kind_is_accepted(root: Root, drive: Drive, ws: Path) -> None:
     policy = '[policy]\nallow_suppressions = ["noqa", "pragma-no-cover"]\n'
-    incident_id = drive_with_aider(
-        cli, tmp_path, monkeypatch, bin_dir, ws, ADD_NOQA, FAST, "names.py", UNDEFINED, policy
-    )
+    incident_id = drive(ADD_NOQA, FAST, "names.py", UNDEFINED, policy)
     assert (root.bucket("resolved") / incident_id).is_dir()
     assert (ws / "names.py").read_text().endswith("# noqa\n")
 
