@@ -7,7 +7,13 @@ from collections.abc import Callable
 
 import pytest
 
-from incidents.checks.tamper import KINDS, config_changed, python_added, to_findings
+from incidents.checks.tamper import (
+    KINDS,
+    config_changed,
+    powershell_added,
+    python_added,
+    to_findings,
+)
 from incidents.vocab import Category
 
 CODE = '''import os
@@ -316,3 +322,38 @@ def test_every_kind_is_documented_in_the_readme() -> None:
     readme = (REPO / "README.md").read_text()
     for kind in KINDS:
         assert f"`{kind}`" in readme, kind
+
+
+PS = """function Get-Total($a, $b) {
+    Write-Host ($a + $b)
+}
+
+Describe 'Get-Total' {
+    It 'adds' {
+        Get-Total 1 2 | Should -Be 3
+    }
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("change", "kind"),
+    [
+        (("function Get-Total", "[Diagnostics.CodeAnalysis.SuppressMessageAttribute('PSAvoidUsingWriteHost', '')]\nfunction Get-Total"), "ps-suppress"),  # fmt: skip
+        (("It 'adds' {", "It 'adds' -Skip {"), "test-skip"),
+        (("It 'adds' {", "It 'adds' -pending {"), "test-skip"),
+        (("    It 'adds' {\n", "    It 'adds' {\n        Set-ItResult -Skipped -Because 'later'\n"), "test-skip"),  # fmt: skip
+        (("function Get-Total", "exit 0\nfunction Get-Total"), "exit"),
+        (("function Get-Total", "[Environment]::Exit(0)\nfunction Get-Total"), "exit"),
+        (("It 'adds'", "It 'sums'"), "test-removed"),
+    ],
+)
+def test_powershell_suppressions(change: tuple[str, str], kind: str) -> None:
+    after = PS.replace(*change)
+    assert {a.kind for a in powershell_added("calc.ps1", PS, after)} == {kind}
+
+
+def test_powershell_real_fix_and_existing_suppressions_add_nothing() -> None:
+    assert powershell_added("calc.ps1", PS, PS.replace("Write-Host", "Write-Output")) == []
+    skipped = PS.replace("It 'adds' {", "It 'adds' -Skip {")
+    assert powershell_added("calc.ps1", skipped, skipped.replace("$a + $b", "$b + $a")) == []

@@ -95,3 +95,12 @@ def test_the_latest_baseline_before_the_step(ws: Path, tmp_path: Path) -> None:
     assert latest is not None and latest["targets"] == {"pkg/names.py": "x = 1\n"}
     old = tamper_files.latest_baseline(runs, 4)
     assert old is not None and old["targets"] == {"pkg/names.py": CODE}
+
+
+def test_a_powershell_target_is_compared_as_powershell(ws: Path) -> None:
+    script = ws / "pkg" / "calc.ps1"
+    script.write_text("Describe 'x' {\n    It 'adds' {\n        1 | Should -Be 1\n    }\n}\n")
+    before = capture(ws, ["pkg/names.py", "pkg/calc.ps1"])
+    script.write_text(script.read_text().replace("It 'adds' {", "It 'adds' -Skip {"))
+    found = findings(before, ws, ["pkg/names.py", "pkg/calc.ps1"], ["pkg/names.py"])
+    assert [(f.code, f.path, f.line) for f in found] == [("test-skip", "pkg/calc.ps1", 2)]

@@ -40,15 +40,17 @@ KINDS: dict[str, str] = {
     "test-skip": "`pytest.mark.skip`/`skipif`/`xfail` (decorators, `pytestmark`, `marks=`), "
     "`pytest.skip()`, `pytest.xfail()`, `pytest.importorskip()`, `unittest.skip*`, "
     "`expectedFailure`, `SkipTest`, `self.skipTest()`, `__test__`, a skip marker added at run "
-    "time, `parametrize` with no parameter sets",
+    "time, `parametrize` with no parameter sets; Pester's `-Skip`, `-Pending`, `Set-ItResult "
+    "-Skipped`",
     "exit": "leaving the process while the module is imported (`sys.exit()`, `exit()`, "
     "`raise SystemExit`), or anywhere: `os._exit`, `os.abort`, `os.kill`, `os.exec*`, "
-    "`pytest.exit`",
+    "`pytest.exit`; in PowerShell `exit`, `[Environment]::Exit()`",
     "test-removed": "a test function deleted, renamed, shadowed or emptied (its body "
     "`pass`, `...`, a docstring, an early `return`, or a `try` that swallows its failure), "
-    "or one that lost all its assertions",
+    "or one that lost all its assertions; a Pester `It` deleted or renamed",
     "unreadable": "a target the fix made impossible to compare: over 4 MiB, or no longer a "
     "regular file",
+    "ps-suppress": "PSScriptAnalyzer's `[Diagnostics.CodeAnalysis.SuppressMessageAttribute(...)]`",
     "check-config": "a file a check tool reads its configuration from created, changed or "
     "removed (`pyproject.toml`, `ruff.toml`, `setup.cfg`, `mypy.ini`, `pytest.ini`, "
     "`tox.ini`, `conftest.py`, ... in the targets' folders and every folder above them)",
@@ -101,6 +103,49 @@ def python_added(path: str, before: str | None, after: str | None) -> list[Added
         found += removed_tests(old_tree, new_tree, old_text if old_tree is None else None)
     found.sort(key=lambda m: (m.line, m.kind, m.what))
     return [Added(m.kind, path, m.line, m.what) for m in found]
+
+
+# PowerShell, read line by line: PSScriptAnalyzer's suppression attribute, Pester's skips,
+# a script that exits; each compared along the same diff as Python's comments
+_POWERSHELL = (
+    ("ps-suppress", re.compile(r"SuppressMessage(?:Attribute)?\s*\(", re.I)),
+    (
+        "test-skip",
+        re.compile(r"\s-(?:Skip|Pending)\b|Set-ItResult\s+-(?:Skipped|Pending|Inconclusive)", re.I),
+    ),
+    (
+        "exit",
+        re.compile(
+            r"^\s*exit\b|\[(?:System\.)?Environment\]::Exit\s*\(|Stop-Process\b.*\$PID\b", re.I
+        ),
+    ),
+)
+_PESTER_TEST = re.compile(r"^\s*It\s+(['\"])(.+?)\1", re.I | re.M)
+
+
+def powershell_added(path: str, before: str | None, after: str | None) -> list[Added]:
+    """The suppressions in a PowerShell file's `after` that `before` did not have."""
+    old_text, new_text = _lines_of(before or ""), _lines_of(after or "")
+    old, new = old_text.split("\n"), new_text.split("\n")
+    found = _new_marks(old, new, _line_marks(old), _line_marks(new))
+    kept = set(_PESTER_TEST.findall(new_text))
+    found += [
+        Mark(1, "test-removed", f"removed:{name}", f"Pester test {name!r} deleted or renamed")
+        for name in sorted({n for _, n in _PESTER_TEST.findall(old_text)} - {n for _, n in kept})
+    ]
+    found.sort(key=lambda m: (m.line, m.kind, m.what))
+    return [Added(m.kind, path, m.line, m.what) for m in found]
+
+
+def _line_marks(lines: list[str]) -> list[Mark]:
+    marks = []
+    for n, line in enumerate(lines, 1):
+        for kind, pattern in _POWERSHELL:
+            match = pattern.search(line)
+            if match:
+                text = " ".join(line[match.start() :].split()).lower()
+                marks.append(Mark(n, kind, f"{kind}:{text}", f"added `{line.strip()[:120]}`"))
+    return marks
 
 
 def config_changed(path: str, before: str | None, after: str | None) -> Added | None:

@@ -153,14 +153,15 @@ def findings(
     now = capture(workdir, targets)
     added: list[tamper.Added] = []
     for target in targets:
-        if target in python_files and target in baseline["targets"]:
+        if target in baseline["targets"]:
             before, after = baseline["targets"][target], now["targets"][target]
             if _opaque(after) and not _opaque(before):  # too large to compare now
                 added.append(
                     tamper.Added("unreadable", target, None, f"target {after[len(OPAQUE):]}")
                 )
             elif not _opaque(before) and not _opaque(after):
-                added += tamper.python_added(target, before, after)
+                compare = tamper.python_added if target in python_files else tamper.powershell_added
+                added += compare(target, before, after)
     configs = baseline["configs"]
     for path in sorted(set(configs) | set(now["configs"])):
         if path in configs:  # a path it did not look at (targets changed): no baseline
