@@ -59,3 +59,8 @@ def fixer_step_name(step: int) -> str:
 
 def handoff_step_name(step: int) -> str:
     return f"handoff_step_{step}.json"
+
+
+def tamper_baseline_name(step: int) -> str:
+    """The targets and check configs as the baseline check at `step` found them."""
+    return f"tamper_baseline_step_{step}.json"

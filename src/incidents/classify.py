@@ -431,6 +431,7 @@ _FINDING_CODES = (
     (Category.SYNTAX, ErrorCode.SYNTAX),
     (Category.TEST, ErrorCode.TEST_FAILURE),
     (Category.VERIFICATION, ErrorCode.TASK_FAILED),
+    (Category.TAMPER, ErrorCode.LINT_FAILURE),
     (Category.TYPE, ErrorCode.LINT_FAILURE),
     (Category.SECURITY, ErrorCode.LINT_FAILURE),
     (Category.LINT, ErrorCode.LINT_FAILURE),

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 
 from incidents.capture import CAPTURE_KEYS
 from incidents.checks.settings import ChecksSettings
+from incidents.checks.tamper import KINDS as SUPPRESSION_KINDS
 from incidents.config_file import find_config, read_raw, root_from_raw
 from incidents.config_section import Section
 from incidents.errors import ConfigError, explain_validation
@@ -58,6 +59,22 @@ class PolicySettings(Section):
     )
     escalation_window_s: float = Field(default=3600.0, gt=0)
     lease_ttl_s: float = Field(default=600.0, gt=0, description="how long a worker's lease lasts")
+    allow_suppressions: list[str] = Field(
+        default_factory=list,
+        description="kinds of suppression a fix may add on purpose (README: suppression kinds); "
+        "every other one is a hard `tamper` finding",
+    )
+
+    @field_validator("allow_suppressions")
+    @classmethod
+    def _known_kinds(cls, kinds: list[str]) -> list[str]:
+        unknown = [k for k in kinds if k not in SUPPRESSION_KINDS]
+        if unknown:
+            raise ValueError(
+                f"unknown suppression kind {unknown[0]!r}; the kinds are "
+                + ", ".join(SUPPRESSION_KINDS)
+            )
+        return kinds
 
 
 class Config(Section):

@@ -39,7 +39,7 @@ class ErrorCode(StrEnum):
 
 
 class Category(StrEnum):
-    """What a finding is about. `verification` is a failing verification command."""
+    """What a finding is about; `verification`: a failing command, `tamper`: a suppression added."""
 
     SYNTAX = "syntax"
     TYPE = "type"
@@ -49,10 +49,18 @@ class Category(StrEnum):
     TEST = "test"
     SECURITY = "security"
     VERIFICATION = "verification"
+    TAMPER = "tamper"
 
 
 HARD_CATEGORIES = frozenset(
-    {Category.SYNTAX, Category.TYPE, Category.TEST, Category.SECURITY, Category.VERIFICATION}
+    {
+        Category.SYNTAX,
+        Category.TYPE,
+        Category.TEST,
+        Category.SECURITY,
+        Category.VERIFICATION,
+        Category.TAMPER,
+    }
 )
 
 

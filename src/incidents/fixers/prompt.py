@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from incidents.models.report import ErrorReport, Finding
 from incidents.redact import redact
-from incidents.vocab import ErrorCode
+from incidents.vocab import Category, ErrorCode
 
 MAX_FINDINGS_PER_FILE = 100
 MAX_BLOCK_CHARS = 8000
@@ -132,6 +132,16 @@ def build_prompt(
         "",
         f"## Issues by file ({len(in_targets)} in the target files)",
     ]
+    if any(f.category is Category.TAMPER for f in report.issues):
+        lines[lines.index("## Files to edit") : lines.index("## Files to edit")] = [
+            "## Suppressions are not accepted",
+            "",
+            "The last check found suppressions added instead of fixes (the `tamper` findings "
+            "below: ignore comments, skipped, removed or emptied tests, exits, changed check "
+            "configs). They are not accepted and keep the incident open: undo each one in "
+            "the files you may edit and fix the cause it hid.",
+            "",
+        ]
     lines += _grouped(in_targets) if in_targets else ["", "(none reported in the targets)"]
     if others:
         lines += ["", f"## Other failures ({len(others)}): context only, do not edit these paths"]

@@ -21,6 +21,7 @@ COLOURS = {
     "lint": "#1565c0",
     "format": "#9e9d24",
     "security": "#ad1457",
+    "tamper": "#4e342e",
 }
 OTHER = "#78909c"
 BAR_W, BAR_GAP, CHART_H = 18, 6, 46

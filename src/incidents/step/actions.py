@@ -12,11 +12,11 @@ from incidents.classify import code_of_findings
 from incidents.decisions import read_guidance
 from incidents.errors import IncidentsError
 from incidents.fsm import TIER_NUMBER, TIERS, NextAction, decide_next_action, report_label
-from incidents.models import AIAttempt, ErrorPipelineContext, ErrorReport, Incident
+from incidents.models import AIAttempt, ErrorPipelineContext, ErrorReport, Finding, Incident
 from incidents.models.pipeline import Action, Agent, State
 from incidents.step import quarantine
 from incidents.step.base import TickBase
-from incidents.vocab import ErrorCode
+from incidents.vocab import Category, ErrorCode
 
 # derived from the machine's own tier table, so the two can never disagree
 AGENT_OF: dict[Action, Agent] = {t.call: t.agent for t in TIERS}
@@ -56,7 +56,9 @@ class Actions(TickBase):
         if path.exists():  # the check ran before a crash: its report is the result
             report = ErrorReport.model_validate(fsutil.read_json_object(path))
         else:
-            report = self.run_checks(incident, ctx, label)
+            report = self.run_checks(
+                incident, ctx, label, baseline=state is State.S0_BASELINE_CHECK
+            )
             # fsynced, its folder with the next flush or by the close, before the commits
             fsutil.atomic_write_bytes(path, fsutil.dump_model(report), sync_dir=False)
             self.runs_unsynced = True
@@ -69,14 +71,27 @@ class Actions(TickBase):
         if state is not State.S0_BASELINE_CHECK:
             self.write_attempt(ctx, report, now)
 
-    def run_checks(self, incident: Incident, ctx: ErrorPipelineContext, label: str) -> ErrorReport:
+    def run_checks(
+        self, incident: Incident, ctx: ErrorPipelineContext, label: str, *, baseline: bool
+    ) -> ErrorReport:
+        from incidents.checks import tamper_files
         from incidents.checks.engine import run_error_pipeline, summarize
         from incidents.models import InfraFailure
         from incidents.verify import run_verification
 
         workdir = self.workdir(incident)
         named, unreadable = self.named_tests(incident)
+        tampered: list[Finding] = []
         if ctx.target_files:
+            # the files before any fix; every recheck compares them with the latest one
+            if baseline:  # its folder is fsynced with the report's, before any fix runs
+                saved = tamper_files.save_baseline(self.runs, ctx.step, workdir, ctx.target_files)
+                self.runs_unsynced |= saved
+            elif (before := tamper_files.latest_baseline(self.runs, ctx.step)) is not None:
+                tampered = tamper_files.findings(
+                    before, workdir, ctx.target_files, ctx.python_files,
+                    self.cfg.policy.allow_suppressions,
+                )  # fmt: skip
             self.check_started()
             report = run_error_pipeline(
                 ctx.python_files, ctx.powershell_files, ctx,
@@ -89,7 +104,7 @@ class Actions(TickBase):
                 generated_at=self.clock(), mechanical_fix_applied=ctx.mechanical_fix_applied,
                 issues=[], summary=summarize([]),
             )  # fmt: skip
-        issues, runs, infra = list(report.issues), list(report.tool_runs), []
+        issues, runs, infra = [*report.issues, *tampered], list(report.tool_runs), []
         infra.extend(report.infra_failures)
         if unreadable:
             infra.append(InfraFailure(tool="incidents", argv=[], exit_code=None, reason=unreadable))
@@ -255,10 +270,17 @@ class Actions(TickBase):
 
     def escalation_reason(self, na: NextAction, ctx: ErrorPipelineContext) -> str:
         report = ctx.last_error_report
+        reason = na.reason
         if na.action is Action.FINALIZE_INFRA_ERROR and report and report.infra_failures:
             details = "; ".join(f"{f.tool}: {f.reason}" for f in report.infra_failures[:5])
-            return f"{na.reason} ({details})"
-        return na.reason
+            reason += f" ({details})"
+        tampered = [f for f in report.issues if f.category is Category.TAMPER] if report else []
+        if tampered:  # what a reviewer must know first: a fix was faked, not just missed
+            shown = "; ".join(
+                f"{f.code} in {f.path}" + (f":{f.line}" if f.line else "") for f in tampered[:5]
+            )
+            reason += f" (suppressions added instead of fixes, not accepted: {shown})"
+        return reason
 
     def history(self, incident: Incident) -> planner.SignatureHistory:
         """How the signature's other incidents ended (the planner's view of history)."""
