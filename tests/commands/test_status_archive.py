@@ -96,6 +96,24 @@ def test_archive_writes_run_result_and_moves_once(cli: Cli, root: Root) -> None:
     assert (tree(root.path / "error_archive"), tree(root.path / "error_runs")) == before
 
 
+def test_archive_closes_a_copied_bundle_under_its_folders_name(cli: Cli, root: Root) -> None:
+    """A bundle copied by hand keeps the id of its original in incident.json: archive
+    still closes it, and its run result names the folder it was closed as."""
+    incident_id = capture(cli)
+    copy = root.inbox / "incident_copy"
+    os.rename(root.inbox / incident_id, copy)
+    doc = json.loads((copy / "incident.json").read_text())
+    (copy / "incident.json").write_text(json.dumps({**doc, "incident_id": "old name (copied)"}))
+    r = cli("archive", "incident_copy", "--escalated", "--reason", "copied by hand")
+    assert r.code == 0, r.err
+    assert (root.bucket("escalated") / "incident_copy").is_dir()
+    result = RunResult.model_validate_json(
+        (root.runs_dir("incident_copy") / "run_result.json").read_text()
+    )
+    assert result.incident_id == "incident_copy" and result.final_status == "escalated"
+    assert not list((root.state / "pending").iterdir())  # the close finished
+
+
 def test_archive_bad_input(cli: Cli, root: Root) -> None:
     a = capture(cli, step="s", message="m")
     before = tree(root.inbox)

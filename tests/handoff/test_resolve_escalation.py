@@ -72,6 +72,20 @@ def test_resolve_without_requeue_archives_it_as_resolved(cli: Cli, root: Root, w
     assert cli("resolve-escalation", incident_id, "--guidance", "again").code == 1
 
 
+def test_a_decision_needs_only_what_it_records_from_incident_json(cli: Cli, root: Root) -> None:
+    """An escalated bundle whose incident.json lost a field the decision does not use
+    (here seed 004's `ym`) can still be decided on: a person must be able to close it."""
+    incident_id = capture(cli)
+    assert cli("archive", incident_id, "--escalated", "--reason", "needs a human").code == 0
+    path = root.bucket("escalated") / incident_id / "incident.json"
+    doc = json.loads(path.read_text())
+    del doc["ym"]
+    path.write_text(json.dumps(doc))
+    r = cli("resolve-escalation", incident_id, "--guidance", "closed by hand")
+    assert r.code == 0, r.err
+    assert (root.bucket("resolved") / incident_id).is_dir()
+
+
 def test_requeue_resets_the_budget_and_carries_the_guidance(cli: Cli, root: Root, ws: Path) -> None:
     first = escalated(cli, ws)  # aider tried once without guidance: budget 1/1 used
     second = escalated(cli, ws)  # same signature: escalated on the budget, no fixer

@@ -279,3 +279,27 @@ def test_sync_writes_an_incidents_progress_in_one_go(root: Root) -> None:
         assert row is not None and row.state is None
     finally:
         conn.close()
+
+
+def test_catch_up_keeps_its_hints_until_its_own_commit(root: Root) -> None:
+    """A hint deleted inside a caller's transaction would be lost with that transaction:
+    catch_up refuses to run in one, and the watcher's door runs it on its own."""
+    root.ensure()
+    make_bundle(root, "inbox", "inc_h")
+    hint = root.state / "dirty" / "inc_h"
+    hint.touch()
+    with (
+        pytest.raises(mirror.MirrorError, match="outside a transaction"),
+        mirror.transaction(root) as conn,
+    ):
+        mirror.catch_up(conn, root)
+    assert hint.exists()  # nothing consumed
+    errors: list[BaseException] = []
+    result = mirror.catch_up_root(root, errors.append)
+    assert errors == [] and result is not None and result.updated == ["inc_h"]
+    assert not hint.exists()
+    conn = mirror.connect(root.db_path)
+    try:
+        assert mirror.get_incident(conn, "inc_h") is not None
+    finally:
+        conn.close()

@@ -88,3 +88,11 @@ def test_decisions_json_keeps_entries_it_cannot_read_and_reads_the_rest(tmp_path
     append_decision(tmp_path, later)
     assert json.loads(path.read_text())[:3] == foreign  # nothing is dropped on a rewrite
     assert read_guidance(tmp_path) == "b"
+
+
+def test_state_json_keeps_its_shape_after_a_requeue() -> None:
+    """The guidance lives in decisions.json: state.json gains no key a reader of the
+    previous version would refuse."""
+    ctx = escalated()
+    ctx.requeue("use the staging bucket")
+    assert "guidance" not in json.loads(ctx.model_dump_json())

@@ -17,7 +17,7 @@ from incidents.errors import NotWaiting, UsageError
 from incidents.layout import Root, validate_id
 from incidents.models import HumanDecision
 from incidents.step import service as step_service
-from incidents.step.documents import load_context, read_incident
+from incidents.step.documents import load_context
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ def resolve_escalation(
         where, folder = root.locate(incident_id)
         if where != "escalated":
             raise NotWaiting(f"incident {incident_id} is not escalated (it is in {where})")
-        incident = read_incident(folder)
+        incident = store.read_incident(folder)  # what the decision needs, read leniently
         ctx = load_context(root, folder)  # a broken one stops here, before anything is written
         kind: Literal["requeue", "resolved"] = "requeue" if requeue else "resolved"
         now = clock.utc_now().isoformat()
@@ -56,7 +56,7 @@ def resolve_escalation(
         else:
             decision = HumanDecision(
                 at=now, decision=kind, guidance=guidance, by=by,
-                escalation_reason=incident.resolution, signature=incident.error_signature,
+                escalation_reason=incident.get("resolution"), signature=incident["error_signature"],
             )  # fmt: skip
             decisions.append_decision(folder, decision)
         if requeue:
@@ -64,14 +64,16 @@ def resolve_escalation(
         else:
             reason = f"resolved by {by}: {guidance}"
             target = step_service.resolve(root, folder, reason, now)
-    _record_decision(root, incident_id, incident.error_signature, guidance, kind, now)
+    _record_decision(root, incident_id, incident["error_signature"], guidance, kind, now)
     return Decision(incident_id, kind, guidance, str(target.relative_to(root.path)))
 
 
 def _record_decision(
     root: Root, incident_id: str, signature: str, guidance: str, kind: str, now: str
 ) -> None:
-    # a database that cannot be opened is warned about; a failing write is raised
+    # the decision is in the bundle already: a mirror that cannot be opened or locked is
+    # warned about (reindex rebuilds the decision from decisions.json); a failing write
+    # inside the transaction is raised
     with mirror.best_effort(root, errors=()) as conn:
         if conn is not None:
             mirror.resolve_escalation(conn, incident_id, signature, guidance, now)

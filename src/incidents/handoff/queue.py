@@ -18,14 +18,14 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from incidents import artifacts, attempts, fsutil, leases, mirror
+from incidents import artifacts, attempts, fsutil, leases, mirror, store
 from incidents.clock import iso_precise
 from incidents.decisions import read_guidance
 from incidents.errors import IncidentsError, LockBusy, NotWaiting, UsageError
 from incidents.handoff import workspace
 from incidents.layout import Root, validate_id
-from incidents.models import ErrorPipelineContext, Incident
-from incidents.step.documents import load_context, read_incident, workdir_of
+from incidents.models import ErrorPipelineContext
+from incidents.step.documents import load_context, workdir_of
 
 _TTL_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _TTL_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -44,7 +44,7 @@ def parse_ttl(text: str) -> float:
     return seconds
 
 
-def _waiting(root: Root, incident_id: str) -> tuple[Path, Incident, ErrorPipelineContext]:
+def _waiting(root: Root, incident_id: str) -> tuple[Path, Path, ErrorPipelineContext]:
     where, folder = root.locate(validate_id(incident_id))
     if where != "inbox":
         raise NotWaiting(f"incident {incident_id} is closed ({where})")
@@ -52,7 +52,7 @@ def _waiting(root: Root, incident_id: str) -> tuple[Path, Incident, ErrorPipelin
     if ctx is None or not ctx.waiting_for_input or ctx.pending is not None:
         state = ctx.current_state.value if ctx else "not started"
         raise NotWaiting(f"incident {incident_id} is not waiting for an agent (state {state})")
-    return folder, read_incident(folder), ctx
+    return folder, workdir_of(root, store.read_incident(folder).get("workdir")), ctx
 
 
 def _last_report(root: Root, incident_id: str, ctx: ErrorPipelineContext) -> str | None:
@@ -91,7 +91,7 @@ class WorkItem:
 
 def work_item(root: Root, incident_id: str) -> WorkItem:
     """The work item of an incident waiting for an agent: prompt, files, workdir, report."""
-    folder, incident, ctx = _waiting(root, incident_id)
+    folder, workdir, ctx = _waiting(root, incident_id)
     prompt_file = _prompt_file(root, incident_id, ctx)
     try:
         prompt = fsutil.read_regular_file(prompt_file).decode("utf-8", "replace")
@@ -104,7 +104,7 @@ def work_item(root: Root, incident_id: str) -> WorkItem:
         prompt=prompt,
         prompt_file=str(prompt_file),
         files=ctx.target_files,
-        workdir=str(workdir_of(root, incident)),
+        workdir=str(workdir),
         last_report=_last_report(root, incident_id, ctx),
         attempt_iteration=attempts.waiting_iteration(ctx),
         guidance=read_guidance(folder),
@@ -154,7 +154,7 @@ def claim(
     """Take the incident for `agent` until the lease expires; returns the work item."""
     if not agent.strip():
         raise UsageError("claim: --agent is required")
-    folder, incident, ctx = _waiting(root, incident_id)
+    folder, workdir, ctx = _waiting(root, incident_id)
     _free(root, incident_id, clock())
     lease = leases.acquire(root, incident_id, f"agent:{agent}", ttl_s, agent=agent, clock=clock)
     if lease is None:
@@ -162,7 +162,7 @@ def claim(
         who = (holder.agent or holder.owner) if holder else "another process"
         raise LockBusy(f"incident {incident_id} is held by {who}")
     workspace.record_claim(
-        root, incident_id, workdir_of(root, incident), ctx.step, agent,
+        root, incident_id, workdir, ctx.step, agent,
         iso_precise(clock()),
     )  # fmt: skip
     claimed = {"agent": agent, "expires_at": lease.expires_at}

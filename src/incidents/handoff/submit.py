@@ -51,8 +51,8 @@ def submit(
     if agent is not None and agent != lease.agent:
         raise NotWaiting(f"incident {incident_id} is claimed by {lease.agent}, not {agent}")
     with leases.fenced(root, lease), store.incident_lock(root, incident_id):
-        folder, incident, ctx = _waiting(root, incident_id)  # again, under the lock
-        changed, outside, unreverted, claimed_at = workspace.changes(root, incident, ctx)
+        folder, workdir, ctx = _waiting(root, incident_id)  # again, under the lock
+        changed, outside, unreverted, claimed_at = workspace.changes(root, workdir, ctx)
         tier = ctx.handoff_agent or "none"
         text = notes.strip()
         if outside:

@@ -18,8 +18,7 @@ from incidents import artifacts, fsutil
 from incidents.errors import InvalidDocument, NotWaiting
 from incidents.fixers import snapshot
 from incidents.layout import Root
-from incidents.models import ErrorPipelineContext, Incident
-from incidents.step.documents import workdir_of
+from incidents.models import ErrorPipelineContext
 
 _MANIFEST = "manifest.json"
 _MANIFEST_MAX = 64 << 20
@@ -110,7 +109,7 @@ def load_snapshot(folder: Path) -> snapshot.Snapshot:
 
 
 def _before(
-    root: Root, incident: Incident, ctx: ErrorPipelineContext
+    root: Root, workdir: Path, ctx: ErrorPipelineContext
 ) -> tuple[snapshot.Snapshot | None, str | None]:
     """The claim's snapshot (with bytes) and its claimed_at; a claim made before snapshots
     were kept has digests only (then nothing can be reverted)."""
@@ -125,20 +124,19 @@ def _before(
     saved = snapshot_dir(root, ctx.workstream_id, ctx.step)
     if (saved / _MANIFEST).exists():
         return load_snapshot(saved), when
-    snap = snapshot.Snapshot(Path(os.path.realpath(workdir_of(root, incident))))
+    snap = snapshot.Snapshot(Path(os.path.realpath(workdir)))
     for rel, (kind, digest) in dict(base.get("digests") or {}).items():
         snap.files[rel] = snapshot.Entry(str(kind), str(digest), None, 0)
     return snap, when
 
 
 def changes(
-    root: Root, incident: Incident, ctx: ErrorPipelineContext
+    root: Root, workdir: Path, ctx: ErrorPipelineContext
 ) -> tuple[list[str], list[str], list[str], str | None]:
     """Since the claim: (changed targets, changed files outside the targets, those of them
     that could not be reverted, claimed_at). Changes outside the targets are reverted:
     changed and deleted files get their old bytes back, created files are removed."""
-    workdir = workdir_of(root, incident)
-    before, claimed_at = _before(root, incident, ctx)
+    before, claimed_at = _before(root, workdir, ctx)
     if before is None:
         return [], [], [], None
     if before.root != Path(os.path.realpath(workdir)):

@@ -58,7 +58,15 @@ from incidents.mirror.queries import (
     save_workstream,
     upsert_incident,
 )
-from incidents.mirror.rebuild import CatchUp, ReindexResult, catch_up, refresh, reindex, sync
+from incidents.mirror.rebuild import (
+    CatchUp,
+    ReindexResult,
+    catch_up,
+    catch_up_root,
+    refresh,
+    reindex,
+    sync,
+)
 from incidents.mirror.scan import agent_holding, row_from_bundle
 from incidents.mirror.schema import EVENT_TYPES, MIGRATIONS, MIRROR_BUCKETS
 
@@ -87,6 +95,7 @@ __all__ = [
     "budget_used",
     "bump_error",
     "catch_up",
+    "catch_up_root",
     "check_integrity",
     "connect",
     "escalations_in_window",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,7 @@ from incidents import clock
 from incidents.errors import IncidentsError
 from incidents.layout import Root
 from incidents.mirror.budget import bump_error, open_escalation, refresh_budget
-from incidents.mirror.db import MirrorCorrupt, check_integrity, connect, dumps, write
+from incidents.mirror.db import MirrorCorrupt, MirrorError, check_integrity, connect, dumps, write
 from incidents.mirror.queries import (
     Context,
     Event,
@@ -41,7 +41,7 @@ from incidents.mirror.scan import (
 )
 from incidents.mirror.schema import MIRROR_BUCKETS
 
-__all__ = ["CatchUp", "ReindexResult", "catch_up", "refresh", "reindex", "sync"]
+__all__ = ["CatchUp", "ReindexResult", "catch_up", "catch_up_root", "refresh", "reindex", "sync"]
 
 REINDEX_BUSY_TIMEOUT_MS = 30_000
 
@@ -312,7 +312,15 @@ def refresh(
 
 
 def catch_up(conn: sqlite3.Connection, root: Root) -> CatchUp:
-    """Bring the mirror up to date with captures (their hints) and the inbox listing."""
+    """Bring the mirror up to date with captures (their hints) and the inbox listing.
+
+    It commits its own transaction before it deletes the hints it consumed, so it must not
+    run inside a caller's transaction: a hint deleted before the outer commit would be
+    lost with it (a crash, a failed commit)."""
+    if conn.in_transaction:
+        raise MirrorError(
+            "catch_up must run outside a transaction (it commits before it deletes hints)"
+        )
     result = CatchUp()
     dirty = root.state / "dirty"
     claimed: dict[Path, str] = {}
@@ -338,6 +346,20 @@ def catch_up(conn: sqlite3.Connection, root: Root) -> CatchUp:
     for path in claimed:
         path.unlink(missing_ok=True)
     return result
+
+
+def catch_up_root(root: Root, report: Callable[[BaseException], None]) -> CatchUp | None:
+    """`catch_up` on its own connection, a failure handed to `report` instead of raised
+    (the mirror is derivable: a watcher never stops for it)."""
+    try:
+        conn = connect(root.db_path)
+        try:
+            return catch_up(conn, root)
+        finally:
+            conn.close()
+    except Exception as exc:
+        report(exc)
+        return None
 
 
 def sync(

@@ -183,7 +183,10 @@ class ErrorPipelineContext(Document):
     quarantine_path: str | None = None
     # a human's requeue
     guidance: str | None = Field(
-        default=None, description="the guidance of the latest requeue, for every later prompt"
+        default=None,
+        exclude=True,
+        description="the guidance of a requeue, for the prompts of the process that requeued "
+        "it; not written to state.json (decisions.json is its record, read for later prompts)",
     )
 
     @property

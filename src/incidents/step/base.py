@@ -96,7 +96,7 @@ class TickBase:
         return self.lease
 
     def workdir(self, incident: Incident) -> Path:
-        return workdir_of(self.root, incident)
+        return workdir_of(self.root, incident.workdir)
 
     def artifact(self, name: str) -> Path:
         self.runs.mkdir(mode=0o700, parents=True, exist_ok=True)

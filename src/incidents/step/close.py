@@ -85,7 +85,7 @@ def _close(
         fsutil.remove_orphan_temps(directory)
     result_path = runs / artifacts.RUN_RESULT
     if not result_path.exists():
-        result = run_result or default_run_result(doc, bucket, reason)
+        result = run_result or default_run_result(incident_id, doc, bucket, reason)
         fsutil.atomic_write_bytes(result_path, fsutil.dump_model(result))
     else:  # a close done again: what else is in the folder is durable all the same
         fsutil.fsync_dir(runs)
@@ -100,7 +100,9 @@ def _close(
     return root.bucket(bucket) / incident_id
 
 
-def default_run_result(doc: dict[str, Any], bucket: str, reason: str) -> RunResult:
+def default_run_result(
+    incident_id: str, doc: dict[str, Any], bucket: str, reason: str
+) -> RunResult:
     """The run result of a close the escalation machine did not decide."""
     from datetime import datetime
 
@@ -112,12 +114,12 @@ def default_run_result(doc: dict[str, Any], bucket: str, reason: str) -> RunResu
         minutes = 0.0
     return RunResult.model_validate(
         {
-            "incident_id": doc["incident_id"],
+            "incident_id": incident_id,
             "final_status": bucket,
             "loops_used": 0,
             "runtime_minutes": minutes,
             "same_error_repeats": 0,
-            "archived_to": f"{BUCKETS[bucket]}/{doc['incident_id']}",
+            "archived_to": f"{BUCKETS[bucket]}/{incident_id}",
             "reason": reason,
             "finished_at": iso_at(now),
         }

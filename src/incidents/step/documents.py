@@ -49,10 +49,10 @@ def load_incident(root: Root, folder: Path) -> Incident:
         ) from exc
 
 
-def workdir_of(root: Root, incident: Incident) -> Path:
+def workdir_of(root: Root, workdir: str | None) -> Path:
     """Where an incident's checks, fixers and agents work: its `workdir`, else the folder
     that holds the reports root."""
-    return Path(incident.workdir or root.path.parent)
+    return Path(workdir or root.path.parent)
 
 
 def load_context(root: Root, folder: Path) -> ErrorPipelineContext | None:
@@ -78,7 +78,7 @@ def bundle_problems(
     from incidents.bundle_rules import bundle_problems as problems_of
 
     settings = cfg.verification
-    workdir = str(workdir_of(root, incident))
+    workdir = str(workdir_of(root, incident.workdir))
     found: list[str] = []
     stored = [
         (artifacts.INCIDENT, incident.python_files, incident.powershell_files, incident.verify)

@@ -95,9 +95,7 @@ class Watcher:
         def report(exc: BaseException) -> None:  # derivable: never stop the watcher for it
             self.log.event("mirror_error", level="warn", error=str(exc), fix="incidents reindex")
 
-        with mirror.best_effort(self.root, on_error=report) as conn:
-            if conn is not None:
-                mirror.catch_up(conn, self.root)
+        mirror.catch_up_root(self.root, report)
 
     def _sweep(self) -> None:
         for moved in store.sweep_staging(self.root, self.settings.staging_grace_s):
