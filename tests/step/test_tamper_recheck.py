@@ -128,6 +128,30 @@ def test_a_test_target_that_exits_zero_on_import_is_not_a_fix(
     assert {f.code for f in tamper_findings(root, incident_id)} == {"exit", "test-removed"}
 
 
+PATCH_THE_RUNNER = (
+    "p = pathlib.Path(sys.argv[-1])\n"
+    "p.write_text('import _pytest.python\\n\\n'\n"
+    "             'setattr(_pytest.python.Function, \"runtest\", lambda self: None)\\n\\n\\n'\n"
+    "             + p.read_text())"
+)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known hole (issue 14, open): a target that patches the test runner when it is "
+    "imported makes every test pass; no tamper rule and no sandbox catches it yet",
+)
+def test_a_target_that_patches_the_test_runner_is_not_a_fix(
+    root: Root, drive: Drive, ws: Path
+) -> None:
+    (ws / "test_calc.py").write_text(
+        "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+    )
+    incident_id = drive(PATCH_THE_RUNNER, TESTS, "calc.py", "def add(a, b):\n    return a - b\n")
+    assert "a - b" in (ws / "calc.py").read_text()  # not fixed: only the runner was patched
+    assert escalated(root, incident_id)
+
+
 def test_a_skipped_test_is_not_a_fix(root: Root, drive: Drive) -> None:
     incident_id = drive(SKIP_THE_TEST, TESTS, "test_calc.py", FAILING_TEST)
     assert escalated(root, incident_id)
