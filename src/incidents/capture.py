@@ -93,20 +93,30 @@ def build_parser(prog: str, for_run: bool = False) -> argparse.ArgumentParser:
     return p
 
 
+class CaptureConfig:
+    """What capture reads of incidents.toml: the root it names, the `[capture]` table
+    (checked against CAPTURE_KEYS), and `[verification]`'s `allow` and `workdirs`, the parts
+    of `bundle_rules` capture applies as the step service will again at pickup. (A plain
+    class: `dataclasses` pulls `inspect` onto the capture path.)"""
+
+    __slots__ = ("root", "table", "allow", "workdirs")
+
+    def __init__(
+        self, root: str | None, table: dict[str, Any], allow: list[str], workdirs: list[str]
+    ) -> None:
+        self.root, self.table, self.allow, self.workdirs = root, table, allow, workdirs
+
+
 def capture_settings(cli_config: str | None) -> tuple[str | None, dict[str, Any]]:
     """(the config's root, the `[capture]` table checked against CAPTURE_KEYS)."""
-    config_root, table, _ = read_settings(cli_config)
-    return config_root, table
+    cfg = read_settings(cli_config)
+    return cfg.root, cfg.table
 
 
-def read_settings(
-    cli_config: str | None,
-) -> tuple[str | None, dict[str, Any], tuple[list[str], list[str]]]:
-    """`capture_settings`, and `[verification]`'s `allow` and `workdirs`: the parts of
-    `bundle_rules` capture applies, as the step service will again at pickup."""
+def read_settings(cli_config: str | None) -> CaptureConfig:
     path = find_config(cli_config)
     if path is None:
-        return None, dict(DEFAULTS), ([], [])
+        return CaptureConfig(None, dict(DEFAULTS), [], [])
     raw = read_raw(path)
     table = read_table(path, raw, "capture", CAPTURE_KEYS)
     workdirs = read_str_list(path, raw, "verification", "workdirs")
@@ -114,7 +124,7 @@ def read_settings(
     if problem is not None:
         raise ConfigError(str(path), "verification.workdirs", problem)
     allow = read_str_list(path, raw, "verification", "allow")
-    return root_from_raw(path, raw), table, (allow, workdirs)
+    return CaptureConfig(root_from_raw(path, raw), table, allow, workdirs)
 
 
 # --- the capture itself -----------------------------------------------------------------
@@ -289,10 +299,8 @@ def _fold_into_open(
 # --- command lines ------------------------------------------------------------------------
 
 
-def _inputs_from_args(
-    args: argparse.Namespace, settings: dict[str, Any], rules: tuple[list[str], list[str]]
-) -> CaptureInput:
-    allow, workdirs = rules
+def _inputs_from_args(args: argparse.Namespace, cfg: CaptureConfig) -> CaptureInput:
+    settings, allow, workdirs = cfg.table, cfg.allow, cfg.workdirs
     workdir = Path(args.workdir or os.getcwd())
     if not workdir.is_dir():
         raise UsageError(f"--workdir {workdir}: not a directory")
@@ -330,14 +338,12 @@ def _validate_common(args: argparse.Namespace) -> None:
         raise UsageError("--message: must not be empty")
 
 
-def _root_for(
-    args: argparse.Namespace,
-) -> tuple[Root, dict[str, Any], tuple[list[str], list[str]]]:
-    config_root, settings, rules = read_settings(args.config)
-    root = resolve_root(args.root, config_root)
+def _root_for(args: argparse.Namespace) -> tuple[Root, CaptureConfig]:
+    cfg = read_settings(args.config)
+    root = resolve_root(args.root, cfg.root)
     if root.path.exists() and not root.path.is_dir():
         raise RootError(f"reports root {root.path} is not a directory")
-    return root, settings, rules
+    return root, cfg
 
 
 def _print_result(result: CaptureResult, as_json: bool) -> None:
@@ -350,9 +356,9 @@ def _print_result(result: CaptureResult, as_json: bool) -> None:
 def main_capture(argv: list[str], prog: str = "incidents capture") -> int:
     args = build_parser(prog).parse_args(argv)
     _validate_common(args)
-    root, settings, rules = _root_for(args)
-    inp = _inputs_from_args(args, settings, rules)
-    result = capture(root, inp, settings["max_message_chars"])
+    root, cfg = _root_for(args)
+    inp = _inputs_from_args(args, cfg)
+    result = capture(root, inp, cfg.table["max_message_chars"])
     _print_result(result, args.json)
     return 0
 
@@ -367,8 +373,9 @@ def main_run(argv: list[str], prog: str = "incidents run") -> int:
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError("--timeout: must be positive")
     _validate_common(args)
-    root, settings, rules = _root_for(args)
-    inp = _inputs_from_args(args, settings, rules)  # validate everything before the command runs
+    root, cfg = _root_for(args)
+    settings = cfg.table
+    inp = _inputs_from_args(args, cfg)  # validate everything before the command runs
     result = run_tee(command, timeout=args.timeout, tail_bytes=settings["log_tail_bytes"])
     status = result.exit_status
     if status == 0:
