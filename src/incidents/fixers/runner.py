@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from incidents import fsutil, proc
+from incidents.bundle_rules import target_problem
 from incidents.fixers import snapshot
 from incidents.fixers.settings import PLACEHOLDER_RE, TierSettings
 from incidents.models import AIAttempt
@@ -90,18 +91,14 @@ def render_argv(
 
 
 def check_targets(targets: list[str], workdir: Path) -> list[str]:
-    """Targets relative to the workdir, staying inside it; ValueError names the first bad one."""
+    """Targets relative to the workdir, staying inside it, by the rule capture and pickup
+    apply (`bundle_rules.target_problem`); ValueError names the first bad one."""
     base = os.path.realpath(workdir)
-    out: list[str] = []
     for target in targets:
-        norm = os.path.normpath(target)
-        if os.path.isabs(target) or norm.startswith(".."):
-            raise ValueError(f"target {target!r} is not a path inside the workdir")
-        real = os.path.realpath(os.path.join(base, norm))
-        if os.path.commonpath([base, real]) != base or real == base:
-            raise ValueError(f"target {target!r} resolves outside the workdir")
-        out.append(norm)
-    return out
+        problem = target_problem(target, base)
+        if problem is not None:
+            raise ValueError(f"target {target!r}: {problem}")
+    return [os.path.normpath(t) for t in targets]
 
 
 def _tail(data: bytes) -> str:

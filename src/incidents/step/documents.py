@@ -43,10 +43,7 @@ def load_incident(root: Root, folder: Path) -> Incident:
         return read_incident(folder)
     except (InvalidDocument, OSError) as exc:
         reason = exc.reason if isinstance(exc, InvalidDocument) else str(exc)
-        target = store.reject(root, folder, f"{artifacts.INCIDENT}: {reason}")
-        raise InvalidDocument(
-            str(folder / artifacts.INCIDENT), f"{reason} (moved to {target})"
-        ) from exc
+        _reject(root, folder, reason, exc, artifacts.INCIDENT)
 
 
 def workdir_of(root: Root, workdir: str | None) -> Path:
@@ -116,9 +113,14 @@ def load_bundle(
     return incident, ctx
 
 
-def _reject(root: Root, folder: Path, reason: str, cause: Exception | None = None) -> NoReturn:
-    target = store.reject(root, folder, reason)
-    raise InvalidDocument(str(folder), f"{reason} (moved to {target})") from cause
+def _reject(
+    root: Root, folder: Path, reason: str, cause: Exception | None = None, name: str = ""
+) -> NoReturn:
+    """Set the bundle aside with `reason` (about its file `name`, when one is at fault)
+    and raise InvalidDocument saying where it went."""
+    target = store.reject(root, folder, f"{name}: {reason}" if name else reason)
+    where = folder / name if name else folder
+    raise InvalidDocument(str(where), f"{reason} (moved to {target})") from cause
 
 
 def new_context(incident: Incident, cfg: Config, budget_used: int) -> ErrorPipelineContext:
