@@ -39,6 +39,9 @@ class CaptureSettings(Section):
     audit_tail_lines: int = _capture("audit_tail_lines", "how many lines of --audit-file are kept")
     dedupe: bool = _capture("dedupe", "fold repeats of an open incident into it")
     max_message_chars: int = _capture("max_message_chars", "the message is cut to this length")
+    reproduce: bool = _capture(
+        "reproduce", "`incidents run`: the failed command becomes a verification command"
+    )
 
 
 class PolicySettings(Section):

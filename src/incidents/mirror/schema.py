@@ -40,6 +40,7 @@ EVENT_TYPES = frozenset(
         "requeued",
         "rejected",
         "no_progress",
+        "flaky",
         "lease_lost",
         "poisoned",
         "legacy_task",

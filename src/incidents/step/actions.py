@@ -11,16 +11,35 @@ from incidents import artifacts, attempts, fsutil, leases, mirror, planner, proc
 from incidents.classify import code_of_findings
 from incidents.decisions import read_guidance
 from incidents.errors import IncidentsError
-from incidents.fsm import TIER_NUMBER, TIERS, NextAction, decide_next_action, report_label
+from incidents.fsm import (
+    TIER_NUMBER,
+    TIERS,
+    NextAction,
+    decide_next_action,
+    preexisting,
+    report_label,
+)
 from incidents.models import AIAttempt, ErrorPipelineContext, ErrorReport, Finding, Incident
 from incidents.models.pipeline import Action, Agent, State
 from incidents.step import quarantine
 from incidents.step.base import TickBase
-from incidents.vocab import Category, ErrorCode
+from incidents.vocab import Category, ErrorCode, Outcome
 
 # derived from the machine's own tier table, so the two can never disagree
 AGENT_OF: dict[Action, Agent] = {t.call: t.agent for t in TIERS}
 LOG_MAX_BYTES = 17 << 20  # capture keeps at most 16 MiB of a log ([capture] log_tail_bytes)
+
+
+def preexisting_lines(ctx: ErrorPipelineContext) -> list[str]:
+    """The findings of the last report that did not block a success because they were
+    "pre-existing, not the incident's" (fsm.preexisting), one line each, for reviewers."""
+    report = ctx.last_error_report
+    if report is None or ctx.current_state is not State.S_SUCCESS:
+        return []
+    return [
+        f"{f.tool} {f.code or '-'} {f.path}" + (f":{f.line}" if f.line else "") + f": {f.message}"
+        for f in preexisting(ctx, report)
+    ]
 
 
 class Actions(TickBase):
@@ -51,8 +70,14 @@ class Actions(TickBase):
     def check(
         self, incident: Incident, ctx: ErrorPipelineContext, state: State, now: datetime
     ) -> None:
+        from incidents.digests import combined, target_digests
+
         label = report_label(state, ctx.report_labels)
         path = self.artifact(artifacts.report_name(label))
+        # the targets as this check judges them (a redo after a crash finds them unchanged:
+        # no fix runs between a check and its commit)
+        targets = ctx.target_files
+        digest = combined(target_digests(str(self.workdir(incident)), targets), targets)
         if path.exists():  # the check ran before a crash: its report is the result
             report = ErrorReport.model_validate(fsutil.read_json_object(path))
         else:
@@ -63,7 +88,9 @@ class Actions(TickBase):
             fsutil.atomic_write_bytes(path, fsutil.dump_model(report), sync_dir=False)
             self.runs_unsynced = True
         self.check_started()
-        ctx.record_check(report, now)
+        if state is State.S0_BASELINE_CHECK:
+            ctx.record_baseline(report)
+        ctx.record_check(report, now, digest)
         self.report_label = path.name
         self.events.append(
             ("error_report_generated", {"label": label, **report.summary.model_dump(mode="json")})
@@ -161,6 +188,8 @@ class Actions(TickBase):
             Action.QUARANTINE: "escalated",
             Action.FINALIZE_INFRA_ERROR: "escalated",
         }.get(peek.action, "continue")
+        if peek.outcome is not None and peek.outcome is not Outcome.FIXED:
+            result = str(peek.outcome)  # passing is not this fix's doing: no credit
         applied = [a.agent for a in ctx.ai_attempts[-1:]] if ctx.current_agent != "none" else []
         verdict = Attempt.model_validate(
             {
