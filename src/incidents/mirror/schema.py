@@ -156,4 +156,11 @@ MIGRATIONS: tuple[str, ...] = (
         value TEXT NOT NULL
     );
     """,
+    # issue 14: how an incident closed (state.json `outcome`: fixed, not_reproduced, ...),
+    # counted per signature by `flaky_counts`; read from the stored context, so `reindex`
+    # derives it from the folders like the rest of `workstreams`
+    """
+    CREATE INDEX workstreams_outcome
+        ON workstreams (json_extract(metadata_json, '$.error_pipeline.outcome'));
+    """,
 )
