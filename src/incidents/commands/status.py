@@ -173,10 +173,9 @@ def show_one(session: Session, incident_id: str, as_json: bool) -> int:
 
 
 def _flaky_count(root: Root, signature: str) -> int:
-    """Incidents of `signature` closed as not reproduced (the mirror's count; 0 without it)."""
-    if not root.db_path.exists():
-        return 0
-    conn = mirror.connect(root.db_path)
+    """Incidents of `signature` closed as not reproduced (the mirror's count, the mirror
+    rebuilt from the folders when it is missing)."""
+    conn = open_mirror(root)
     try:
         return mirror.flaky_counts(conn, [signature]).get(signature, 0)
     finally:
