@@ -62,6 +62,14 @@ class PolicySettings(Section):
     )
     escalation_window_s: float = Field(default=3600.0, gt=0)
     lease_ttl_s: float = Field(default=600.0, gt=0, description="how long a worker's lease lasts")
+    confirm_runs: int = Field(
+        default=1,
+        ge=1,
+        le=20,
+        description="runs a clean check of a test failure (tests or verification commands) "
+        "needs before success, the findings cache bypassed; a finding seen in one run and "
+        "not another is a hard `flaky` finding",
+    )
     allow_suppressions: list[str] = Field(
         default_factory=list,
         description="kinds of suppression a fix may add on purpose (README: suppression kinds); "

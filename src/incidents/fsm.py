@@ -64,6 +64,7 @@ __all__ = [
     "State",
     "Tier",
     "backoff_delay",
+    "blocking",
     "decide_next_action",
     "is_actionable",
     "is_terminal",
@@ -249,6 +250,11 @@ _CHECK_GUARDS: dict[State, Callable[[ErrorPipelineContext, ErrorReport], NextAct
 # -- guards -------------------------------------------------------------------------------
 
 
+def blocking(ctx: ErrorPipelineContext, report: ErrorReport) -> bool:
+    """Whether `report` keeps the incident from success (`_blocking`)."""
+    return _blocking(ctx, report)
+
+
 def _blocking(ctx: ErrorPipelineContext, report: ErrorReport) -> bool:
     """Seed 001: hard failures block; with strict_mode any finding blocks. Issue 14: a hard
     finding that was in the first baseline report, in a file the incident is not about,
@@ -275,6 +281,7 @@ def preexisting(ctx: ErrorPipelineContext, report: ErrorReport) -> list[Finding]
         if f.hard
         and f.path not in own
         and f.category not in (Category.VERIFICATION, Category.TAMPER)
+        and f.code != "flaky"  # a confirmation run saw it come and go: never excused
         and baseline_key(f) in before
     ]
 

@@ -341,3 +341,83 @@ def test_a_command_run_outside_the_workdir_is_not_made_its_verification(
     assert "verification runs in the workdir" in r.err, r.err
     [folder] = [p for p in root.inbox.iterdir() if not p.name.startswith(".")]
     assert json.loads((folder / "incident.json").read_text())["verify"] == []
+
+
+# -- [policy] confirm_runs ----------------------------------------------------------------
+
+FLAKY_TEST = (
+    "import pathlib\n\nfrom calc import add\n\n\ndef test_add() -> None:\n"
+    "    c = pathlib.Path({counter!r})\n"
+    "    n = int(c.read_text()) if c.exists() else 0\n"
+    "    c.write_text(str(n + 1))\n"
+    "    assert add(1, 2) == 3 and n % 2 == 0  # passes on odd runs, fails on even ones\n"
+)
+
+
+@pytest.fixture
+def flaky_ws(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "calc.py").write_text(GOOD)
+    (ws / "test_calc.py").write_text(FLAKY_TEST.format(counter=str(tmp_path / "counter")))
+    return ws
+
+
+def test_with_confirm_runs_a_flaky_test_is_reported_as_flaky_not_success(
+    cli: Cli, root: Root, flaky_ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The named test passes on its first run at the baseline and fails on the second: with
+    confirm_runs = 3 that is a hard `flaky` finding, and the incident is escalated with the
+    reason saying so, not closed."""
+    use_config(tmp_path, monkeypatch, ALL_TOOLS + TIERS_OFF + "[policy]\nconfirm_runs = 3\n")
+    incident_id = capture(
+        cli, step="test", ws=flaky_ws, target="calc.py", message="FAILED test_calc.py::test_add"
+    )
+    r = cli("drive", incident_id)
+    assert r.code == 0, r.err
+    assert (root.bucket("escalated") / incident_id).is_dir(), r.out
+    report = ctx_of(root, incident_id).last_error_report
+    assert report is not None
+    [flaky] = [f for f in report.issues if f.code == "flaky"]
+    assert flaky.hard and flaky.path == "test_calc.py"
+    assert flaky.message.startswith("flaky: passed in run 1, failed in run 2 of 3")
+    assert [run.tool for run in report.tool_runs].count("pytest") == 2  # stopped at the 2nd
+    reason = json.loads((root.runs_dir(incident_id) / "run_result.json").read_text())["reason"]
+    assert "flaky with [policy] confirm_runs" in reason, reason
+
+
+def test_without_confirm_runs_the_same_flaky_test_is_not_reproduced(
+    cli: Cli, root: Root, flaky_ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_config(tmp_path, monkeypatch, ALL_TOOLS + TIERS_OFF)
+    incident_id = capture(
+        cli, step="test", ws=flaky_ws, target="calc.py", message="FAILED test_calc.py::test_add"
+    )
+    assert cli("drive", incident_id).code == 0
+    assert run_result(root, incident_id)["outcome"] == "not_reproduced"
+
+
+def test_confirm_runs_of_a_real_fix_all_pass_and_it_is_fixed(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path
+) -> None:
+    """The positive control: a steady test after a real fix passes all three runs (the
+    findings cache bypassed: pytest really ran three times) and the incident is fixed."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "calc.py").write_text("def add(a: int, b: int) -> int:\n    return a - b\n")
+    (ws / "test_calc.py").write_text(TEST_CALC)
+    stand_in(
+        bin_dir, "aider",
+        "p = pathlib.Path('calc.py'); p.write_text(p.read_text().replace('a - b', 'a + b'))",
+    )  # fmt: skip
+    use_config(tmp_path, monkeypatch, ALL_TOOLS + AIDER_ONLY + "[policy]\nconfirm_runs = 3\n")
+    incident_id = capture(
+        cli, step="test", ws=ws, target="calc.py", message="FAILED test_calc.py::test_add"
+    )
+    r = cli("drive", incident_id)
+    assert r.code == 0, r.err
+    assert run_result(root, incident_id)["outcome"] == "fixed"
+    report = ctx_of(root, incident_id).last_error_report
+    assert report is not None and report.issues == []
+    pytest_runs = [run for run in report.tool_runs if run.tool == "pytest"]
+    assert len(pytest_runs) == 3 and not any(run.cached for run in pytest_runs[1:])

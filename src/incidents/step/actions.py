@@ -19,7 +19,15 @@ from incidents.fsm import (
     preexisting,
     report_label,
 )
-from incidents.models import AIAttempt, ErrorPipelineContext, ErrorReport, Finding, Incident
+from incidents.models import (
+    AIAttempt,
+    ErrorPipelineContext,
+    ErrorReport,
+    Finding,
+    Incident,
+    InfraFailure,
+    ToolRun,
+)
 from incidents.models.pipeline import Action, Agent, State
 from incidents.step import quarantine
 from incidents.step.base import TickBase
@@ -103,7 +111,6 @@ class Actions(TickBase):
     ) -> ErrorReport:
         from incidents.checks import tamper_files
         from incidents.checks.engine import run_error_pipeline, summarize
-        from incidents.models import InfraFailure
         from incidents.verify import run_verification
 
         workdir = self.workdir(incident)
@@ -150,7 +157,7 @@ class Actions(TickBase):
                 )
                 for refusal in result.refusals
             ]  # fmt: skip
-        return report.model_copy(
+        report = report.model_copy(
             update={
                 "label": label,
                 "issues": issues,
@@ -159,6 +166,46 @@ class Actions(TickBase):
                 "infra_failures": infra,
             }
         )
+        return self.confirm(incident, ctx, report, named, baseline=baseline)
+
+    def confirm(
+        self, incident: Incident, ctx: ErrorPipelineContext, report: ErrorReport,
+        named: list[str], *, baseline: bool,
+    ) -> ErrorReport:  # fmt: skip
+        """`[policy] confirm_runs`: a clean check of a test failure runs again, the
+        findings cache bypassed (incidents.step.confirm)."""
+        from incidents.checks.engine import run_error_pipeline, summarize
+        from incidents.step import confirm as confirming
+        from incidents.verify import run_verification
+
+        runs = self.cfg.policy.confirm_runs
+        if not confirming.needs_confirmation(ctx, report, baseline=baseline, runs=runs):
+            return report
+        workdir = self.workdir(incident)
+        settings = self.cfg.checks.model_copy(update={"cache": False})
+
+        def one_pass() -> confirming.Pass:
+            found: list[Finding] = []
+            ran: list[ToolRun] = []
+            failed: list[InfraFailure] = []
+            if ctx.target_files:
+                again = run_error_pipeline(
+                    ctx.python_files, ctx.powershell_files, ctx,
+                    settings=settings, cwd=workdir, named_tests=named,
+                )  # fmt: skip
+                found += again.issues
+                ran += again.tool_runs
+                failed += again.infra_failures
+            if ctx.verification_commands:
+                result = run_verification(
+                    ctx.verification_commands, workdir, self.cfg.verification, None
+                )
+                found += result.findings
+                ran += result.tool_runs
+                failed += result.infra_failures
+            return found, ran, failed
+
+        return confirming.confirm(report, runs, one_pass, summarize)
 
     def named_tests(self, incident: Incident) -> tuple[list[str], str | None]:
         """The test ids the failure names (its message and log_tail.txt): the check must see
@@ -303,6 +350,10 @@ class Actions(TickBase):
         if na.action is Action.FINALIZE_INFRA_ERROR and report and report.infra_failures:
             details = "; ".join(f"{f.tool}: {f.reason}" for f in report.infra_failures[:5])
             reason += f" ({details})"
+        flaky = [f for f in report.issues if f.code == "flaky"] if report else []
+        if flaky:  # it passes sometimes: a person must know it is not a steady failure
+            shown = "; ".join(f"{f.path}: {f.message}" for f in flaky[:3])
+            reason += f" (flaky with [policy] confirm_runs: {shown})"
         tampered = [f for f in report.issues if f.category is Category.TAMPER] if report else []
         if tampered:  # what a reviewer must know first: a fix was faked, not just missed
             shown = "; ".join(
