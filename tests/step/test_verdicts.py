@@ -421,3 +421,27 @@ def test_confirm_runs_of_a_real_fix_all_pass_and_it_is_fixed(
     assert report is not None and report.issues == []
     pytest_runs = [run for run in report.tool_runs if run.tool == "pytest"]
     assert len(pytest_runs) == 3 and not any(run.cached for run in pytest_runs[1:])
+
+
+def test_a_transient_test_failure_is_re_run_not_replayed_from_the_cache(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(b) with a test: the named test fails at the baseline (a blip) and passes when the
+    transient retry runs it again. The retry must run pytest, not replay the cached
+    failure of unchanged inputs; then it is not reproduced, and nobody is paged."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "calc.py").write_text(GOOD)
+    blip = FLAKY_TEST.format(counter=str(tmp_path / "counter")).replace("n % 2 == 0", "n >= 1")
+    (ws / "test_calc.py").write_text(blip)
+    use_config(tmp_path, monkeypatch, ALL_TOOLS + TIERS_OFF + NO_WAIT)
+    incident_id = capture(
+        cli, "--failure-class", "transient",
+        step="test", ws=ws, target="calc.py", message="FAILED test_calc.py::test_add",
+    )  # fmt: skip
+    r = cli("drive", incident_id)
+    assert r.code == 0, r.err
+    assert "WAIT_RETRY" in r.out, r.out
+    result = run_result(root, incident_id)
+    assert result["final_status"] == "resolved" and result["outcome"] == "not_reproduced"
+    assert "escalation" not in events(root)

@@ -127,9 +127,12 @@ class Actions(TickBase):
                     self.cfg.policy.allow_suppressions,
                 )  # fmt: skip
             self.check_started()
+            settings = self.cfg.checks
+            if baseline and ctx.transient_retries:  # a retry must run, not replay a failure
+                settings = settings.model_copy(update={"cache": False})
             report = run_error_pipeline(
                 ctx.python_files, ctx.powershell_files, ctx,
-                settings=self.cfg.checks, cwd=workdir, named_tests=named,
+                settings=settings, cwd=workdir, named_tests=named,
             )  # fmt: skip
         else:
             report = ErrorReport(
