@@ -21,10 +21,12 @@ Protocol (the step service follows it exactly; one tick = at most one step):
    after a journaled action, otherwise before the next one, when the pickup ends, or
    by the close: a power cut can only take back steps that redo identically.
 
-   PLAN -> record_plan · RUN_PIPELINE -> record_check (clears not_before) ·
+   PLAN -> record_plan · RUN_PIPELINE -> record_baseline (the first baseline check only)
+   then record_check with the targets' digest (clears not_before) ·
    WAIT_RETRY -> schedule_retry(na.not_before) (always set) · MECHANICAL_AUTOFIX -> record_autofix ·
    CALL_* -> enter_tier + record_ai_attempt · AWAIT_HANDOFF -> begin_handoff ·
-   QUARANTINE / FINALIZE_* -> record_final(status, reason=na.reason, kind=na.escalation) ·
+   QUARANTINE / FINALIZE_* -> record_final(status, reason=na.reason, kind=na.escalation,
+   outcome=na.outcome) ·
    any fixer that crashes, times out or cannot start -> record_fixer_failure (still
    complete the step: the next decision is S_ERROR_INFRA).
    A handoff is submitted from outside (CLI) with `ctx.submit_handoff(attempt)`.
