@@ -90,6 +90,8 @@ def test_a_pre_existing_failure_elsewhere_does_not_block_the_fix(
     assert "pre-existing, not the incident's: pytest" in result["reason"]
     [line] = result["preexisting"]
     assert line.startswith("pytest test-failure test_other.py:4: test_other::test_version"), line
+    attempt = json.loads((root.runs_dir(incident_id) / "attempt_01.json").read_text())
+    assert attempt["result"] == "resolved" and attempt["preexisting"] == [line]
 
 
 def test_with_strict_mode_a_pre_existing_failure_still_blocks(

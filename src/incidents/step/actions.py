@@ -44,9 +44,13 @@ def preexisting_lines(ctx: ErrorPipelineContext) -> list[str]:
     report = ctx.last_error_report
     if report is None or ctx.current_state is not State.S_SUCCESS:
         return []
+    return _lines(preexisting(ctx, report))
+
+
+def _lines(findings: list[Finding]) -> list[str]:
     return [
         f"{f.tool} {f.code or '-'} {f.path}" + (f":{f.line}" if f.line else "") + f": {f.message}"
-        for f in preexisting(ctx, report)
+        for f in findings
     ]
 
 
@@ -256,6 +260,12 @@ class Actions(TickBase):
                 "state": ctx.pending.new_state.value if ctx.pending else ctx.current_state.value,
                 "report": artifacts.report_name(report.label),
                 "total_issues": report.summary.total_issues,
+                # what did not block this verdict, for a reviewer (fsm.preexisting)
+                **(
+                    {"preexisting": _lines(excused)}
+                    if (excused := preexisting(ctx, report))
+                    else {}
+                ),
             }
         )
         merged = attempts.merge_skill_attempt(path, verdict)
