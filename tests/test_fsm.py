@@ -697,3 +697,13 @@ def test_a_baseline_that_passes_never_claims_a_fix(
     na = decide(ctx)
     assert na.new_state is State.S_SUCCESS and na.outcome is outcome
     assert na.reason.startswith("not reproduced (flaky)") == (outcome is Outcome.NOT_REPRODUCED)
+
+
+def test_a_baseline_with_an_infrastructure_failure_is_not_the_baseline() -> None:
+    ctx = make_ctx(current_state=State.S0_BASELINE_CHECK)
+    ctx.record_baseline(make_report(hard("x"), infra=True))
+    assert ctx.baseline_keys is None and ctx.own_files is None
+    ctx.record_baseline(make_report([elsewhere("old")]))
+    assert ctx.own_files == ["a.py"] and ctx.baseline_keys == [("b.py", "old", "problem old")]
+    ctx.record_baseline(make_report([]))  # the first complete one stands
+    assert ctx.baseline_keys == [("b.py", "old", "problem old")]

@@ -287,8 +287,10 @@ class ErrorPipelineContext(Document):
 
     def record_baseline(self, report: ErrorReport) -> None:
         """The first baseline check's report: what the incident's own failure is. Kept
-        across transient retries and a requeue (the first one stands)."""
-        if self.baseline_keys is not None:
+        across transient retries and a requeue (the first one stands). A report with an
+        infrastructure failure is not a baseline: what it could not check would later look
+        pre-existing or new at random; the next complete baseline (after a requeue) is."""
+        if self.baseline_keys is not None or report.infra_failures:
             return
         self.own_files = own_files(self.target_files, report)
         self.baseline_keys = sorted({baseline_key(f) for f in report.issues})
