@@ -23,7 +23,7 @@ from incidents.fsm import (
 )
 from incidents.models.pipeline import AIAttempt, ErrorPipelineContext
 from incidents.models.report import ErrorReport, Finding, InfraFailure, ReportSummary
-from incidents.vocab import HARD_CATEGORIES, Category, FailureClass, Severity
+from incidents.vocab import HARD_CATEGORIES, Category, FailureClass, Outcome, Severity
 
 T0 = datetime(2026, 2, 17, 3, 0, tzinfo=UTC)
 STYLE_CATEGORIES = {Category.FORMAT, Category.LINT, Category.IMPORT}
@@ -607,3 +607,103 @@ def test_deciding_changes_nothing_and_begin_step_does_not_change_the_decision() 
     assert ctx.model_dump_json() == before
     ctx.begin_step(na.action, na.new_state, T0)
     assert decide(ErrorPipelineContext.model_validate_json(ctx.model_dump_json())) == na
+
+
+# -- issue 14: the incident's own failure, pre-existing findings, flaky is not fixed -------
+
+
+def elsewhere(name: str, path: str = "b.py") -> Finding:
+    return finding(name, "type").model_copy(update={"path": path})
+
+
+def with_baseline(
+    state: State, baseline: list[Finding], last: list[Finding], **fields: Any
+) -> ErrorPipelineContext:
+    """In `state` after a first baseline that found `baseline`, the last check `last`."""
+    ctx = make_ctx(current_state=state, **fields)
+    first = make_report(baseline)
+    ctx.record_baseline(first)
+    ctx.record_check(first, T0, "d1")
+    ctx.record_check(make_report(last), T0, "d2")
+    return ctx
+
+
+def test_a_pre_existing_finding_in_a_file_the_incident_is_not_about_does_not_block() -> None:
+    old = elsewhere("old")
+    moved = old.model_copy(update={"line": 40, "message": "problem old"})  # lines move
+    na = decide(with_baseline(State.S1_AIDER_RECHECK, [*hard("own"), old], [moved]))
+    assert na.new_state is State.S_SUCCESS
+    assert "pre-existing, not the incident's: mypy old in b.py" in na.reason
+
+
+def test_the_incidents_own_finding_still_there_blocks() -> None:
+    ctx = with_baseline(State.S1_AIDER_RECHECK, hard("own"), hard("own"))
+    assert decide(ctx).new_state is State.S4_QUARANTINE
+
+
+def test_a_new_hard_finding_anywhere_blocks() -> None:
+    ctx = with_baseline(State.S1_AIDER_RECHECK, hard("own"), [elsewhere("new")])
+    assert decide(ctx).new_state is State.S4_QUARANTINE
+
+
+def test_with_strict_mode_a_pre_existing_finding_blocks() -> None:
+    ctx = with_baseline(
+        State.S1_AIDER_RECHECK, [*hard("own"), elsewhere("old")], [elsewhere("old")],
+        strict_mode=True,
+    )  # fmt: skip
+    assert decide(ctx).new_state is State.S4_QUARANTINE
+
+
+def test_an_older_state_without_a_baseline_blocks_on_every_hard_finding() -> None:
+    ctx = after_fix(State.S1_AIDER_RECHECK, hard("own"), [elsewhere("old")])
+    assert ctx.baseline_keys is None and decide(ctx).new_state is State.S4_QUARANTINE
+
+
+def test_a_verification_or_flaky_finding_is_never_excused() -> None:
+    verify = Finding(
+        tool="verify", path="python check.py", code="exit-1", category=Category.VERIFICATION,
+        severity=Severity.ERROR, message="exited 1", hard=True,
+    )  # fmt: skip
+    flaky = elsewhere("x").model_copy(update={"code": "flaky"})
+    for left in (verify, flaky):
+        ctx = with_baseline(State.S1_AIDER_RECHECK, [*hard("own"), left], [left])
+        assert decide(ctx).new_state is State.S4_QUARANTINE, left
+
+
+def test_a_recheck_that_passes_with_the_targets_unchanged_is_not_reproduced() -> None:
+    ctx = make_ctx(current_state=State.S1_AIDER_RECHECK, current_agent="aider")
+    ctx.record_check(make_report(hard()), T0, "same")
+    ctx.record_check(make_report([]), T0, "same")
+    na = decide(ctx)
+    assert na.new_state is State.S_SUCCESS and na.outcome is Outcome.NOT_REPRODUCED
+    assert "aider changed no target file" in na.reason
+    ctx.check_digests = ["before", "after"]
+    assert decide(ctx).outcome is Outcome.FIXED
+
+
+@pytest.mark.parametrize(
+    ("capture", "now", "outcome"),
+    [
+        ("d", "d", Outcome.NOT_REPRODUCED),
+        (None, "d", Outcome.NOT_REPRODUCED),  # an older bundle: still no fix claimed
+        ("d", "e", Outcome.CHANGED_BEFORE_CHECK),
+    ],
+)
+def test_a_baseline_that_passes_never_claims_a_fix(
+    capture: str | None, now: str, outcome: Outcome
+) -> None:
+    ctx = make_ctx(current_state=State.S0_BASELINE_CHECK, capture_digest=capture)
+    ctx.record_check(make_report([]), T0, now)
+    na = decide(ctx)
+    assert na.new_state is State.S_SUCCESS and na.outcome is outcome
+    assert na.reason.startswith("not reproduced (flaky)") == (outcome is Outcome.NOT_REPRODUCED)
+
+
+def test_a_baseline_with_an_infrastructure_failure_is_not_the_baseline() -> None:
+    ctx = make_ctx(current_state=State.S0_BASELINE_CHECK)
+    ctx.record_baseline(make_report(hard("x"), infra=True))
+    assert ctx.baseline_keys is None and ctx.own_files is None
+    ctx.record_baseline(make_report([elsewhere("old")]))
+    assert ctx.own_files == ["a.py"] and ctx.baseline_keys == [("b.py", "old", "problem old")]
+    ctx.record_baseline(make_report([]))  # the first complete one stands
+    assert ctx.baseline_keys == [("b.py", "old", "problem old")]

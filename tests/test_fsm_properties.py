@@ -15,15 +15,17 @@ from incidents.fsm import (
     EscalationKind,
     NextAction,
     State,
+    blocking,
     decide_next_action,
     is_actionable,
     is_terminal,
     max_steps,
+    preexisting,
     report_label,
 )
 from incidents.models.pipeline import AIAttempt, ErrorPipelineContext
 from incidents.models.report import Finding
-from incidents.vocab import FailureClass, FinalStatus
+from incidents.vocab import FailureClass, FinalStatus, Outcome
 from tests.test_fsm import T0, finding, make_report
 
 S = State
@@ -94,12 +96,20 @@ def check_result(ctx: ErrorPipelineContext, data: Any) -> list[Finding]:
     if kind in {"same", "fewer"} and last:
         return last[1:] if kind == "fewer" else last
     if kind == "clean":
-        return []
+        return [
+            finding(n, "test").model_copy(update={"path": "test_other.py"})
+            for n in sorted(data.draw(st.sets(st.sampled_from("pq"))))
+        ]
     style = [finding(n, "format") for n in sorted(data.draw(st.sets(st.sampled_from("xy"))))]
     if kind == "style":
         return style or [finding("x", "format")]
     hard = data.draw(st.sets(st.sampled_from("abc"), min_size=1))
-    return [finding(n, "type") for n in sorted(hard)] + style
+    # a failure in a file the incident is not about: pre-existing if the baseline had it
+    elsewhere = [
+        finding(n, "test").model_copy(update={"path": "test_other.py"})
+        for n in sorted(data.draw(st.sets(st.sampled_from("pq"))))
+    ]
+    return [finding(n, "type") for n in sorted(hard)] + style + elsewhere
 
 
 def perform(ctx: ErrorPipelineContext, na: NextAction, data: Any, now: datetime) -> None:
@@ -110,7 +120,12 @@ def perform(ctx: ErrorPipelineContext, na: NextAction, data: Any, now: datetime)
     elif action is Action.RUN_PIPELINE:
         infra = data.draw(st.integers(0, 24)) == 13  # rare (hypothesis favours the bounds)
         label = report_label(na.new_state, ctx.report_labels)
-        ctx.record_check(make_report(check_result(ctx, data), infra=infra, label=label), now)
+        report = make_report(check_result(ctx, data), infra=infra, label=label)
+        if na.new_state is S.S0_BASELINE_CHECK and data.draw(st.booleans()):
+            ctx.record_baseline(report)  # an older state has none: both must hold
+        # the targets as the check saw them: a fix may have changed them or not
+        digest = data.draw(st.sampled_from(["d1", "d2"]))
+        ctx.record_check(report, now, digest)
     elif action is Action.WAIT_RETRY:
         assert na.not_before is not None  # a WAIT_RETRY always says until when
         ctx.schedule_retry(na.not_before)
@@ -123,7 +138,7 @@ def perform(ctx: ErrorPipelineContext, na: NextAction, data: Any, now: datetime)
         tier = AGENT_OF[na.new_state]
         ctx.begin_handoff(tier.agent, tier.attempt_number)
     elif action in FINAL:
-        ctx.record_final(FINAL[action], reason=na.reason, kind=na.escalation)
+        ctx.record_final(FINAL[action], reason=na.reason, kind=na.escalation, outcome=na.outcome)
     else:
         tier = next(t for t in TIERS if t.call is action)
         ctx.enter_tier(tier.agent, tier.attempt_number)
@@ -345,3 +360,33 @@ def test_a_fall_in_total_issues_is_progress(
     repeats = na.new_state is tier.fix
     assert repeats == (len(extra) > 0 and limit > 1), (before, after, na)
     assert ctx.same_error_repeats == (0 if extra else 1)
+
+
+@PROPS
+@given(contexts, st.data())
+def test_issue_14_no_fix_is_claimed_without_a_change_nor_with_an_own_failure_left(
+    ctx: ErrorPipelineContext, data: Any
+) -> None:
+    """A success is `fixed` only after a fix whose recheck saw other targets than the check
+    before it; its last report has no blocking finding (fsm.blocking), and every hard
+    finding left is excused as pre-existing: in the first baseline and in no own file."""
+    ctx.capture_digest = data.draw(st.sampled_from([None, "d1"]))
+    steps = drive(ctx, data)
+    last = steps[-1]
+    after = last.after
+    if after.final_status is not FinalStatus.SUCCESS:
+        assert after.outcome is Outcome.ESCALATED
+        return
+    report = after.last_error_report
+    assert report is not None and not blocking(after, report)
+    excused = preexisting(after, report)
+    for f in report.issues:
+        if f.hard and not after.strict_mode:
+            assert f in excused
+            assert after.own_files is not None and f.path not in after.own_files
+    digests = after.check_digests
+    if after.outcome is Outcome.FIXED:
+        assert last.before.current_state is not S.S0_BASELINE_CHECK
+        assert not (len(digests) >= 2 and digests[-1] == digests[-2])
+    if last.before.current_state is S.S0_BASELINE_CHECK:
+        assert after.outcome in {Outcome.NOT_REPRODUCED, Outcome.CHANGED_BEFORE_CHECK}

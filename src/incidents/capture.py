@@ -45,6 +45,7 @@ CAPTURE_KEYS: dict[str, tuple[Any, int | None, int | None]] = {
     "audit_tail_lines": (200, 1, 100_000),
     "dedupe": (True, None, None),
     "max_message_chars": (2000, 80, 100_000),
+    "reproduce": (False, None, None),
 }
 DEFAULTS: dict[str, Any] = {key: spec[0] for key, spec in CAPTURE_KEYS.items()}
 MAX_OCCURRENCE_LOG = 256 * 1024  # log_tail.txt of a deduped incident stays under this
@@ -89,6 +90,13 @@ def build_parser(prog: str, for_run: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the incident document")
     if for_run:
         p.add_argument("--timeout", type=float, help="seconds before the command is killed")
+        p.add_argument(
+            "--reproduce",
+            action="store_true",
+            help="when it fails, the command also becomes a verification command of the "
+            "incident (if [verification] allows it; else captured without, and said why); "
+            "default: [capture] reproduce",
+        )
         p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
     return p
 
@@ -175,6 +183,7 @@ def _period(context: dict[str, Any], now_year: int, now_month: int) -> tuple[int
 
 def capture(root: Root, inp: CaptureInput, max_message_chars: int = 2000) -> CaptureResult:
     from incidents.classify import classify
+    from incidents.digests import target_digests
     from incidents.redact import redact, redact_json
     from incidents.signature import make_signature, signature_key
 
@@ -210,6 +219,11 @@ def capture(root: Root, inp: CaptureInput, max_message_chars: int = 2000) -> Cap
         "powershell_files": inp.powershell_files,
         "verify": [redact(c) for c in inp.verify],
         "workdir": inp.workdir,
+        "target_digests": (
+            target_digests(inp.workdir, [*inp.python_files, *inp.powershell_files])
+            if inp.workdir
+            else {}
+        ),
     }
     context = redact_json(
         {
@@ -376,10 +390,19 @@ def main_run(argv: list[str], prog: str = "incidents run") -> int:
     root, cfg = _root_for(args)
     settings = cfg.table
     inp = _inputs_from_args(args, cfg)  # validate everything before the command runs
+    reproduce = args.reproduce or settings["reproduce"]
+    refused = reproduce_problem(command, cfg, inp.workdir) if reproduce else None
     result = run_tee(command, timeout=args.timeout, tail_bytes=settings["log_tail_bytes"])
     status = result.exit_status
     if status == 0:
         return 0
+    if reproduce and refused is None:
+        inp.verify = list(dict.fromkeys([*inp.verify, shlex.join(command)]))
+    elif refused is not None:  # the capture is never lost for it: recorded, not re-run
+        sys.stderr.write(
+            f"incidents: --reproduce: {shlex.join(command)[:300]!r} is not a verification "
+            f"command of the incident: {refused}\n"
+        )
     inp.exit_code = status
     inp.timed_out = result.timed_out
     if result.timed_out:
@@ -403,6 +426,25 @@ def main_run(argv: list[str], prog: str = "incidents run") -> int:
     if args.json:
         _print_result(captured, True)
     return status
+
+
+def reproduce_problem(command: list[str], cfg: CaptureConfig, workdir: str) -> str | None:
+    """Why the failed command of `incidents run` cannot be re-run as the incident's
+    verification command, or None. The rules of `--verify` (`bundle_rules`, the allowlist,
+    applied again at pickup), and two of its own: the check runs commands in the workdir,
+    so the command must have run there; and a command a secret was redacted from is not
+    the command that failed."""
+    from incidents.bundle_rules import command_problems
+    from incidents.redact import redact
+
+    line = shlex.join(command)
+    if os.path.realpath(os.getcwd()) != os.path.realpath(workdir):
+        return f"it ran in {os.getcwd()}, and verification runs in the workdir {workdir}"
+    if redact(line) != line:
+        return "it contains a secret, which is redacted from the incident"
+    for problem in command_problems([line], cfg.allow, workdir):
+        return f"[verification] allowlist: {problem.rule}"
+    return None
 
 
 def main(argv: list[str]) -> int:

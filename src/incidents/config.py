@@ -39,6 +39,9 @@ class CaptureSettings(Section):
     audit_tail_lines: int = _capture("audit_tail_lines", "how many lines of --audit-file are kept")
     dedupe: bool = _capture("dedupe", "fold repeats of an open incident into it")
     max_message_chars: int = _capture("max_message_chars", "the message is cut to this length")
+    reproduce: bool = _capture(
+        "reproduce", "`incidents run`: the failed command becomes a verification command"
+    )
 
 
 class PolicySettings(Section):
@@ -59,6 +62,14 @@ class PolicySettings(Section):
     )
     escalation_window_s: float = Field(default=3600.0, gt=0)
     lease_ttl_s: float = Field(default=600.0, gt=0, description="how long a worker's lease lasts")
+    confirm_runs: int = Field(
+        default=1,
+        ge=1,
+        le=20,
+        description="runs a clean check of a test failure (tests or verification commands) "
+        "needs before success, the findings cache bypassed; a finding seen in one run and "
+        "not another is a hard `flaky` finding",
+    )
     allow_suppressions: list[str] = Field(
         default_factory=list,
         description="kinds of suppression a fix may add on purpose (README: suppression kinds); "

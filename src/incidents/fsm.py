@@ -21,10 +21,12 @@ Protocol (the step service follows it exactly; one tick = at most one step):
    after a journaled action, otherwise before the next one, when the pickup ends, or
    by the close: a power cut can only take back steps that redo identically.
 
-   PLAN -> record_plan · RUN_PIPELINE -> record_check (clears not_before) ·
+   PLAN -> record_plan · RUN_PIPELINE -> record_baseline (the first baseline check only)
+   then record_check with the targets' digest (clears not_before) ·
    WAIT_RETRY -> schedule_retry(na.not_before) (always set) · MECHANICAL_AUTOFIX -> record_autofix ·
    CALL_* -> enter_tier + record_ai_attempt · AWAIT_HANDOFF -> begin_handoff ·
-   QUARANTINE / FINALIZE_* -> record_final(status, reason=na.reason, kind=na.escalation) ·
+   QUARANTINE / FINALIZE_* -> record_final(status, reason=na.reason, kind=na.escalation,
+   outcome=na.outcome) ·
    any fixer that crashes, times out or cannot start -> record_fixer_failure (still
    complete the step: the next decision is S_ERROR_INFRA).
    A handoff is submitted from outside (CLI) with `ctx.submit_handoff(attempt)`.
@@ -48,9 +50,10 @@ from incidents.models.pipeline import (
     ErrorPipelineContext,
     EscalationKind,
     State,
+    baseline_key,
 )
-from incidents.models.report import ErrorReport
-from incidents.vocab import FailureClass
+from incidents.models.report import ErrorReport, Finding
+from incidents.vocab import Category, FailureClass, Outcome
 
 __all__ = [
     "TERMINAL",
@@ -63,10 +66,12 @@ __all__ = [
     "State",
     "Tier",
     "backoff_delay",
+    "blocking",
     "decide_next_action",
     "is_actionable",
     "is_terminal",
     "max_steps",
+    "preexisting",
     "report_label",
 ]
 
@@ -79,6 +84,7 @@ class NextAction(NamedTuple):
     reason: str
     not_before: datetime | None = None
     escalation: EscalationKind | None = None
+    outcome: Outcome | None = None  # FINALIZE_SUCCESS: may anyone claim a fix?
 
 
 class Tier(NamedTuple):
@@ -209,26 +215,26 @@ def _baseline(ctx: ErrorPipelineContext, report: ErrorReport) -> NextAction:
     if _blocking(ctx, report) and _transient_retry_left(ctx):
         return _wait_retry(ctx, report)
     if report.summary.total_issues == 0:
-        return _success("baseline clean")
+        return _success(ctx, report, "baseline clean")
     if report.summary.style_only and ctx.enable_mechanical_autofix:
         return NextAction(
             State.S0_MECHANICAL_AUTOFIX, Action.MECHANICAL_AUTOFIX, "style-only: autofix"
         )
     if not _blocking(ctx, report):
-        return _success("style-only findings, strict_mode off: not blocking")
+        return _success(ctx, report, "no blocking findings at the baseline")
     return _escalate_after(ctx, None, "baseline blocking")
 
 
 def _mechanical_recheck(ctx: ErrorPipelineContext, report: ErrorReport) -> NextAction:
     if not _blocking(ctx, report):
-        return _success("no blocking findings after the mechanical autofix")
+        return _success(ctx, report, "no blocking findings after the mechanical autofix")
     return _escalate_after(ctx, None, "blocking after the mechanical autofix")
 
 
 def _tier_recheck(ctx: ErrorPipelineContext, report: ErrorReport) -> NextAction:
     tier = _RECHECK_TIER[ctx.current_state]
     if not _blocking(ctx, report):
-        return _success(f"no blocking findings after {tier.agent}")
+        return _success(ctx, report, f"no blocking findings after {tier.agent}")
     passes = max(1, ctx.agent_attempt_counts.get(tier.agent, 0))  # in a RECHECK: >= 1 done
     if _made_progress(ctx) and passes < ctx.max_attempts_for(tier.agent):
         return _enter_tier(ctx, tier, f"{tier.agent} made progress: pass {passes + 1}")
@@ -246,9 +252,40 @@ _CHECK_GUARDS: dict[State, Callable[[ErrorPipelineContext, ErrorReport], NextAct
 # -- guards -------------------------------------------------------------------------------
 
 
+def blocking(ctx: ErrorPipelineContext, report: ErrorReport) -> bool:
+    """Whether `report` keeps the incident from success (`_blocking`)."""
+    return _blocking(ctx, report)
+
+
 def _blocking(ctx: ErrorPipelineContext, report: ErrorReport) -> bool:
-    """Seed 001: hard failures block; with strict_mode any finding blocks."""
-    return report.summary.has_hard_fail or (ctx.strict_mode and report.summary.total_issues > 0)
+    """Seed 001: hard failures block; with strict_mode any finding blocks. Issue 14: a hard
+    finding that was in the first baseline report, in a file the incident is not about,
+    is pre-existing and does not block (strict_mode off); everything else hard does: the
+    incident's own findings, every new one, a verification command, a tamper finding."""
+    if ctx.strict_mode:
+        return report.summary.has_hard_fail or report.summary.total_issues > 0
+    if not report.summary.has_hard_fail:
+        return False
+    excused = {id(f) for f in preexisting(ctx, report)}
+    return any(f.hard and id(f) not in excused for f in report.issues)
+
+
+def preexisting(ctx: ErrorPipelineContext, report: ErrorReport) -> list[Finding]:
+    """The hard findings of `report` judged "pre-existing, not the incident's": already in
+    the first baseline report (same path, code and normalised message) and in a file the
+    incident is not about. Always empty with strict_mode or before a baseline is known."""
+    if ctx.strict_mode or ctx.own_files is None or ctx.baseline_keys is None:
+        return []
+    own, before = set(ctx.own_files), set(ctx.baseline_keys)
+    return [
+        f
+        for f in report.issues
+        if f.hard
+        and f.path not in own
+        and f.category not in (Category.VERIFICATION, Category.TAMPER)
+        and f.code != "flaky"  # a confirmation run saw it come and go: never excused
+        and baseline_key(f) in before
+    ]
 
 
 def _made_progress(ctx: ErrorPipelineContext) -> bool:
@@ -327,8 +364,41 @@ def _quarantine(kind: EscalationKind, reason: str) -> NextAction:
     return NextAction(State.S4_QUARANTINE, Action.QUARANTINE, reason, escalation=kind)
 
 
-def _success(reason: str) -> NextAction:
-    return NextAction(State.S_SUCCESS, Action.FINALIZE_SUCCESS, reason)
+def _success(ctx: ErrorPipelineContext, report: ErrorReport, why: str) -> NextAction:
+    """Success, and whether anyone may claim the fix. Flaky is not fixed: a check that
+    passes with the targets as they were (at capture for the baseline, before the fix for a
+    recheck) was not made to pass by anyone: `not_reproduced`."""
+    digests = ctx.check_digests
+    now = digests[-1] if digests else None
+    if ctx.current_state is State.S0_BASELINE_CHECK:
+        if ctx.capture_digest is not None and now is not None and now != ctx.capture_digest:
+            outcome = Outcome.CHANGED_BEFORE_CHECK
+            reason = f"{why}; the targets changed between the capture and the check: fixed "
+            reason += "before the escalation machine looked, not by it"
+        else:
+            outcome = Outcome.NOT_REPRODUCED
+            reason = f"not reproduced (flaky): {why}, " + (
+                "no target changed since the capture"
+                if ctx.capture_digest is not None and now is not None
+                else "no fix was applied (capture recorded no target digests)"
+            )
+            if ctx.transient_retries:
+                reason += f", after {ctx.transient_retries} transient retry(ies)"
+    else:
+        before = digests[-2] if len(digests) >= 2 else None
+        if now is not None and now == before:
+            outcome = Outcome.NOT_REPRODUCED
+            who = ctx.current_agent if ctx.current_agent != "none" else "the mechanical autofix"
+            reason = f"not reproduced (flaky): {why}, but {who} changed no target file: "
+            reason += "no fix to credit"
+        else:
+            outcome, reason = Outcome.FIXED, why
+    excused = preexisting(ctx, report)
+    if excused:
+        shown = "; ".join(f"{f.tool} {f.code or ''} in {f.path}" for f in excused[:5])
+        more = f" (+{len(excused) - 5} more)" if len(excused) > 5 else ""
+        reason += f" (pre-existing, not the incident's: {shown}{more})"
+    return NextAction(State.S_SUCCESS, Action.FINALIZE_SUCCESS, reason, outcome=outcome)
 
 
 def _infra(reason: str) -> NextAction:

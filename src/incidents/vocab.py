@@ -70,6 +70,18 @@ class Severity(StrEnum):
     INFO = "info"
 
 
+class Outcome(StrEnum):
+    """What closed an incident (run_result.json `outcome`, state.json `outcome`): whether
+    anyone can claim a fix. `not_reproduced`: the failure was gone with no change to any
+    target (flaky, or a fixer that changed nothing); `changed_before_check`: the targets
+    changed between the capture and the first check (someone else fixed it)."""
+
+    FIXED = "fixed"
+    NOT_REPRODUCED = "not_reproduced"
+    CHANGED_BEFORE_CHECK = "changed_before_check"
+    ESCALATED = "escalated"
+
+
 class FinalStatus(StrEnum):
     """Seed 001's `final_status` of the escalation machine."""
 

@@ -20,6 +20,12 @@ def _review(root: str | None, config: str | None, open_it: bool, as_json: bool) 
         "path": str(result.path),
         "escalated": len(result.escalated),
         "resolved": len(result.resolved),
+        # resolved is not "fixed": a failure that passed with no change was not reproduced
+        "fixed": sum(1 for c in result.resolved if c.outcome in ("fixed", "")),
+        "not_reproduced": sum(1 for c in result.resolved if c.outcome == "not_reproduced"),
+        "flaky_by_signature": {
+            c.signature: c.flaky_count for c in result.resolved + result.escalated if c.flaky_count
+        },
         "seconds": result.seconds,
     }
     if as_json:
@@ -27,6 +33,7 @@ def _review(root: str | None, config: str | None, open_it: bool, as_json: bool) 
     else:
         output.out(
             f"{result.path}: {doc['escalated']} escalated, {doc['resolved']} resolved "
+            f"({doc['fixed']} fixed, {doc['not_reproduced']} not reproduced: flaky) "
             f"({result.seconds}s)"
         )
     if open_it and not webbrowser.open(result.path.as_uri()):

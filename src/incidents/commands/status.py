@@ -91,13 +91,24 @@ def row_json(row: mirror.IncidentRow, now: datetime) -> dict[str, Any]:
     return {**asdict(row), "age": age(row.created_at, now)}
 
 
+OUTCOME_SHOWN = {
+    "fixed": "fixed",
+    "not_reproduced": "not reproduced (flaky)",
+    "changed_before_check": "changed before check",
+    "escalated": "escalated",
+}
+
+
 def list_rows(
     session: Session, show_all: bool, status: str | None, step: str | None, since: str | None
-) -> list[mirror.IncidentRow]:
+) -> tuple[list[mirror.IncidentRow], dict[str, str]]:
+    """The rows, and how the closed ones among them closed (incident id -> outcome)."""
     buckets = ("inbox", "resolved", "escalated") if show_all else ("inbox",)
     conn = open_mirror(session.root, session.config.watch.reject_grace_s)
     try:
         rows = mirror.list_incidents(conn, buckets=buckets, status=status, step=step, since=since)
+        closed = [r.incident_id for r in rows if r.bucket != "inbox"]
+        outcomes = mirror.outcomes(conn, closed) if closed else {}
     finally:
         conn.close()
     # a claim may have expired since its row was written: the few claimed rows are
@@ -110,16 +121,17 @@ def list_rows(
             else r
         )
         for r in rows
-    ]
+    ], outcomes
 
 
 def show_one(session: Session, incident_id: str, as_json: bool) -> int:
     root = session.root
     bucket, folder = root.locate(validate_id(incident_id))
     doc = store.read_incident(folder)
-    state = None
+    state = outcome = None
     if (folder / artifacts.STATE).is_file():
-        state = fsutil.read_json_object(folder / artifacts.STATE).get("current_state")
+        ctx_doc = fsutil.read_json_object(folder / artifacts.STATE)
+        state, outcome = ctx_doc.get("current_state"), ctx_doc.get("outcome")
     runs_dir = root.runs_dir(incident_id)
     runs = sorted(os.listdir(runs_dir)) if runs_dir.is_dir() else []
     plan = root.plan_dir(incident_id) / artifacts.PLAN_JSON
@@ -131,6 +143,8 @@ def show_one(session: Session, incident_id: str, as_json: bool) -> int:
         "files": sorted(os.listdir(folder)),
         "plan": str(plan.relative_to(root.path)) if plan.is_file() else None,
         "runs": runs,
+        "outcome": outcome if isinstance(outcome, str) else None,
+        "flaky_count": _flaky_count(root, doc["error_signature"]),
     }
     if as_json:
         output.out_json(detail)
@@ -147,9 +161,25 @@ def show_one(session: Session, incident_id: str, as_json: bool) -> int:
             output.out(f"{key + ':':16} {', '.join(doc[key])}")
     if doc.get("resolution"):
         output.out(f"{'resolution:':16} {doc['resolution']}")
+    outcome = outcome if isinstance(outcome, str) else None
+    if outcome:
+        output.out(f"{'outcome:':16} {OUTCOME_SHOWN.get(outcome, outcome)}")
+    if detail["flaky_count"]:
+        output.out(f"{'flaky:':16} {detail['flaky_count']} incident(s) of this signature "
+                   "closed as not reproduced")  # fmt: skip
     output.out(f"{'plan:':16} {detail['plan'] or '-'}")
     output.out(f"{'runs:':16} {', '.join(runs) or '-'}")
     return 0
+
+
+def _flaky_count(root: Root, signature: str) -> int:
+    """Incidents of `signature` closed as not reproduced (the mirror's count, the mirror
+    rebuilt from the folders when it is missing)."""
+    conn = open_mirror(root)
+    try:
+        return mirror.flaky_counts(conn, [signature]).get(signature, 0)
+    finally:
+        conn.close()
 
 
 def pause_json(root: Root) -> dict[str, Any] | None:
@@ -201,13 +231,15 @@ def register(app: typer.Typer) -> None:
         session = open_root(root, config)
         if status_filter in ("resolved", "escalated"):
             show_all = True
-        rows = list_rows(session, show_all, status_filter, step, since_iso)
+        rows, outcomes = list_rows(session, show_all, status_filter, step, since_iso)
         if as_json:
             output.out_json(
                 {
                     "root": str(session.root.path),
                     "paused": pause_json(session.root),
-                    "incidents": [row_json(r, now) for r in rows],
+                    "incidents": [
+                        {**row_json(r, now), "outcome": outcomes.get(r.incident_id)} for r in rows
+                    ],
                 }
             )
             return 0
@@ -219,13 +251,18 @@ def register(app: typer.Typer) -> None:
             return 0
         headers = ["ID", "STATUS", "STEP", "CLASS", "AGE", "SEEN"]
         if show_all:
-            headers.append("WHERE")
+            headers += ["WHERE", "OUTCOME"]
         table = []
         for r in rows:
             cells = [r.incident_id, r.status, r.step, r.failure_class, age(r.created_at, now)]
             cells.append(str(r.occurrences))
             if show_all:
-                cells.append(r.bucket)
+                outcome = outcomes.get(r.incident_id)
+                cells += [r.bucket, OUTCOME_SHOWN.get(outcome, outcome) if outcome else "-"]
             table.append(cells)
         output.out(output.table(headers, table))
+        if show_all and outcomes:
+            fixed = sum(1 for o in outcomes.values() if o == "fixed")
+            flaky = sum(1 for o in outcomes.values() if o == "not_reproduced")
+            output.out(f"resolved: {fixed} fixed, {flaky} not reproduced (flaky, no fix claimed)")
         return 0

@@ -11,6 +11,7 @@ of it for display, refreshed whenever a tick reads the budget (`refresh_budget`)
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from incidents.mirror.db import translating, write
@@ -199,3 +200,44 @@ def attempts_used(conn: sqlite3.Connection, signature: str) -> int:
         "SELECT attempts_used FROM errors WHERE signature = ?", (signature,)
     ).fetchone()
     return int(row[0]) if row and row[0] is not None else 0
+
+
+_OUTCOME = "json_extract(w.metadata_json, '$.error_pipeline.outcome')"
+
+
+@translating
+def flaky_counts(
+    conn: sqlite3.Connection, signatures: Sequence[str] | None = None
+) -> dict[str, int]:
+    """Per signature, how many incidents closed as not reproduced (flaky): a failure that
+    passed with no change to any target. Only signatures with at least one."""
+    sql = (
+        f"SELECT i.signature, count(*) FROM workstreams w JOIN incidents i "
+        f"ON i.incident_id = w.ws_id WHERE {_OUTCOME} = 'not_reproduced'"
+    )
+    params: list[str] = []
+    if signatures is not None:
+        wanted = list(dict.fromkeys(signatures))
+        if not wanted:
+            return {}
+        sql += f" AND i.signature IN ({', '.join('?' * len(wanted))})"
+        params = wanted
+    rows = conn.execute(sql + " GROUP BY i.signature", params).fetchall()
+    return {str(sig): int(n) for sig, n in rows}
+
+
+@translating
+def outcomes(conn: sqlite3.Connection, incident_ids: Sequence[str]) -> dict[str, str]:
+    """incident id -> how it closed (fixed, not_reproduced, changed_before_check, escalated),
+    for the closed ones among `incident_ids` whose context says."""
+    out: dict[str, str] = {}
+    ids = list(dict.fromkeys(incident_ids))
+    for start in range(0, len(ids), 500):  # SQLite's bound-parameter limit
+        chunk = ids[start : start + 500]
+        rows = conn.execute(
+            f"SELECT w.ws_id, {_OUTCOME} FROM workstreams w "
+            f"WHERE w.ws_id IN ({', '.join('?' * len(chunk))}) AND {_OUTCOME} IS NOT NULL",
+            chunk,
+        ).fetchall()
+        out.update({str(i): str(o) for i, o in rows})
+    return out

@@ -40,6 +40,7 @@ EVENT_TYPES = frozenset(
         "requeued",
         "rejected",
         "no_progress",
+        "flaky",
         "lease_lost",
         "poisoned",
         "legacy_task",
@@ -154,5 +155,12 @@ MIGRATIONS: tuple[str, ...] = (
         key   TEXT PRIMARY KEY,
         value TEXT NOT NULL
     );
+    """,
+    # issue 14: how an incident closed (state.json `outcome`: fixed, not_reproduced, ...),
+    # counted per signature by `flaky_counts`; read from the stored context, so `reindex`
+    # derives it from the folders like the rest of `workstreams`
+    """
+    CREATE INDEX workstreams_outcome
+        ON workstreams (json_extract(metadata_json, '$.error_pipeline.outcome'));
     """,
 )

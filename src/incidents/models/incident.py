@@ -39,6 +39,12 @@ class Incident(OpenDocument):
         default_factory=list, description="verification commands (argv strings, no shell)"
     )
     workdir: str | None = Field(default=None, description="where checks and commands run")
+    target_digests: dict[str, str] = Field(
+        default_factory=dict,
+        description="target -> sha256 of its bytes when the failure was captured ('missing' "
+        "when unreadable): a check that passes with the same bytes saw the failure vanish "
+        "without a fix (not reproduced); empty: not recorded",
+    )
     resolution: str | None = Field(default=None, description="why it was closed")
 
 

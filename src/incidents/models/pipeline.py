@@ -8,6 +8,8 @@ no clock, no files; times are passed in.
 
 from __future__ import annotations
 
+import posixpath
+import re
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Literal
@@ -15,12 +17,13 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from incidents.models.base import Document, Timestamp
-from incidents.models.report import ErrorReport
-from incidents.vocab import ErrorCode, FailureClass, FinalStatus
+from incidents.models.report import ErrorReport, Finding
+from incidents.vocab import ErrorCode, FailureClass, FinalStatus, Outcome
 
 Agent = Literal["none", "aider", "codex", "claude"]
 TierMode = Literal["run", "handoff"]
 FindingKey = tuple[str, str, str, str, str]
+BaselineKey = tuple[str, str, str]  # (path, code, message normalised): lines left out
 
 
 class State(StrEnum):
@@ -108,6 +111,36 @@ def finding_keys(report: ErrorReport) -> tuple[FindingKey, ...]:
     )
 
 
+_VOLATILE = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?")
+_SPACE = re.compile(r"\s+")
+
+
+def baseline_key(finding: Finding) -> BaselineKey:
+    """A finding as the "same failure" across reports: path, code and message with numbers
+    (lines, columns, counts, durations, addresses) and spacing normalised. A verification
+    command's finding carries the output's tail: only its first line is kept."""
+    message = finding.message.split("; output tail:", 1)[0]
+    message = _SPACE.sub(" ", _VOLATILE.sub("<n>", message)).strip()
+    return (finding.path, finding.code or "", message)
+
+
+def own_files(targets: list[str], report: ErrorReport) -> list[str]:
+    """The files an incident is about: its targets, the test files of the test ids its
+    failure names (a test runner's selection, in the first baseline report), and each
+    target's conventional test file (`test_<stem>.py`, `<stem>_test.py`). Test files a run
+    picked up only because they import a target are not in it: their failures are the
+    incident's only when they are new."""
+    stems = {posixpath.splitext(posixpath.basename(t))[0] for t in targets}
+    conventional = {f"test_{s}.py" for s in stems} | {f"{s}_test.py" for s in stems}
+    own = dict.fromkeys(targets)
+    for run in report.tool_runs:
+        for test in run.tests:
+            path, sep, _ = test.partition("::")
+            if sep or posixpath.basename(path) in conventional:
+                own.setdefault(path)
+    return list(own)
+
+
 class ErrorPipelineContext(Document):
     """Everything the pure state machine decides on, serialized as `state.json`."""
 
@@ -176,6 +209,32 @@ class ErrorPipelineContext(Document):
     last_error_report: ErrorReport | None = None
     previous_error_report: ErrorReport | None = None
     ai_attempts: list[AIAttempt] = Field(default_factory=list)
+    # the incident's own failure (issue 14): what success must see gone, and whether a
+    # check that passes saw any change at all
+    own_files: list[str] | None = Field(
+        default=None,
+        description="the files the incident is about (targets, the tests its failure names, "
+        "their conventional test files), fixed by the first baseline check; None: an older "
+        "state, every hard finding blocks",
+    )
+    baseline_keys: list[BaselineKey] | None = Field(
+        default=None,
+        description="(path, code, normalised message) of every finding of the first baseline "
+        "report: outside own_files, these are pre-existing and do not block (strict_mode off)",
+    )
+    capture_digest: str | None = Field(
+        default=None,
+        description="sha256 over the targets as capture saw them (incident.json "
+        "target_digests); None: not recorded",
+    )
+    check_digests: list[str] = Field(
+        default_factory=list,
+        description="sha256 over the targets as each check saw them, in order (a check that "
+        "passes with the same digest as before its fix saw no change: not a fix)",
+    )
+    outcome: Outcome | None = Field(
+        default=None, description="fixed, not_reproduced (flaky), changed_before_check, escalated"
+    )
     # finalization
     final_status: FinalStatus | None = None
     escalation_kind: EscalationKind | None = None
@@ -226,8 +285,21 @@ class ErrorPipelineContext(Document):
         supplied or replaced since) are what the next check runs, replacing the old ones."""
         self.verification_commands = list(dict.fromkeys(verification_commands))
 
-    def record_check(self, report: ErrorReport, at: datetime) -> None:
-        """RUN_PIPELINE done: the canonical check's report becomes the last one."""
+    def record_baseline(self, report: ErrorReport) -> None:
+        """The first baseline check's report: what the incident's own failure is. Kept
+        across transient retries and a requeue (the first one stands). A report with an
+        infrastructure failure is not a baseline: what it could not check would later look
+        pre-existing or new at random; the next complete baseline (after a requeue) is."""
+        if self.baseline_keys is not None or report.infra_failures:
+            return
+        self.own_files = own_files(self.target_files, report)
+        self.baseline_keys = sorted({baseline_key(f) for f in report.issues})
+
+    def record_check(self, report: ErrorReport, at: datetime, digest: str | None = None) -> None:
+        """RUN_PIPELINE done: the canonical check's report becomes the last one; `digest`:
+        the targets as the check saw them."""
+        if digest is not None:
+            self.check_digests = [*self.check_digests, digest]
         if self.last_error_report is not None and finding_keys(report) == finding_keys(
             self.last_error_report
         ):
@@ -277,9 +349,13 @@ class ErrorPipelineContext(Document):
         reason: str | None = None,
         kind: EscalationKind | None = None,
         quarantine_path: str | None = None,
+        outcome: Outcome | None = None,
     ) -> None:
         """QUARANTINE / FINALIZE_SUCCESS / FINALIZE_INFRA_ERROR done."""
         self.final_status = status
+        self.outcome = outcome or (
+            Outcome.FIXED if status is FinalStatus.SUCCESS else Outcome.ESCALATED
+        )
         self.escalation_reason = reason
         self.escalation_kind = kind
         self.quarantine_path = quarantine_path
@@ -322,6 +398,7 @@ class ErrorPipelineContext(Document):
             "escalation_kind": None,
             "escalation_reason": None,
             "quarantine_path": None,
+            "outcome": None,
             "guidance": guidance,
         }
         for name, value in reset.items():

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from incidents.models.base import Document, IncidentId, NonEmptyStr, OpenDocument, Timestamp
+from incidents.vocab import Outcome
 
 Level = Literal["low", "medium", "high"]
 
@@ -64,3 +65,14 @@ class RunResult(Document):
     archived_to: NonEmptyStr
     reason: str | None = None
     finished_at: Timestamp | None = None
+    outcome: Outcome | None = Field(
+        default=None,
+        description="fixed: a fix made the check pass; not_reproduced: it passed with no "
+        "change to any target (flaky: nobody is credited, nobody paged); "
+        "changed_before_check: the targets changed before the first check; escalated",
+    )
+    preexisting: list[str] = Field(
+        default_factory=list,
+        description="hard findings that did not block the success: in the first baseline "
+        "and in files the incident is not about (strict_mode off)",
+    )

@@ -14,7 +14,7 @@ from pathlib import Path
 from incidents import clock
 from incidents.fsutil import atomic_write_text, ensure_dir
 from incidents.layout import REVIEW, Root
-from incidents.review.gather import Card, read_bucket
+from incidents.review.gather import Card, count_flaky, read_bucket
 from incidents.review.render import page, requeue_command
 
 __all__ = ["Review", "build", "requeue_command", "write"]
@@ -31,6 +31,7 @@ class Review:
 def build(root: Root) -> tuple[str, list[Card], list[Card]]:
     escalated = read_bucket(root, "escalated")
     resolved = read_bucket(root, "resolved")
+    count_flaky(escalated + resolved)
     html = page(escalated, resolved, root=str(root.path), generated_at=clock.iso_now())
     return html, escalated, resolved
 

@@ -79,6 +79,8 @@ class Card:
     at: str  # when it was closed (newest first)
     reason: str = ""
     final_status: str = ""
+    outcome: str = ""  # fixed, not_reproduced (flaky), changed_before_check, escalated
+    flaky_count: int = 0  # archived incidents of its signature closed as not reproduced
     escalation_kind: str = ""
     last_state: str = ""
     step: str = ""
@@ -289,6 +291,7 @@ def read_card(folder: Path, bucket: str) -> Card:
         or _text(state, "escalation_reason")
         or _text(incident, "resolution"),
         final_status=_text(meta, "final_status") or _text(state, "final_status") or bucket,
+        outcome=_text(state, "outcome"),
         escalation_kind=_text(meta, "escalation_kind") or _text(state, "escalation_kind"),
         last_state=_text(meta, "last_state") or _text(state, "current_state"),
         step=_text(incident, "step") or "?",
@@ -319,3 +322,11 @@ def read_bucket(root: Root, bucket: str) -> list[Card]:
     ]
     cards.sort(key=lambda c: (c.at, c.incident_id), reverse=True)
     return cards
+
+
+def count_flaky(cards: list[Card]) -> None:
+    """Set each card's `flaky_count`: how many of `cards` with its signature closed as not
+    reproduced (read from the folders, like everything the review shows)."""
+    counts = Counter(c.signature for c in cards if c.outcome == "not_reproduced")
+    for card in cards:
+        card.flaky_count = counts.get(card.signature, 0)

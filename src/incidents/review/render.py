@@ -85,6 +85,8 @@ def _legend(checks: list[Check]) -> str:
 def _badges(card: Card) -> str:
     items = [
         (card.final_status, card.final_status),
+        ("not reproduced (flaky): no fix claimed" if card.outcome == "not_reproduced" else "", ""),
+        (f"flaky x{card.flaky_count} (this signature)" if card.flaky_count else "", ""),
         (f"step: {card.step}", ""),
         (f"class: {card.failure_class}", ""),
         (card.error_code, ""),
@@ -201,6 +203,7 @@ def _section(name: str, cards: list[Card], root: str) -> str:
 
 def page(escalated: list[Card], resolved: list[Card], *, root: str, generated_at: str) -> str:
     everything = escalated + resolved
+    flaky = sum(1 for c in resolved if c.outcome == "not_reproduced")
     blob = json.dumps({c.incident_id: details_html(c) for c in everything}, ensure_ascii=True)
     blob = blob.replace("<", "\\u003c")  # nothing in the data can close the script element
     filters = "".join(
@@ -217,7 +220,7 @@ def page(escalated: list[Card], resolved: list[Card], *, root: str, generated_at
         "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
         f"<title>incidents: escalation review</title><style>{CSS}</style></head><body>"
         f'<header class="page"><h1>Escalation review</h1><p>{len(escalated)} escalated, '
-        f"{len(resolved)} resolved &middot; reports root {escape(root)} &middot; generated "
+        f"{len(resolved)} resolved ({flaky} not reproduced: flaky) &middot; reports root {escape(root)} &middot; generated "
         f"{escape(generated_at)}</p></header>"
         '<nav class="tabs">'
         f'<button type="button" data-tab="escalated" aria-selected="true">Escalated ({len(escalated)})</button>'

@@ -11,16 +11,47 @@ from incidents import artifacts, attempts, fsutil, leases, mirror, planner, proc
 from incidents.classify import code_of_findings
 from incidents.decisions import read_guidance
 from incidents.errors import IncidentsError
-from incidents.fsm import TIER_NUMBER, TIERS, NextAction, decide_next_action, report_label
-from incidents.models import AIAttempt, ErrorPipelineContext, ErrorReport, Finding, Incident
+from incidents.fsm import (
+    TIER_NUMBER,
+    TIERS,
+    NextAction,
+    decide_next_action,
+    preexisting,
+    report_label,
+)
+from incidents.models import (
+    AIAttempt,
+    ErrorPipelineContext,
+    ErrorReport,
+    Finding,
+    Incident,
+    InfraFailure,
+    ToolRun,
+)
 from incidents.models.pipeline import Action, Agent, State
 from incidents.step import quarantine
 from incidents.step.base import TickBase
-from incidents.vocab import Category, ErrorCode
+from incidents.vocab import Category, ErrorCode, Outcome
 
 # derived from the machine's own tier table, so the two can never disagree
 AGENT_OF: dict[Action, Agent] = {t.call: t.agent for t in TIERS}
 LOG_MAX_BYTES = 17 << 20  # capture keeps at most 16 MiB of a log ([capture] log_tail_bytes)
+
+
+def preexisting_lines(ctx: ErrorPipelineContext) -> list[str]:
+    """The findings of the last report that did not block a success because they were
+    "pre-existing, not the incident's" (fsm.preexisting), one line each, for reviewers."""
+    report = ctx.last_error_report
+    if report is None or ctx.current_state is not State.S_SUCCESS:
+        return []
+    return _lines(preexisting(ctx, report))
+
+
+def _lines(findings: list[Finding]) -> list[str]:
+    return [
+        f"{f.tool} {f.code or '-'} {f.path}" + (f":{f.line}" if f.line else "") + f": {f.message}"
+        for f in findings
+    ]
 
 
 class Actions(TickBase):
@@ -51,8 +82,14 @@ class Actions(TickBase):
     def check(
         self, incident: Incident, ctx: ErrorPipelineContext, state: State, now: datetime
     ) -> None:
+        from incidents.digests import combined, target_digests
+
         label = report_label(state, ctx.report_labels)
         path = self.artifact(artifacts.report_name(label))
+        # the targets as this check judges them (a redo after a crash finds them unchanged:
+        # no fix runs between a check and its commit)
+        targets = ctx.target_files
+        digest = combined(target_digests(str(self.workdir(incident)), targets), targets)
         if path.exists():  # the check ran before a crash: its report is the result
             report = ErrorReport.model_validate(fsutil.read_json_object(path))
         else:
@@ -63,7 +100,9 @@ class Actions(TickBase):
             fsutil.atomic_write_bytes(path, fsutil.dump_model(report), sync_dir=False)
             self.runs_unsynced = True
         self.check_started()
-        ctx.record_check(report, now)
+        if state is State.S0_BASELINE_CHECK:
+            ctx.record_baseline(report)
+        ctx.record_check(report, now, digest)
         self.report_label = path.name
         self.events.append(
             ("error_report_generated", {"label": label, **report.summary.model_dump(mode="json")})
@@ -76,7 +115,6 @@ class Actions(TickBase):
     ) -> ErrorReport:
         from incidents.checks import tamper_files
         from incidents.checks.engine import run_error_pipeline, summarize
-        from incidents.models import InfraFailure
         from incidents.verify import run_verification
 
         workdir = self.workdir(incident)
@@ -93,9 +131,12 @@ class Actions(TickBase):
                     self.cfg.policy.allow_suppressions,
                 )  # fmt: skip
             self.check_started()
+            settings = self.cfg.checks
+            if baseline and ctx.transient_retries:  # a retry must run, not replay a failure
+                settings = settings.model_copy(update={"cache": False})
             report = run_error_pipeline(
                 ctx.python_files, ctx.powershell_files, ctx,
-                settings=self.cfg.checks, cwd=workdir, named_tests=named,
+                settings=settings, cwd=workdir, named_tests=named,
             )  # fmt: skip
         else:
             report = ErrorReport(
@@ -123,7 +164,7 @@ class Actions(TickBase):
                 )
                 for refusal in result.refusals
             ]  # fmt: skip
-        return report.model_copy(
+        report = report.model_copy(
             update={
                 "label": label,
                 "issues": issues,
@@ -132,6 +173,46 @@ class Actions(TickBase):
                 "infra_failures": infra,
             }
         )
+        return self.confirm(incident, ctx, report, named, baseline=baseline)
+
+    def confirm(
+        self, incident: Incident, ctx: ErrorPipelineContext, report: ErrorReport,
+        named: list[str], *, baseline: bool,
+    ) -> ErrorReport:  # fmt: skip
+        """`[policy] confirm_runs`: a clean check of a test failure runs again, the
+        findings cache bypassed (incidents.step.confirm)."""
+        from incidents.checks.engine import run_error_pipeline, summarize
+        from incidents.step import confirm as confirming
+        from incidents.verify import run_verification
+
+        runs = self.cfg.policy.confirm_runs
+        if not confirming.needs_confirmation(ctx, report, baseline=baseline, runs=runs):
+            return report
+        workdir = self.workdir(incident)
+        settings = self.cfg.checks.model_copy(update={"cache": False})
+
+        def one_pass() -> confirming.Pass:
+            found: list[Finding] = []
+            ran: list[ToolRun] = []
+            failed: list[InfraFailure] = []
+            if ctx.target_files:
+                again = run_error_pipeline(
+                    ctx.python_files, ctx.powershell_files, ctx,
+                    settings=settings, cwd=workdir, named_tests=named,
+                )  # fmt: skip
+                found += again.issues
+                ran += again.tool_runs
+                failed += again.infra_failures
+            if ctx.verification_commands:
+                result = run_verification(
+                    ctx.verification_commands, workdir, self.cfg.verification, None
+                )
+                found += result.findings
+                ran += result.tool_runs
+                failed += result.infra_failures
+            return found, ran, failed
+
+        return confirming.confirm(report, runs, one_pass, summarize)
 
     def named_tests(self, incident: Incident) -> tuple[list[str], str | None]:
         """The test ids the failure names (its message and log_tail.txt): the check must see
@@ -161,6 +242,8 @@ class Actions(TickBase):
             Action.QUARANTINE: "escalated",
             Action.FINALIZE_INFRA_ERROR: "escalated",
         }.get(peek.action, "continue")
+        if peek.outcome is not None and peek.outcome is not Outcome.FIXED:
+            result = str(peek.outcome)  # passing is not this fix's doing: no credit
         applied = [a.agent for a in ctx.ai_attempts[-1:]] if ctx.current_agent != "none" else []
         verdict = Attempt.model_validate(
             {
@@ -177,6 +260,12 @@ class Actions(TickBase):
                 "state": ctx.pending.new_state.value if ctx.pending else ctx.current_state.value,
                 "report": artifacts.report_name(report.label),
                 "total_issues": report.summary.total_issues,
+                # what did not block this verdict, for a reviewer (fsm.preexisting)
+                **(
+                    {"preexisting": _lines(excused)}
+                    if (excused := preexisting(ctx, report))
+                    else {}
+                ),
             }
         )
         merged = attempts.merge_skill_attempt(path, verdict)
@@ -274,6 +363,10 @@ class Actions(TickBase):
         if na.action is Action.FINALIZE_INFRA_ERROR and report and report.infra_failures:
             details = "; ".join(f"{f.tool}: {f.reason}" for f in report.infra_failures[:5])
             reason += f" ({details})"
+        flaky = [f for f in report.issues if f.code == "flaky"] if report else []
+        if flaky:  # it passes sometimes: a person must know it is not a steady failure
+            shown = "; ".join(f"{f.path}: {f.message}" for f in flaky[:3])
+            reason += f" (flaky with [policy] confirm_runs: {shown})"
         tampered = [f for f in report.issues if f.category is Category.TAMPER] if report else []
         if tampered:  # what a reviewer must know first: a fix was faked, not just missed
             shown = "; ".join(

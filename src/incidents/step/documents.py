@@ -125,11 +125,13 @@ def _reject(
 
 def new_context(incident: Incident, cfg: Config, budget_used: int) -> ErrorPipelineContext:
     """The context of an incident's first tick, from its bundle and the configuration."""
+    from incidents.digests import combined
     from incidents.fixers.settings import resolve_enabled
 
     modes = resolve_enabled(cfg.tiers)
     policy = cfg.policy
     code = incident.error_code
+    targets = [*incident.python_files, *incident.powershell_files]
     return ErrorPipelineContext(
         run_id=incident.run_id,
         workstream_id=incident.incident_id,
@@ -151,6 +153,11 @@ def new_context(incident: Incident, cfg: Config, budget_used: int) -> ErrorPipel
         retry_max_s=policy.retry_max_s,
         signature_attempts_used=budget_used,
         signature_attempt_limit=policy.signature_budget,
+        capture_digest=(
+            combined(incident.target_digests, targets)
+            if incident.target_digests or not targets
+            else None
+        ),
     )
 
 

@@ -20,10 +20,10 @@ from incidents.models import ErrorPipelineContext, Incident, RunResult
 from incidents.models.pipeline import Action, EscalationKind, State
 from incidents.step import close as closing
 from incidents.step import quarantine
-from incidents.step.actions import AGENT_OF, Actions
+from incidents.step.actions import AGENT_OF, Actions, preexisting_lines
 from incidents.step.documents import load_bundle, new_context, write_ai_attempts
 from incidents.step.outcome import StepOutcome
-from incidents.vocab import FinalStatus
+from incidents.vocab import FinalStatus, Outcome
 
 AGENT_OF_FIX = {t.fix: t.agent for t in TIERS}
 # the actions whose intent is written before they run (fsm's protocol, step 3): they change
@@ -121,7 +121,9 @@ class Tick(Actions):
         elif action is Action.AWAIT_HANDOFF:
             self.await_handoff(ctx, AGENT_OF_FIX[na.new_state])
         elif action is Action.FINALIZE_SUCCESS:
-            ctx.record_final(FinalStatus.SUCCESS, reason=na.reason)
+            ctx.record_final(FinalStatus.SUCCESS, reason=na.reason, outcome=na.outcome)
+            if na.outcome is Outcome.NOT_REPRODUCED:
+                self.events.append(("flaky", {"reason": na.reason}))
         else:  # QUARANTINE, FINALIZE_INFRA_ERROR
             status = (
                 FinalStatus.QUARANTINED
@@ -229,6 +231,8 @@ class Tick(Actions):
             archived_to=f"error_archive/{bucket}/{self.id}",
             reason=reason,
             finished_at=self.clock(),
+            outcome=ctx.outcome,
+            preexisting=preexisting_lines(ctx),
         )
 
     def budget_used(self, signature: str) -> int:
