@@ -6,6 +6,13 @@
   before the run, with their bytes; after it, each one that was created, changed, deleted
   or replaced by a link or something else is a violation and is put back (a file that did
   not exist is removed).
+- `Listings`: the entries of the folders a stray write lands in most (each folder from the
+  workdir's parent up to `/`, `/tmp` and `$TMPDIR`; one level each, not their trees) before
+  and after: a file, link or FIFO that appeared is reported and removed (when it is ours);
+  an existing one that changed is reported. The fixer gets a private TMPDIR, removed after.
+  This is detection, not containment: a write deeper in some other tree or a new folder
+  goes unseen, and a file another process of ours made there in the same instant would be
+  taken for the fixer's.
 - `Reaper`: for the run this process is a child subreaper (`prctl(PR_SET_CHILD_SUBREAPER)`,
   Linux): whatever the fixer leaves running (a background child of its process group, a
   `setsid` daemon, a double fork) is re-parented to us instead of init, and `sweep` kills
@@ -134,11 +141,71 @@ def config_files(workdir: Path, targets: list[str], extra: Iterable[str]) -> lis
 
     inside = os.path.realpath(workdir).rstrip("/") + "/"
     out = [
-        str(p)
-        for p in config_paths(workdir, targets)
-        if not os.path.realpath(p).startswith(inside)
+        str(p) for p in config_paths(workdir, targets) if not os.path.realpath(p).startswith(inside)
     ]
     return [*out, *(os.path.abspath(e) for e in extra)]
+
+
+def listed_folders(workdir: Path) -> list[str]:
+    """The workdir's ancestors (not the workdir: the snapshot covers it), /tmp, $TMPDIR."""
+    real = os.path.realpath(workdir)
+    folders = []
+    folder = os.path.dirname(real)
+    while folder not in folders:
+        folders.append(folder)
+        folder = os.path.dirname(folder)
+    for tmp in ("/tmp", os.environ.get("TMPDIR", "")):
+        if tmp and os.path.isdir(tmp) and os.path.realpath(tmp) not in folders:
+            folders.append(os.path.realpath(tmp))
+    return folders
+
+
+Listing = dict[str, tuple[int, int, int, int]]  # name -> (mode, ino, size, mtime_ns)
+
+
+def _list(folder: str) -> Listing:
+    out: Listing = {}
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    st = entry.stat(follow_symlinks=False)
+                    out[entry.name] = (st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns)
+    except OSError:
+        pass
+    return out
+
+
+class Listings:
+    """`folders` listed now; `check` reports what appeared or changed in them since."""
+
+    def __init__(self, folders: Iterable[str], skip: Iterable[str] = ()) -> None:
+        self.skip = {os.path.realpath(s) for s in skip}
+        self.before = {f: _list(f) for f in folders}
+
+    def check(self) -> tuple[list[str], list[str]]:
+        """(new or changed paths, those left in place)."""
+        found: list[str] = []
+        left: list[str] = []
+        me = os.getuid()
+        for folder, old in self.before.items():
+            for name, now in _list(folder).items():
+                path = os.path.join(folder, name)
+                if path in self.skip or old.get(name) == now:
+                    continue
+                if stat.S_ISDIR(now[0]):
+                    continue  # folders come and go with every tool run: too noisy to judge
+                found.append(path)
+                if name in old:
+                    left.append(path)  # its old bytes are not kept: reported only
+                    continue
+                try:
+                    if os.lstat(path).st_uid != me:
+                        raise PermissionError(path)
+                    os.unlink(path)
+                except OSError:
+                    left.append(path)
+        return found, left
 
 
 # --- the subreaper ----------------------------------------------------------------------

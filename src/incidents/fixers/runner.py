@@ -18,6 +18,7 @@ import fnmatch
 import os
 import shutil
 import stat
+import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -216,11 +217,17 @@ def run_fixer(
     if error:
         return finish(error)
     outcome.contained, outcome.sandbox = bwrap is not None, bwrap or "detection"
-    held = guard.FileGuard(
-        guard.config_files(workdir, rel_targets, [*containment.watch])
-    )
+    configs = guard.config_files(workdir, rel_targets, [*containment.watch])
+    held = guard.FileGuard(configs)
     kinds = {t: _lstat(workdir / t) for t in rel_targets}
-    with guard.Reaper() if bwrap is None else contextlib.nullcontext() as reaper:
+    with contextlib.ExitStack() as stack:
+        listings, reaper = None, None
+        if bwrap is None:
+            env["TMPDIR"] = stack.enter_context(
+                tempfile.TemporaryDirectory(prefix="fixer-", ignore_cleanup_errors=True)
+            )
+            listings = guard.Listings(guard.listed_folders(workdir), skip=configs)
+            reaper = stack.enter_context(guard.Reaper())
         result = proc.run(
             argv, cwd=workdir, timeout=settings.timeout_s, env=env,
             stdin=prompt.encode("utf-8") if settings.stdin == "prompt" else None,
@@ -242,7 +249,9 @@ def run_fixer(
     snapshot.remove_new_dirs(before, after)
     outcome.violations += [f"{t} ({why})" for t, why in replaced.items()]
     outcome.unreverted += bad_targets
-    outside, outcome_failed = held.check()
-    outcome.violations += outside
-    outcome.unreverted += outcome_failed
+    for check in (held.check, listings.check if listings else None):
+        if check is not None:
+            outside, left = check()
+            outcome.violations += outside
+            outcome.unreverted += left
     return finish(_infra(result))

@@ -90,17 +90,10 @@ def expand(entries: Iterable[str], env: Mapping[str, str] | None = None) -> list
     values = os.environ if env is None else env
     out: list[str] = []
     for entry in entries:
-        missing: list[str] = []
-
-        def value(m: re.Match[str]) -> str:
-            name = m.group(1) or m.group(2)
-            if not values.get(name):
-                missing.append(name)
-            return values.get(name, "")
-
-        text = _VAR.sub(value, entry)
-        if missing or not text:
-            continue
+        names = [a or b for a, b in _VAR.findall(entry)]
+        if not entry or any(not values.get(n) for n in names):
+            continue  # a variable that is not set names nothing
+        text = _VAR.sub(lambda m: values[m.group(1) or m.group(2)], entry)
         path = os.path.abspath(os.path.expanduser(text))
         if path not in out:
             out.append(path)
