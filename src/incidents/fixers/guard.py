@@ -7,9 +7,10 @@
   or replaced by a link or something else is a violation and is put back (a file that did
   not exist is removed).
 - `Listings`: the entries of the folders a stray write lands in most (each folder from the
-  workdir's parent up to `/`, `/tmp` and `$TMPDIR`; one level each, not their trees) before
-  and after: a file, link or FIFO that appeared is reported and removed (when it is ours);
-  an existing one that changed is reported. The fixer gets a private TMPDIR, removed after.
+  workdir's parent up to `/`, `/tmp`, `/var/tmp`, `/dev/shm` and `$TMPDIR`; one level each,
+  not their trees) before and after: a file, link or FIFO that appeared is reported and
+  removed (when it is ours); an existing one that changed is reported (not in the
+  temporary folders, where other programs' files change all the time). The fixer gets a private TMPDIR, removed after.
   This is detection, not containment: a write deeper in some other tree or a new folder
   goes unseen, and a file another process of ours made there in the same instant would be
   taken for the fixer's.
@@ -146,17 +147,23 @@ def config_files(workdir: Path, targets: list[str], extra: Iterable[str]) -> lis
     return [*out, *(os.path.abspath(e) for e in extra)]
 
 
-def listed_folders(workdir: Path) -> list[str]:
-    """The workdir's ancestors (not the workdir: the snapshot covers it), /tmp, $TMPDIR."""
-    real = os.path.realpath(workdir)
-    folders = []
-    folder = os.path.dirname(real)
+TEMP_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+def listed_folders(workdir: Path) -> dict[str, bool]:
+    """The workdir's ancestors (not the workdir: the snapshot covers it) and the temporary
+    folders (/tmp, /var/tmp, /dev/shm, $TMPDIR), each with whether a change to a file
+    already there is reported: not in a temporary folder, where other programs' files
+    change all the time."""
+    temps = {os.path.realpath(t) for t in (*TEMP_FOLDERS, os.environ.get("TMPDIR", "")) if t}
+    folders: dict[str, bool] = {}
+    folder = os.path.dirname(os.path.realpath(workdir))
     while folder not in folders:
-        folders.append(folder)
+        folders[folder] = folder not in temps
         folder = os.path.dirname(folder)
-    for tmp in ("/tmp", os.environ.get("TMPDIR", "")):
-        if tmp and os.path.isdir(tmp) and os.path.realpath(tmp) not in folders:
-            folders.append(os.path.realpath(tmp))
+    for tmp in sorted(temps):
+        if os.path.isdir(tmp):
+            folders.setdefault(tmp, False)
     return folders
 
 
@@ -179,8 +186,9 @@ def _list(folder: str) -> Listing:
 class Listings:
     """`folders` listed now; `check` reports what appeared or changed in them since."""
 
-    def __init__(self, folders: Iterable[str], skip: Iterable[str] = ()) -> None:
+    def __init__(self, folders: dict[str, bool], skip: Iterable[str] = ()) -> None:
         self.skip = {os.path.realpath(s) for s in skip}
+        self.changes = folders
         self.before = {f: _list(f) for f in folders}
 
     def check(self) -> tuple[list[str], list[str]]:
@@ -195,10 +203,12 @@ class Listings:
                     continue
                 if stat.S_ISDIR(now[0]):
                     continue  # folders come and go with every tool run: too noisy to judge
-                found.append(path)
                 if name in old:
-                    left.append(path)  # its old bytes are not kept: reported only
+                    if self.changes[folder]:
+                        found.append(path)
+                        left.append(path)  # its old bytes are not kept: reported only
                     continue
+                found.append(path)
                 try:
                     if os.lstat(path).st_uid != me:
                         raise PermissionError(path)
