@@ -108,19 +108,29 @@ def test_writable_paths_are_writable_and_the_reports_root_never(
     (home / ".fakecli").mkdir(parents=True)
     (home / "elsewhere").mkdir()
     reports = home / "reports"  # under a writable path, yet protected
-    reports.mkdir()
+    (reports / ".state").mkdir(parents=True)
+    (reports / ".state" / "seal.key").write_text("secret\n")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("FAKECLI_HOME", raising=False)
     wanted = [home / ".fakecli" / "state.json", home / "elsewhere" / "x", reports / "seal.key"]
-    stand_in(bin_dir, "fakecli", "import json\n" + WRITE_STATE)
+    stand_in(
+        bin_dir,
+        "fakecli",
+        "import json\n"
+        + WRITE_STATE
+        + f"print('seal key visible:', os.path.exists({str(reports / '.state' / 'seal.key')!r}))",
+    )
     (bin_dir / "spec.json").write_text(json.dumps([str(p) for p in wanted]))
     settings = tier("fakecli", writable=["~/.fakecli", "$FAKECLI_HOME/state", "~/reports"])
     out = run_fixer("claude", settings, prompt_file, ["app.py"], workdir,
-                    containment=sandbox.Containment("bwrap", protect=(str(reports),)))  # fmt: skip
+                    containment=sandbox.Containment("bwrap", protect=(str(reports),),
+                                                    hide=(str(reports / ".state"),)))  # fmt: skip
     assert out.ok and out.contained is True, out.infra_error
     assert (home / ".fakecli" / "state.json").read_text() == "written\n"
     assert not (home / "elsewhere" / "x").exists() and not (reports / "seal.key").exists()
     assert f"refused {reports / 'seal.key'} Read-only file system" in out.notes
+    assert "seal key visible: False" in out.notes
+    assert (reports / ".state" / "seal.key").read_text() == "secret\n"
 
 
 def test_writable_entries_expand_home_and_variables() -> None:
@@ -189,3 +199,14 @@ def test_an_unknown_sandbox_mode_is_a_config_error(
     monkeypatch.setenv("INCIDENTS_CONFIG", str(tmp_path / "incidents.toml"))
     r = cli("status")
     assert r.code != 0 and "tiers.sandbox" in r.err and "Traceback" not in r.err
+
+
+def test_a_target_rewritten_by_rename_is_an_ordinary_edit(
+    bin_dir: Path, workdir: Path, prompt_file: Path
+) -> None:
+    stand_in(bin_dir, "renamer",
+             "p = pathlib.Path(sys.argv[-1]); t = p.with_suffix('.tmp')\n"
+             "t.write_text(p.read_text().replace('-', '+')); os.replace(t, p)")  # fmt: skip
+    out = run_fixer("aider", tier("renamer"), prompt_file, ["app.py"], workdir)
+    assert out.ok and out.changed_files == ["app.py"] and out.violations == []
+    assert "a + b" in (workdir / "app.py").read_text()

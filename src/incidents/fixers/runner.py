@@ -133,26 +133,36 @@ def _lstat(path: Path) -> os.stat_result | None:
 
 
 def _replaced(before: os.stat_result | None, after: os.stat_result | None) -> str | None:
-    """Why a target is no longer an acceptable edit of itself, or None."""
-    if after is None or before is None:
-        return None  # deleted (the recheck judges that), or created
+    """Why a target is no longer an acceptable edit of itself, or None. A deleted target is
+    judged by the recheck; a link that was there before and was left alone is no change."""
+    if after is None:
+        return None
+    if before is not None and (after.st_ino, after.st_dev, stat.S_IFMT(after.st_mode)) == (
+        before.st_ino, before.st_dev, stat.S_IFMT(before.st_mode)
+    ):  # fmt: skip
+        return None  # the same file as before (edited in place, or untouched)
     if stat.S_ISLNK(after.st_mode):
         return "replaced by a symlink"
     if not stat.S_ISREG(after.st_mode):
         kind = "a directory" if stat.S_ISDIR(after.st_mode) else "a special file"
         return f"replaced by {kind} (mode {after.st_mode:o})"
-    if after.st_nlink > 1 and (after.st_ino, after.st_dev) != (before.st_ino, before.st_dev):
+    if after.st_nlink > 1:
         return "replaced by a hard link to another file"
     return None
 
 
 def _restore_targets(workdir: Path, bad: dict[str, str], before: snapshot.Snapshot) -> list[str]:
-    """Put the targets in `bad` back as regular files; returns those that could not be."""
+    """Put the targets in `bad` back as they were (removed if they were not there);
+    returns those that could not be."""
     failed = []
     for rel in bad:
         old = before.files.get(rel)
-        held = old and guard.Held(old.kind, old.digest, old.data, stat.S_IMODE(old.mode))
-        if not held or not guard.put_back(str(workdir / rel), held):
+        held = (
+            guard.Held(old.kind, old.digest, old.data, stat.S_IMODE(old.mode))
+            if old is not None
+            else guard.Held("absent")
+        )
+        if not guard.put_back(str(workdir / rel), held):
             failed.append(rel)
     return failed
 
@@ -176,6 +186,7 @@ def _containment(
     wrapped = sandbox.wrap(
         probe, [program, *argv[1:]], str(workdir), writable=sandbox.expand(settings.writable),
         read_only=[*containment.protect, *containment.watch], visible=[v for v in visible if v],
+        hidden=containment.hide,
     )  # fmt: skip
     return wrapped, probe.label, None
 

@@ -5,7 +5,8 @@ filesystem read-only (`--ro-bind / /`), a fresh `/dev` and `/proc`, a private tm
 `/tmp` (writes there vanish with the run; TMPDIR points there), and read-write only the
 incident's workdir and the tier's `writable` paths; the reports root and the config file
 in use are bound read-only again last, so neither can be made writable by a workdir or a
-`writable` entry above them. `--unshare-pid` gives it a private PID namespace: when the
+`writable` entry above them, and the root's `.state` (the seal key) is hidden under an
+empty read-only tmpfs. `--unshare-pid` gives it a private PID namespace: when the
 program exits, every process it started (same group, `setsid`, double fork) is killed by
 the kernel; `--die-with-parent` ends it if we die; `--new-session` keeps it off our
 terminal. The network stays: the AI CLIs need it. What `/tmp` held outside is hidden, so
@@ -123,6 +124,7 @@ def wrap(
     writable: Sequence[str] = (),
     read_only: Sequence[str] = (),
     visible: Sequence[str] = (),
+    hidden: Sequence[str] = (),
 ) -> list[str]:
     """The bwrap command running `argv` in `workdir`: see the module docstring. `visible`:
     paths under /tmp the program needs to read; `read_only`: paths that must stay
@@ -139,6 +141,9 @@ def wrap(
     binds.sort(key=lambda b: (b[0].rstrip("/").count("/"), b[1] == "--ro-bind-try"))
     for path, flag in binds:
         cmd += [flag, path, path]
+    for path in hidden:  # an empty read-only folder over it (the seal key's folder)
+        if os.path.isdir(path):
+            cmd += ["--tmpfs", os.path.realpath(path), "--remount-ro", os.path.realpath(path)]
     cmd += [*NAMESPACE_FLAGS, "--chdir", real, "--", *argv]
     return cmd
 
@@ -148,11 +153,13 @@ class Containment:
     """How one fixer run is contained. `mode`: the `[tiers] sandbox` setting; `protect`:
     paths never writable by the fixer and watched in detection mode (the reports root,
     the config file in use); `watch`: files outside the workdir hashed before and after
-    the run and put back when changed (the config file in use)."""
+    the run and put back when changed (the config file in use); `hide`: folders the fixer
+    must not even read under bubblewrap (the reports root's `.state`, with the seal key)."""
 
     mode: str = "auto"
     protect: tuple[str, ...] = ()
     watch: tuple[str, ...] = ()
+    hide: tuple[str, ...] = ()
 
 
 def choose(mode: str) -> tuple[Probe | None, str | None]:

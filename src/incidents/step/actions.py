@@ -256,7 +256,8 @@ class Actions(TickBase):
             outcome = run_fixer(
                 agent, settings, prompt_file, ctx.target_files, self.workdir(incident),
                 pidfile=pidfile, containment=Containment(
-                    self.cfg.tiers.sandbox, protect=(str(self.root.path),), watch=source),
+                    self.cfg.tiers.sandbox, protect=(str(self.root.path),), watch=source,
+                    hide=(str(self.root.state),)),
             )  # fmt: skip
             report_id = artifacts.report_id(ctx.report_labels[-1] if ctx.report_labels else "0")
             attempt = outcome.ai_attempt(TIER_NUMBER[agent], report_id).model_copy(
