@@ -36,6 +36,7 @@ test: lint
 bench: $(STAMP)
 	$(BIN)/python bench/capture.py
 	$(BIN)/python bench/mirror.py
+	$(BIN)/python bench/containment.py
 
 clean-venv:
 	rm -rf $(VENV)

@@ -57,6 +57,7 @@ def diagnose(root: Root, cfg: Config) -> list[Finding]:
         lambda: check_filesystem(root),
         lambda: check_database(root),
         lambda: check_tools(cfg),
+        lambda: check_containment(cfg),
         lambda: check_leases(root),
         lambda: check_pending(root),
         lambda: check_pause(root),
@@ -254,6 +255,27 @@ def check_tools(cfg: Config) -> list[Finding]:
                                f"{program} does not run ({' '.join(argv)} failed)",
                                f"reinstall {argv0}"))  # fmt: skip
     return out
+
+
+def check_containment(cfg: Config) -> list[Finding]:
+    """Can fixer programs run under bubblewrap here? A warning when they cannot (they run
+    with detection only), a failure when `[tiers] sandbox = "bwrap"` requires it."""
+    from incidents.fixers import sandbox
+
+    mode = cfg.tiers.sandbox
+    if mode == "none":
+        return [Finding("containment", "warn", '[tiers] sandbox = "none": fixers run with '
+                        "detection only (contained: false)",
+                        'set [tiers] sandbox = "auto" to use bubblewrap where it works')]  # fmt: skip
+    found = sandbox.probe()
+    if found.ok:
+        return [Finding("containment", "ok", f"fixers run under bubblewrap ({found.label})")]
+    if mode == "bwrap":
+        return [Finding("containment", "fail", f"bubblewrap unavailable: {found.reason}; "
+                        '[tiers] sandbox = "bwrap" requires it: every fixer call fails',
+                        f'{sandbox.INSTALL_HINT}, or set [tiers] sandbox = "auto"')]  # fmt: skip
+    return [Finding("containment", "warn", f"bubblewrap unavailable: {found.reason}; fixers run "
+                    "with detection only (contained: false)", sandbox.INSTALL_HINT)]  # fmt: skip
 
 
 # --- leases, pending closes, pause ------------------------------------------------------------

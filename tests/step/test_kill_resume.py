@@ -105,13 +105,15 @@ def test_a_fixer_left_running_by_a_killed_tick_is_killed_before_the_redo(
     bin_dir, marks = tmp_path / "bin", tmp_path / "marks"  # outside the workdir: a fixer's
     bin_dir.mkdir()  # files beside its targets are reverted as violations
     marks.mkdir()
+    # a token, not the pid: under bubblewrap each run has a PID namespace of its own
     stand_in(bin_dir, "aider",
-             f"m = pathlib.Path({str(marks)!r}); (m / f'started.{{os.getpid()}}').write_text('')\n"
+             f"m = pathlib.Path({str(marks)!r}); run = os.urandom(8).hex()\n"
+             "(m / f'started.{run}').write_text('')\n"
              "time.sleep(3)\n"
              "p = pathlib.Path('typed.py'); p.write_text(p.read_text().replace('\"one\"', '1'))\n"
-             "(m / f'done.{os.getpid()}').write_text('')")  # fmt: skip
-    (tmp_path / "incidents.toml").write_text(
-        '[checks]\ntools = ["mypy"]\n[tiers.aider]\nmode = "on"\n'
+             "(m / f'done.{run}').write_text('')")  # fmt: skip
+    (tmp_path / "incidents.toml").write_text(  # marks: writable for the fixer in the sandbox
+        f'[checks]\ntools = ["mypy"]\n[tiers.aider]\nmode = "on"\nwritable = ["{marks}"]\n'
         '[tiers.codex]\nmode = "off"\n[tiers.claude]\nmode = "off"\n'
     )
     env = {**os.environ, "INCIDENTS_ROOT": str(root.path), "PATH": f"{bin_dir}:{os.environ['PATH']}",
@@ -131,7 +133,7 @@ def test_a_fixer_left_running_by_a_killed_tick_is_killed_before_the_redo(
     [started] = marks.glob("started.*")
     first.send_signal(signal.SIGKILL)
     first.wait()
-    orphan = int(started.name.split(".")[1])
+    orphan = started.name.split(".")[1]
     again = incidents("drive", incident_id, env=env)
     assert again.returncode == 0, again.stderr
     assert "-> S_SUCCESS" in again.stdout, again.stdout

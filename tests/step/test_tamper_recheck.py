@@ -237,7 +237,8 @@ def test_a_tick_killed_after_the_fixer_ran_still_finds_the_suppression(
         f"    pathlib.Path({str(killed)!r}).write_text('')\n"
         "    os.kill(os.getppid(), 9)"
     ))  # fmt: skip
-    (tmp_path / "incidents.toml").write_text(FAST + ONLY_AIDER)
+    # without the sandbox: under bubblewrap a fixer can neither see its tick nor write there
+    (tmp_path / "incidents.toml").write_text(FAST + ONLY_AIDER + '[tiers]\nsandbox = "none"\n')
     env = {**os.environ, "INCIDENTS_ROOT": str(root.path), "PATH": f"{bin_dir}:{os.environ['PATH']}",
            "INCIDENTS_CONFIG": str(tmp_path / "incidents.toml")}  # fmt: skip
     (ws / "names.py").write_text(UNDEFINED)

@@ -33,6 +33,21 @@ the CLIs find their logins. Nothing else from our environment reaches a fixer.
 
 Untrusted output: prompts fence every finding, log and plan text as data; after a run
 only changes to the target files are accepted, everything else is reverted.
+
+Containment (`fixers.sandbox`, `fixers.guard`; `[tiers] sandbox`): each program runs under
+bubblewrap with the filesystem read-only except its workdir and its tier's `writable`
+paths, else with detection. The default `writable` lists are where each CLI keeps state it
+must write to work at all (logins refreshed, sessions, caches), and nothing wider (HOME
+stays read-only, so a fixer cannot plant a shell rc file or a git hook elsewhere):
+
+- aider: `~/.aider` (its caches, analytics id and OAuth keys; the chat history files go to
+  the workdir, and are `scratch` there);
+- codex: `$CODEX_HOME`, else `~/.codex` (auth.json refresh, sessions, logs);
+- claude: `$CLAUDE_CONFIG_DIR`, else `~/.claude` and `~/.claude.json` (settings, sessions,
+  the OAuth token refresh). A CLI that saves a file by renaming a temporary one beside it
+  in HOME needs HOME itself; add it to `writable` only if it fails otherwise.
+
+An entry naming an unset variable is left out; a path that does not exist is skipped.
 """
 
 import importlib

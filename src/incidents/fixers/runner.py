@@ -1,16 +1,24 @@
 """Run one AI fixer tier over an incident's targets and judge what it did.
 
 The run: snapshot the workdir, run the tier's command (argv via `proc.run`: timeout,
-minimal environment plus the tier's pass-through variables, cwd = workdir), snapshot
+minimal environment plus the tier's pass-through variables, cwd = workdir) contained
+(`fixers.sandbox`: under bubblewrap, else with `fixers.guard`'s detection), snapshot
 again. Changed target files are the fix; any other file created, changed or deleted is a
-violation and is put back. A fixer that cannot be started, times out or exits non-zero
-is an infrastructure failure (seed 001: "if Aider fails as a tool, go to S_ERROR_INFRA").
+violation and is put back, and so is a target replaced by a symlink, a hard link or
+anything but a regular file (it is restored, not accepted as changed). The check configs
+outside the workdir and the incidents config are held before and put back after. A fixer
+that cannot be started, times out or exits non-zero is an infrastructure failure (seed
+001: "if Aider fails as a tool, go to S_ERROR_INFRA").
 """
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
+import shutil
+import stat
+import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -18,7 +26,7 @@ from pathlib import Path
 
 from incidents import fsutil, proc
 from incidents.bundle_rules import target_problem
-from incidents.fixers import snapshot
+from incidents.fixers import guard, sandbox, snapshot
 from incidents.fixers.settings import PLACEHOLDER_RE, TierSettings
 from incidents.models import AIAttempt
 from incidents.redact import redact
@@ -43,6 +51,8 @@ class FixerOutcome:
     infra_error: str | None = None
     notes: str = ""
     duration_s: float = 0.0
+    contained: bool | None = None
+    sandbox: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -60,6 +70,7 @@ class FixerOutcome:
             input_error_report_id=input_error_report_id, changed_files=self.changed_files,
             notes=notes.strip(), started_at=self.started_at, finished_at=self.finished_at,
             exit_code=self.exit_code, violations=self.violations, prompt_file=self.prompt_file,
+            contained=self.contained, sandbox=self.sandbox,
         )  # fmt: skip
 
 
@@ -114,6 +125,72 @@ def _infra(result: proc.ProcResult) -> str | None:
     return f"{reason}: {tail[-500:]}" if tail else reason
 
 
+def _lstat(path: Path) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except OSError:
+        return None
+
+
+def _replaced(before: os.stat_result | None, after: os.stat_result | None) -> str | None:
+    """Why a target is no longer an acceptable edit of itself, or None. A deleted target is
+    judged by the recheck; a link that was there before and was left alone is no change."""
+    if after is None:
+        return None
+    if before is not None and (after.st_ino, after.st_dev, stat.S_IFMT(after.st_mode)) == (
+        before.st_ino, before.st_dev, stat.S_IFMT(before.st_mode)
+    ):  # fmt: skip
+        return None  # the same file as before (edited in place, or untouched)
+    if stat.S_ISLNK(after.st_mode):
+        return "replaced by a symlink"
+    if not stat.S_ISREG(after.st_mode):
+        kind = "a directory" if stat.S_ISDIR(after.st_mode) else "a special file"
+        return f"replaced by {kind} (mode {after.st_mode:o})"
+    if after.st_nlink > 1:
+        return "replaced by a hard link to another file"
+    return None
+
+
+def _restore_targets(workdir: Path, bad: dict[str, str], before: snapshot.Snapshot) -> list[str]:
+    """Put the targets in `bad` back as they were (removed if they were not there);
+    returns those that could not be."""
+    failed = []
+    for rel in bad:
+        old = before.files.get(rel)
+        held = (
+            guard.Held(old.kind, old.digest, old.data, stat.S_IMODE(old.mode))
+            if old is not None
+            else guard.Held("absent")
+        )
+        if not guard.put_back(str(workdir / rel), held):
+            failed.append(rel)
+    return failed
+
+
+def _containment(
+    containment: sandbox.Containment, settings: TierSettings, argv: list[str], workdir: Path,
+    prompt_file: Path, env: dict[str, str],
+) -> tuple[list[str], str | None, str | None]:  # fmt: skip
+    """(the argv to run, bwrap's label or None for detection, an infra error or None)."""
+    probe, error = sandbox.choose(containment.mode)
+    if probe is None:
+        return argv, None, error
+    # found here, as proc.run would, so a missing program reads the same in both modes
+    named = os.path.join(workdir, argv[0]) if os.sep in argv[0] else argv[0]
+    program = shutil.which(named, path=env.get("PATH"))
+    if program is None:
+        return argv, None, f"program not found: {argv[0]}"
+    visible = [*env.get("PATH", "").split(os.pathsep), str(prompt_file.parent),
+               env.get("VIRTUAL_ENV", ""), program]  # fmt: skip
+    env["TMPDIR"] = sandbox.PRIVATE_TMP
+    wrapped = sandbox.wrap(
+        probe, [program, *argv[1:]], str(workdir), writable=sandbox.expand(settings.writable),
+        read_only=[*containment.protect, *containment.watch], visible=[v for v in visible if v],
+        hidden=containment.hide,
+    )  # fmt: skip
+    return wrapped, probe.label, None
+
+
 def run_fixer(
     tier: str,
     settings: TierSettings,
@@ -122,8 +199,11 @@ def run_fixer(
     workdir: Path,
     limits: snapshot.Limits | None = None,
     pidfile: Path | None = None,
+    containment: sandbox.Containment | None = None,
 ) -> FixerOutcome:
-    """Run `tier`'s command once; see the module docstring. `pidfile`: see `proc.run`."""
+    """Run `tier`'s command once; see the module docstring. `pidfile`: see `proc.run`.
+    `containment`: the sandbox setting and the paths to protect (default: auto, none)."""
+    containment = containment or sandbox.Containment()
     started, t0 = datetime.now(UTC), time.monotonic()
     outcome = FixerOutcome(tier, [settings.program], str(prompt_file), started, started)
 
@@ -143,19 +223,46 @@ def run_fixer(
         return finish(str(exc))
     argv = render_argv(settings.argv, prompt_file, prompt, rel_targets, workdir)
     outcome.argv = render_argv(settings.argv, prompt_file, "<prompt>", rel_targets, workdir)
-    result = proc.run(
-        argv, cwd=workdir, timeout=settings.timeout_s,
-        env=proc.minimal_env(_pass_env(settings.env)),
-        stdin=prompt.encode("utf-8") if settings.stdin == "prompt" else None,
-        pidfile=pidfile,
-    )  # fmt: skip
+    env = proc.minimal_env(_pass_env(settings.env))
+    argv, bwrap, error = _containment(containment, settings, argv, workdir, prompt_file, env)
+    if error:
+        return finish(error)
+    outcome.contained, outcome.sandbox = bwrap is not None, bwrap or "detection"
+    configs = guard.config_files(workdir, rel_targets, [*containment.watch])
+    held = guard.FileGuard(configs)
+    kinds = {t: _lstat(workdir / t) for t in rel_targets}
+    with contextlib.ExitStack() as stack:
+        listings, reaper = None, None
+        if bwrap is None:
+            env["TMPDIR"] = stack.enter_context(
+                tempfile.TemporaryDirectory(prefix="fixer-", ignore_cleanup_errors=True)
+            )
+            listings = guard.Listings(guard.listed_folders(workdir), skip=configs)
+            reaper = stack.enter_context(guard.Reaper())
+        result = proc.run(
+            argv, cwd=workdir, timeout=settings.timeout_s, env=env,
+            stdin=prompt.encode("utf-8") if settings.stdin == "prompt" else None,
+            pidfile=pidfile,
+        )  # fmt: skip
+        killed = reaper.sweep() if reaper is not None else 0
     outcome.exit_code = result.returncode
     outcome.notes = _tail(result.stdout)
+    if killed:
+        outcome.notes += f"\nkilled {killed} process(es) the fixer left running"
+    replaced = {t: why for t in rel_targets if (why := _replaced(kinds[t], _lstat(workdir / t)))}
+    bad_targets = _restore_targets(workdir, replaced, before)
     after = snapshot.take(workdir, settings.scratch, _AFTER)
-    wanted = set(rel_targets)
+    wanted = set(rel_targets) - set(replaced)
     changed = snapshot.changed_paths(before, after)
     outcome.changed_files = [p for p in changed if p in wanted]
     outcome.violations = [p for p in changed if p not in wanted]
     _, outcome.unreverted = snapshot.restore(before, outcome.violations)
     snapshot.remove_new_dirs(before, after)
+    outcome.violations += [f"{t} ({why})" for t, why in replaced.items()]
+    outcome.unreverted += bad_targets
+    for check in (held.check, listings.check if listings else None):
+        if check is not None:
+            outside, left = check()
+            outcome.violations += outside
+            outcome.unreverted += left
     return finish(_infra(result))

@@ -62,6 +62,12 @@ class TierSettings(Section):
         description="top-level names (a trailing * matches a prefix) the tool keeps its own "
         "state in; never snapshotted, so never violations",
     )
+    writable: list[str] = Field(
+        default_factory=list,
+        description="paths outside the workdir the CLI must write its own state to (`~` and "
+        "$VARS expanded), bound read-write inside the sandbox; the reports root and the "
+        "config file stay read-only even when under one of them",
+    )
 
     @field_validator("argv")
     @classmethod
@@ -82,11 +88,20 @@ class TierSettings(Section):
         return self.argv[0]
 
 
+# What each CLI writes outside the workdir (see the package docstring).
+AIDER_WRITABLE = ["~/.aider"]
+CODEX_WRITABLE = ["${CODEX_HOME}", "~/.codex"]
+CLAUDE_WRITABLE = ["${CLAUDE_CONFIG_DIR}", "~/.claude", "~/.claude.json"]
+
 _DEFAULTS: dict[str, dict[str, Any]] = {
-    "aider": {"argv": AIDER_ARGV, "env": AIDER_ENV, "scratch": [".aider*"]},
-    "codex": {"argv": CODEX_ARGV, "stdin": "prompt", "env": CODEX_ENV},
-    "claude": {"argv": CLAUDE_ARGV, "stdin": "prompt", "env": CLAUDE_ENV, "scratch": [".claude"]},
-}
+    "aider": {"argv": AIDER_ARGV, "env": AIDER_ENV, "scratch": [".aider*"],
+              "writable": AIDER_WRITABLE},
+    "codex": {"argv": CODEX_ARGV, "stdin": "prompt", "env": CODEX_ENV,
+              "writable": CODEX_WRITABLE},
+    "claude": {"argv": CLAUDE_ARGV, "stdin": "prompt", "env": CLAUDE_ENV, "scratch": [".claude"],
+               "writable": CLAUDE_WRITABLE},
+}  # fmt: skip
+SandboxMode = Literal["auto", "bwrap", "none"]
 
 
 def _default(name: str) -> TierSettings:
@@ -97,6 +112,12 @@ class TiersSettings(Section):
     """A tier's table in incidents.toml overrides its defaults key by key: `mode = "off"`
     alone keeps the default command."""
 
+    sandbox: SandboxMode = Field(
+        default="auto",
+        description="how fixer programs are contained: bwrap = under bubblewrap or not at all "
+        "(an infra failure), auto = bubblewrap when it works here else detection, none = "
+        "detection only (see incidents.fixers.sandbox)",
+    )
     aider: TierSettings = Field(default_factory=lambda: _default("aider"))
     codex: TierSettings = Field(default_factory=lambda: _default("codex"))
     claude: TierSettings = Field(default_factory=lambda: _default("claude"))

@@ -90,6 +90,15 @@ class AIAttempt(Document):
     prompt_file: str | None = None
     handoff: bool = Field(default=False, description="submitted by an outside agent")
     step: int | None = Field(default=None, description="the FSM step that made this attempt")
+    contained: bool | None = Field(
+        default=None,
+        description="true: the fixer ran under bubblewrap (read-only filesystem but its "
+        "workdir, private PID namespace); false: without it, writes outside were only "
+        "detected and put back; null: not recorded (a handoff, or an older attempt)",
+    )
+    sandbox: str | None = Field(
+        default=None, description="what contained it: 'bwrap <version>' or 'detection'"
+    )
 
 
 class PendingStep(Document):

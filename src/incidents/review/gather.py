@@ -64,6 +64,8 @@ class Note:
     notes: str
     violations: list[str]
     handoff: bool
+    contained: bool | None = None
+    sandbox: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +194,10 @@ def _notes(doc: Any) -> list[Note]:
                 notes=str(item.get("notes") or ""),
                 violations=[str(x) for x in item.get("violations") or []],
                 handoff=bool(item.get("handoff")),
+                contained=(
+                    item.get("contained") if isinstance(item.get("contained"), bool) else None
+                ),
+                sandbox=str(item["sandbox"]) if item.get("sandbox") else None,
             )
         )
     return notes

@@ -165,6 +165,9 @@ def details_html(card: Card) -> str:
     for note in card.notes:
         head = f"attempt {note.number}: {note.agent}" + (" (handoff)" if note.handoff else "")
         head += f", exit {note.exit_code}" if note.exit_code is not None else ""
+        if note.contained is not None:  # how far its claim to have stayed inside is proven
+            contained = f"contained by {note.sandbox or 'bwrap'}"
+            head += f", {contained}" if note.contained else ", not contained (detection only)"
         changed = ", ".join(note.changed) or "no files changed"
         out.append(f"<p><b>{escape(head)}</b> &middot; {escape(changed)}</p>")
         if note.violations:

@@ -323,6 +323,7 @@ class Actions(TickBase):
 
     def call_fixer(self, agent: Agent, incident: Incident, ctx: ErrorPipelineContext) -> None:
         from incidents.fixers.runner import run_fixer
+        from incidents.fixers.sandbox import Containment
 
         ctx.enter_tier(agent, TIER_NUMBER[agent])
         path = self.artifact(artifacts.fixer_step_name(ctx.step))
@@ -340,9 +341,12 @@ class Actions(TickBase):
             pidfile = self.root.state / "running" / f"{self.id}.pid"
             pidfile.parent.mkdir(mode=0o700, exist_ok=True)
             proc.kill_recorded(pidfile)
+            source = (self.cfg.source,) if self.cfg.source else ()
             outcome = run_fixer(
                 agent, settings, prompt_file, ctx.target_files, self.workdir(incident),
-                pidfile=pidfile,
+                pidfile=pidfile, containment=Containment(
+                    self.cfg.tiers.sandbox, protect=(str(self.root.path),), watch=source,
+                    hide=(str(self.root.state),)),
             )  # fmt: skip
             report_id = artifacts.report_id(ctx.report_labels[-1] if ctx.report_labels else "0")
             attempt = outcome.ai_attempt(TIER_NUMBER[agent], report_id).model_copy(

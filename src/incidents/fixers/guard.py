@@ -1,0 +1,312 @@
+"""Detection, for a fixer run without bubblewrap (and cheap insurance with it).
+
+- `Held`/`FileGuard`: the files outside the workdir a later verdict depends on (every check
+  config a tool may read from the workdir and the targets' folders up to `/`, the same list
+  `checks.tamper_files.config_paths` compares, and the incidents config in use) are read
+  before the run, with their bytes; after it, each one that was created, changed, deleted
+  or replaced by a link or something else is a violation and is put back (a file that did
+  not exist is removed).
+- `Listings`: the entries of the folders a stray write lands in most (each folder from the
+  workdir's parent up to `/`, `/tmp`, `/var/tmp`, `/dev/shm` and `$TMPDIR`; one level each,
+  not their trees) before and after: a file, link or FIFO that appeared is reported and
+  removed (when it is ours); an existing one that changed is reported (not in the
+  temporary folders, where other programs' files change all the time). The fixer gets a private TMPDIR, removed after.
+  This is detection, not containment: a write deeper in some other tree or a new folder
+  goes unseen, and a file another process of ours made there in the same instant would be
+  taken for the fixer's.
+- `Reaper`: for the run this process is a child subreaper (`prctl(PR_SET_CHILD_SUBREAPER)`,
+  Linux): whatever the fixer leaves running (a background child of its process group, a
+  `setsid` daemon, a double fork) is re-parented to us instead of init, and `sweep` kills
+  every such descendant before the recheck, so nothing can touch the workdir after it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import hashlib
+import os
+import shutil
+import signal
+import stat
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from incidents import fsutil
+
+MAX_HELD_BYTES = 4 << 20  # a config larger than this is compared by digest, not put back
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+PR_SET_CHILD_SUBREAPER = 36
+PR_GET_CHILD_SUBREAPER = 37
+SWEEP_ROUNDS = 50
+
+
+@dataclass(frozen=True)
+class Held:
+    """A path as it was: absent, a regular file (its bytes unless too large), a symlink (its
+    target) or something else (a folder, a FIFO, ...: only its type)."""
+
+    kind: str  # absent | file | link | other
+    digest: str = ""
+    data: bytes | None = None
+    mode: int = 0o644
+
+
+def hold(path: str) -> Held:
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return Held("absent")
+    except OSError as exc:
+        return Held("other", f"unreadable: {exc.strerror}")
+    if stat.S_ISLNK(st.st_mode):
+        return Held("link", os.readlink(path))
+    if not stat.S_ISREG(st.st_mode):
+        return Held("other", f"mode {st.st_mode:o}")
+    try:
+        fd = os.open(path, os.O_RDONLY | _NONBLOCK | _NOFOLLOW)
+    except OSError as exc:
+        return Held("other", f"unreadable: {exc.strerror}")
+    digest, kept = hashlib.sha256(), bytearray()
+    try:
+        while chunk := os.read(fd, 1 << 16):
+            digest.update(chunk)
+            if len(kept) <= MAX_HELD_BYTES:
+                kept += chunk
+    finally:
+        os.close(fd)
+    data = bytes(kept) if len(kept) <= MAX_HELD_BYTES else None
+    return Held("file", digest.hexdigest(), data, stat.S_IMODE(st.st_mode))
+
+
+def _clear(path: str) -> None:
+    """Remove whatever is at `path` now (a folder the fixer made there too)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)
+
+
+def put_back(path: str, old: Held) -> bool:
+    """Make `path` what `old` says it was; False when that cannot be done."""
+    try:
+        if old.kind == "absent":
+            _clear(path)
+        elif old.kind == "link":
+            _clear(path)
+            os.symlink(old.digest, path)
+        elif old.kind == "file" and old.data is not None:
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            fsutil.atomic_write_bytes(path, old.data, old.mode)
+        else:
+            return False
+    except OSError:
+        return False
+    return True
+
+
+class FileGuard:
+    """`paths` held now; `check` reports and puts back what changed since."""
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        self.before = {p: hold(p) for p in dict.fromkeys(paths)}
+
+    def check(self) -> tuple[list[str], list[str]]:
+        """(changed paths, those that could not be put back)."""
+        changed: list[str] = []
+        failed: list[str] = []
+        for path, old in self.before.items():
+            new = hold(path)
+            if (new.kind, new.digest) == (old.kind, old.digest):
+                continue
+            changed.append(path)
+            if not put_back(path, old):
+                failed.append(path)
+        return changed, failed
+
+
+def config_files(workdir: Path, targets: list[str], extra: Iterable[str]) -> list[str]:
+    """The check configs a tool may read for these targets outside the workdir (inside it
+    the workdir snapshot already reverts them), and `extra` (the incidents config)."""
+    from incidents.checks.tamper_files import config_paths
+
+    inside = os.path.realpath(workdir).rstrip("/") + "/"
+    out = [
+        str(p) for p in config_paths(workdir, targets) if not os.path.realpath(p).startswith(inside)
+    ]
+    return [*out, *(os.path.abspath(e) for e in extra)]
+
+
+TEMP_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+def listed_folders(workdir: Path) -> dict[str, bool]:
+    """The workdir's ancestors (not the workdir: the snapshot covers it) and the temporary
+    folders (/tmp, /var/tmp, /dev/shm, $TMPDIR), each with whether a change to a file
+    already there is reported: not in a temporary folder, where other programs' files
+    change all the time."""
+    temps = {os.path.realpath(t) for t in (*TEMP_FOLDERS, os.environ.get("TMPDIR", "")) if t}
+    folders: dict[str, bool] = {}
+    folder = os.path.dirname(os.path.realpath(workdir))
+    while folder not in folders:
+        folders[folder] = folder not in temps
+        folder = os.path.dirname(folder)
+    for tmp in sorted(temps):
+        if os.path.isdir(tmp):
+            folders.setdefault(tmp, False)
+    return folders
+
+
+Listing = dict[str, tuple[int, int, int, int]]  # name -> (mode, ino, size, mtime_ns)
+
+
+def _list(folder: str) -> Listing:
+    out: Listing = {}
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    st = entry.stat(follow_symlinks=False)
+                    out[entry.name] = (st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns)
+    except OSError:
+        pass
+    return out
+
+
+class Listings:
+    """`folders` listed now; `check` reports what appeared or changed in them since."""
+
+    def __init__(self, folders: dict[str, bool], skip: Iterable[str] = ()) -> None:
+        self.skip = {os.path.realpath(s) for s in skip}
+        self.changes = folders
+        self.before = {f: _list(f) for f in folders}
+
+    def check(self) -> tuple[list[str], list[str]]:
+        """(new or changed paths, those left in place)."""
+        found: list[str] = []
+        left: list[str] = []
+        me = os.getuid()
+        for folder, old in self.before.items():
+            for name, now in _list(folder).items():
+                path = os.path.join(folder, name)
+                if path in self.skip or old.get(name) == now:
+                    continue
+                if stat.S_ISDIR(now[0]):
+                    continue  # folders come and go with every tool run: too noisy to judge
+                if name in old:
+                    if self.changes[folder]:
+                        found.append(path)
+                        left.append(path)  # its old bytes are not kept: reported only
+                    continue
+                found.append(path)
+                try:
+                    if os.lstat(path).st_uid != me:
+                        raise PermissionError(path)
+                    os.unlink(path)
+                except OSError:
+                    left.append(path)
+        return found, left
+
+
+# --- the subreaper ----------------------------------------------------------------------
+
+
+def _prctl(option: int, value: int) -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(option, value, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _parents() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, state) of every process we can see."""
+    out: dict[int, tuple[int, str]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", encoding="ascii", errors="replace") as fh:
+                fields = fh.read().rpartition(")")[2].split()
+            out[int(name)] = (int(fields[1]), fields[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def _descendants(table: dict[int, tuple[int, str]], root: int, skip: set[int]) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found: list[int] = []
+    stack = [p for p in children.get(root, []) if p not in skip]
+    while stack:
+        pid = stack.pop()
+        found.append(pid)
+        stack.extend(children.get(pid, []))
+    return found
+
+
+class Reaper:
+    """`with Reaper() as r:` run the fixer, then `r.sweep()`; leaving the block sweeps too and
+    gives the subreaper flag back. `killed`: how many processes the sweeps killed."""
+
+    def __init__(self) -> None:
+        self.me = os.getpid()
+        self.killed = 0
+        self.active = False
+        self.earlier: set[int] = set()
+
+    def __enter__(self) -> Reaper:
+        if os.path.isdir("/proc"):
+            self.earlier = {p for p, (pp, _) in _parents().items() if pp == self.me}
+            self.active = _prctl(PR_SET_CHILD_SUBREAPER, 1)
+        return self
+
+    def sweep(self) -> int:
+        """Kill every descendant that was not our child before the run (and its own
+        descendants), until none is left; reap those that were re-parented to us."""
+        if not self.active:
+            return 0
+        for _ in range(SWEEP_ROUNDS):
+            table = _parents()
+            found = _descendants(table, self.me, self.earlier)
+            if not found:
+                break
+            for pid in found:
+                if table[pid][1] != "Z":
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGKILL)
+                        self.killed += 1
+            time.sleep(0.005)
+            now = _parents()
+            for pid in found:  # killed ones re-parented to us are our zombies now
+                if now.get(pid, (0, ""))[0] == self.me:
+                    with contextlib.suppress(ChildProcessError, OSError):
+                        os.waitpid(pid, 0)
+        return self.killed
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            self.sweep()
+        finally:
+            if self.active:
+                _prctl(PR_SET_CHILD_SUBREAPER, 0)
+                self.active = False

@@ -1,0 +1,212 @@
+"""Fixer containment at the runner: targets swapped for something that is not their file,
+the sandbox's writable and protected paths, and what happens where bubblewrap cannot run
+(a stand-in `bwrap` on PATH that fails the way it does in an unprivileged container).
+The full misbehaving fixer driven through an incident is tests/step/test_containment.py."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from incidents.fixers import TierSettings, run_fixer, sandbox
+from incidents.layout import Root
+from tests.helpers import Cli
+from tests.stand_ins import stand_in
+
+BROKEN = "def add(a, b):\n    return a - b\n"
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    wd = tmp_path / "project"
+    wd.mkdir()
+    (wd / "app.py").write_text(BROKEN)
+    return wd
+
+
+@pytest.fixture
+def prompt_file(tmp_path: Path) -> Path:
+    path = tmp_path / "runs" / "prompt_attempt_1.md"
+    path.parent.mkdir()
+    path.write_text("fix app.py\n")
+    return path
+
+
+def needs_bwrap(mode: str) -> None:
+    if mode == "bwrap" and not sandbox.probe().ok:
+        pytest.skip(f"bubblewrap cannot run here: {sandbox.probe().reason}")
+
+
+def tier(name: str, writable: list[str] | None = None) -> TierSettings:
+    return TierSettings(argv=[name, "{files}"], timeout_s=20, writable=writable or [])
+
+
+SWAPS = {
+    "fifo": "p = pathlib.Path(sys.argv[-1]); p.unlink(); os.mkfifo(p)",
+    "directory": "p = pathlib.Path(sys.argv[-1]); p.unlink(); p.mkdir(); (p / 'x.py').write_text('')",
+    "symlink": "p = pathlib.Path(sys.argv[-1]); p.unlink(); p.symlink_to('/etc/hostname')",
+}  # fmt: skip
+REASONS = {"fifo": "a special file", "directory": "a directory", "symlink": "a symlink"}
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "none"])
+@pytest.mark.parametrize("swap", sorted(SWAPS))
+def test_a_target_swapped_for_a_non_file_is_restored_and_not_accepted(
+    bin_dir: Path, workdir: Path, prompt_file: Path, swap: str, mode: str
+) -> None:
+    needs_bwrap(mode)
+    stand_in(bin_dir, "swapper", SWAPS[swap])
+    containment = sandbox.Containment(mode)
+    out = run_fixer("aider", tier("swapper"), prompt_file, ["app.py"], workdir,
+                    containment=containment)  # fmt: skip
+    assert out.ok, out.infra_error
+    assert out.changed_files == [] and out.unreverted == []
+    [violation] = [v for v in out.violations if v.startswith("app.py")]
+    assert REASONS[swap] in violation
+    target = workdir / "app.py"
+    assert target.is_file() and not target.is_symlink() and target.read_text() == BROKEN
+    assert sorted(os.listdir(workdir)) == ["app.py"]
+
+
+def test_a_target_swapped_for_a_hard_link_outside_is_restored(
+    bin_dir: Path, workdir: Path, prompt_file: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.py"
+    outside.write_text("def add(a, b):\n    return a + b\n")
+    stand_in(
+        bin_dir,
+        "linker",
+        f"p = pathlib.Path(sys.argv[-1]); p.unlink(); os.link({str(outside)!r}, p)",
+    )
+    out = run_fixer("aider", tier("linker"), prompt_file, ["app.py"], workdir,
+                    containment=sandbox.Containment("none"))  # fmt: skip
+    assert out.violations == ["app.py (replaced by a hard link to another file)"]
+    assert out.changed_files == [] and (workdir / "app.py").read_text() == BROKEN
+    assert os.stat(workdir / "app.py").st_nlink == 1 and "a + b" in outside.read_text()
+
+
+WRITE_STATE = """
+spec = json.loads(pathlib.Path(os.path.dirname(sys.argv[0]), "spec.json").read_text())
+for path in spec:
+    try:
+        pathlib.Path(path).write_text("written\\n")
+        print("wrote", path)
+    except OSError as exc:
+        print("refused", path, exc.strerror)
+"""
+
+
+def test_writable_paths_are_writable_and_the_reports_root_never(
+    bin_dir: Path, workdir: Path, prompt_file: Path, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    needs_bwrap("bwrap")
+    home = tmp_path / "home"
+    (home / ".fakecli").mkdir(parents=True)
+    (home / "elsewhere").mkdir()
+    reports = home / "reports"  # under a writable path, yet protected
+    (reports / ".state").mkdir(parents=True)
+    (reports / ".state" / "seal.key").write_text("secret\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("FAKECLI_HOME", raising=False)
+    wanted = [home / ".fakecli" / "state.json", home / "elsewhere" / "x", reports / "seal.key"]
+    stand_in(
+        bin_dir,
+        "fakecli",
+        "import json\n"
+        + WRITE_STATE
+        + f"print('seal key visible:', os.path.exists({str(reports / '.state' / 'seal.key')!r}))",
+    )
+    (bin_dir / "spec.json").write_text(json.dumps([str(p) for p in wanted]))
+    settings = tier("fakecli", writable=["~/.fakecli", "$FAKECLI_HOME/state", "~/reports"])
+    out = run_fixer("claude", settings, prompt_file, ["app.py"], workdir,
+                    containment=sandbox.Containment("bwrap", protect=(str(reports),),
+                                                    hide=(str(reports / ".state"),)))  # fmt: skip
+    assert out.ok and out.contained is True, out.infra_error
+    assert (home / ".fakecli" / "state.json").read_text() == "written\n"
+    assert not (home / "elsewhere" / "x").exists() and not (reports / "seal.key").exists()
+    assert f"refused {reports / 'seal.key'} Read-only file system" in out.notes
+    assert "seal key visible: False" in out.notes
+    assert (reports / ".state" / "seal.key").read_text() == "secret\n"
+
+
+def test_writable_entries_expand_home_and_variables() -> None:
+    env = {"HOME": "/home/u", "CODEX_HOME": "/srv/codex"}
+    got = sandbox.expand(["${CODEX_HOME}", "$CODEX_HOME", "$UNSET/x", "/abs", ""], env)
+    assert got == ["/srv/codex", "/abs"]
+    assert sandbox.expand(["~/.claude"]) == [os.path.expanduser("~/.claude")]
+
+
+# A bwrap that cannot create namespaces, as in an unprivileged container (its real message).
+NO_NAMESPACES = (
+    "if sys.argv[1:] == ['--version']:\n    print('bubblewrap 0.8.0'); sys.exit(0)\n"
+    "sys.stderr.write('bwrap: No permissions to creating new namespace, likely because the "
+    "kernel does not allow non-privileged user namespaces.\\n'); sys.exit(1)"
+)
+
+
+def test_where_bwrap_cannot_run_auto_falls_back_and_bwrap_mode_refuses(
+    bin_dir: Path, workdir: Path, prompt_file: Path, tmp_path: Path, cli: Cli, root: Root,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    root.ensure()
+    stand_in(bin_dir, "bwrap", NO_NAMESPACES)
+    stand_in(
+        bin_dir,
+        "fixer",
+        "p = pathlib.Path(sys.argv[-1]); p.write_text(p.read_text().replace('-', '+'))",
+    )
+    found = sandbox.probe()
+    assert not found.ok and "No permissions to creating new namespace" in (found.reason or "")
+    auto = run_fixer("aider", tier("fixer"), prompt_file, ["app.py"], workdir)
+    assert auto.ok and (auto.contained, auto.sandbox) == (False, "detection")
+    assert auto.changed_files == ["app.py"]
+    attempt = auto.ai_attempt(1, "error_report_attempt_0")
+    assert (attempt.contained, attempt.sandbox) == (False, "detection")
+    required = run_fixer("aider", tier("fixer"), prompt_file, ["app.py"], workdir,
+                         containment=sandbox.Containment("bwrap"))  # fmt: skip
+    assert required.exit_code is None and not required.ok
+    assert required.infra_error is not None
+    assert '[tiers] sandbox = "bwrap" but bubblewrap cannot run' in required.infra_error
+    assert "No permissions to creating new namespace" in required.infra_error
+
+    for mode, level in (("auto", "warn"), ("bwrap", "fail")):
+        (tmp_path / "incidents.toml").write_text(f'[tiers]\nsandbox = "{mode}"\n')
+        monkeypatch.setenv("INCIDENTS_CONFIG", str(tmp_path / "incidents.toml"))
+        by = {f["check"]: f for f in json.loads(cli("doctor", "--json").out)}
+        assert by["containment"]["level"] == level
+        assert "bubblewrap unavailable: " in by["containment"]["detail"]
+        if mode == "auto":
+            assert (
+                "fixers run with detection only (contained: false)" in by["containment"]["detail"]
+            )
+
+
+def test_doctor_names_the_bubblewrap_in_use(cli: Cli, root: Root) -> None:
+    needs_bwrap("bwrap")
+    root.ensure()
+    r = cli("doctor")
+    assert f"ok   containment: fixers run under bubblewrap ({sandbox.probe().label})" in r.out
+
+
+def test_an_unknown_sandbox_mode_is_a_config_error(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "incidents.toml").write_text('[tiers]\nsandbox = "docker"\n')
+    monkeypatch.setenv("INCIDENTS_CONFIG", str(tmp_path / "incidents.toml"))
+    r = cli("status")
+    assert r.code != 0 and "tiers.sandbox" in r.err and "Traceback" not in r.err
+
+
+def test_a_target_rewritten_by_rename_is_an_ordinary_edit(
+    bin_dir: Path, workdir: Path, prompt_file: Path
+) -> None:
+    stand_in(bin_dir, "renamer",
+             "p = pathlib.Path(sys.argv[-1]); t = p.with_suffix('.tmp')\n"
+             "t.write_text(p.read_text().replace('-', '+')); os.replace(t, p)")  # fmt: skip
+    out = run_fixer("aider", tier("renamer"), prompt_file, ["app.py"], workdir)
+    assert out.ok and out.changed_files == ["app.py"] and out.violations == []
+    assert "a + b" in (workdir / "app.py").read_text()
