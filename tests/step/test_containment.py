@@ -156,6 +156,10 @@ def test_a_cheating_fixer_without_a_sandbox_is_caught_by_detection(
     ]
     assert len(pids) == 2 and not any(Path(f"/proc/{pid}").exists() for pid in pids)
     assert_nothing_survived(root, incident_id, paths)
+    # what it left outside is moved aside, never deleted: it may not have been the fixer's
+    aside = sorted(p.name for p in (root.state / "stray" / incident_id).iterdir())
+    assert any(name.endswith("%sibling.txt") for name in aside), aside
+    assert any(paths["tmp"].name in name for name in aside), aside
     assert "not contained (detection only)" in review_page(cli, root)
 
 

@@ -9,11 +9,13 @@
 - `Listings`: the entries of the folders a stray write lands in most (each folder from the
   workdir's parent up to `/`, `/tmp`, `/var/tmp`, `/dev/shm` and `$TMPDIR`; one level each,
   not their trees) before and after: a file, link or FIFO that appeared is reported and
-  removed (when it is ours); an existing one that changed is reported (not in the
-  temporary folders, where other programs' files change all the time). The fixer gets a private TMPDIR, removed after.
-  This is detection, not containment: a write deeper in some other tree or a new folder
-  goes unseen, and a file another process of ours made there in the same instant would be
-  taken for the fixer's.
+  moved aside (when it is ours) into `aside` (the root's `.state/stray/<id>/`), never
+  deleted: a file another process made there in the same instant would be taken for the
+  fixer's, and must not be lost for it; where it cannot be moved (another filesystem, no
+  `aside`) it is reported and left. An existing one that changed is reported (not in the
+  temporary folders, where other programs' files change all the time). The fixer gets a
+  private TMPDIR, removed after. This is detection, not containment: a write deeper in
+  some other tree or a new folder goes unseen.
 - `Reaper`: for the run this process is a child subreaper (`prctl(PR_SET_CHILD_SUBREAPER)`,
   Linux): whatever the fixer leaves running (a background child of its process group, a
   `setsid` daemon, a double fork) is re-parented to us instead of init, and `sweep` kills
@@ -186,7 +188,10 @@ def _list(folder: str) -> Listing:
 class Listings:
     """`folders` listed now; `check` reports what appeared or changed in them since."""
 
-    def __init__(self, folders: dict[str, bool], skip: Iterable[str] = ()) -> None:
+    def __init__(
+        self, folders: dict[str, bool], skip: Iterable[str] = (), aside: str | None = None
+    ) -> None:
+        self.aside = aside
         self.skip = {os.path.realpath(s) for s in skip}
         self.changes = folders
         self.before = {f: _list(f) for f in folders}
@@ -210,12 +215,19 @@ class Listings:
                     continue
                 found.append(path)
                 try:
-                    if os.lstat(path).st_uid != me:
+                    if os.lstat(path).st_uid != me or self.aside is None:
                         raise PermissionError(path)
-                    os.unlink(path)
+                    self._put_aside(path, len(found))
                 except OSError:
                     left.append(path)
         return found, left
+
+    def _put_aside(self, path: str, n: int) -> None:
+        """Rename `path` into `aside` (same filesystem only: OSError otherwise)."""
+        assert self.aside is not None
+        os.makedirs(self.aside, mode=0o700, exist_ok=True)
+        name = f"{n:03d}-" + path.strip("/").replace("/", "%")
+        os.rename(path, os.path.join(self.aside, name))
 
 
 # --- the subreaper ----------------------------------------------------------------------

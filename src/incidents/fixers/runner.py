@@ -237,7 +237,9 @@ def run_fixer(
             env["TMPDIR"] = stack.enter_context(
                 tempfile.TemporaryDirectory(prefix="fixer-", ignore_cleanup_errors=True)
             )
-            listings = guard.Listings(guard.listed_folders(workdir), skip=configs)
+            listings = guard.Listings(
+                guard.listed_folders(workdir), skip=configs, aside=containment.aside
+            )
             reaper = stack.enter_context(guard.Reaper())
         result = proc.run(
             argv, cwd=workdir, timeout=settings.timeout_s, env=env,

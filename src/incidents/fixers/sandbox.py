@@ -154,12 +154,15 @@ class Containment:
     paths never writable by the fixer and watched in detection mode (the reports root,
     the config file in use); `watch`: files outside the workdir hashed before and after
     the run and put back when changed (the config file in use); `hide`: folders the fixer
-    must not even read under bubblewrap (the reports root's `.state`, with the seal key)."""
+    must not even read under bubblewrap (the reports root's `.state`, with the seal key);
+    `aside`: where detection moves the files a fixer left outside the workdir (None: they
+    are reported and left)."""
 
     mode: str = "auto"
     protect: tuple[str, ...] = ()
     watch: tuple[str, ...] = ()
     hide: tuple[str, ...] = ()
+    aside: str | None = None
 
 
 def choose(mode: str) -> tuple[Probe | None, str | None]:

@@ -346,7 +346,8 @@ class Actions(TickBase):
                 agent, settings, prompt_file, ctx.target_files, self.workdir(incident),
                 pidfile=pidfile, containment=Containment(
                     self.cfg.tiers.sandbox, protect=(str(self.root.path),), watch=source,
-                    hide=(str(self.root.state),)),
+                    hide=(str(self.root.state),),
+                    aside=str(self.root.state / "stray" / self.id)),
             )  # fmt: skip
             report_id = artifacts.report_id(ctx.report_labels[-1] if ctx.report_labels else "0")
             attempt = outcome.ai_attempt(TIER_NUMBER[agent], report_id).model_copy(
