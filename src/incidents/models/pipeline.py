@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from incidents.models.base import Document, Timestamp
-from incidents.models.report import ErrorReport
+from incidents.models.report import ErrorReport, Verdict
 from incidents.vocab import ErrorCode, FailureClass, FinalStatus
 
 Agent = Literal["none", "aider", "codex", "claude"]
@@ -68,6 +68,7 @@ class EscalationKind(StrEnum):
     NO_FIXER = "no_fixer"
     TIERS_EXHAUSTED = "tiers_exhausted"
     INFRA_FAILURE = "infra_failure"
+    VERDICT_MISMATCH = "verdict_mismatch"  # the close found the clean report no longer holds
 
 
 class AIAttempt(Document):
@@ -87,6 +88,7 @@ class AIAttempt(Document):
     prompt_file: str | None = None
     handoff: bool = Field(default=False, description="submitted by an outside agent")
     step: int | None = Field(default=None, description="the FSM step that made this attempt")
+    contained: bool | None = Field(default=None, description="whether the fixer ran in a sandbox")
 
 
 class PendingStep(Document):
@@ -365,3 +367,6 @@ class QuarantineMetadata(Document):
     target_files: list[str] = Field(default_factory=list)
     escalation_kind: str | None = None
     error_signature: str | None = None
+    verdict: Verdict | None = Field(
+        default=None, description="the last canonical report, bound to content (not clean)"
+    )

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from incidents.models.base import Document, IncidentId, NonEmptyStr, OpenDocument, Timestamp
+from incidents.models.report import Verdict
 
 Level = Literal["low", "medium", "high"]
 
@@ -64,3 +65,6 @@ class RunResult(Document):
     archived_to: NonEmptyStr
     reason: str | None = None
     finished_at: Timestamp | None = None
+    verdict: Verdict | None = Field(
+        default=None, description="the canonical report the close decided on, bound to content"
+    )

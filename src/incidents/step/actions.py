@@ -76,7 +76,9 @@ class Actions(TickBase):
     ) -> ErrorReport:
         from incidents.checks import tamper_files
         from incidents.checks.engine import run_error_pipeline, summarize
+        from incidents.checks.judged import command_files
         from incidents.models import InfraFailure
+        from incidents.models.report import Judged
         from incidents.verify import run_verification
 
         workdir = self.workdir(incident)
@@ -106,6 +108,7 @@ class Actions(TickBase):
             )  # fmt: skip
         issues, runs, infra = [*report.issues, *tampered], list(report.tool_runs), []
         infra.extend(report.infra_failures)
+        judged = report.judged or Judged()
         if unreadable:
             infra.append(InfraFailure(tool="incidents", argv=[], exit_code=None, reason=unreadable))
         if ctx.verification_commands:
@@ -123,6 +126,13 @@ class Actions(TickBase):
                 )
                 for refusal in result.refusals
             ]  # fmt: skip
+            judged = judged.model_copy(
+                update={
+                    "files": {**judged.files, **command_files(ctx.verification_commands, workdir)},
+                    "tools": {**judged.tools, **{r.tool: r.version for r in result.tool_runs}},
+                    "commands": list(ctx.verification_commands),
+                }
+            )
         return report.model_copy(
             update={
                 "label": label,
@@ -130,6 +140,7 @@ class Actions(TickBase):
                 "summary": summarize(issues),
                 "tool_runs": runs,
                 "infra_failures": infra,
+                "judged": judged,
             }
         )
 

@@ -18,6 +18,7 @@ from incidents import policy as policy_mod
 from incidents.fsm import TIERS, NextAction, decide_next_action, is_actionable, is_terminal
 from incidents.models import ErrorPipelineContext, Incident, RunResult
 from incidents.models.pipeline import Action, EscalationKind, State
+from incidents.models.report import Verdict
 from incidents.step import close as closing
 from incidents.step import quarantine
 from incidents.step.actions import AGENT_OF, Actions
@@ -121,7 +122,7 @@ class Tick(Actions):
         elif action is Action.AWAIT_HANDOFF:
             self.await_handoff(ctx, AGENT_OF_FIX[na.new_state])
         elif action is Action.FINALIZE_SUCCESS:
-            ctx.record_final(FinalStatus.SUCCESS, reason=na.reason)
+            self.finalize_success(na, incident, ctx)
         else:  # QUARANTINE, FINALIZE_INFRA_ERROR
             status = (
                 FinalStatus.QUARANTINED
@@ -137,6 +138,29 @@ class Tick(Actions):
             )
             if status is FinalStatus.INFRA_FAILURE:
                 self.events.append(("infra_error", {"reason": reason}))
+
+    def finalize_success(
+        self, na: NextAction, incident: Incident, ctx: ErrorPipelineContext
+    ) -> None:
+        """Success only on the last canonical report as it is on disk, clean, with every
+        file it judged unchanged (`incidents.step.verdict`); else escalated, saying why."""
+        from incidents.step import verdict
+
+        path = self.artifact(artifacts.verdict_step_name(ctx.step))
+        _, problem = verdict.decide(path, self.runs, ctx, self.workdir(incident))
+        if problem is None:
+            ctx.record_final(FinalStatus.SUCCESS, reason=na.reason)
+            return
+        assert ctx.pending is not None
+        ctx.pending = ctx.pending.model_copy(update={"new_state": State.S4_QUARANTINE})
+        reason = f"not resolved: {problem}"
+        ctx.record_final(
+            FinalStatus.QUARANTINED,
+            reason=reason,
+            kind=EscalationKind.VERDICT_MISMATCH,
+            quarantine_path=f"error_archive/escalated/{self.id}",
+        )
+        self.events.append(("verdict_mismatch", {"reason": reason}))
 
     def after_commit(
         self, old: State, na: NextAction, ctx: ErrorPipelineContext, *, sync: bool = True
@@ -182,6 +206,7 @@ class Tick(Actions):
         success = ctx.final_status is FinalStatus.SUCCESS
         bucket = "resolved" if success else "escalated"
         reason = ctx.escalation_reason or ("resolved by the escalation machine" if success else "")
+        found = self.close_verdict(incident, ctx, success)
         if not success:
             from incidents.fixers.settings import resolve_enabled
 
@@ -193,12 +218,15 @@ class Tick(Actions):
                 final_status=ctx.final_status or FinalStatus.QUARANTINED,
                 reason=reason,
                 enabled_tiers=[t for t, m in resolve_enabled(self.cfg.tiers).items() if m != "off"],
+                verdict=found,
             )  # fmt: skip
             policy_mod.record_escalation(
                 self.root, self.cfg.policy, self.id, ctx.error_signature or "", reason,
                 self.clock(),
             )  # fmt: skip
-        result = self.run_result(incident, ctx, bucket, reason)
+        result = self.run_result(incident, ctx, bucket, reason).model_copy(
+            update={"verdict": found}
+        )
         # no close journal: this terminal state.json closes the incident again if we die
         target = closing.archive(
             self.root, self.id, bucket, reason, run_result=result, journal=False
@@ -215,6 +243,20 @@ class Tick(Actions):
             (na.action.value if na else "CLOSE"), (na.reason if na else "closing"),
             report_written=self.report_label, terminal=True, archived_to=rel,
         )  # fmt: skip
+
+    def close_verdict(
+        self, incident: Incident, ctx: ErrorPipelineContext, success: bool
+    ) -> Verdict | None:
+        """What the close records as the verdict: the one FINALIZE_SUCCESS granted success
+        on (kept by its step), else the last canonical report's as it is on disk."""
+        from incidents.step import verdict
+
+        kept = self.runs / artifacts.verdict_step_name(ctx.step - 1)
+        if kept.exists() or success:
+            return verdict.saved_verdict(kept)
+        report, _ = verdict.last_report(self.runs, ctx)
+        report = report or ctx.last_error_report
+        return verdict.verdict_of(report, ctx, self.workdir(incident)) if report else None
 
     def run_result(
         self, incident: Incident, ctx: ErrorPipelineContext, bucket: str, reason: str
