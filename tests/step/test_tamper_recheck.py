@@ -136,11 +136,6 @@ PATCH_THE_RUNNER = (
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known hole (issue 14, open): a target that patches the test runner when it is "
-    "imported makes every test pass; no tamper rule and no sandbox catches it yet",
-)
 def test_a_target_that_patches_the_test_runner_is_not_a_fix(
     root: Root, drive: Drive, ws: Path
 ) -> None:
