@@ -97,11 +97,14 @@ def check_node(
                 ):
                     emit(item, f"override:{node.name}.{item.name}",
                          f"added `{node.name}.{item.name}`, overriding how a TestCase runs")  # fmt: skip
-    elif not test_file and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-        if node.name.startswith("pytest_") and node.col_offset == 0:
-            emit(
-                node, f"hook:{node.name}", f"added the pytest hook `{node.name}` in a non-test file"
-            )
+    elif (
+        not test_file
+        and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.name.startswith("pytest_")
+        and node.col_offset == 0
+    ):
+        what = f"added the pytest hook `{node.name}` in a non-test file"
+        emit(node, f"hook:{node.name}", what)
     if not test_file and isinstance(node, ast.Import | ast.ImportFrom):
         names = (
             [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
