@@ -147,6 +147,32 @@ def test_a_target_that_patches_the_test_runner_is_not_a_fix(
     assert escalated(root, incident_id)
 
 
+OBFUSCATED_PATCH = (
+    "p = pathlib.Path(sys.argv[-1])\n"
+    "p.write_text('import codecs\\n'\n"
+    '             \'m = __import__(codecs.decode("_clgrfg.clguba", "rot13"), fromlist=["x"])\\n\'\n'
+    '             \'getattr(m, "Fun" + "ction").runtest.__code__ = (lambda self: None).__code__\\n\\n\\n\'\n'
+    "             + p.read_text())"
+)
+
+
+@pytest.mark.parametrize("fixer", [PATCH_THE_RUNNER, OBFUSCATED_PATCH])
+def test_the_pytest_guard_catches_a_patched_runner_the_rules_let_through(
+    root: Root, drive: Drive, ws: Path, fixer: str
+) -> None:
+    """With the static rule accepted on purpose, the guard plugin in pytest's own process
+    still sees the runner patched: the run is not clean."""
+    (ws / "test_calc.py").write_text(
+        "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+    )
+    policy = '[policy]\nallow_suppressions = ["runner-patch"]\n'
+    incident_id = drive(fixer, TESTS, "calc.py", "def add(a, b):\n    return a - b\n", policy)
+    assert escalated(root, incident_id)
+    path = root.runs_dir(incident_id) / "error_report_attempt_1.json"
+    report = ErrorReport.model_validate_json(path.read_text())
+    assert [f.code for f in report.issues if f.category == "tamper"] == ["runner-patched"]
+
+
 def test_a_skipped_test_is_not_a_fix(root: Root, drive: Drive) -> None:
     incident_id = drive(SKIP_THE_TEST, TESTS, "test_calc.py", FAILING_TEST)
     assert escalated(root, incident_id)

@@ -29,7 +29,7 @@ from incidents.checks.inputs import file_digest as file_digest
 from incidents.checks.inputs import which as which
 from incidents.checks.judged import judged_of
 from incidents.checks.parsers import PARSERS, ParseError, RawFinding, ToolOutput, tail
-from incidents.checks.profiles import ToolProfile, resolve_profiles, script_path
+from incidents.checks.profiles import GUARD, ToolProfile, resolve_profiles, script_path
 from incidents.checks.selection import Target as Target
 from incidents.checks.selection import TestSelection, select_tests
 from incidents.checks.settings import ChecksSettings
@@ -209,7 +209,8 @@ class Engine:
         if res.returncode not in profile.ok_exit_codes:
             infra(f"exited {res.returncode} (expected one of {list(profile.ok_exit_codes)})")
             return None
-        out = ToolOutput(res.stdout_text, res.stderr_text, res.returncode, report, tests.expect)
+        out = ToolOutput(res.stdout_text, res.stderr_text, res.returncode, report, tests.expect,
+                         guarded=GUARD in argv)  # fmt: skip
         try:
             raw = PARSERS[profile.parser](out)
         except ParseError as exc:
