@@ -13,7 +13,7 @@ import pytest
 from incidents.layout import Root
 from incidents.models import ErrorReport, QuarantineMetadata, RunResult
 from incidents.models.pipeline import State
-from tests.helpers import FAST, Cli, capture, ctx_of, use_config
+from tests.helpers import FAST, Cli, capture, ctx_of, events, use_config
 from tests.stand_ins import stand_in
 
 UNDEFINED = "def value() -> int:\n    return undefined_name\n"  # ruff F821: hard
@@ -94,6 +94,7 @@ def test_a_target_changed_after_the_recheck_is_not_resolved(cli: Cli, root: Root
     reason = escalated_for(cli, root, incident_id)
     assert "changed since the verdict of error_report_attempt_1.json: names.py (changed)" in reason
     assert "names.py (changed)" in cli("status", incident_id).out
+    assert "verdict_mismatch" in events(root, incident_id)
 
 
 @pytest.mark.usefixtures("setup")

@@ -11,6 +11,7 @@ bundle is built in the folder, then the folder moves to its archive bucket.
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 
 from incidents import artifacts, attempts, fsutil, mirror
@@ -32,6 +33,7 @@ AGENT_OF_FIX = {t.fix: t.agent for t in TIERS}
 # find the step they began. The others redo identically: their artifacts are keyed by the
 # step and reused, or they only change the context. Skipping their intent saves a file
 # replacement per tick: replacing files is the watcher's main cost (README, benchmarks).
+STALE_PREFIX = "stale-"  # step artifacts a new incident found in its runs folder, set aside
 JOURNALED = frozenset({Action.MECHANICAL_AUTOFIX, Action.AWAIT_HANDOFF, *AGENT_OF})
 
 
@@ -51,8 +53,31 @@ class Tick(Actions):
             fsutil.remove_orphan_temps(directory)
         incident, ctx = load_bundle(self.root, self.cfg, self.folder)
         if ctx is None:
+            self.set_aside_stale_artifacts()
             ctx = new_context(incident, self.cfg, self.budget_used(incident.error_signature))
         return incident, ctx
+
+    def set_aside_stale_artifacts(self) -> None:
+        """A new incident (no state.json yet) owns no step artifacts: whatever its runs
+        folder holds (an earlier incident's with the same id, or planted reports, fixer
+        results, a run_result.json) would be reused as if this incident's steps had made
+        them. Moved, not deleted, into `stale-<time>/` before the first step."""
+        try:
+            entries = [e for e in os.listdir(self.runs) if not e.startswith(STALE_PREFIX)]
+        except FileNotFoundError:
+            return
+        if not entries:
+            return
+        aside = self.runs / f"{STALE_PREFIX}{self.clock().strftime('%Y%m%dT%H%M%S.%fZ')}"
+        aside.mkdir(mode=0o700, exist_ok=True)
+        for name in sorted(entries):
+            os.replace(self.runs / name, aside / name)
+        fsutil.fsync_dir(aside)
+        fsutil.fsync_dir(self.runs)
+        self.events.append(
+            ("stale_artifacts", {"moved": sorted(entries)[:50], "count": len(entries),
+                                 "to": str(aside.relative_to(self.root.path))})
+        )  # fmt: skip
 
     def run(self) -> StepOutcome:
         """One tick. Called again on the same object, it goes on from what it committed."""
