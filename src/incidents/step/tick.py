@@ -173,6 +173,7 @@ class Tick(Actions):
 
         path = self.artifact(artifacts.verdict_step_name(ctx.step))
         _, problem = verdict.decide(path, self.runs, ctx, self.workdir(incident))
+        self.runs_unsynced = True
         if problem is None:
             ctx.record_final(FinalStatus.SUCCESS, reason=na.reason)
             return

@@ -111,7 +111,8 @@ def decide(
         return (Verdict.model_validate(verdict) if verdict else None), saved.get("problem")
     verdict, problem = judge(runs, ctx, workdir)
     doc = {"verdict": verdict.model_dump(mode="json") if verdict else None, "problem": problem}
-    fsutil.atomic_write_json(path, doc)
+    # fsynced; its folder with the commit's flush or by the close (like a report's)
+    fsutil.atomic_write_bytes(path, fsutil.dump_json(doc), sync_dir=False)
     return verdict, problem
 
 
