@@ -46,4 +46,7 @@ def test_a_report_records_the_hashes_of_what_it_judged_cached_or_not(
         assert files[str(project / "pyproject.toml")] == sha(project / "pyproject.toml")
         assert set(judged.tools) == {"ruff", "pytest"} and all(judged.tools.values())
         assert judged.tests == ["test_calc.py"]
+        # configs looked for and not found: one appearing would change the verdict
+        assert "pyproject.toml" in judged.absent and str(project / "ruff.toml") in judged.absent
+        assert "ruff.toml" not in judged.absent
     assert reports[0].judged == reports[1].judged

@@ -98,6 +98,16 @@ def test_a_target_changed_after_the_recheck_is_not_resolved(cli: Cli, root: Root
 
 
 @pytest.mark.usefixtures("setup")
+def test_a_check_config_that_appears_after_the_recheck_is_not_resolved(
+    cli: Cli, root: Root, ws: Path
+) -> None:
+    incident_id = up_to_the_recheck(cli, root, ws)
+    (ws.parent / "ruff.toml").write_text('[lint]\nignore = ["F"]\n')  # above the workdir
+    assert cli("step", incident_id).code == 0
+    assert f"{ws.parent / 'ruff.toml'} (appeared)" in escalated_for(cli, root, incident_id)
+
+
+@pytest.mark.usefixtures("setup")
 def test_a_deleted_target_is_named_missing(cli: Cli, root: Root, ws: Path) -> None:
     incident_id = up_to_the_recheck(cli, root, ws)
     (ws / "names.py").unlink()

@@ -20,6 +20,7 @@ from incidents.models.report import Judged, ToolRun
 
 MISSING = "missing"
 UNREADABLE = "unreadable"
+APPEARED = "appeared"
 
 
 def _is_digest(value: object) -> bool:
@@ -29,15 +30,19 @@ def _is_digest(value: object) -> bool:
 def judged_of(inputs: Inputs, cwd: Path, runs: Sequence[ToolRun]) -> Judged:
     """The files the run's answer depended on, as `Inputs` recorded them, and the tools."""
     files: dict[str, str] = {}
+    absent: set[str] = set()
     for name, args, result in inputs.recorded():
         if name in ("digest", "config") and _is_digest(result):
             files[display_path(args[0], cwd)] = result
+        elif name == "config" and result is None:
+            absent.add(display_path(args[0], cwd))
         elif name == "test_files" and isinstance(result, list):
             base = Path(args[0])
             for rel, digest in result:
                 files[display_path(str(base / rel), cwd)] = digest
     return Judged(
         files=dict(sorted(files.items())),
+        absent=sorted(absent),
         tools={run.tool: run.version for run in runs},
         tests=list(dict.fromkeys(t for run in runs for t in run.tests)),
     )
@@ -79,14 +84,19 @@ def current_digest(path: str, workdir: Path) -> str:
         return UNREADABLE if full.exists() else MISSING
 
 
-def changed_files(files: Mapping[str, str], workdir: Path) -> dict[str, str]:
-    """path -> what it is now (a digest, `missing` or `unreadable`), for every file whose
-    content is not the one judged."""
+def changed_files(
+    files: Mapping[str, str], workdir: Path, absent: Iterable[str] = ()
+) -> dict[str, str]:
+    """path -> what it is now (a digest, `missing`, `unreadable` or `appeared`), for every
+    file whose content is not the one judged, and every config absent then that exists."""
     changed: dict[str, str] = {}
     for path, digest in files.items():
         now = current_digest(path, workdir)
         if now != digest:
             changed[path] = now
+    for path in absent:
+        if os.path.lexists(path if os.path.isabs(path) else workdir / path):
+            changed[path] = APPEARED
     return changed
 
 

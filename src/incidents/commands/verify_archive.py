@@ -81,7 +81,7 @@ def audit(root: Root, incident_id: str) -> Audit:
         why = "closed before verdicts were recorded, or by a person"
         return Audit(incident_id, NO_VERDICT, error=f"{path}: verdict: none ({why})")
     workdir = Path(verdict.workdir) if verdict.workdir else root.path.parent
-    changed = changed_files(verdict.files, workdir)
+    changed = changed_files(verdict.files, workdir, verdict.absent)
     return Audit(
         incident_id, CHANGED if changed else MATCH, verdict.report, len(verdict.files), changed
     )

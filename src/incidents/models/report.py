@@ -70,6 +70,11 @@ class Judged(Document):
         "files in the workdir a verification command names; relative to the workdir when "
         "inside it, absolute otherwise",
     )
+    absent: list[str] = Field(
+        default_factory=list,
+        description="check config files the tools looked for and did not find (one that "
+        "appears since would change the verdict)",
+    )
     tools: dict[str, str | None] = Field(
         default_factory=dict, description="tool -> its version (None: not known)"
     )

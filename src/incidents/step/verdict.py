@@ -87,7 +87,7 @@ def judge(
     unhashed = [t for t in ctx.target_files if not _recorded(t, report.judged.files, workdir)]
     if unhashed:
         return verdict, f"{name} records no hash of the target(s) {', '.join(unhashed)}"
-    changed = changed_files(report.judged.files, workdir)
+    changed = changed_files(report.judged.files, workdir, report.judged.absent)
     if changed:
         return verdict, f"changed since the verdict of {name}: {describe(changed)}"
     return verdict, None
