@@ -58,7 +58,7 @@ def test_a_test_file_that_patches_the_runner(patch: str) -> None:
     [
         FIXED,
         "import importlib\n\nmod = importlib.import_module('json')\n\n" + FIXED,
-        "class Box:\n    pass\n\n\nb = Box()\nsetattr(b, 'x', 1)\n" + FIXED,
+        "class Box:\n    pass\n\n\nb = Box()\nsetattr(b, 'x', 1)\nsetattr(Box(), 'y', 2)\n" + FIXED,
     ],
 )
 def test_ordinary_code_in_a_fix_is_no_runner_patch(after: str) -> None:

@@ -141,7 +141,7 @@ def _check_call(node: ast.Call, dotted: Callable[[ast.expr], str], emit: Emit) -
     func = dotted(node.func)
     if func in _ATTR_WRITERS and node.args:
         owner = dotted(node.args[0])
-        if _root(owner) in _RUNNER_ROOTS or owner == "?":
+        if _root(owner) in _RUNNER_ROOTS:
             attr = const_str(node.args[1]) if len(node.args) > 1 else None
             emit(node, f"{func}:{owner}.{attr}", f"added `{func}({owner}, {attr!r}, ...)`")
     elif func in _IMPORTERS and node.args and const_str(node.args[0]) is None:
