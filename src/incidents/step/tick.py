@@ -28,12 +28,12 @@ from incidents.step.outcome import StepOutcome
 from incidents.vocab import FinalStatus
 
 AGENT_OF_FIX = {t.fix: t.agent for t in TIERS}
+STALE_PREFIX = "stale-"  # step artifacts a new incident found in its runs folder, set aside
 # the actions whose intent is written before they run (fsm's protocol, step 3): they change
 # the workdir and their decision may rest on inputs that move (budgets), so a redo must
 # find the step they began. The others redo identically: their artifacts are keyed by the
 # step and reused, or they only change the context. Skipping their intent saves a file
 # replacement per tick: replacing files is the watcher's main cost (README, benchmarks).
-STALE_PREFIX = "stale-"  # step artifacts a new incident found in its runs folder, set aside
 JOURNALED = frozenset({Action.MECHANICAL_AUTOFIX, Action.AWAIT_HANDOFF, *AGENT_OF})
 
 
