@@ -64,3 +64,8 @@ def handoff_step_name(step: int) -> str:
 def tamper_baseline_name(step: int) -> str:
     """The targets and check configs as the baseline check at `step` found them."""
     return f"tamper_baseline_step_{step}.json"
+
+
+def verdict_step_name(step: int) -> str:
+    """The close's reading of the last canonical report at the FINALIZE_SUCCESS `step`."""
+    return f"verdict_step_{step}.json"

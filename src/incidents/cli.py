@@ -34,6 +34,7 @@ COMMAND_MODULES = (
     "incidents.commands.handoff",
     "incidents.commands.watch",
     "incidents.commands.review",
+    "incidents.commands.verify_archive",
 )
 
 
@@ -46,6 +47,7 @@ COMMAND_HOMES = {
     "step": "incidents.commands.step",
     "drive": "incidents.commands.step",
     "error-step": "incidents.commands.step",
+    "verify-archive": "incidents.commands.verify_archive",
 }
 
 

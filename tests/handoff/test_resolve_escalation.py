@@ -67,6 +67,9 @@ def test_resolve_without_requeue_archives_it_as_resolved(cli: Cli, root: Root, w
     )
     assert result.final_status == "resolved" and "fixed upstream" in (result.reason or "")
     assert (root.runs_dir(incident_id) / "run_result.escalated.json").is_file()
+    # no check found it clean: its verdict is not one to audit as a resolution
+    assert result.verdict is None
+    assert f"{incident_id}: no verdict recorded" in cli("verify-archive").out
     [(iid, resolved_at, guidance)] = escalation_rows(root)
     assert iid == incident_id and resolved_at and guidance == "fixed upstream, nothing to do"
     assert cli("resolve-escalation", incident_id, "--guidance", "again").code == 1

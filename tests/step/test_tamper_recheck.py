@@ -136,11 +136,6 @@ PATCH_THE_RUNNER = (
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known hole (issue 14, open): a target that patches the test runner when it is "
-    "imported makes every test pass; no tamper rule and no sandbox catches it yet",
-)
 def test_a_target_that_patches_the_test_runner_is_not_a_fix(
     root: Root, drive: Drive, ws: Path
 ) -> None:
@@ -150,6 +145,32 @@ def test_a_target_that_patches_the_test_runner_is_not_a_fix(
     incident_id = drive(PATCH_THE_RUNNER, TESTS, "calc.py", "def add(a, b):\n    return a - b\n")
     assert "a - b" in (ws / "calc.py").read_text()  # not fixed: only the runner was patched
     assert escalated(root, incident_id)
+
+
+OBFUSCATED_PATCH = (
+    "p = pathlib.Path(sys.argv[-1])\n"
+    "p.write_text('import codecs\\n'\n"
+    '             \'m = __import__(codecs.decode("_clgrfg.clguba", "rot13"), fromlist=["x"])\\n\'\n'
+    '             \'getattr(m, "Fun" + "ction").runtest.__code__ = (lambda self: None).__code__\\n\\n\\n\'\n'
+    "             + p.read_text())"
+)
+
+
+@pytest.mark.parametrize("fixer", [PATCH_THE_RUNNER, OBFUSCATED_PATCH])
+def test_the_pytest_guard_catches_a_patched_runner_the_rules_let_through(
+    root: Root, drive: Drive, ws: Path, fixer: str
+) -> None:
+    """With the static rule accepted on purpose, the guard plugin in pytest's own process
+    still sees the runner patched: the run is not clean."""
+    (ws / "test_calc.py").write_text(
+        "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+    )
+    policy = '[policy]\nallow_suppressions = ["runner-patch"]\n'
+    incident_id = drive(fixer, TESTS, "calc.py", "def add(a, b):\n    return a - b\n", policy)
+    assert escalated(root, incident_id)
+    path = root.runs_dir(incident_id) / "error_report_attempt_1.json"
+    report = ErrorReport.model_validate_json(path.read_text())
+    assert [f.code for f in report.issues if f.category == "tamper"] == ["runner-patched"]
 
 
 def test_a_skipped_test_is_not_a_fix(root: Root, drive: Drive) -> None:

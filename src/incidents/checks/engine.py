@@ -27,8 +27,9 @@ from incidents.checks.inputs import TREE_MAX_FILES, Inputs, config_paths, matche
 from incidents.checks.inputs import display_path as display_path
 from incidents.checks.inputs import file_digest as file_digest
 from incidents.checks.inputs import which as which
+from incidents.checks.judged import judged_of
 from incidents.checks.parsers import PARSERS, ParseError, RawFinding, ToolOutput, tail
-from incidents.checks.profiles import ToolProfile, resolve_profiles, script_path
+from incidents.checks.profiles import GUARD, ToolProfile, resolve_profiles, script_path
 from incidents.checks.selection import Target as Target
 from incidents.checks.selection import TestSelection, select_tests
 from incidents.checks.settings import ChecksSettings
@@ -208,7 +209,8 @@ class Engine:
         if res.returncode not in profile.ok_exit_codes:
             infra(f"exited {res.returncode} (expected one of {list(profile.ok_exit_codes)})")
             return None
-        out = ToolOutput(res.stdout_text, res.stderr_text, res.returncode, report, tests.expect)
+        out = ToolOutput(res.stdout_text, res.stderr_text, res.returncode, report, tests.expect,
+                         guarded=GUARD in argv)  # fmt: skip
         try:
             raw = PARSERS[profile.parser](out)
         except ParseError as exc:
@@ -385,6 +387,7 @@ def run_error_pipeline(
         (f for r in results for f in r.findings),
         key=lambda f: (f.path, f.line or 0, f.column or 0, f.tool, f.code or ""),
     )
+    runs = [run for r in results for run in r.runs]
     label = str(ctx.attempt_number)
     if ctx.attempt_number == 0 and ctx.mechanical_fix_applied:
         label = "0b"
@@ -398,8 +401,9 @@ def run_error_pipeline(
         mechanical_fix_applied=ctx.mechanical_fix_applied,
         issues=findings,
         summary=summarize(findings),
-        tool_runs=[run for r in results for run in r.runs],
+        tool_runs=runs,
         infra_failures=infra + [i for r in results for i in r.infra],
+        judged=judged_of(inputs, base, runs),  # cached runs too: the digests are the keys'
     )
 
 

@@ -24,6 +24,9 @@ Scope = Literal["file", "batch"]
 Selects = Literal["targets", "tests"]
 
 PY_CONFIGS = ("pyproject.toml", "setup.cfg")
+# our pytest plugin that tells whether the runner was patched during the run (the JUnit
+# parser requires its verdict when a run loaded it)
+GUARD = "incidents.checks.pytest_guard"
 
 
 @dataclass(frozen=True)
@@ -198,7 +201,7 @@ BUILTIN_PROFILES: dict[str, ToolProfile] = {
             language="python",
             globs=("*.py",),
             test_globs=("test_*.py", "*_test.py"),
-            argv=("{python}", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+            argv=("{python}", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", GUARD,
                   "--continue-on-collection-errors", "-o", "junit_family=xunit1",
                   "--rootdir={cwd}", "--junit-xml={report}", "{tests}"),
             parser="junit-xml",

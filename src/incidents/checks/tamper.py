@@ -51,6 +51,12 @@ KINDS: dict[str, str] = {
     "unreadable": "a target the fix made impossible to compare: over 4 MiB, or no longer a "
     "regular file",
     "ps-suppress": "PSScriptAnalyzer's `[Diagnostics.CodeAnalysis.SuppressMessageAttribute(...)]`",
+    "runner-patch": "code that patches the test runner: writes to `pytest`, `_pytest`, "
+    "`unittest`, `pluggy` or `builtins` (assignment, `setattr`), to `sys.modules`, a "
+    "`TestCase` overriding `run`, `exec`/`eval`/`compile`, imports of computed names, frame or "
+    "`gc` introspection, `ctypes`; in a non-test file any use of `_pytest`/`pluggy` or a "
+    "`pytest_*` hook; and, at run time, the pytest guard finding the runner's functions "
+    "replaced",
     "check-config": "a file a check tool reads its configuration from created, changed or "
     "removed (`pyproject.toml`, `ruff.toml`, `setup.cfg`, `mypy.ini`, `pytest.ini`, "
     "`tox.ini`, `conftest.py`, ... in the targets' folders and every folder above them)",
@@ -60,6 +66,7 @@ ADVICE = "a suppression is not a fix: undo it and fix the cause"
 _ADVICE = {
     "test-removed": "a removed test is not a fix: restore it and fix the code it tests",
     "check-config": "a changed check config is not a fix: put it back and fix the cause",
+    "runner-patch": "a patched test runner is not a fix: remove that code and fix the cause",
     "unreadable": "a target that cannot be compared is not a fix: keep it a regular file "
     "under 4 MiB",
 }
@@ -94,9 +101,9 @@ def python_added(path: str, before: str | None, after: str | None) -> list[Added
     new_tree = _parse(new_text)
     if new_tree is not None:
         old_tree = _parse(old_text) if before is not None else ast.Module(body=[], type_ignores=[])
-        after_marks = code_marks(new_tree)
+        after_marks = code_marks(new_tree, path)
         if old_tree is not None:
-            found += _new_marks(old, new, code_marks(old_tree), after_marks)
+            found += _new_marks(old, new, code_marks(old_tree, path), after_marks)
         else:  # the code did not parse before the fix: a line it already had is not new
             had = {line.strip() for line in old}
             found += [m for m in after_marks if new[m.line - 1].strip() not in had]

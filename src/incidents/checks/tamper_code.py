@@ -15,6 +15,9 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from incidents.checks import tamper_runner
+from incidents.checks.tamper_runner import const_str
+
 _TEST_MODULES = frozenset({"pytest", "_pytest", "unittest"})
 # names that skip whatever they are reached through (`self.skipTest`, `x.mark.xfail`)
 _SKIP_NAMES = frozenset({
@@ -62,7 +65,8 @@ def _aliases(tree: ast.Module) -> dict[str, str]:
     return names
 
 
-_KNOWN_ROOTS = _TEST_MODULES | {"os", "sys", "posix", "builtins", "signal", "typing"}
+_KNOWN_ROOTS = _TEST_MODULES | {"os", "sys", "posix", "builtins", "signal", "typing", "pluggy",
+                                 "gc", "inspect", "importlib", "ctypes"}  # fmt: skip
 
 
 def _dotted(node: ast.expr, names: Mapping[str, str]) -> str:
@@ -71,10 +75,14 @@ def _dotted(node: ast.expr, names: Mapping[str, str]) -> str:
         return names.get(node.id, node.id)
     if isinstance(node, ast.Attribute):
         return f"{_dotted(node.value, names)}.{node.attr}"
-    if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+    if isinstance(node, ast.Call) and node.args:
         func = _dotted(node.func, names)
-        if func in ("__import__", "importlib.import_module", "builtins.__import__"):
-            return str(node.args[0].value)
+        first = const_str(node.args[0])  # spelled in pieces: `"_py" + "test"`
+        if func in ("__import__", "importlib.import_module", "builtins.__import__") and first:
+            return first
+        name = const_str(node.args[1]) if len(node.args) > 1 else None
+        if func in ("getattr", "builtins.getattr") and name:  # `getattr(m, "x")` is `m.x`
+            return f"{_dotted(node.args[0], names)}.{name}"
     if (
         isinstance(node, ast.Subscript)
         and isinstance(node.slice, ast.Constant)
@@ -200,9 +208,29 @@ def _is_main_guard(test: ast.expr) -> bool:
     )
 
 
-def code_marks(tree: ast.Module) -> list[Mark]:
-    visitor = _Code(_aliases(tree))
+def code_marks(tree: ast.Module, path: str = "") -> list[Mark]:
+    """The marks of a module; `path` tells a test file (or conftest.py) from other code."""
+    names = _aliases(tree)
+    visitor = _Code(names)
     visitor.visit(tree)
+    test_file = tamper_runner.is_test_file(path) if path else True
+    seen: set[tuple[int, str]] = set()
+
+    def emit(node: ast.AST, key: str, what: str) -> None:
+        line = getattr(node, "lineno", 1)
+        if (line, key) not in seen:
+            seen.add((line, key))
+            visitor.marks.append(Mark(line, "runner-patch", f"runner-patch:{key}", what))
+
+    tamper_runner.scan(tree, names, _dotted, test_file, emit)
+    if not test_file:  # pytest's internals reached any way at all, `__import__` included
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute | ast.Name | ast.Call):
+                dotted = _dotted(node, names)
+                if tamper_runner.internals_reference(dotted, test_file):
+                    root = dotted.split(".")[0]
+                    emit(node, f"ref:{root}", f"added a reference to `{root}` (pytest's "
+                         "internals) in a non-test file")  # fmt: skip
     return visitor.marks
 
 

@@ -45,6 +45,8 @@ EVENT_TYPES = frozenset(
         "poisoned",
         "legacy_task",
         "legacy_attempt",
+        "verdict_mismatch",  # the close found the clean report no longer holds (step/verdict.py)
+        "stale_artifacts",  # a new bundle's runs folder held step artifacts: set aside
     }
 )
 MIRROR_BUCKETS = ("inbox", "resolved", "escalated")

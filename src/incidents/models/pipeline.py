@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from incidents.models.base import Document, Timestamp
-from incidents.models.report import ErrorReport, Finding
+from incidents.models.report import ErrorReport, Finding, Verdict
 from incidents.vocab import ErrorCode, FailureClass, FinalStatus, Outcome
 
 Agent = Literal["none", "aider", "codex", "claude"]
@@ -71,6 +71,7 @@ class EscalationKind(StrEnum):
     NO_FIXER = "no_fixer"
     TIERS_EXHAUSTED = "tiers_exhausted"
     INFRA_FAILURE = "infra_failure"
+    VERDICT_MISMATCH = "verdict_mismatch"  # the close found the clean report no longer holds
 
 
 class AIAttempt(Document):
@@ -451,3 +452,6 @@ class QuarantineMetadata(Document):
     target_files: list[str] = Field(default_factory=list)
     escalation_kind: str | None = None
     error_signature: str | None = None
+    verdict: Verdict | None = Field(
+        default=None, description="the last canonical report, bound to content (not clean)"
+    )

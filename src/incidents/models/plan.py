@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from incidents.models.base import Document, IncidentId, NonEmptyStr, OpenDocument, Timestamp
+from incidents.models.report import Verdict
 from incidents.vocab import Outcome
 
 Level = Literal["low", "medium", "high"]
@@ -75,4 +76,7 @@ class RunResult(Document):
         default_factory=list,
         description="hard findings that did not block the success: in the first baseline "
         "and in files the incident is not about (strict_mode off)",
+    )
+    verdict: Verdict | None = Field(
+        default=None, description="the canonical report the close decided on, bound to content"
     )

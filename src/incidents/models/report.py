@@ -59,6 +59,44 @@ class InfraFailure(Document):
     stderr_tail: str = ""
 
 
+class Judged(Document):
+    """What a report's verdict rests on: the content of every file it judged and the
+    tools that judged them. A verdict is good only while these files are unchanged."""
+
+    files: dict[str, str] = Field(
+        default_factory=dict,
+        description="path -> sha256 of each file judged: the targets, the test files run, the "
+        "check config files read (pyproject.toml, ruff.toml, conftest.py, ... up the tree) and "
+        "files in the workdir a verification command names; relative to the workdir when "
+        "inside it, absolute otherwise",
+    )
+    absent: list[str] = Field(
+        default_factory=list,
+        description="check config files the tools looked for and did not find (one that "
+        "appears since would change the verdict)",
+    )
+    tools: dict[str, str | None] = Field(
+        default_factory=dict, description="tool -> its version (None: not known)"
+    )
+    tests: list[str] = Field(default_factory=list, description="the tests the test runners ran")
+    commands: list[str] = Field(
+        default_factory=list,
+        description="verification commands run (the tests a command runs cannot be known)",
+    )
+
+
+class Verdict(Judged):
+    """The canonical report an incident's end was decided on, bound to content
+    (run_result.json, a quarantine's metadata.json): audited by `incidents verify-archive`."""
+
+    report: str = Field(description="the label of the report decided on: 0, 0b, 1, 2, 3, ...")
+    workdir: str | None = Field(default=None, description="where relative paths are")
+    contained: bool | None = Field(
+        default=None,
+        description="every AI fixer ran in a sandbox (None: no AI fixer ran)",
+    )
+
+
 class ErrorReport(Document):
     """What one canonical check run found. Every FSM decision is made on one of these."""
 
@@ -73,3 +111,6 @@ class ErrorReport(Document):
     summary: ReportSummary
     tool_runs: list[ToolRun] = Field(default_factory=list)
     infra_failures: list[InfraFailure] = Field(default_factory=list)
+    judged: Judged | None = Field(
+        default=None, description="the files and tools this report's findings rest on"
+    )

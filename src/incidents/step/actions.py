@@ -115,6 +115,8 @@ class Actions(TickBase):
     ) -> ErrorReport:
         from incidents.checks import tamper_files
         from incidents.checks.engine import run_error_pipeline, summarize
+        from incidents.checks.judged import command_files
+        from incidents.models.report import Judged
         from incidents.verify import run_verification
 
         workdir = self.workdir(incident)
@@ -147,6 +149,7 @@ class Actions(TickBase):
             )  # fmt: skip
         issues, runs, infra = [*report.issues, *tampered], list(report.tool_runs), []
         infra.extend(report.infra_failures)
+        judged = report.judged or Judged()
         if unreadable:
             infra.append(InfraFailure(tool="incidents", argv=[], exit_code=None, reason=unreadable))
         if ctx.verification_commands:
@@ -164,6 +167,13 @@ class Actions(TickBase):
                 )
                 for refusal in result.refusals
             ]  # fmt: skip
+            judged = judged.model_copy(
+                update={
+                    "files": {**judged.files, **command_files(ctx.verification_commands, workdir)},
+                    "tools": {**judged.tools, **{r.tool: r.version for r in result.tool_runs}},
+                    "commands": list(ctx.verification_commands),
+                }
+            )
         report = report.model_copy(
             update={
                 "label": label,
@@ -171,6 +181,7 @@ class Actions(TickBase):
                 "summary": summarize(issues),
                 "tool_runs": runs,
                 "infra_failures": infra,
+                "judged": judged,
             }
         )
         return self.confirm(incident, ctx, report, named, baseline=baseline)

@@ -190,7 +190,10 @@ def resolve_escalated(root: Root, folder: Path, reason: str, now: str) -> Path:
             fsutil.atomic_write_json(
                 result_path,
                 {**result, "final_status": "resolved", "reason": reason,
-                 "archived_to": f"{BUCKETS['resolved']}/{incident_id}", "finished_at": now},
+                 "archived_to": f"{BUCKETS['resolved']}/{incident_id}", "finished_at": now,
+                 # a person's decision: no check found it clean (the escalation's verdict
+                 # stays in run_result.escalated.json)
+                 "verdict": None},
             )  # fmt: skip
     target = root.bucket("resolved") / incident_id
     store.move(folder, target)

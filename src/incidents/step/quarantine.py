@@ -16,6 +16,7 @@ from pathlib import Path
 from incidents import artifacts, fsutil
 from incidents.layout import Root
 from incidents.models import ErrorPipelineContext, QuarantineMetadata
+from incidents.models.report import Verdict
 from incidents.step.documents import write_ai_attempts
 from incidents.vocab import FinalStatus
 
@@ -69,6 +70,7 @@ def build(
     final_status: FinalStatus,
     reason: str,
     enabled_tiers: list[str],
+    verdict: Verdict | None = None,
 ) -> QuarantineMetadata:
     targets = [*ctx.python_files, *ctx.powershell_files]
     if workdir is not None and workdir.is_dir():
@@ -93,6 +95,7 @@ def build(
         target_files=targets,
         escalation_kind=ctx.escalation_kind.value if ctx.escalation_kind else None,
         error_signature=ctx.error_signature,
+        verdict=verdict,
     )
     fsutil.atomic_write_json(folder / artifacts.METADATA, meta.model_dump(mode="json"))
     return meta

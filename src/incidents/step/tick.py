@@ -11,6 +11,7 @@ bundle is built in the folder, then the folder moves to its archive bucket.
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 
 from incidents import artifacts, attempts, fsutil, mirror
@@ -18,6 +19,7 @@ from incidents import policy as policy_mod
 from incidents.fsm import TIERS, NextAction, decide_next_action, is_actionable, is_terminal
 from incidents.models import ErrorPipelineContext, Incident, RunResult
 from incidents.models.pipeline import Action, EscalationKind, State
+from incidents.models.report import Verdict
 from incidents.step import close as closing
 from incidents.step import quarantine
 from incidents.step.actions import AGENT_OF, Actions, preexisting_lines
@@ -26,6 +28,7 @@ from incidents.step.outcome import StepOutcome
 from incidents.vocab import FinalStatus, Outcome
 
 AGENT_OF_FIX = {t.fix: t.agent for t in TIERS}
+STALE_PREFIX = "stale-"  # step artifacts a new incident found in its runs folder, set aside
 # the actions whose intent is written before they run (fsm's protocol, step 3): they change
 # the workdir and their decision may rest on inputs that move (budgets), so a redo must
 # find the step they began. The others redo identically: their artifacts are keyed by the
@@ -50,8 +53,31 @@ class Tick(Actions):
             fsutil.remove_orphan_temps(directory)
         incident, ctx = load_bundle(self.root, self.cfg, self.folder)
         if ctx is None:
+            self.set_aside_stale_artifacts()
             ctx = new_context(incident, self.cfg, self.budget_used(incident.error_signature))
         return incident, ctx
+
+    def set_aside_stale_artifacts(self) -> None:
+        """A new incident (no state.json yet) owns no step artifacts: whatever its runs
+        folder holds (an earlier incident's with the same id, or planted reports, fixer
+        results, a run_result.json) would be reused as if this incident's steps had made
+        them. Moved, not deleted, into `stale-<time>/` before the first step."""
+        try:
+            entries = [e for e in os.listdir(self.runs) if not e.startswith(STALE_PREFIX)]
+        except FileNotFoundError:
+            return
+        if not entries:
+            return
+        aside = self.runs / f"{STALE_PREFIX}{self.clock().strftime('%Y%m%dT%H%M%S.%fZ')}"
+        aside.mkdir(mode=0o700, exist_ok=True)
+        for name in sorted(entries):
+            os.replace(self.runs / name, aside / name)
+        fsutil.fsync_dir(aside)
+        fsutil.fsync_dir(self.runs)
+        self.events.append(
+            ("stale_artifacts", {"moved": sorted(entries)[:50], "count": len(entries),
+                                 "to": str(aside.relative_to(self.root.path))})
+        )  # fmt: skip
 
     def run(self) -> StepOutcome:
         """One tick. Called again on the same object, it goes on from what it committed."""
@@ -121,9 +147,7 @@ class Tick(Actions):
         elif action is Action.AWAIT_HANDOFF:
             self.await_handoff(ctx, AGENT_OF_FIX[na.new_state])
         elif action is Action.FINALIZE_SUCCESS:
-            ctx.record_final(FinalStatus.SUCCESS, reason=na.reason, outcome=na.outcome)
-            if na.outcome is Outcome.NOT_REPRODUCED:
-                self.events.append(("flaky", {"reason": na.reason}))
+            self.finalize_success(na, incident, ctx)
         else:  # QUARANTINE, FINALIZE_INFRA_ERROR
             status = (
                 FinalStatus.QUARANTINED
@@ -139,6 +163,32 @@ class Tick(Actions):
             )
             if status is FinalStatus.INFRA_FAILURE:
                 self.events.append(("infra_error", {"reason": reason}))
+
+    def finalize_success(
+        self, na: NextAction, incident: Incident, ctx: ErrorPipelineContext
+    ) -> None:
+        """Success only on the last canonical report as it is on disk, clean, with every
+        file it judged unchanged (`incidents.step.verdict`); else escalated, saying why."""
+        from incidents.step import verdict
+
+        path = self.artifact(artifacts.verdict_step_name(ctx.step))
+        _, problem = verdict.decide(path, self.runs, ctx, self.workdir(incident))
+        self.runs_unsynced = True
+        if problem is None:
+            ctx.record_final(FinalStatus.SUCCESS, reason=na.reason, outcome=na.outcome)
+            if na.outcome is Outcome.NOT_REPRODUCED:
+                self.events.append(("flaky", {"reason": na.reason}))
+            return
+        assert ctx.pending is not None
+        ctx.pending = ctx.pending.model_copy(update={"new_state": State.S4_QUARANTINE})
+        reason = f"not resolved: {problem}"
+        ctx.record_final(
+            FinalStatus.QUARANTINED,
+            reason=reason,
+            kind=EscalationKind.VERDICT_MISMATCH,
+            quarantine_path=f"error_archive/escalated/{self.id}",
+        )
+        self.events.append(("verdict_mismatch", {"reason": reason}))
 
     def after_commit(
         self, old: State, na: NextAction, ctx: ErrorPipelineContext, *, sync: bool = True
@@ -184,6 +234,7 @@ class Tick(Actions):
         success = ctx.final_status is FinalStatus.SUCCESS
         bucket = "resolved" if success else "escalated"
         reason = ctx.escalation_reason or ("resolved by the escalation machine" if success else "")
+        found = self.close_verdict(incident, ctx, success)
         if not success:
             from incidents.fixers.settings import resolve_enabled
 
@@ -195,12 +246,15 @@ class Tick(Actions):
                 final_status=ctx.final_status or FinalStatus.QUARANTINED,
                 reason=reason,
                 enabled_tiers=[t for t, m in resolve_enabled(self.cfg.tiers).items() if m != "off"],
+                verdict=found,
             )  # fmt: skip
             policy_mod.record_escalation(
                 self.root, self.cfg.policy, self.id, ctx.error_signature or "", reason,
                 self.clock(),
             )  # fmt: skip
-        result = self.run_result(incident, ctx, bucket, reason)
+        result = self.run_result(incident, ctx, bucket, reason).model_copy(
+            update={"verdict": found}
+        )
         # no close journal: this terminal state.json closes the incident again if we die
         target = closing.archive(
             self.root, self.id, bucket, reason, run_result=result, journal=False
@@ -217,6 +271,20 @@ class Tick(Actions):
             (na.action.value if na else "CLOSE"), (na.reason if na else "closing"),
             report_written=self.report_label, terminal=True, archived_to=rel,
         )  # fmt: skip
+
+    def close_verdict(
+        self, incident: Incident, ctx: ErrorPipelineContext, success: bool
+    ) -> Verdict | None:
+        """What the close records as the verdict: the one FINALIZE_SUCCESS granted success
+        on (kept by its step), else the last canonical report's as it is on disk."""
+        from incidents.step import verdict
+
+        kept = self.runs / artifacts.verdict_step_name(ctx.step - 1)
+        if kept.exists() or success:
+            return verdict.saved_verdict(kept)
+        report, _ = verdict.last_report(self.runs, ctx)
+        report = report or ctx.last_error_report
+        return verdict.verdict_of(report, ctx, self.workdir(incident)) if report else None
 
     def run_result(
         self, incident: Incident, ctx: ErrorPipelineContext, bucket: str, reason: str

@@ -25,6 +25,7 @@ class ToolOutput:
     report: str | None = None  # the {report} file's text, when the profile has one
     # a test runner's selection: files that must yield a test, test ids that must pass
     selected: tuple[str, ...] = ()
+    guarded: bool = False  # pytest ran with our guard plugin: its verdict must be in the report
 
 
 @dataclass(frozen=True)

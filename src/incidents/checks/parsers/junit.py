@@ -12,7 +12,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from incidents.checks.parsers import ParseError, RawFinding, ToolOutput, tail
-from incidents.vocab import Severity
+from incidents.vocab import Category, Severity
 
 NO_TESTS = 5
 
@@ -63,7 +63,29 @@ def parse(out: ToolOutput) -> list[RawFinding]:
             )
     if out.exit_code in (1, 2) and not findings:
         raise ParseError(f"pytest exited {out.exit_code} but its report lists no failure")
-    return findings + unmet(out.selected, outcomes(root))
+    return findings + unmet(out.selected, outcomes(root)) + guard(out, root)
+
+
+GUARD_PROPERTY = "incidents-guard"  # checks/pytest_guard.py
+
+
+def guard(out: ToolOutput, root: ET.Element) -> list[RawFinding]:
+    """A hard `runner-patched` finding unless the guard plugin's verdict says `intact`."""
+    if not out.guarded:
+        return []
+    verdicts = [
+        p.get("value", "") for p in root.iter("property") if p.get("name") == GUARD_PROPERTY
+    ]
+    if verdicts == ["intact"]:
+        return []
+    if not verdicts:
+        what = ("the test runner's guard gave no verdict: the run was cut short or its "
+                "report was written by something else")  # fmt: skip
+    else:
+        what = f"the test runner was patched during the run ({'; '.join(verdicts)[:1500]})"
+    path = next((s.partition("::")[0] for s in out.selected), "pytest")
+    return [RawFinding(path, None, None, "runner-patched", what + ": not a fix",
+                       Severity.ERROR, Category.TAMPER)]  # fmt: skip
 
 
 def _last_error_line(text: str | None) -> str:

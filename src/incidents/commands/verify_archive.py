@@ -1,0 +1,140 @@
+"""`incidents verify-archive [ID ...]`: do the resolved incidents' verdicts still hold?
+
+Each incident resolved by the escalation machine has a `verdict` in its run_result.json:
+the sha256 of every file its last canonical report judged. This re-hashes those files as
+they are today and says, per incident, which changed since (or are missing). Incidents
+closed without one (resolved before verdicts were recorded, or by a person) are reported
+as "no verdict recorded", never as matching. Reads only the resolved bucket's folder
+names, each incident's run_result.json and the files its verdict names.
+
+Exit codes: 0 every verdict holds; 1 some file changed; 2 bad input (an unknown or
+unresolved id, a run_result.json that cannot be read: the file and field are named).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+
+from incidents import artifacts, fsutil, output
+from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, open_root
+from incidents.errors import IncidentsError, UsageError, explain_validation
+from incidents.layout import BUCKETS, Root, validate_id
+from incidents.models import RunResult
+
+MATCH, CHANGED, NO_VERDICT, UNREADABLE = "match", "changed", "no_verdict", "unreadable"
+
+
+@dataclass
+class Audit:
+    incident_id: str
+    status: str
+    report: str | None = None
+    files: int = 0
+    changed: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+
+    def line(self) -> str:
+        from incidents.checks.judged import describe
+
+        if self.status == MATCH:
+            return (
+                f"{self.incident_id}: ok: {self.files} file(s) as report {self.report} judged them"
+            )
+        if self.status == CHANGED:
+            return (
+                f"{self.incident_id}: CHANGED since the verdict of report {self.report}: "
+                f"{describe(self.changed, limit=50)}"
+            )
+        if self.status == NO_VERDICT:
+            return f"{self.incident_id}: no verdict recorded ({self.error})"
+        return f"{self.incident_id}: unreadable: {self.error}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "incident_id": self.incident_id, "status": self.status, "report": self.report,
+            "files": self.files, "changed": self.changed, "error": self.error,
+        }  # fmt: skip
+
+
+def audit(root: Root, incident_id: str) -> Audit:
+    """One resolved incident's verdict against the files today."""
+    from incidents.checks.judged import changed_files
+
+    path = root.runs_dir(incident_id) / artifacts.RUN_RESULT
+    try:
+        result = RunResult.model_validate(fsutil.read_json_object(path))
+    except FileNotFoundError:
+        return Audit(incident_id, NO_VERDICT, error=f"{path} does not exist")
+    except ValidationError as exc:
+        where, why = explain_validation(exc)
+        return Audit(incident_id, UNREADABLE, error=f"{path}: {where}: {why}")
+    except (IncidentsError, OSError) as exc:
+        return Audit(incident_id, UNREADABLE, error=f"{path}: {exc}")
+    verdict = result.verdict
+    if verdict is None:
+        why = "closed before verdicts were recorded, or by a person"
+        return Audit(incident_id, NO_VERDICT, error=f"{path}: verdict: none ({why})")
+    workdir = Path(verdict.workdir) if verdict.workdir else root.path.parent
+    changed = changed_files(verdict.files, workdir, verdict.absent)
+    return Audit(
+        incident_id, CHANGED if changed else MATCH, verdict.report, len(verdict.files), changed
+    )
+
+
+def resolved_ids(root: Root, given: list[str]) -> list[str]:
+    bucket = root.bucket("resolved")
+    if not given:
+        try:
+            names = os.listdir(bucket)
+        except FileNotFoundError:
+            return []
+        return sorted(n for n in names if not n.startswith(".") and (bucket / n).is_dir())
+    for incident_id in given:
+        validate_id(incident_id)
+        if not (bucket / incident_id).is_dir():
+            where = next(
+                (b for b in BUCKETS.values() if (root.path / b / incident_id).is_dir()), None
+            )
+            raise UsageError(
+                f"verify-archive: incident {incident_id!r} is not resolved"
+                + (f" (it is in {where})" if where else f": no such incident under {root.path}")
+            )
+    return list(dict.fromkeys(given))
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("verify-archive")
+    def verify_archive(
+        incident_ids: Annotated[
+            list[str] | None,
+            typer.Argument(metavar="[ID ...]", help="Resolved incidents (default: all of them)."),
+        ] = None,
+        root: RootOpt = None,
+        config: ConfigOpt = None,
+        as_json: JsonOpt = False,
+    ) -> int:
+        """Re-hash the files each resolved incident's verdict names: which changed since?"""
+        session = open_root(root, config)
+        audits = [audit(session.root, i) for i in resolved_ids(session.root, incident_ids or [])]
+        code = 2 if any(a.status == UNREADABLE for a in audits) else 0
+        code = code or (1 if any(a.status == CHANGED for a in audits) else 0)
+        if as_json:
+            output.out_json({"ok": code == 0, "incidents": [a.to_json() for a in audits]})
+        else:
+            for a in audits:
+                (output.err if a.status == UNREADABLE else output.out)(a.line())
+            counts = {
+                s: sum(a.status == s for a in audits)
+                for s in (MATCH, CHANGED, NO_VERDICT, UNREADABLE)
+            }
+            output.out(
+                f"{len(audits)} resolved: {counts[MATCH]} hold, {counts[CHANGED]} changed, "
+                f"{counts[NO_VERDICT]} without a verdict, {counts[UNREADABLE]} unreadable"
+            )
+        return code

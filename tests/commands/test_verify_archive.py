@@ -1,0 +1,92 @@
+"""`incidents verify-archive`: a resolved incident's verdict re-checked against the files
+today (a real resolution: real ruff, a stand-in fixer that really fixes the file)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from incidents.layout import Root
+from tests.helpers import FAST, Cli, capture, use_config
+from tests.stand_ins import stand_in
+
+UNDEFINED = "def value() -> int:\n    return undefined_name\n"
+REAL_FIX = (
+    "p = pathlib.Path(sys.argv[-1]); p.write_text(p.read_text().replace('undefined_name', '1'))"
+)
+ONLY_AIDER = (
+    '[tiers.aider]\nmode = "on"\n[tiers.codex]\nmode = "off"\n[tiers.claude]\nmode = "off"\n'
+)
+
+
+@pytest.fixture
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path) -> Path:
+    stand_in(bin_dir, "aider", REAL_FIX)
+    use_config(tmp_path, monkeypatch, FAST + ONLY_AIDER)
+    path = tmp_path / "ws"
+    path.mkdir()
+    return path
+
+
+def resolved(cli: Cli, root: Root, ws: Path, target: str) -> str:
+    incident_id = capture(cli, ws=ws, target=target, content=UNDEFINED)
+    assert cli("drive", incident_id).code == 0
+    assert (root.bucket("resolved") / incident_id).is_dir()
+    return incident_id
+
+
+def test_verify_archive_says_which_files_changed_since_the_verdict(
+    cli: Cli, root: Root, ws: Path
+) -> None:
+    first = resolved(cli, root, ws, "one.py")
+    second = resolved(cli, root, ws, "two.py")
+    r = cli("verify-archive")
+    assert r.code == 0, r.out + r.err
+    assert f"{first}: ok: " in r.out and f"{second}: ok: " in r.out
+    assert "2 resolved: 2 hold, 0 changed" in r.out
+
+    (ws / "two.py").write_text("def value() -> int:\n    return 2\n")
+    r = cli("verify-archive")
+    assert r.code == 1
+    assert f"{second}: CHANGED since the verdict of report 1: two.py (changed)" in r.out
+    assert f"{first}: ok: " in r.out
+    assert cli("verify-archive", first).code == 0  # only the ones asked about
+
+    (ws / "one.py").unlink()
+    doc = cli("verify-archive", first, "--json")
+    assert doc.code == 1
+    [entry] = doc.json()["incidents"]
+    assert entry["status"] == "changed" and entry["changed"] == {"one.py": "missing"}
+    assert doc.json()["ok"] is False
+
+
+def test_verify_archive_bad_input(cli: Cli, root: Root, ws: Path) -> None:
+    incident_id = resolved(cli, root, ws, "one.py")
+    r = cli("verify-archive", "incident_20200101_000000_lint_000000000000")
+    assert r.code == 2 and "is not resolved: no such incident" in r.err
+    assert "Traceback" not in r.err
+    assert cli("verify-archive", "../etc").code == 2
+    path = root.runs_dir(incident_id) / "run_result.json"
+    doc = json.loads(path.read_text())
+    doc["verdict"]["files"] = ["one.py"]
+    path.write_text(json.dumps(doc))
+    r = cli("verify-archive")
+    assert r.code == 2
+    assert str(path) in r.err and "verdict.files" in r.err
+
+
+def test_an_incident_resolved_without_a_verdict_is_not_reported_as_matching(
+    cli: Cli, root: Root, ws: Path
+) -> None:
+    open_one = capture(cli, ws=ws, target="one.py", content=UNDEFINED)
+    assert cli("archive", open_one, "--resolved", "--reason", "fixed by hand").code == 0
+    escalated = capture(cli, ws=ws, target="two.py", content=UNDEFINED)
+    assert cli("archive", escalated, "--escalated", "--reason", "later").code == 0
+    r = cli("verify-archive")
+    assert r.code == 0
+    assert f"{open_one}: no verdict recorded" in r.out and "ok:" not in r.out
+    assert "1 resolved: 0 hold, 0 changed, 1 without a verdict" in r.out
+    r = cli("verify-archive", escalated)
+    assert r.code == 2 and "is not resolved (it is in error_archive/escalated)" in r.err
