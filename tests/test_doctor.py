@@ -8,11 +8,13 @@ from pathlib import Path
 
 from incidents import pause
 from incidents.layout import Root
+from tests.debian import bubblewrap_or_skip
 from tests.helpers import CLEAN, Cli, capture
 from tests.watch.helpers import capture_step, run_watch, workspace
 
 
 def test_healthy_root(tmp_path: Path, root: Root, cli: Cli) -> None:
+    bwrap = bubblewrap_or_skip()  # without it, doctor rightly warns: fixers are not contained
     workspace(tmp_path)
     capture_step(tmp_path, "d1")
     assert run_watch(tmp_path, "--until-idle").returncode == 0
@@ -21,6 +23,7 @@ def test_healthy_root(tmp_path: Path, root: Root, cli: Cli) -> None:
     assert "ok   database: integrity_check ok" in r.out
     assert "ok   mirror: 1 incident(s), same as the folders" in r.out
     assert "ok   tool ruff:" in r.out
+    assert f"ok   containment: fixers run under bubblewrap ({bwrap.label})" in r.out
     assert r.out.rstrip().endswith("0 problem(s), 0 warning(s)")
 
 

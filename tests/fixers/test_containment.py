@@ -13,6 +13,7 @@ import pytest
 
 from incidents.fixers import TierSettings, run_fixer, sandbox
 from incidents.layout import Root
+from tests.debian import bubblewrap_or_skip
 from tests.helpers import Cli
 from tests.stand_ins import stand_in
 
@@ -36,8 +37,8 @@ def prompt_file(tmp_path: Path) -> Path:
 
 
 def needs_bwrap(mode: str) -> None:
-    if mode == "bwrap" and not sandbox.probe().ok:
-        pytest.skip(f"bubblewrap cannot run here: {sandbox.probe().reason}")
+    if mode == "bwrap":
+        bubblewrap_or_skip()
 
 
 def tier(name: str, writable: list[str] | None = None) -> TierSettings:

@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests import debian
+
 FLAGS = (
     "--headless",
     "--no-sandbox",
@@ -31,32 +33,11 @@ FLAGS = (
     "--disable-dev-shm-usage",
     "--hide-scrollbars",
 )
-APT_TIMEOUT_S = 900
 
 
 def find_or_install() -> tuple[str | None, str]:
     """(path to chromium, "") or (None, why it is not available)."""
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found:
-        return found, ""
-    apt = shutil.which("apt-get")
-    if apt is None:
-        return None, "chromium is not installed and there is no apt-get to install it"
-    if os.geteuid() != 0:
-        return None, "chromium is not installed and installing it needs root (apt-get)"
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for argv in ([apt, "update"], [apt, "install", "-y", "--no-install-recommends", "chromium"]):
-        try:
-            done = subprocess.run(
-                argv, env=env, capture_output=True, text=True, timeout=APT_TIMEOUT_S
-            )
-        except subprocess.TimeoutExpired:
-            return None, f"`{' '.join(argv)}` timed out after {APT_TIMEOUT_S}s"
-        if done.returncode != 0:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["?"]
-            return None, f"`{' '.join(argv)}` failed ({done.returncode}): {tail[0]}"
-    found = shutil.which("chromium")
-    return (found, "") if found else (None, "apt-get installed chromium but it is not on PATH")
+    return debian.find_or_install("chromium", "chromium", "chromium-browser")
 
 
 class Browser:

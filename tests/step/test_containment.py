@@ -19,6 +19,7 @@ import pytest
 
 from incidents.fixers import sandbox
 from incidents.layout import Root
+from tests.debian import bubblewrap_or_skip
 from tests.helpers import FAST, Cli, capture, ctx_of, use_config
 from tests.stand_ins import stand_in
 
@@ -112,10 +113,7 @@ def assert_nothing_survived(root: Root, incident_id: str, paths: dict[str, Path]
 
 @pytest.fixture
 def bwrap_works() -> sandbox.Probe:
-    found = sandbox.probe()
-    if not found.ok:
-        pytest.skip(f"bubblewrap cannot run here: {found.reason}")
-    return found
+    return bubblewrap_or_skip()
 
 
 def test_a_cheating_fixer_under_bubblewrap(
@@ -168,8 +166,8 @@ def test_a_fixer_that_really_fixes_is_resolved_either_way(
     cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path,
     mode: str,
 ) -> None:  # fmt: skip
-    if mode == "bwrap" and not sandbox.probe().ok:
-        pytest.skip(f"bubblewrap cannot run here: {sandbox.probe().reason}")
+    if mode == "bwrap":
+        bubblewrap_or_skip()
     ws = tmp_path / "project" / "ws"
     ws.mkdir(parents=True)
     stand_in(bin_dir, "aider", REAL_FIX)
