@@ -94,3 +94,23 @@ def test_a_fixer_that_really_fixes_the_code_resolves_it(
     assert {f.code for f in baseline.issues} == {"test-failure"} and recheck.issues == []
     run_result = json.loads((root.runs_dir(incident_id) / "run_result.json").read_text())
     assert run_result["final_status"] == "resolved"
+
+
+def test_a_named_failing_test_is_run_even_when_the_incident_has_no_target(
+    cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Captured with only a verification command that passes (`ruff check calc.py`): the
+    test the failure names must still run, and it still fails, so nothing is resolved."""
+    use_config(tmp_path, monkeypatch, ALL_TOOLS + TIERS_OFF)
+    incident_id = capture(
+        cli, "--verify", "ruff check calc.py", step="test", ws=ws,
+        message="1 failed: FAILED test_calc.py::test_add",
+    )  # fmt: skip
+    r = cli("drive", incident_id)
+    assert r.code == 0, r.err
+    assert not (root.bucket("resolved") / incident_id).exists(), r.out
+    [baseline] = reports(root, incident_id)
+    assert "test_calc.py::test_add" in pytest_tests(baseline)
+    assert ("pytest", "test_calc.py", "test-failure") in [
+        (f.tool, f.path, f.code) for f in baseline.issues
+    ]

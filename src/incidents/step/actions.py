@@ -122,12 +122,15 @@ class Actions(TickBase):
         workdir = self.workdir(incident)
         named, unreadable = self.named_tests(incident)
         tampered: list[Finding] = []
-        if ctx.target_files:
+        if ctx.target_files or named:  # the tests a failure names run without targets too
             # the files before any fix; every recheck compares them with the latest one
-            if baseline:  # its folder is fsynced with the report's, before any fix runs
+            if baseline and ctx.target_files:  # fsynced with the report's folder, before a fix
                 saved = tamper_files.save_baseline(self.runs, ctx.step, workdir, ctx.target_files)
                 self.runs_unsynced |= saved
-            elif (before := tamper_files.latest_baseline(self.runs, ctx.step)) is not None:
+            elif (
+                ctx.target_files
+                and (before := tamper_files.latest_baseline(self.runs, ctx.step)) is not None
+            ):
                 tampered = tamper_files.findings(
                     before, workdir, ctx.target_files, ctx.python_files,
                     self.cfg.policy.allow_suppressions,
@@ -206,7 +209,7 @@ class Actions(TickBase):
             found: list[Finding] = []
             ran: list[ToolRun] = []
             failed: list[InfraFailure] = []
-            if ctx.target_files:
+            if ctx.target_files or named:
                 again = run_error_pipeline(
                     ctx.python_files, ctx.powershell_files, ctx,
                     settings=settings, cwd=workdir, named_tests=named,
