@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -211,3 +212,38 @@ def test_a_target_rewritten_by_rename_is_an_ordinary_edit(
     out = run_fixer("aider", tier("renamer"), prompt_file, ["app.py"], workdir)
     assert out.ok and out.changed_files == ["app.py"] and out.violations == []
     assert "a + b" in (workdir / "app.py").read_text()
+
+
+REMOUNT = """
+import subprocess
+status = pathlib.Path("/proc/self/status").read_text()
+caps = [line.split()[1] for line in status.splitlines() if line.startswith("CapEff:")]
+remount = subprocess.run(["mount", "-o", "remount,bind,rw", "/"], capture_output=True)
+try:
+    pathlib.Path(os.environ["ESCAPE_TO"]).write_text("escaped\\n")
+    wrote = "wrote"
+except OSError as exc:
+    wrote = exc.strerror
+pathlib.Path(sys.argv[-1]).write_text(f"caps={caps[0]} remount={remount.returncode} {wrote}\\n")
+"""
+
+
+def test_a_fixer_run_as_root_keeps_no_capability_to_remount_its_way_out(
+    bin_dir: Path, workdir: Path, prompt_file: Path, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """As root (the service's account on many hosts, and in CI), a fixer under bubblewrap
+    must not keep the capabilities to remount `/` read-write and write outside."""
+    needs_bwrap("bwrap")
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("needs root and mount(8) to show that root's capabilities are dropped")
+    escape = tmp_path / "escaped.txt"
+    monkeypatch.setenv("ESCAPE_TO", str(escape))
+    stand_in(bin_dir, "remounter", REMOUNT)
+    settings = tier("remounter").model_copy(update={"env": ["ESCAPE_TO"]})
+    out = run_fixer("aider", settings, prompt_file, ["app.py"], workdir,
+                    containment=sandbox.Containment("bwrap"))  # fmt: skip
+    assert out.ok, out.infra_error
+    report = (workdir / "app.py").read_text()
+    assert report.startswith("caps=0000000000000000 ") and " remount=0 " not in report, report
+    assert not escape.exists()

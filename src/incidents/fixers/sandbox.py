@@ -9,7 +9,9 @@ in use are bound read-only again last, so neither can be made writable by a work
 empty read-only tmpfs. `--unshare-pid` gives it a private PID namespace: when the
 program exits, every process it started (same group, `setsid`, double fork) is killed by
 the kernel; `--die-with-parent` ends it if we die; `--new-session` keeps it off our
-terminal. The network stays: the AI CLIs need it. What `/tmp` held outside is hidden, so
+terminal; `--cap-drop ALL` leaves a program run as root no capability (none to remount
+`/` read-write, to mount, to trace or to bypass file permissions). The network stays:
+the AI CLIs need it. What `/tmp` held outside is hidden, so
 the folders the program needs from there (PATH entries, the prompt file, VIRTUAL_ENV)
 are bound back read-only.
 
@@ -31,7 +33,9 @@ from dataclasses import dataclass
 from incidents import proc
 
 # The namespace and mount flags, shared by the probe and the real run.
-NAMESPACE_FLAGS = ("--unshare-pid", "--die-with-parent", "--new-session")
+# `--cap-drop ALL`: run as root (a service account often is), bubblewrap would otherwise
+# leave the program every capability, and CAP_SYS_ADMIN remounts `/` read-write.
+NAMESPACE_FLAGS = ("--unshare-pid", "--die-with-parent", "--new-session", "--cap-drop", "ALL")
 BASE_MOUNTS = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp")
 PRIVATE_TMP = "/tmp"
 PROBE_TIMEOUT_S = 10.0
