@@ -147,11 +147,15 @@ def _run_one(
     out: VerificationResult,
     while_running: Callable[[], None] | None = None,
 ) -> None:
+    import tempfile
+
     argv = split_command(command)
-    result = proc.run(
-        argv, cwd=workdir, timeout=settings.timeout_s, env=proc.minimal_env(),
-        while_running=while_running,
-    )  # fmt: skip
+    # bytecode of this run only: a `__pycache__` in the workdir is anybody's (engine.execute)
+    with tempfile.TemporaryDirectory(prefix="incidents-verify-") as pycache:
+        result = proc.run(
+            argv, cwd=workdir, timeout=settings.timeout_s,
+            env=proc.minimal_env({"PYTHONPYCACHEPREFIX": pycache}), while_running=while_running,
+        )  # fmt: skip
     out.tool_runs.append(
         ToolRun(tool=TOOL, argv=argv, exit_code=result.returncode,
                 duration_s=round(result.duration_s, 3), files=0)

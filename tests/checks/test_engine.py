@@ -9,6 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from incidents.checks import cache
 from incidents.checks.engine import is_blocking, run_error_pipeline
 from incidents.checks.settings import ChecksSettings
 from incidents.errors import UsageError
@@ -111,7 +112,7 @@ def test_damaged_cache_entries_are_misses(
     first = run_error_pipeline(
         files, [], ctx, settings=settings, cwd=tmp_path / "w", tools=["ruff"]
     )
-    for entry in Path(settings.cache_dir or "").glob("v1/*/*.json"):
+    for entry in Path(settings.cache_dir or "").glob(f"v{cache.FORMAT}/*/*.json"):
         entry.write_text("{torn")
     again = run_error_pipeline(
         files, [], ctx, settings=settings, cwd=tmp_path / "w", tools=["ruff"]

@@ -114,3 +114,41 @@ def test_a_named_failing_test_is_run_even_when_the_incident_has_no_target(
     assert ("pytest", "test_calc.py", "test-failure") in [
         (f.tool, f.path, f.code) for f in baseline.issues
     ]
+
+
+# a fixer that leaves the bug and plants the test module's bytecode with its assertion
+# gone, valid for the source as it is (a hash-checked pyc, as pytest writes them)
+FORGE_PYC = """
+import importlib.util, marshal
+import pytest
+src = pathlib.Path("test_calc.py").read_bytes()
+fake = src.replace(b"assert add(1, 2) == 3", b"assert True")
+code = compile(fake, os.path.abspath("test_calc.py"), "exec", dont_inherit=True)
+tag = sys.implementation.cache_tag
+os.makedirs("__pycache__", exist_ok=True)
+for name in (f"test_calc.{tag}-pytest-{pytest.__version__}.pyc", f"test_calc.{tag}.pyc"):
+    pathlib.Path("__pycache__", name).write_bytes(
+        importlib.util.MAGIC_NUMBER + b"\\x03\\x00\\x00\\x00"
+        + importlib.util.source_hash(src)[:8] + marshal.dumps(code)
+    )
+with open("calc.py", "a") as f:
+    f.write("# reviewed\\n")
+"""
+
+
+def test_bytecode_planted_in_pycache_is_never_what_the_check_runs(
+    cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path
+) -> None:
+    stand_in(bin_dir, "aider", FORGE_PYC)
+    use_config(tmp_path, monkeypatch, ALL_TOOLS + AIDER_ONLY + '[tiers]\nsandbox = "none"\n')
+    incident_id = capture(
+        cli, step="test", ws=ws, target="calc.py", message="1 failed: FAILED test_calc.py::test_add"
+    )
+    r = cli("drive", incident_id)
+    assert r.code == 0, r.err
+    assert list((ws / "__pycache__").glob("test_calc.*.pyc")), "the fixer planted nothing"
+    assert not (root.bucket("resolved") / incident_id).exists(), r.out
+    last = reports(root, incident_id)[-1]
+    assert ("pytest", "test_calc.py", "test-failure") in [
+        (f.tool, f.path, f.code) for f in last.issues
+    ]

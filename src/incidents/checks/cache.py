@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 
     from incidents.checks.parsers import RawFinding
 
-FORMAT = 1
+# 2: tools run with a private PYTHONPYCACHEPREFIX; answers cached before may rest on
+# bytecode planted in a workdir's __pycache__, so none of them is reused
+FORMAT = 2
 
 
 def default_cache_dir() -> Path:

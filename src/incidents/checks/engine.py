@@ -192,7 +192,10 @@ class Engine:
             report_path = os.path.join(tmp, "report")
             argv = self.expand(profile.argv, files, tests.files, report_path)
             timeout = profile.timeout or self.settings.default_timeout
-            res = proc.run(argv, cwd=self.cwd, timeout=timeout)
+            # bytecode goes to (and comes from) a folder of this run only: a `__pycache__`
+            # in the workdir is anybody's, and a planted .pyc would be the code that runs
+            env = {**os.environ, "PYTHONPYCACHEPREFIX": os.path.join(tmp, "pycache")}
+            res = proc.run(argv, cwd=self.cwd, timeout=timeout, env=env)
             report = _read_text(report_path)
         n = len(tests.files) if profile.selects == "tests" else len(files)
         result.runs.append(ToolRun(tool=profile.name, argv=argv, exit_code=res.returncode,
