@@ -81,20 +81,21 @@ def test_a_target_grown_too_large_to_compare_is_a_finding(ws: Path) -> None:
     assert codes(ws, before) == [("unreadable", "pkg/names.py")]
 
 
-def test_the_latest_baseline_before_the_step(ws: Path, tmp_path: Path) -> None:
+def test_the_first_baseline_before_the_step(ws: Path, tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     runs.mkdir()
-    assert tamper_files.latest_baseline(runs, 5) is None
+    assert tamper_files.first_baseline(runs, 5) is None
     tamper_files.save_baseline(runs, 1, ws, ["pkg/names.py"])
     (ws / "pkg" / "names.py").write_text("x = 1\n")
-    tamper_files.save_baseline(runs, 4, ws, ["pkg/names.py"])
-    (ws / "pkg" / "names.py").write_text("y = 1\n")
-    tamper_files.save_baseline(runs, 4, ws, ["pkg/names.py"])  # a redo keeps the first
-    (runs / "tamper_baseline_step_9.json").write_text("{}")
-    latest = tamper_files.latest_baseline(runs, 5)
-    assert latest is not None and latest["targets"] == {"pkg/names.py": "x = 1\n"}
-    old = tamper_files.latest_baseline(runs, 4)
-    assert old is not None and old["targets"] == {"pkg/names.py": CODE}
+    tamper_files.save_baseline(runs, 1, ws, ["pkg/names.py"])  # a redo keeps the first
+    tamper_files.save_baseline(runs, 4, ws, ["pkg/names.py"])  # a requeued incident's
+    (runs / "tamper_baseline_step_0.json").write_text("{}")
+    first = tamper_files.first_baseline(runs, 5)
+    assert first is not None and first["targets"] == {}  # step 0's, however empty
+    (runs / "tamper_baseline_step_0.json").unlink()
+    first = tamper_files.first_baseline(runs, 5)
+    assert first is not None and first["targets"] == {"pkg/names.py": CODE}
+    assert tamper_files.first_baseline(runs, 1) is None
 
 
 def test_a_powershell_target_is_compared_as_powershell(ws: Path) -> None:

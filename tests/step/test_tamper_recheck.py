@@ -274,3 +274,25 @@ def test_a_tick_killed_after_the_fixer_ran_still_finds_the_suppression(
     assert again.returncode == 0, again.stderr
     assert escalated(root, incident_id)
     assert [f.code for f in tamper_findings(root, incident_id)] == ["noqa"]
+
+
+def test_a_requeued_escalation_does_not_adopt_the_suppression_it_was_escalated_for(
+    cli: Cli, root: Root, drive: Drive, bin_dir: Path
+) -> None:
+    """The rejected `# type: ignore` stays in the target after the escalation: the requeued
+    incident's new baseline check is compared with the first one, so it is still a finding."""
+    bad = 'def value() -> int:\n    return "x"\n'
+    incident_id = drive(ADD_TYPE_IGNORE, TYPED, "typed.py", bad)
+    assert escalated(root, incident_id)
+    stand_in(bin_dir, "aider", "pass")  # the next pass changes nothing
+    r = cli("resolve-escalation", incident_id, "--guidance", "try again", "--requeue")
+    assert r.code == 0, r.err
+    r = cli("drive", incident_id)
+    assert r.code == 0, r.err
+    assert escalated(root, incident_id), r.out
+    assert "S0_BASELINE_CHECK -> S1_AIDER_FIX" in r.out, r.out  # its baseline found it
+    labels = sorted(p.stem.rsplit("_", 1)[1] for p in
+                    root.runs_dir(incident_id).glob("error_report_attempt_*.json"))  # fmt: skip
+    requeued_baseline = labels[-2]  # then aider's recheck
+    found = [(f.code, f.line) for f in tamper_findings(root, incident_id, requeued_baseline)]
+    assert found == [("type-ignore", 2)]

@@ -121,9 +121,10 @@ def save_baseline(runs: Path, step: int, workdir: Path, targets: Sequence[str]) 
     return True
 
 
-def latest_baseline(runs: Path, before_step: int) -> State | None:
-    """The baseline of the last baseline check before `before_step` (None: there is none,
-    as for an incident begun before baselines were kept)."""
+def first_baseline(runs: Path, before_step: int) -> State | None:
+    """The baseline of the first baseline check before `before_step` (None: there is none,
+    as for an incident begun before baselines were kept). The first: a requeued incident's
+    new baseline check must not adopt a suppression its escalation rejected."""
     steps = [
         int(m.group(1))
         for name in (os.listdir(runs) if runs.is_dir() else [])
@@ -131,7 +132,7 @@ def latest_baseline(runs: Path, before_step: int) -> State | None:
     ]
     if not steps:
         return None
-    doc = fsutil.read_json(runs / artifacts.tamper_baseline_name(max(steps)), MAX_BASELINE_BYTES)
+    doc = fsutil.read_json(runs / artifacts.tamper_baseline_name(min(steps)), MAX_BASELINE_BYTES)
     return {key: _strings(doc, key) for key in ("targets", "configs")}
 
 

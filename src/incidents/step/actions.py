@@ -123,18 +123,18 @@ class Actions(TickBase):
         named, unreadable = self.named_tests(incident)
         tampered: list[Finding] = []
         if ctx.target_files or named:  # the tests a failure names run without targets too
-            # the files before any fix; every recheck compares them with the latest one
+            # the files before any fix: every later check (a recheck, and the baseline of a
+            # requeued incident, which a rejected suppression must not pass) compares them
+            # with the first baseline's
+            first = tamper_files.first_baseline(self.runs, ctx.step) if ctx.target_files else None
+            if first is not None:
+                tampered = tamper_files.findings(
+                    first, workdir, ctx.target_files, ctx.python_files,
+                    self.cfg.policy.allow_suppressions,
+                )  # fmt: skip
             if baseline and ctx.target_files:  # fsynced with the report's folder, before a fix
                 saved = tamper_files.save_baseline(self.runs, ctx.step, workdir, ctx.target_files)
                 self.runs_unsynced |= saved
-            elif (
-                ctx.target_files
-                and (before := tamper_files.latest_baseline(self.runs, ctx.step)) is not None
-            ):
-                tampered = tamper_files.findings(
-                    before, workdir, ctx.target_files, ctx.python_files,
-                    self.cfg.policy.allow_suppressions,
-                )  # fmt: skip
             self.check_started()
             settings = self.cfg.checks
             if baseline and ctx.transient_retries:  # a retry must run, not replay a failure
