@@ -22,6 +22,7 @@ from incidents.clock import iso_at
 from incidents.errors import AlreadyArchived, IncidentsError
 from incidents.layout import BUCKETS, Root, validate_id
 from incidents.models import RunResult
+from incidents.redact import redact
 
 
 def _pending_dir(root: Root) -> Path:
@@ -49,6 +50,7 @@ def archive(
     if bucket not in ("resolved", "escalated"):
         raise ValueError(bucket)
     validate_id(incident_id)
+    reason = redact(reason)  # a human's text: it reaches run_result.json, decisions, the mirror
     with store.incident_lock(root, incident_id):
         where, folder = root.locate(incident_id)
         if where != "inbox":
