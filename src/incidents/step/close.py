@@ -82,7 +82,7 @@ def _close(
     # run_result.json first: its folder's fsync makes the incident's run artifacts
     # durable before the folder whose state.json refers to them
     runs = root.runs_dir(incident_id)
-    runs.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fsutil.ensure_dir(runs)
     for directory in (runs, folder):  # temp files of a writer killed mid-close
         fsutil.remove_orphan_temps(directory)
     result_path = runs / artifacts.RUN_RESULT
