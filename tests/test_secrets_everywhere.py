@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from incidents.layout import Root
-from tests.helpers import BROKEN, FIXED, FIXTURES, Cli, capture, use_config
+from tests.bundles import drop
+from tests.helpers import BROKEN, FIXED, FIXTURES, TIERS_OFF, Cli, capture, use_config
 
 CONFIG = (
     '[checks]\ntools = ["ruff"]\n[tiers.aider]\nmode = "handoff"\n'
@@ -84,7 +85,7 @@ def _rows_text(db: Path) -> dict[str, str]:
     with sqlite3.connect(db) as conn:
         tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
         for table in tables:
-            for row in conn.execute(f'SELECT * FROM "{table}"'):  # noqa: S608 - our own names
+            for row in conn.execute(f'SELECT * FROM "{table}"'):
                 out.setdefault(table, "")
                 out[table] += "\n".join(str(v) for v in row) + "\n"
     return out
@@ -176,3 +177,43 @@ def test_no_planted_secret_reaches_any_file_row_page_or_output(
     files = _files_text(root.path)
     assert any("[REDACTED]" in t for t in files.values())
     assert any("upload failed" in t for t in files.values())
+
+
+HAND = {
+    "message": "Hb3Nc5Md7Fe9Gf1Hg3Jh5Ki7Lj9Mk1Nl3Om5Pn7Q",
+    "log": "ghp_HandDr0ppedL0gT0kenQw8Er7Ty6Ui5Op4As",
+    "context": "xoxp-517110748033-133234177999-8321698079996-handdroppedcontext",
+}
+
+
+def test_a_bundle_written_by_hand_is_redacted_before_anything_repeats_it(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bundle dropped into the inbox by another tool never went through capture: its texts
+    are redacted wherever the machine repeats them (state, report, mirror, page, status)."""
+    use_config(tmp_path, monkeypatch, '[checks]\ntools = ["ruff"]\n' + TIERS_OFF)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "f.py").write_text(BROKEN)
+    folder = drop(
+        root, "hand", ws, python_files=["f.py"],
+        message=f"push failed, secret {HAND['message']}",
+    )  # fmt: skip
+    (folder / "log_tail.txt").write_text(f"git push with {HAND['log']}\n")
+    (folder / "context.json").write_text(json.dumps({"slack": f"token {HAND['context']}"}))
+    incident_id = folder.name
+    outputs = {"drive": cli("drive", incident_id).out}
+    assert (root.bucket("escalated") / incident_id).is_dir(), outputs["drive"]
+    outputs["status"] = cli("status", "--all", "--json").out
+    outputs["detail"] = cli("status", incident_id, "--json").out
+    assert cli("review").code == 0
+    texts = {**_files_text(root.path), **_rows_text(root.db_path), **outputs}
+    # the bundle's own files are the writer's; everything the machine wrote from them is not
+    own = ("incident.json", "log_tail.txt", "context.json")
+    leaks = [
+        (name, place)
+        for name, secret in HAND.items()
+        for place, text in texts.items()
+        if secret in text and not place.endswith(own)
+    ]
+    assert leaks == [], "\n".join(f"{name} in {place}" for name, place in leaks)
