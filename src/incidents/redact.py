@@ -174,6 +174,11 @@ def _not_a_secret(m: re.Match[str], text: str) -> bool:
     if value in _KEEP_VALUES:
         return True
     word = m.group("word")
+    key_start = m.start("word")
+    while key_start > 0 and (text[key_start - 1].isalnum() or text[key_start - 1] in "_-."):
+        key_start -= 1
+    if key_start > 0 and text[key_start - 1] in "/\\":  # a file name: `/etc/passwd: missing`
+        return True
     if value.endswith(word):  # `api_key=api_key`, `token = self.token`, `TOKEN=$TOKEN`
         return True
     if word == "pwd" and value.startswith(("/", "~")):  # the shell's PWD/OLDPWD: a directory
