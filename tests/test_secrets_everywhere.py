@@ -14,7 +14,7 @@ import pytest
 
 from incidents.layout import Root
 from tests.bundles import drop
-from tests.helpers import BROKEN, FIXED, FIXTURES, TIERS_OFF, Cli, capture, use_config
+from tests.helpers import BROKEN, FIXED, FIXTURES, TIERS_OFF, TYPED, Cli, capture, use_config
 
 CONFIG = (
     '[checks]\ntools = ["ruff"]\n[tiers.aider]\nmode = "handoff"\n'
@@ -217,3 +217,24 @@ def test_a_bundle_written_by_hand_is_redacted_before_anything_repeats_it(
         if secret in text and not place.endswith(own)
     ]
     assert leaks == [], "\n".join(f"{name} in {place}" for name, place in leaks)
+
+
+def test_a_secret_that_tool_output_repeats_is_redacted_in_reports_and_state(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """mypy prints the literal it rejects: a key hard-coded in a target reaches the finding's
+    message. The user's code itself is kept (the copies of the targets), nothing else."""
+    use_config(tmp_path, monkeypatch, TYPED + TIERS_OFF)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    token = "ghp_T00lOutputT0kenQw8Er7Ty6Ui5Op4AsDfGh"
+    code = f'from typing import Literal\n\nTOKEN: Literal["a"] = "{token}"\n'
+    incident_id = capture(cli, ws=ws, target="keys.py", content=code)
+    r = cli("drive", incident_id)
+    assert (root.bucket("escalated") / incident_id).is_dir(), r.out + r.err
+    texts = {**_files_text(root.path), **_rows_text(root.db_path)}
+    assert any("Incompatible types" in t for t in texts.values())  # mypy did report it
+    # the code's own copies: to restore and to compare suppressions against
+    copies = ("original_scripts/keys.py", "final_scripts/keys.py", "tamper_baseline_step_1.json")
+    leaks = [place for place, text in texts.items() if token in text and not place.endswith(copies)]
+    assert leaks == []
