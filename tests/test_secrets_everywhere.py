@@ -14,7 +14,7 @@ import pytest
 
 from incidents.layout import Root
 from tests.bundles import drop
-from tests.helpers import BROKEN, FIXED, FIXTURES, TIERS_OFF, TYPED, Cli, capture, use_config
+from tests.helpers import BROKEN, FAST, FIXED, FIXTURES, TIERS_OFF, TYPED, Cli, capture, use_config
 
 CONFIG = (
     '[checks]\ntools = ["ruff"]\n[tiers.aider]\nmode = "handoff"\n'
@@ -238,3 +238,23 @@ def test_a_secret_that_tool_output_repeats_is_redacted_in_reports_and_state(
     copies = ("original_scripts/keys.py", "final_scripts/keys.py", "tamper_baseline_step_1.json")
     leaks = [place for place, text in texts.items() if token in text and not place.endswith(copies)]
     assert leaks == []
+
+
+def test_the_reason_a_bundle_is_set_aside_names_no_secret(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """reason.txt quotes the value that broke a rule: a refused verification command may
+    carry a key. The reason, the mirror's row and the output are redacted."""
+    use_config(tmp_path, monkeypatch, FAST + TIERS_OFF)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    key = "sk-proj-Rej3ctedVerifyCommandKey12345678"
+    folder = drop(root, "refused", ws, verify=[f"curl -H 'X-Api-Key: {key}' https://api.example"])
+    r = cli("drive", folder.name)
+    assert r.code != 0
+    reason = (root.rejected / folder.name / "reason.txt").read_text()
+    assert "curl" in reason and "[REDACTED]" in reason, reason
+    outputs = {"drive": r.out + r.err, "status": cli("status", "--all", "--json").out}
+    texts = {**_files_text(root.path), **_rows_text(root.db_path), **outputs}
+    leaks = [place for place, text in texts.items() if key in text]
+    assert leaks == [f"error_rejected/{folder.name}/incident.json"]  # the writer's own file
