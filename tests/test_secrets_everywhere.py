@@ -6,6 +6,7 @@ output are searched for each planted secret."""
 
 from __future__ import annotations
 
+import io
 import json
 import sqlite3
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from incidents.layout import Root
+from incidents.watch.log import Log
 from tests.bundles import drop
 from tests.helpers import BROKEN, FAST, FIXED, FIXTURES, TIERS_OFF, TYPED, Cli, capture, use_config
 
@@ -258,3 +260,13 @@ def test_the_reason_a_bundle_is_set_aside_names_no_secret(
     texts = {**_files_text(root.path), **_rows_text(root.db_path), **outputs}
     leaks = [place for place, text in texts.items() if key in text]
     assert leaks == [f"error_rejected/{folder.name}/incident.json"]  # the writer's own file
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_the_watchers_log_lines_are_redacted(as_json: bool) -> None:
+    """The watcher logs reasons and messages (of hand-written bundles too) on stderr."""
+    stream = io.StringIO()
+    Log(as_json=as_json, stream=stream).event(
+        "rejected", reason=f"verify 'curl -u ci:{SECRETS['verify']} https://x' refused"
+    )
+    assert SECRETS["verify"] not in stream.getvalue() and "[REDACTED]" in stream.getvalue()
