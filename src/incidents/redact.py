@@ -131,8 +131,9 @@ def _not_an_aws_secret(m: re.Match[str], text: str) -> bool:
     random (upper and lower case and a digit, so no git SHA or other hex digest) and an AWS
     key id or the word "secret" is near it."""
     global _aws_key_id_re
-    if not _looks_random(m.group("val"), 15):
-        return True
+    value = m.group("val")
+    if not _looks_random(value, 15) or value.count("/") >= 4:
+        return True  # a path (`/home/User1/app/conf/Value42`); 4 "/" in a key: 1 in 250
     start, end = m.span("val")
     if "secret" in _line_before(text, start).lower():
         return False
