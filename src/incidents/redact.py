@@ -87,6 +87,8 @@ _VENDOR_TOKENS = (
 # How far (characters) a bare cloud key may be from what names it.
 _NEAR = 80
 _rules: list[_Rule] | None = None
+_any_trigger_re: re.Pattern[str] | None = None
+_secret_keys: dict[str, bool] = {}
 _aws_key_id_re: re.Pattern[str] | None = None
 _secret_key_re: re.Pattern[str] | None = None
 _pem_begin_re: re.Pattern[str] | None = None
@@ -325,10 +327,15 @@ def _lower(text: str) -> str:
 
 def redact(text: str) -> str:
     """Return `text` with every recognised secret replaced by `[REDACTED]`."""
-    global _rules
+    global _rules, _any_trigger_re
     if _rules is None:
         _rules = _build_rules()
-    lowered: str | None = None
+    if _any_trigger_re is None:  # one scan: most texts of a document hold no trigger
+        triggers = sorted({t.lower() for rule in _rules for t in rule[0]}, key=len, reverse=True)
+        _any_trigger_re = re.compile("|".join(map(re.escape, triggers)))
+    lowered: str | None = _lower(text)
+    if _any_trigger_re.search(lowered) is None:
+        return text
     for rule in _rules:
         triggers, on_lower = rule[0], rule[1]
         if on_lower:
@@ -348,12 +355,18 @@ def redact(text: str) -> str:
 def is_secret_key(key: str) -> bool:
     """True when a mapping key names a secret (`password`, `api_token`, `X-Api-Key`...)."""
     global _secret_key_re
+    known = _secret_keys.get(key)
+    if known is not None:
+        return known
     if _secret_key_re is None:
         _secret_key_re = re.compile(
             rf".*(?:{_SECRET_WORDS})|_?auth|(?:proxy[_-]?)?authorization|(?:set[_-]?)?cookie",
             re.IGNORECASE,
         )
-    return _secret_key_re.fullmatch(key) is not None
+    answer = _secret_key_re.fullmatch(key) is not None
+    if len(_secret_keys) < 4096:  # a document's keys repeat: field names
+        _secret_keys[key] = answer
+    return answer
 
 
 def _holds_nothing(value: Any) -> bool:
