@@ -331,11 +331,12 @@ def redact(text: str) -> str:
     if _rules is None:
         _rules = _build_rules()
     if _any_trigger_re is None:  # one scan: most texts of a document hold no trigger
-        triggers = sorted({t.lower() for rule in _rules for t in rule[0]}, key=len, reverse=True)
-        _any_trigger_re = re.compile("|".join(map(re.escape, triggers)))
-    lowered: str | None = _lower(text)
-    if _any_trigger_re.search(lowered) is None:
+        every = sorted({t.lower() for rule in _rules for t in rule[0]}, key=len, reverse=True)
+        _any_trigger_re = re.compile("|".join(map(re.escape, every)))
+    first = _lower(text)
+    if _any_trigger_re.search(first) is None:
         return text
+    lowered: str | None = first
     for rule in _rules:
         triggers, on_lower = rule[0], rule[1]
         if on_lower:
