@@ -31,6 +31,16 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
 TARGET_FIELDS = ("python_files", "powershell_files")
+# Folders no incident works in unless `[verification] workdirs` names them: these exactly
+# (a project may live below them: /var/lib/ci/job, /root/app), and these with all below.
+SYSTEM_FOLDERS = frozenset(
+    ("/", "/usr", "/usr/local", "/var", "/var/lib", "/root", "/home", "/opt", "/srv", "/tmp",
+     "/mnt", "/media", "/run")
+)  # fmt: skip
+SYSTEM_TREES = ("/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/dev",
+                "/proc", "/sys", "/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib32", "/usr/lib64",
+                "/usr/libexec", "/usr/include", "/usr/share", "/usr/src", "/var/log", "/var/cache",
+                "/var/spool", "/var/run", "/snap")  # fmt: skip
 _SEPARATORS = re.compile(r"[\\/]")
 
 
@@ -82,14 +92,25 @@ def workdirs_problem(entries: Sequence[str]) -> str | None:
     return None
 
 
+def system_folder(real: str) -> bool:
+    """`real` (a realpath) is the system's: one of `SYSTEM_FOLDERS` or under one of
+    `SYSTEM_TREES`. Its files would become targets a fixer may edit."""
+    if real in SYSTEM_FOLDERS:
+        return True
+    return any(real == tree or real.startswith(tree + "/") for tree in SYSTEM_TREES)
+
+
 def workdir_problem(workdir: str, allowed: Sequence[str]) -> str | None:
     """Why an incident may not work in `workdir`, or None. `allowed`: `[verification]
-    workdirs` (empty: anywhere)."""
+    workdirs` (empty: anywhere but a system folder; a folder named there is allowed even
+    when it is a system folder)."""
     if not workdir or not os.path.isabs(workdir):
         return "not an absolute path"
-    if not allowed:
-        return None
     real = os.path.realpath(workdir)
+    if not allowed:
+        if system_folder(real):
+            return "a system folder (name it in [verification] workdirs to allow it)"
+        return None
     for entry in allowed:
         folder = os.path.realpath(os.path.expanduser(entry))
         if os.path.commonpath([folder, real]) == folder:

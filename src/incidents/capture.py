@@ -28,6 +28,7 @@ from incidents.capture_inputs import (
     read_context_json,
     read_log_tail,
 )
+from incidents.config_check import check_whole
 from incidents.config_file import find_config, read_raw, read_str_list, read_table, root_from_raw
 from incidents.errors import ConfigError, IncidentsError, RootError, UsageError
 from incidents.layout import Root, resolve_root
@@ -126,6 +127,7 @@ def read_settings(cli_config: str | None) -> CaptureConfig:
     if path is None:
         return CaptureConfig(None, dict(DEFAULTS), [], [])
     raw = read_raw(path)
+    check_whole(path, raw)  # the whole file, as every other command checks it (no pydantic)
     table = read_table(path, raw, "capture", CAPTURE_KEYS)
     workdirs = read_str_list(path, raw, "verification", "workdirs")
     problem = workdirs_problem(workdirs)

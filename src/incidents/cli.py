@@ -78,10 +78,11 @@ def _crash_log(exc: BaseException) -> str:
         os.path.expanduser("~"), ".cache", "incidents"
     )
     try:
-        os.makedirs(base, mode=0o700, exist_ok=True)
+        from incidents.fsutil import ensure_dir, write_new_file
+
+        ensure_dir(base)  # 0700, the missing parents too: a traceback may show secrets
         path = os.path.join(base, f"crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log")
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write("".join(traceback.format_exception(exc)))
+        write_new_file(path, "".join(traceback.format_exception(exc)).encode("utf-8"))
         return path
     except OSError:
         return "(could not write a crash log)"

@@ -11,13 +11,17 @@ A bad key or value is a `ConfigError` naming the file, the dotted key and the re
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from pathlib import Path
+from typing import Annotated, Any
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import AfterValidator, Field, ValidationError, model_validator
 
 from incidents.capture import CAPTURE_KEYS
+from incidents.checks.profiles import BUILTIN_PROFILES
 from incidents.checks.settings import ChecksSettings
 from incidents.checks.tamper import KINDS as SUPPRESSION_KINDS
+from incidents.config_check import TABLE_NAME, check_whole, tools_problem
 from incidents.config_file import find_config, read_raw, root_from_raw
 from incidents.config_section import Section
 from incidents.errors import ConfigError, explain_validation
@@ -42,6 +46,14 @@ class CaptureSettings(Section):
     reproduce: bool = _capture(
         "reproduce", "`incidents run`: the failed command becomes a verification command"
     )
+
+
+def _known_kind(kind: str) -> str:
+    if kind not in SUPPRESSION_KINDS:
+        raise ValueError(
+            f"unknown suppression kind {kind!r}; the kinds are " + ", ".join(SUPPRESSION_KINDS)
+        )
+    return kind
 
 
 class PolicySettings(Section):
@@ -70,22 +82,12 @@ class PolicySettings(Section):
         "needs before success, the findings cache bypassed; a finding seen in one run and "
         "not another is a hard `flaky` finding",
     )
-    allow_suppressions: list[str] = Field(
+    allow_suppressions: list[Annotated[str, AfterValidator(_known_kind)]] = Field(
         default_factory=list,
         description="kinds of suppression a fix may add on purpose (README: suppression kinds); "
         "every other one is a hard `tamper` finding",
+        json_schema_extra={"items": {"enum": list(SUPPRESSION_KINDS), "type": "string"}},
     )
-
-    @field_validator("allow_suppressions")
-    @classmethod
-    def _known_kinds(cls, kinds: list[str]) -> list[str]:
-        unknown = [k for k in kinds if k not in SUPPRESSION_KINDS]
-        if unknown:
-            raise ValueError(
-                f"unknown suppression kind {unknown[0]!r}; the kinds are "
-                + ", ".join(SUPPRESSION_KINDS)
-            )
-        return kinds
 
 
 class Config(Section):
@@ -98,6 +100,50 @@ class Config(Section):
     watch: WatchSettings = Field(default_factory=WatchSettings)
     source: str | None = Field(default=None, exclude=True, description="the file it came from")
 
+    @model_validator(mode="after")
+    def _known_tools(self) -> Config:
+        if self.checks.tools is not None:
+            problem = tools_problem(
+                self.checks.tools, list(BUILTIN_PROFILES), list(self.checks.profiles)
+            )
+            if problem:
+                raise ValueError(f"checks.tools: {problem}")
+        return self
+
+
+def config_table() -> str:
+    """`config_table.json`: the JSON Schema of `Config` (titles and descriptions left out)
+    and the built-in check profiles, for `incidents.config_check` (capture's check of the
+    whole file without pydantic)."""
+
+    def strip(node: Any, names: bool = False) -> Any:
+        """Without the words a check does not use; `names`: the keys are key names."""
+        if isinstance(node, dict):
+            return {
+                k: strip(v, k in ("properties", "$defs") and not names)
+                for k, v in node.items()
+                if names or k not in ("title", "description", "default")
+            }
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    table = strip(Config.model_json_schema(mode="validation"))
+    table["x-builtin-tools"] = sorted(BUILTIN_PROFILES)
+    return json.dumps(table, indent=1, sort_keys=True) + "\n"
+
+
+def table_path() -> Path:
+    return Path(__file__).resolve().parent / TABLE_NAME
+
+
+def write_table() -> Path:
+    from incidents.fsutil import atomic_write_text
+
+    path = table_path()
+    atomic_write_text(path, config_table())
+    return path
+
 
 def load_config(cli_config: str | None = None) -> Config:
     """The whole file, validated; the defaults when there is none."""
@@ -105,6 +151,7 @@ def load_config(cli_config: str | None = None) -> Config:
     if path is None:
         return Config()
     raw = read_raw(path)
+    check_whole(path, raw)  # capture's check, so both refuse alike and say it the same way
     try:
         cfg = Config.model_validate(raw)
     except ValidationError as exc:

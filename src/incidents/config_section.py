@@ -11,6 +11,8 @@ from pydantic import BaseModel, ConfigDict
 
 
 class Section(BaseModel):
-    """A table of incidents.toml: unknown keys are an error."""
+    """A table of incidents.toml: unknown keys are an error, values are taken as TOML gives
+    them (strict: no "5" for 5, no 5.0 for an integer; an integer is a number) and numbers
+    are finite. `incidents.config_check` applies the same table without pydantic."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)

@@ -11,7 +11,6 @@ import contextlib
 import json
 import os
 import stat
-from pathlib import Path
 
 from incidents.errors import InvalidDocument, UnsafeFile
 
@@ -232,8 +231,26 @@ def tail_bytes(path: str | os.PathLike[str], max_bytes: int) -> bytes:
         return fh.read(max_bytes)
 
 
-def ensure_dir(path: Path, mode: int = 0o700) -> None:
-    path.mkdir(mode=mode, parents=True, exist_ok=True)
+def ensure_dir(path: str | os.PathLike[str], mode: int = 0o700) -> None:
+    """`mkdir -p` where every folder created, the missing parents included, gets `mode`
+    whatever the umask (`Path.mkdir(parents=True)` gives the parents the umask's mode: an
+    `error_archive/` of 0755). Folders that exist are left as they are."""
+    missing = []
+    p = os.path.abspath(os.fspath(path))
+    while not os.path.isdir(p):
+        missing.append(p)
+        parent = os.path.dirname(p)
+        if parent == p:
+            break
+        p = parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, mode)
+        except FileExistsError:
+            if not os.path.isdir(folder):
+                raise
+            continue  # made meanwhile by another process: its mode is its maker's
+        os.chmod(folder, mode)  # a umask such as 0277 would leave it unusable
 
 
 _temp_name_re: re.Pattern[str] | None = None

@@ -11,7 +11,7 @@ import stat
 from pathlib import Path
 
 from incidents.errors import InvalidId, NotFound, RootError
-from incidents.fsutil import publish_new_file
+from incidents.fsutil import ensure_dir, publish_new_file
 
 INBOX = "error_inbox"
 ARCHIVE = "error_archive"
@@ -114,14 +114,14 @@ class Root:
             raise RootError(f"reports root {p} is not a directory")
         new = not os.path.isdir(os.path.join(p, INBOX))
         try:
-            p.mkdir(mode=0o700, parents=True, exist_ok=True)
+            ensure_dir(p)
             st = p.stat()
             if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
                 raise RootError(f"reports root {p} is world-writable; run: chmod o-w {p}")
             for sub in LAYOUT:
-                (p / sub).mkdir(mode=0o700, parents=True, exist_ok=True)
+                ensure_dir(p / sub)
             for sub in STATE_DIRS:
-                (p / STATE / sub).mkdir(mode=0o700, exist_ok=True)
+                ensure_dir(p / STATE / sub)
             if new:
                 publish_new_file(self.seal_key, os.urandom(32))
         except OSError as exc:

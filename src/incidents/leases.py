@@ -73,7 +73,7 @@ def _lock(path: str) -> FileLock:
     if lock is None:
         if len(_LOCKS) >= 256:
             _LOCKS.clear()
-        lock = _LOCKS[path] = FileLock(path)
+        lock = _LOCKS[path] = FileLock(path, mode=0o600)  # like every file of the root
     return lock
 
 

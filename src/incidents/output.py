@@ -1,4 +1,6 @@
-"""Every line a user sees goes through here, so tests capture exactly what a user sees."""
+"""Every line a user sees goes through here, so tests capture exactly what a user sees,
+and every line is redacted (`incidents.redact`): what a command shows may come from a
+bundle another tool wrote by hand, which never went through capture's redaction."""
 
 from __future__ import annotations
 
@@ -11,15 +13,22 @@ if TYPE_CHECKING:
 
 
 def out(text: str = "") -> None:
-    sys.stdout.write(text + "\n")
+    from incidents.redact import redact
+
+    sys.stdout.write(redact(text) + "\n")
 
 
 def err(text: str) -> None:
-    sys.stderr.write(text + "\n")
+    from incidents.redact import redact
+
+    sys.stderr.write(redact(text) + "\n")
 
 
 def out_json(doc: Any) -> None:
-    sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
+    from incidents.redact import redact_json
+
+    text = json.dumps(redact_json(doc), indent=2, ensure_ascii=False, sort_keys=False)
+    sys.stdout.write(text + "\n")
 
 
 def table(headers: list[str], rows: list[list[str]]) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 from incidents import clock, fsutil
 from incidents.errors import IncidentsError
 from incidents.layout import Root
+from incidents.redact import redact
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ def current(root: Root) -> PauseInfo | None:
 
 
 def pause(root: Root, reason: str, by: str = "human", now: float | None = None) -> PauseInfo:
-    info = PauseInfo(reason, time.time() if now is None else now, by)
+    info = PauseInfo(redact(reason), time.time() if now is None else now, by)
     fsutil.atomic_write_json(_path(root), asdict(info))
     return info
 

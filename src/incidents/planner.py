@@ -24,7 +24,7 @@ from incidents.errors import InvalidDocument, explain_validation
 from incidents.layout import Root
 from incidents.models import Hypothesis, Incident, Plan, PlanAction
 from incidents.models.plan import Level
-from incidents.redact import redact
+from incidents.redact import redact, redact_json
 from incidents.vocab import ErrorCode, FailureClass, IncidentStatus
 
 SUMMARY_MAX = 240
@@ -279,7 +279,7 @@ def plan_from_doc(doc: dict[str, Any], where: str, incident_id: str) -> Plan:
 
 def validate_plan_file(path: str | os.PathLike[str], incident_id: str) -> Plan:
     """Read (size cap, no symlinks, strict JSON) and validate a plan for `incident_id`."""
-    return plan_from_doc(fsutil.read_json_object(path), os.fspath(path), incident_id)
+    return plan_from_doc(redact_json(fsutil.read_json_object(path)), os.fspath(path), incident_id)
 
 
 def load_plan(root: Root, incident_id: str) -> Plan | None:

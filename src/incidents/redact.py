@@ -11,6 +11,11 @@ What is redacted (replaced by `[REDACTED]`, keeping the key or scheme name visib
   (a log tail cut inside a key: an END line with no BEGIN before it means everything from
   the start of the text up to it is key material);
 - credentials in URLs (`scheme://user:[REDACTED]@host`) and `curl -u user:pass`;
+- bare cloud secret keys, by shape and neighbourhood: an AWS secret access key (40
+  characters of [A-Za-z0-9/+], mixed case with a digit, not hex) within a line or two of an
+  AWS key id or after the word "secret"; an Azure storage account key (86 base64 characters
+  and `==`) after the word "key"; a GCP service-account private key is a PEM block (below)
+  or the value of `"private_key"`;
 - vendor tokens: AWS access key ids, Google API keys, GitHub, GitLab, Slack (tokens and
   webhook paths), Stripe, OpenAI/Anthropic `sk-...`, npm, PyPI, Hugging Face, SendGrid,
   JWTs;
@@ -56,11 +61,12 @@ _PEM_LABEL = r"(?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?"
 # Values of a secret-named key that are not secrets (code or config placeholders).
 _KEEP_VALUES = frozenset({"none", "null", "nil", "true", "false", "undefined"})
 
+_AWS_KEY_ID = r"(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}"
 # Vendor token formats: (literal triggers, pattern). Matched as whole tokens.
 _VENDOR_TOKENS = (
     (
         ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA"),
-        r"(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}",  # AWS access key id
+        _AWS_KEY_ID,  # AWS access key id
     ),
     (("AIza",), r"AIza[0-9A-Za-z_-]{35}"),  # Google API key
     (
@@ -78,7 +84,12 @@ _VENDOR_TOKENS = (
     (("eyJ",), r"eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),  # JWT
 )
 
+# How far (characters) a bare cloud key may be from what names it.
+_NEAR = 80
 _rules: list[_Rule] | None = None
+_any_trigger_re: re.Pattern[str] | None = None
+_secret_keys: dict[str, bool] = {}
+_aws_key_id_re: re.Pattern[str] | None = None
 _secret_key_re: re.Pattern[str] | None = None
 _pem_begin_re: re.Pattern[str] | None = None
 
@@ -98,6 +109,48 @@ class _Lazy:
         if self._pattern is None:
             self._pattern = re.compile(self._source, self._flags)
         return self._pattern.finditer(text)
+
+
+def _looks_random(value: str, distinct: int) -> bool:
+    """Upper and lower case, a digit, and many distinct characters: random key material,
+    not a hex digest or repetitive data."""
+    return (
+        len(set(value)) >= distinct
+        and any(c.isupper() for c in value)
+        and any(c.islower() for c in value)
+        and any(c.isdigit() for c in value)
+    )
+
+
+def _line_before(text: str, start: int) -> str:
+    """Up to `_NEAR` characters before `start`, on its line."""
+    before = text[max(0, start - _NEAR) : start]
+    return before[before.rfind("\n") + 1 :]
+
+
+def _not_an_aws_secret(m: re.Match[str], text: str) -> bool:
+    """Veto for a bare 40-character token: it is an AWS secret access key only when it looks
+    random (upper and lower case and a digit, so no git SHA or other hex digest) and an AWS
+    key id or the word "secret" is near it."""
+    global _aws_key_id_re
+    value = m.group("val")
+    if not _looks_random(value, 15) or value.count("/") >= 4:
+        return True  # a path (`/home/User1/app/conf/Value42`); 4 "/" in a key: 1 in 250
+    start, end = m.span("val")
+    if "secret" in _line_before(text, start).lower():
+        return False
+    if _aws_key_id_re is None:
+        _aws_key_id_re = re.compile(rf"(?<![A-Z0-9]){_AWS_KEY_ID}(?![A-Z0-9])")
+    near = text[max(0, start - _NEAR) : end + _NEAR]
+    return _aws_key_id_re.search(near) is None
+
+
+def _not_an_azure_key(m: re.Match[str], text: str) -> bool:
+    """Veto for a bare 88-character base64 value: an Azure storage key only after the word
+    "key" (a SHA-512 in base64 has the same shape: `sha512-...` integrity strings are kept)."""
+    if not _looks_random(m.group("val"), 24):
+        return True
+    return "key" not in _line_before(text, m.start("val")).lower()
 
 
 def _after_space(m: re.Match[str], text: str) -> bool:
@@ -124,6 +177,11 @@ def _not_a_secret(m: re.Match[str], text: str) -> bool:
     if value in _KEEP_VALUES:
         return True
     word = m.group("word")
+    key_start = m.start("word")
+    while key_start > 0 and (text[key_start - 1].isalnum() or text[key_start - 1] in "_-."):
+        key_start -= 1
+    if key_start > 0 and text[key_start - 1] in "/\\":  # a file name: `/etc/passwd: missing`
+        return True
     if value.endswith(word):  # `api_key=api_key`, `token = self.token`, `TOKEN=$TOKEN`
         return True
     if word == "pwd" and value.startswith(("/", "~")):  # the shell's PWD/OLDPWD: a directory
@@ -156,6 +214,30 @@ def _build_rules() -> list[_Rule]:
             False,
             _Lazy(rf"\A(?P<val>.*?)-----END {_PEM_LABEL}-----", re.DOTALL),
             _no_begin_was_cut,
+        ),
+        (
+            (
+                "secret",
+                "Secret",
+                "SECRET",
+                "AKIA",
+                "ASIA",
+                "AGPA",
+                "AIDA",
+                "AROA",
+                "ANPA",
+                "ANVA",
+                "AIPA",
+            ),
+            False,
+            _Lazy(r"(?<![A-Za-z0-9/+=_.-])(?P<val>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=_.-])"),
+            _not_an_aws_secret,
+        ),
+        (
+            ("==",),
+            False,
+            _Lazy(r"(?<![A-Za-z0-9/+=_.-])(?P<val>[A-Za-z0-9/+]{86}==)(?![A-Za-z0-9/+=_.-])"),
+            _not_an_azure_key,
         ),
         (("://",), False, _Lazy(r"://[^:/@\s]*:(?P<val>[^@/\s]+)@"), None),
         (
@@ -245,10 +327,16 @@ def _lower(text: str) -> str:
 
 def redact(text: str) -> str:
     """Return `text` with every recognised secret replaced by `[REDACTED]`."""
-    global _rules
+    global _rules, _any_trigger_re
     if _rules is None:
         _rules = _build_rules()
-    lowered: str | None = None
+    if _any_trigger_re is None:  # one scan: most texts of a document hold no trigger
+        every = sorted({t.lower() for rule in _rules for t in rule[0]}, key=len, reverse=True)
+        _any_trigger_re = re.compile("|".join(map(re.escape, every)))
+    first = _lower(text)
+    if _any_trigger_re.search(first) is None:
+        return text
+    lowered: str | None = first
     for rule in _rules:
         triggers, on_lower = rule[0], rule[1]
         if on_lower:
@@ -268,12 +356,18 @@ def redact(text: str) -> str:
 def is_secret_key(key: str) -> bool:
     """True when a mapping key names a secret (`password`, `api_token`, `X-Api-Key`...)."""
     global _secret_key_re
+    known = _secret_keys.get(key)
+    if known is not None:
+        return known
     if _secret_key_re is None:
         _secret_key_re = re.compile(
             rf".*(?:{_SECRET_WORDS})|_?auth|(?:proxy[_-]?)?authorization|(?:set[_-]?)?cookie",
             re.IGNORECASE,
         )
-    return _secret_key_re.fullmatch(key) is not None
+    answer = _secret_key_re.fullmatch(key) is not None
+    if len(_secret_keys) < 4096:  # a document's keys repeat: field names
+        _secret_keys[key] = answer
+    return answer
 
 
 def _holds_nothing(value: Any) -> bool:

@@ -25,6 +25,7 @@ from incidents import artifacts, clock, fsutil
 from incidents.errors import IncidentsError, InvalidDocument
 from incidents.layout import Root, validate_id
 from incidents.locks import flocked
+from incidents.redact import redact
 
 TYPE_CHECKING = False  # typing stays off the capture path (import cost)
 if TYPE_CHECKING:
@@ -173,6 +174,7 @@ def reject(root: Root, path: Path, reason: str) -> Path:
         target.mkdir(mode=0o700)
         _rename(path, target / name)
         reason_file = target / artifacts.REASON
+    reason = redact(reason)  # it quotes the value that broke a rule: a command may hold a key
     fsutil.write_new_file(reason_file, f"{clock.iso_now()} {reason}\n".encode())
     fsutil.fsync_dir(root.rejected)
     return target

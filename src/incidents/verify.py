@@ -37,7 +37,6 @@ Outcomes:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,12 +47,11 @@ from incidents import proc
 from incidents.allowlist import (
     DEFAULT_PROGRAMS,
     Refusal,
-    is_path,
     python_invocation,
     split_command,
 )
 from incidents.allowlist import check_allowed as _check_allowed
-from incidents.bundle_rules import workdirs_problem
+from incidents.config_check import programs_problem, workdirs_problem
 from incidents.config_section import Section
 from incidents.models.report import Finding, InfraFailure, ToolRun
 from incidents.vocab import Category, Severity
@@ -72,6 +70,7 @@ class VerifySettings(Section):
         default_factory=list,
         description="programs allowed besides the interpreter and check tools: bare names "
         "(matched by basename, found on PATH) or paths (matched by realpath)",
+        json_schema_extra={"x-rule": "programs"},
     )
     timeout_s: float = Field(default=300.0, gt=0, le=24 * 3600, description="per command")
     output_tail_bytes: int = Field(
@@ -81,16 +80,15 @@ class VerifySettings(Section):
         default_factory=list,
         description="absolute folders an incident's workdir must lie under (empty: anywhere); "
         "set it on a shared inbox: capture and pickup refuse an incident working elsewhere",
+        json_schema_extra={"x-rule": "workdirs"},
     )
 
     @field_validator("allow")
     @classmethod
     def _absolute_paths(cls, value: list[str]) -> list[str]:
-        for entry in value:
-            if not entry.strip():
-                raise ValueError("an empty program name")
-            if is_path(entry) and not os.path.isabs(os.path.expanduser(entry)):
-                raise ValueError(f"{entry!r}: a program path must be absolute (or a bare name)")
+        problem = programs_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
     @field_validator("workdirs")

@@ -39,7 +39,7 @@ def test_env_and_explicit_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     ("text", "where", "reason"),
     [
         ("[capture]\nlog_tail_bytes = 'x'\n", "capture.log_tail_bytes", "integer"),
-        ("[capture]\nlog_tail_bytes = 10\n", "capture.log_tail_bytes", "greater than or equal"),
+        ("[capture]\nlog_tail_bytes = 10\n", "capture.log_tail_bytes", "must be >= 1024"),
         ("[capture]\nbogus = 1\n", "capture.bogus", "unknown key"),
         ("nonsense = true\n", "nonsense", "unknown key"),
         ("root = 5\n", "root", "string"),

@@ -185,3 +185,35 @@ def test_a_normal_capture_still_resolves_with_a_sealed_state(
     assert key.stat().st_mode & 0o777 == 0o600 and key.stat().st_size == 32
     state = (root.bucket("resolved") / incident_id / "state.json").read_text()
     assert json.loads(state)["seal"] and ErrorPipelineContext.model_validate_json(state)
+
+
+@pytest.mark.parametrize("system", ["/", "/etc", "/usr", "/usr/lib/python3", "/proc/sys", "/root"])
+def test_a_system_folder_is_no_workdir_unless_verification_workdirs_allows_it(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, system: str
+) -> None:
+    """`--workdir /` would make any file on the machine a target; a system folder the
+    files of the system. Refused by capture and at pickup, unless named in workdirs."""
+    use_config(tmp_path, monkeypatch, FAST + TIERS_OFF)
+    r = cli("capture", "--step", "lint", "--message", "m", "--workdir", system)
+    assert r.code == 2 and f"--workdir {system}: a system folder" in r.err, r.err
+    folder = drop(root, "system", Path(system))
+    assert cli("drive", folder.name).code != 0
+    assert f"workdir {system!r}: a system folder" in rejected_reason(root, folder.name)
+    use_config(
+        tmp_path, monkeypatch, FAST + TIERS_OFF + f'[verification]\nworkdirs = ["{system}"]\n'
+    )
+    r = cli("capture", "--step", "lint", "--message", "m", "--workdir", system)
+    assert r.code == 0, r.err
+
+
+def test_a_project_under_a_system_prefix_is_a_workdir(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the system's own folders are refused: /var/lib/ci/job or /root/app are projects."""
+    use_config(tmp_path, monkeypatch, FAST + TIERS_OFF)
+    from incidents.bundle_rules import workdir_problem
+
+    for workdir in ("/var/lib/jenkins/workspace/app", "/root/app", "/usr/local/src/app", "/opt/x"):
+        assert workdir_problem(workdir, []) is None, workdir
+    r = cli("capture", "--step", "lint", "--message", "m", "--workdir", str(tmp_path))
+    assert r.code == 0, r.err

@@ -14,6 +14,8 @@ import json
 import os
 from pathlib import Path
 
+from incidents.fsutil import ensure_dir
+
 TYPE_CHECKING = False  # typing and the parsers stay off the replay path (import cost)
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -64,7 +66,7 @@ class FindingsCache:
         path = self._path(key)
         data = json.dumps({**doc, "key": key}, separators=(",", ":")).encode("utf-8")
         try:
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            ensure_dir(path.parent)
             _replace_file(path, data)
         except OSError:
             pass  # a cache that cannot be written only costs time

@@ -42,15 +42,20 @@ def register_schemas(app: typer.Typer) -> None:
             str | None, typer.Option("--dir", help="Where the schema files are.")
         ] = None,
     ) -> int:
-        """Check (or with --write, regenerate) schemas/ against the document models."""
+        """Check (or with --write, regenerate) schemas/ against the document models, and
+        the package's config_table.json (capture's check of incidents.toml) against Config."""
+        from incidents import config
         from incidents import schemas as sch
 
         where = Path(directory) if directory else sch.default_dir()
         if write:
-            for path in sch.write_all(where):
+            for path in [*sch.write_all(where), config.write_table()]:
                 output.out(f"wrote {path}")
             return 0
         stale = sch.stale(where)
+        if config.table_path().read_text(encoding="utf-8") != config.config_table():
+            output.err(f"{config.table_path()}: differs from incidents.config.Config; run --write")
+            return 1
         for name in stale:
             output.err(f"{where / (name + '.schema.json')}: differs from the model; run --write")
         if not stale:

@@ -155,4 +155,4 @@ def build_prompt(
             "",
             fence(redact(guidance.strip())),
         ]
-    return "\n".join(lines) + "\n"
+    return redact("\n".join(lines) + "\n")  # and the whole: target names, anything added later

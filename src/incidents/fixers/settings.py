@@ -20,11 +20,13 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from incidents.config_check import PLACEHOLDERS as _PLACEHOLDERS
+from incidents.config_check import argv_template_problem
 from incidents.config_section import Section
 
 TierName = Literal["aider", "codex", "claude"]
 TIER_ORDER: tuple[TierName, ...] = ("aider", "codex", "claude")
-PLACEHOLDERS = frozenset({"prompt_file", "prompt", "files", "workdir"})
+PLACEHOLDERS = frozenset(_PLACEHOLDERS)
 PLACEHOLDER_RE = re.compile(r"\{([^{}]*)\}")
 
 # The real CLIs' non-interactive forms (see the package docstring for sources).
@@ -46,7 +48,11 @@ class TierSettings(Section):
         default="auto",
         description="auto: on when the program is on PATH; handoff: wait for an outside agent",
     )
-    argv: list[str] = Field(min_length=1, description="the command template (see above)")
+    argv: list[str] = Field(
+        min_length=1,
+        description="the command template (see above)",
+        json_schema_extra={"x-rule": "argv_template"},
+    )
     stdin: Literal["none", "prompt"] = Field(
         default="none", description="'prompt': the prompt text is fed on standard input"
     )
@@ -72,15 +78,9 @@ class TierSettings(Section):
     @field_validator("argv")
     @classmethod
     def _known_placeholders(cls, argv: list[str]) -> list[str]:
-        if not argv[0] or PLACEHOLDER_RE.search(argv[0]):
-            raise ValueError("the program (first element) must be a plain name or path")
-        for element in argv:
-            for name in PLACEHOLDER_RE.findall(element):
-                if name not in PLACEHOLDERS:
-                    known = ", ".join("{" + p + "}" for p in sorted(PLACEHOLDERS))
-                    raise ValueError(f"unknown placeholder {{{name}}} in {element!r} ({known})")
-                if name == "files" and element != "{files}":
-                    raise ValueError(f"{{files}} must be an argv element on its own: {element!r}")
+        problem = argv_template_problem(argv)
+        if problem:
+            raise ValueError(problem)
         return argv
 
     @property

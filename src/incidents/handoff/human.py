@@ -16,6 +16,7 @@ from incidents import clock, decisions, mirror, store
 from incidents.errors import NotWaiting, UsageError
 from incidents.layout import Root, validate_id
 from incidents.models import HumanDecision
+from incidents.redact import redact
 from incidents.step import service as step_service
 from incidents.step.documents import load_context
 
@@ -34,7 +35,7 @@ def resolve_escalation(
     """Record a human's decision on an escalated incident (see the module docstring)."""
     if not guidance.strip():
         raise UsageError("resolve-escalation: --guidance is required")
-    guidance = guidance.strip()
+    guidance = redact(guidance.strip())  # it reaches every later prompt, the mirror, the page
     with store.incident_lock(root, validate_id(incident_id)):
         where, folder = root.locate(incident_id)
         if where != "escalated":

@@ -29,6 +29,7 @@ from incidents.handoff import workspace
 from incidents.handoff.queue import Clock, _prompt_file, _waiting, mirror_progress
 from incidents.layout import Root, validate_id
 from incidents.models import AIAttempt, Attempt
+from incidents.redact import redact, redact_json
 from incidents.step import service as step_service
 
 
@@ -54,7 +55,7 @@ def submit(
         folder, workdir, ctx = _waiting(root, incident_id)  # again, under the lock
         changed, outside, unreverted, claimed_at = workspace.changes(root, workdir, ctx)
         tier = ctx.handoff_agent or "none"
-        text = notes.strip()
+        text = redact(notes.strip())
         if outside:
             text += f"\nchanged outside the targets (not accepted, reverted): {', '.join(outside)}"
         if unreverted:
@@ -89,7 +90,7 @@ def record_attempt(root: Root, incident_id: str, path: Path) -> Path:
     if where != "inbox":
         raise AlreadyArchived(f"incident {incident_id} is closed ({where}); its attempts are final")
     try:
-        doc = fsutil.read_json_object(path)
+        doc = redact_json(fsutil.read_json_object(path))  # a skill's notes and actions
     except FileNotFoundError:
         raise UsageError(f"attempt --file {path}: no such file") from None
     try:

@@ -31,6 +31,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from incidents.errors import IncidentsError
+from incidents.fsutil import ensure_dir
 from incidents.mirror.schema import MIGRATIONS
 
 if TYPE_CHECKING:
@@ -145,7 +146,7 @@ def connect(db_path: Path, *, busy_timeout_ms: int = 5000) -> sqlite3.Connection
     """
     db_path = Path(db_path)
     try:
-        db_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        ensure_dir(db_path.parent)
     except OSError as exc:
         raise MirrorError(f"cannot create {db_path.parent}: {exc.strerror or exc}") from exc
     _create_private(db_path)

@@ -13,6 +13,7 @@ from typing import Any
 from incidents import clock
 from incidents.mirror.db import dumps, translating, write
 from incidents.mirror.schema import EVENT_TYPES, MIRROR_BUCKETS
+from incidents.redact import redact, redact_json
 
 __all__ = [
     "Context",
@@ -122,7 +123,7 @@ def _params(row: IncidentRow) -> tuple[Any, ...]:
         row.error_code,
         row.signature,
         row.run_id,
-        row.message,
+        redact(row.message),  # a hand-written bundle never went through capture
         row.occurrences,
         row.created_at,
         row.updated_at,
@@ -227,12 +228,13 @@ def add_event(
     *,
     ts: str | None = None,
 ) -> None:
-    """Append an event (history: kept by reindex, never derived). Payload must be redacted."""
+    """Append an event (history: kept by reindex, never derived). Its payload is redacted
+    here too (defence in depth: callers redact what they take in)."""
     if event_type not in EVENT_TYPES:
         raise ValueError(f"unknown event type {event_type!r}; add it to EVENT_TYPES")
     conn.execute(
         "INSERT INTO events (ts, incident_id, event_type, payload_json) VALUES (?, ?, ?, ?)",
-        (ts or clock.iso_precise(), incident_id, event_type, dumps(payload)),
+        (ts or clock.iso_precise(), incident_id, event_type, dumps(redact_json(payload))),
     )
 
 
@@ -257,7 +259,15 @@ def record_step_attempt(
         "INSERT INTO step_attempts "
         "(run_id, ws_id, step_name, label, started_at, finished_at, result_json) "
         "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (ws_id, step_name, label) DO NOTHING",
-        (run_id, ws_id, step_name, label, started_at, finished_at, dumps(result or {})),
+        (
+            run_id,
+            ws_id,
+            step_name,
+            label,
+            started_at,
+            finished_at,
+            dumps(redact_json(result or {})),
+        ),
     )
     return cur.rowcount == 1
 
@@ -332,7 +342,7 @@ def save_workstream(
                 run_id,
                 ws_id,
                 current_state,
-                dumps({"error_pipeline": context.doc}),
+                dumps({"error_pipeline": redact_json(context.doc)}),
                 updated_at or clock.iso_precise(),
             ),
         )

@@ -19,6 +19,7 @@ from incidents import artifacts
 from incidents.errors import IncidentsError
 from incidents.fsutil import read_json, read_regular_file
 from incidents.layout import Root
+from incidents.redact import redact, redact_json
 
 DIFF_MAX_BYTES = 256 * 1024  # per target file, each side
 DIFF_MAX_LINES = 400  # per target file; the rest is summarised
@@ -104,7 +105,7 @@ def _load(folder: Path, name: str, problems: list[str]) -> Any:
     if not path.exists():
         return None
     try:
-        return read_json(path)
+        return redact_json(read_json(path))  # a bundle written by hand never met capture
     except (IncidentsError, OSError) as exc:
         problems.append(f"{name}: {exc}")
         return None
@@ -238,7 +239,7 @@ def _diff_one(folder: Path, target: str) -> FileDiff:
     if len(lines) > DIFF_MAX_LINES:
         rest = len(lines) - DIFF_MAX_LINES
         lines = lines[:DIFF_MAX_LINES] + [f"... {rest} more diff lines (see the bundle)"]
-    return FileDiff(target, "\n".join(lines))
+    return FileDiff(target, redact("\n".join(lines)))
 
 
 def _targets(folder: Path, meta: dict[str, Any], incident: dict[str, Any]) -> list[str]:

@@ -29,6 +29,7 @@ from incidents.models import (
     ToolRun,
 )
 from incidents.models.pipeline import Action, Agent, State
+from incidents.redact import redact
 from incidents.step import quarantine
 from incidents.step.base import TickBase
 from incidents.vocab import Category, ErrorCode, Outcome
@@ -52,6 +53,18 @@ def _lines(findings: list[Finding]) -> list[str]:
         f"{f.tool} {f.code or '-'} {f.path}" + (f":{f.line}" if f.line else "") + f": {f.message}"
         for f in findings
     ]
+
+
+def redacted(report: ErrorReport) -> ErrorReport:
+    """`report` with the texts tools wrote redacted: mypy prints the literal it rejects,
+    a test runner the values it compared. Once the check is over (its confirm runs compare
+    findings as the tools gave them); what it judged (paths, digests) is left alone."""
+    issues = [f.model_copy(update={"message": redact(f.message)}) for f in report.issues]
+    infra = [
+        i.model_copy(update={"reason": redact(i.reason), "stderr_tail": redact(i.stderr_tail)})
+        for i in report.infra_failures
+    ]
+    return report.model_copy(update={"issues": issues, "infra_failures": infra})
 
 
 class Actions(TickBase):
@@ -93,8 +106,8 @@ class Actions(TickBase):
         if path.exists():  # the check ran before a crash: its report is the result
             report = ErrorReport.model_validate(fsutil.read_json_object(path))
         else:
-            report = self.run_checks(
-                incident, ctx, label, baseline=state is State.S0_BASELINE_CHECK
+            report = redacted(
+                self.run_checks(incident, ctx, label, baseline=state is State.S0_BASELINE_CHECK)
             )
             # fsynced, its folder with the next flush or by the close, before the commits
             fsutil.atomic_write_bytes(path, fsutil.dump_model(report), sync_dir=False)

@@ -99,5 +99,5 @@ class TickBase:
         return workdir_of(self.root, incident.workdir)
 
     def artifact(self, name: str) -> Path:
-        self.runs.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fsutil.ensure_dir(self.runs)
         return self.runs / name

@@ -22,6 +22,7 @@ from incidents.clock import iso_at
 from incidents.errors import AlreadyArchived, IncidentsError
 from incidents.layout import BUCKETS, Root, validate_id
 from incidents.models import RunResult
+from incidents.redact import redact
 
 
 def _pending_dir(root: Root) -> Path:
@@ -49,6 +50,7 @@ def archive(
     if bucket not in ("resolved", "escalated"):
         raise ValueError(bucket)
     validate_id(incident_id)
+    reason = redact(reason)  # a human's text: it reaches run_result.json, decisions, the mirror
     with store.incident_lock(root, incident_id):
         where, folder = root.locate(incident_id)
         if where != "inbox":
@@ -80,7 +82,7 @@ def _close(
     # run_result.json first: its folder's fsync makes the incident's run artifacts
     # durable before the folder whose state.json refers to them
     runs = root.runs_dir(incident_id)
-    runs.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fsutil.ensure_dir(runs)
     for directory in (runs, folder):  # temp files of a writer killed mid-close
         fsutil.remove_orphan_temps(directory)
     result_path = runs / artifacts.RUN_RESULT

@@ -25,7 +25,7 @@ MAX_SCRIPT_BYTES = 8 << 20
 
 
 def _copy(src: Path, dst: Path) -> None:
-    dst.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fsutil.ensure_dir(dst.parent)
     fsutil.atomic_write_bytes(dst, fsutil.read_regular_file(src, MAX_SCRIPT_BYTES))
 
 

@@ -13,6 +13,8 @@ import time
 from collections import Counter
 from typing import IO, Any
 
+from incidents.redact import redact
+
 
 def _fmt(value: Any) -> str:
     text = str(value)
@@ -35,6 +37,7 @@ class Log:
             stamp = time.strftime("%H:%M:%S", time.localtime(now)) + f".{int(now % 1 * 1000):03d}"
             kv = " ".join(f"{k}={_fmt(v)}" for k, v in fields.items() if v not in (None, ""))
             line = f"{stamp} {level:<5} {name} {kv}".rstrip()
+        line = redact(line)  # reasons and messages may quote a hand-written bundle
         if self.display is not None:
             self.display.print(line)
         else:
