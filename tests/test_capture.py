@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -296,3 +297,34 @@ def test_the_capture_path_imports_no_heavy_dependency(tmp_path: Path) -> None:
     heavy = {"typer", "pydantic", "jsonschema", "sqlite3", "click", "rich", "watchdog",
              "filelock", "typing", "dataclasses", "subprocess", "hashlib"}  # fmt: skip
     assert imported & heavy == set()
+
+
+@pytest.mark.parametrize("hostile", ["symlink", "hard_link", "fifo"])
+def test_a_repeat_never_folds_into_a_bundle_whose_log_tail_breaks_the_rules(
+    cli: Cli, root: Root, tmp_path: Path, hostile: str
+) -> None:
+    """Issue 15: folding a repeat followed a log_tail.txt symlink and copied the file it
+    pointed at into the bundle. The open bundle's files go through the same door as at
+    pickup (`bundle_files`): one that breaks it is left for the pickup to set aside, and
+    the repeat opens an incident of its own."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("outside the root: never read into it\n")
+    log = tmp_path / "a.log"
+    log.write_text("run\n")
+    a = cli("capture", "--step", "s", "--message", "job 1 failed", "--log-file", str(log))
+    folder = bundle(root, a.out.strip())
+    (folder / "log_tail.txt").unlink()
+    if hostile == "symlink":
+        (folder / "log_tail.txt").symlink_to(outside)
+    elif hostile == "hard_link":
+        os.link(outside, folder / "log_tail.txt")
+    else:
+        os.mkfifo(folder / "log_tail.txt")
+    b = cli("capture", "--step", "s", "--message", "job 2 failed", "--log-file", str(log))
+    assert b.code == 0, b.err
+    assert b.out != a.out, "folded into a bundle that breaks the bundle-file rules"
+    assert doc(folder)["occurrences"] == 1
+    assert outside.read_text() == "outside the root: never read into it\n"
+    for path in root.path.rglob("*"):
+        if path.is_file() and not path.is_symlink() and path.stat().st_nlink == 1:
+            assert b"never read into it" not in path.read_bytes(), path

@@ -292,15 +292,20 @@ def _fold_into_open(
             return None
         if doc.get("error_signature") != signature or doc["status"] in ("resolved", "escalated"):
             return None
+        from incidents import bundle_files
+
+        if bundle_files.listing_problems(folder):
+            return None  # not ours to fold into: its pickup sets it aside; this one is new
         now = fresh["last_seen"]
         count = int(doc.get("occurrences", 1)) + 1
         doc = {**doc, "occurrences": count, "last_seen": now, "updated_at": now}
         if log_text:
-            old = (
-                (folder / artifacts.LOG_TAIL).read_bytes()
-                if (folder / artifacts.LOG_TAIL).is_file()
-                else b""
-            )
+            try:  # through the door: never a link, a FIFO, a hard link, an oversize file
+                old = bundle_files.read(folder, artifacts.LOG_TAIL)
+            except FileNotFoundError:
+                old = b""
+            except (IncidentsError, OSError):
+                return None
             add = f"\n--- occurrence {count} at {now} ---\n{log_text}".encode()
             fsutil.atomic_write_bytes(
                 folder / artifacts.LOG_TAIL, (old + add)[-MAX_OCCURRENCE_LOG:]
