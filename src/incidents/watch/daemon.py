@@ -50,6 +50,7 @@ class Watcher:
         self.pool = Pool(root, cfg, workers or self.settings.workers)
         self.wakeup = Wakeup()
         self.display: Display | None = None
+        self.failures = 0  # failed pickups, dead workers, bundles that could not be set aside
 
     def work(self, mode: Mode = Mode.FOREVER, max_items: int | None = None) -> bool:
         """Run until stopped (or idle, for the burst modes). True when it stopped cleanly."""
@@ -71,7 +72,8 @@ class Watcher:
             self._catch_up()
             self.wakeup.close()
         results = self.schedule.stats.results
-        self.log.event("watch_stopped", **{str(k): n for k, n in results.items()})
+        self.log.event("watch_stopped", level="error" if self.failures else "info",
+                       failures=self.failures, **{str(k): n for k, n in results.items()})  # fmt: skip
         return True
 
     # -- start ----------------------------------------------------------------------------
@@ -206,6 +208,7 @@ class Watcher:
         try:
             target = store.reject(self.root, self.root.inbox / incident_id, reason)
         except (IncidentsError, OSError) as exc:
+            self.failures += 1
             self.log.event("reject_failed", level="error", id=incident_id, error=str(exc))
             return
         self.schedule.rejected(incident_id)
@@ -219,6 +222,7 @@ class Watcher:
             self.display.inflight.pop(done.incident_id, None)
             self.display.counts[_label(r)] += 1
         level = "error" if r.result is PickupResult.ERROR else "info"
+        self.failures += r.result is PickupResult.ERROR
         self.log.event(
             r.result.value, level=level, id=r.incident_id, state=r.state, ticks=r.ticks,
             archived_to=r.archived_to, detail=r.detail or None,
@@ -230,6 +234,7 @@ class Watcher:
         if not died.replaced:
             self.schedule.abandon(died.incident_id)
             return
+        self.failures += 1
         self.log.event("worker_died", level="error", id=died.incident_id, exitcode=died.exitcode)
         self.schedule.crashed(died.incident_id, time.time())
 
