@@ -132,7 +132,12 @@ def _permissions(p: Path) -> list[Finding]:
                            f"writable by group/others: {', '.join(n for n, _ in open_entry)}; "
                            "anyone there can drop a bundle whose commands run as you",
                            f"chmod go-w {' '.join(f for _, f in open_entry)}"))  # fmt: skip
-    if unwritable:
+    if unwritable and read_only(p):
+        out.append(Finding("read-only", "fail", f"{p} is on a read-only filesystem: capture, "
+                           "steps and the watcher fail (exit 1, nothing lost); status and "
+                           "doctor read the folders", "remount it read-write "
+                           f"(mount -o remount,rw on the filesystem that holds {p})"))  # fmt: skip
+    elif unwritable:
         out.append(Finding("permissions", "fail", f"not writable: {', '.join(unwritable)}",
                            f"chmod u+rwx on them under {p}"))  # fmt: skip
     if loose:
@@ -141,6 +146,13 @@ def _permissions(p: Path) -> list[Finding]:
     if not out:
         out.append(Finding("permissions", "ok", "folders are 0700 and writable"))
     return out
+
+
+def read_only(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def _mount_type(path: Path) -> str | None:
@@ -178,6 +190,9 @@ def check_database(root: Root) -> list[Finding]:
     if not root.db_path.exists():
         return [Finding("database", "warn", "no mirror database yet",
                         f"incidents reindex --root {root.path}")]  # fmt: skip
+    if read_only(root.path):  # SQLite's WAL cannot be opened there; not the database's fault
+        return [Finding("database", "warn", "not opened: the root is read-only (status lists "
+                        "the folders instead)", "remount the root read-write")]  # fmt: skip
     try:
         conn = mirror.connect(root.db_path)
     except Exception as exc:

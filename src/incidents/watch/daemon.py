@@ -16,12 +16,13 @@ module joins them, and keeps the mirror caught up at start and at exit.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import time
 
 from incidents import mirror, pause, store
 from incidents.config import Config
-from incidents.errors import IncidentsError
+from incidents.errors import IncidentsError, RootError
 from incidents.layout import Root, validate_id
 from incidents.step import close as closing
 from incidents.watch.intake import Verdict, examine
@@ -55,6 +56,7 @@ class Watcher:
     def work(self, mode: Mode = Mode.FOREVER, max_items: int | None = None) -> bool:
         """Run until stopped (or idle, for the burst modes). True when it stopped cleanly."""
         self.root.ensure()
+        _writable_or_raise(self.root)
         install_signals(self.pool, self.log, self.wakeup.poke)
         observer = None
         try:
@@ -237,6 +239,16 @@ class Watcher:
         self.failures += 1
         self.log.event("worker_died", level="error", id=died.incident_id, exitcode=died.exitcode)
         self.schedule.crashed(died.incident_id, time.time())
+
+
+def _writable_or_raise(root: Root) -> None:
+    """A watcher on a root it cannot write would only fail every pickup: say so at once
+    (a read-only filesystem is the CLI's one-line disk error, exit 1)."""
+    if os.access(root.state, os.W_OK | os.X_OK):
+        return
+    if os.statvfs(root.state).f_flag & os.ST_RDONLY:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(root.state))
+    raise RootError(f"{root.state} is not writable by this user: the watcher cannot work here")
 
 
 def _label(r: Pickup) -> str:
