@@ -328,3 +328,38 @@ def test_a_repeat_never_folds_into_a_bundle_whose_log_tail_breaks_the_rules(
     for path in root.path.rglob("*"):
         if path.is_file() and not path.is_symlink() and path.stat().st_nlink == 1:
             assert b"never read into it" not in path.read_bytes(), path
+
+
+def test_a_context_json_at_its_input_cap_makes_a_bundle_within_the_bundle_cap(
+    cli: Cli, root: Root, tmp_path: Path
+) -> None:
+    """1 MiB of compact --context-json, indented, was a 3.5 MB context.json: a bundle that
+    capture wrote and the step service would set aside for breaking the 1 MiB cap."""
+    source = tmp_path / "ctx.json"
+    source.write_text(json.dumps({"ids": [1] * 499_990}, separators=(",", ":")))
+    assert source.stat().st_size <= 1 << 20
+    r = cli("capture", "--step", "s", "--message", "boom", "--context-json", str(source))
+    assert r.code == 0, r.err
+    folder = bundle(root, r.out.strip())
+    assert (folder / "context.json").stat().st_size <= 1 << 20
+    assert doc(folder, "context.json")["ids"] == [1] * 499_990
+    from incidents.bundle_files import problems
+
+    assert problems(folder) == []
+
+
+def test_an_audit_tail_is_kept_within_its_bundle_cap(cli: Cli, root: Root, tmp_path: Path) -> None:
+    """[capture] audit_tail_lines allows 100,000 lines of up to 4 KiB: more than the 16 MiB
+    audit_tail.jsonl may hold in a bundle. The oldest lines give way."""
+    (tmp_path / "incidents.toml").write_text("[capture]\naudit_tail_lines = 100000\n")
+    audit = tmp_path / "audit.jsonl"
+    line = json.dumps({"event": "step", "detail": "x" * 3000}) + "\n"
+    audit.write_text(line * 7000)  # 21 MB
+    r = cli("capture", "--step", "s", "--message", "boom", "--audit-file", str(audit))
+    assert r.code == 0, r.err
+    folder = bundle(root, r.out.strip())
+    size = (folder / "audit_tail.jsonl").stat().st_size
+    assert (16 << 20) - len(line) < size <= 16 << 20
+    from incidents.bundle_files import problems
+
+    assert problems(folder) == []

@@ -262,7 +262,7 @@ def _create(
         artifacts.STATUS: b"new\n",
         artifacts.LOG_TAIL: log_text.encode("utf-8"),
         artifacts.AUDIT_TAIL: "".join(f"{line}\n" for line in audit_lines).encode("utf-8"),
-        artifacts.CONTEXT: fsutil.dump_json(context),
+        artifacts.CONTEXT: _context_bytes(context),
     }
     store.write_bundle(root, incident["incident_id"], files)
     if key is not None:  # a hint (a lost one costs a duplicate incident, never data): no fsync
@@ -271,6 +271,21 @@ def _create(
         )
     store.mark_dirty(root, incident["incident_id"])
     return CaptureResult(incident["incident_id"], False, incident)
+
+
+def _context_bytes(context: dict[str, Any]) -> bytes:
+    """context.json as laid out for people, or compact when that is over its cap in the
+    bundle-file table (1 MiB of --context-json, indented, can be three times that)."""
+    from incidents.bundle_files import cap_of
+
+    data = fsutil.dump_json(context)
+    if len(data) <= cap_of(artifacts.CONTEXT):
+        return data
+    compact = json.dumps(context, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    data = (compact + "\n").encode("utf-8")
+    if len(data) > cap_of(artifacts.CONTEXT):
+        raise UsageError(f"--context-json: over {cap_of(artifacts.CONTEXT)} bytes in context.json")
+    return data
 
 
 def _fold_into_open(
