@@ -51,7 +51,7 @@ class Watcher:
         self.pool = Pool(root, cfg, workers or self.settings.workers)
         self.wakeup = Wakeup()
         self.display: Display | None = None
-        self.failures = 0  # failed pickups, dead workers, bundles that could not be set aside
+        self.failures = 0  # failed pickups, bundles that could not be set aside
 
     def work(self, mode: Mode = Mode.FOREVER, max_items: int | None = None) -> bool:
         """Run until stopped (or idle, for the burst modes). True when it stopped cleanly."""
@@ -236,7 +236,7 @@ class Watcher:
         if not died.replaced:
             self.schedule.abandon(died.incident_id)
             return
-        self.failures += 1
+        # not a failure of the run: the incident is retried, then quarantined as poison
         self.log.event("worker_died", level="error", id=died.incident_id, exitcode=died.exitcode)
         self.schedule.crashed(died.incident_id, time.time())
 
