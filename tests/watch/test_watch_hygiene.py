@@ -29,12 +29,25 @@ def test_one_pass_sets_aside_bundles_that_break_the_file_rules(tmp_path: Path, r
     (big_status / "status.txt").write_bytes(b"new\n" * (5 << 20))
     fifo = drop(root, "fifo", ws)
     os.mkfifo(fifo / "log_tail.txt")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    linked = root.inbox / "incident_20261124_000000_linked_0123456789ab"
+    linked.symlink_to(elsewhere)
+    newline = root.inbox / "incident_20261124_000000_new\nline_0123456789ab"
+    newline.mkdir()
     time.sleep(1.0)  # hand-written folders are taken once quiet for stable_s
     done = run_watch(tmp_path, "--once", timeout=120)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
-    everything = [folder_doc, status_link, big_status, fifo]
+    everything = [folder_doc, status_link, big_status, fifo, linked, newline]
     assert places(root) == {f.name: ["error_rejected"] for f in everything}
+    assert (
+        "a symbolic link, not a bundle folder"
+        in (root.rejected / linked.name / "reason.txt").read_text()
+    )
+    why = (root.rejected / newline.name / "reason.txt").read_text()
+    assert "not a valid incident id" in why and why.count("\n") == 1
+    assert elsewhere.is_dir(), "nothing is deleted"
     assert "incident.json: is a folder" in rejected_reason(root, folder_doc.name)
     assert "status.txt: is a symbolic link" in rejected_reason(root, status_link.name)
     assert "status.txt: is 20971520 bytes, over its cap of 64" in rejected_reason(

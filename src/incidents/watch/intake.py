@@ -181,7 +181,9 @@ def examine(
         listing = listing.without(gone)  # the folder's mtime stays the one before the sweep
     if taken is not None and listing.identity == taken:
         return Examined(Verdict.READY, identity=taken)  # ours: complete when we took it
-    if not os.path.isdir(folder) or os.path.islink(folder):
+    if os.path.islink(folder):  # never a copy in progress: set aside at once
+        return Examined(Verdict.REJECT, "a symbolic link, not a bundle folder")
+    if not os.path.isdir(folder):
         problem: str | None = "not a folder"
     elif any(n.startswith(".") for n in listing.names):
         problem = "a copy is still in progress (hidden temp file)"
