@@ -197,3 +197,25 @@ def test_a_bundle_that_changes_while_it_is_read_never_reads_outside_and_never_cr
     for path in root.path.rglob("*"):
         if path.is_file() and not path.is_symlink():
             assert SECRET.encode() not in path.read_bytes(), f"{path} copied the outside file"
+
+
+def test_a_broken_root_key_sets_no_bundle_aside(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The seal key is the root's, not the bundle's: a key others can read stops every
+    load, and no pass, however many, sets the bundles aside for it."""
+    from tests.helpers import BROKEN, capture
+
+    use_config(tmp_path, monkeypatch, '[checks]\ntools = ["ruff"]\n[tiers.aider]\nmode = '
+               '"handoff"\n[tiers.codex]\nmode = "off"\n[tiers.claude]\nmode = "off"\n')  # fmt: skip
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    incident_id = capture(cli, message="f.py broken", ws=ws, target="f.py", content=BROKEN)
+    assert "AWAIT_HANDOFF" in cli("drive", incident_id).out
+    os.chmod(root.seal_key, 0o644)
+    for _ in range(4):
+        r = cli("drive", incident_id)
+        assert r.code != 0 and "seal.key" in r.err, r.err
+    assert (root.inbox / incident_id).is_dir() and not (root.rejected / incident_id).exists()
+    os.chmod(root.seal_key, 0o600)
+    assert cli("drive", incident_id).code == 0

@@ -123,8 +123,8 @@ def load_bundle(
     except (InvalidDocument, LockBusy, LeaseLost):
         raise  # set aside already; or someone else's turn, not the bundle's fault
     except (IncidentsError, OSError) as exc:
-        if isinstance(exc, OSError) and exc.errno in _TRANSIENT:
-            raise  # the disk's trouble, not the bundle's
+        if not _bundles_fault(root, exc):
+            raise  # the disk's or the root's trouble (its seal key), not the bundle's
         n = _count_load_failure(root, folder.name)
         if n >= LOAD_FAILURES_MAX:
             _reject(root, folder, f"failed to load on {n} passes; the last: {exc}", exc)
@@ -132,6 +132,15 @@ def load_bundle(
     with contextlib.suppress(OSError):
         os.unlink(_failures_path(root, folder.name))
     return loaded
+
+
+def _bundles_fault(root: Root, exc: BaseException) -> bool:
+    """Whether a failure to load may be the bundle's: not a full or read-only disk, not a
+    file every bundle shares (the root's seal key)."""
+    if isinstance(exc, OSError) and exc.errno in _TRANSIENT:
+        return False
+    where = getattr(exc, "path", None) or getattr(exc, "filename", None)
+    return where is None or Path(os.fspath(where)) != root.seal_key
 
 
 def _failures_path(root: Root, incident_id: str) -> Path:
@@ -165,6 +174,8 @@ def _load_bundle(
     except seal.Untrusted as exc:
         _reject(root, folder, f"{artifacts.STATE}: {exc.field}: {exc.reason}", exc)
     except (InvalidDocument, UnsafeFile) as exc:
+        if not _bundles_fault(root, exc):
+            raise
         _reject(root, folder, exc.reason, exc, artifacts.STATE)
     problems = bundle_problems(root, cfg, incident, ctx)
     if problems:
