@@ -90,9 +90,6 @@ class Paused(IncidentsError):
     exit_code = 1
 
 
-DISK_ERRNOS = (28, 122, 30)  # ENOSPC, EDQUOT, EROFS (Linux numbers; see disk_failure)
-
-
 def disk_failure(exc: BaseException) -> str | None:
     """The one line that tells a user a write failed because the disk is full, over quota
     or read-only (naming the path and the cause), or None when `exc` is something else.
