@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -296,3 +297,69 @@ def test_the_capture_path_imports_no_heavy_dependency(tmp_path: Path) -> None:
     heavy = {"typer", "pydantic", "jsonschema", "sqlite3", "click", "rich", "watchdog",
              "filelock", "typing", "dataclasses", "subprocess", "hashlib"}  # fmt: skip
     assert imported & heavy == set()
+
+
+@pytest.mark.parametrize("hostile", ["symlink", "hard_link", "fifo"])
+def test_a_repeat_never_folds_into_a_bundle_whose_log_tail_breaks_the_rules(
+    cli: Cli, root: Root, tmp_path: Path, hostile: str
+) -> None:
+    """Issue 15: folding a repeat followed a log_tail.txt symlink and copied the file it
+    pointed at into the bundle. The open bundle's files go through the same door as at
+    pickup (`bundle_files`): one that breaks it is left for the pickup to set aside, and
+    the repeat opens an incident of its own."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("outside the root: never read into it\n")
+    log = tmp_path / "a.log"
+    log.write_text("run\n")
+    a = cli("capture", "--step", "s", "--message", "job 1 failed", "--log-file", str(log))
+    folder = bundle(root, a.out.strip())
+    (folder / "log_tail.txt").unlink()
+    if hostile == "symlink":
+        (folder / "log_tail.txt").symlink_to(outside)
+    elif hostile == "hard_link":
+        os.link(outside, folder / "log_tail.txt")
+    else:
+        os.mkfifo(folder / "log_tail.txt")
+    b = cli("capture", "--step", "s", "--message", "job 2 failed", "--log-file", str(log))
+    assert b.code == 0, b.err
+    assert b.out != a.out, "folded into a bundle that breaks the bundle-file rules"
+    assert doc(folder)["occurrences"] == 1
+    assert outside.read_text() == "outside the root: never read into it\n"
+    for path in root.path.rglob("*"):
+        if path.is_file() and not path.is_symlink() and path.stat().st_nlink == 1:
+            assert b"never read into it" not in path.read_bytes(), path
+
+
+def test_a_context_json_at_its_input_cap_makes_a_bundle_within_the_bundle_cap(
+    cli: Cli, root: Root, tmp_path: Path
+) -> None:
+    """1 MiB of compact --context-json, indented, was a 3.5 MB context.json: a bundle that
+    capture wrote and the step service would set aside for breaking the 1 MiB cap."""
+    source = tmp_path / "ctx.json"
+    source.write_text(json.dumps({"ids": [1] * 499_990}, separators=(",", ":")))
+    assert source.stat().st_size <= 1 << 20
+    r = cli("capture", "--step", "s", "--message", "boom", "--context-json", str(source))
+    assert r.code == 0, r.err
+    folder = bundle(root, r.out.strip())
+    assert (folder / "context.json").stat().st_size <= 1 << 20
+    assert doc(folder, "context.json")["ids"] == [1] * 499_990
+    from incidents.bundle_files import problems
+
+    assert problems(folder) == []
+
+
+def test_an_audit_tail_is_kept_within_its_bundle_cap(cli: Cli, root: Root, tmp_path: Path) -> None:
+    """[capture] audit_tail_lines allows 100,000 lines of up to 4 KiB: more than the 16 MiB
+    audit_tail.jsonl may hold in a bundle. The oldest lines give way."""
+    (tmp_path / "incidents.toml").write_text("[capture]\naudit_tail_lines = 100000\n")
+    audit = tmp_path / "audit.jsonl"
+    line = json.dumps({"event": "step", "detail": "x" * 3000}) + "\n"
+    audit.write_text(line * 7000)  # 21 MB
+    r = cli("capture", "--step", "s", "--message", "boom", "--audit-file", str(audit))
+    assert r.code == 0, r.err
+    folder = bundle(root, r.out.strip())
+    size = (folder / "audit_tail.jsonl").stat().st_size
+    assert (16 << 20) - len(line) < size <= 16 << 20
+    from incidents.bundle_files import problems
+
+    assert problems(folder) == []

@@ -46,3 +46,18 @@ def test_quick_start_has_exactly_the_two_commands() -> None:
     assert block is not None
     lines = [ln.split("#")[0].strip() for ln in block.group(1).splitlines() if ln.strip()]
     assert lines == ["make demo", "make test"]
+
+
+def test_the_readme_bundle_file_table_is_the_one_in_code() -> None:
+    """One table of caps (issue 15): README's and `bundle_files.RULES` say the same."""
+    from incidents.bundle_files import OTHER_MAX_BYTES, RULES
+
+    section = README.split("#### Bundle files", 1)[1].split("\n\n", 3)[2]
+    units = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20}
+    shown: dict[str, int] = {}
+    for line in section.splitlines()[2:]:
+        name, cap = (cell.strip().strip("`") for cell in line.strip("|").split("|")[:2])
+        number, unit = cap.split()
+        shown[name] = int(number) * units[unit]
+    assert shown.pop("any other file") == OTHER_MAX_BYTES
+    assert shown == {name: cap for name, (cap, _) in RULES.items()}

@@ -6,6 +6,8 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from incidents import pause
 from incidents.layout import Root
 from tests.debian import bubblewrap_or_skip
@@ -129,3 +131,40 @@ def test_a_seal_key_others_can_read_fails_with_fix(tmp_path: Path, root: Root, c
     assert f"fix: chmod 600 {root.seal_key}" in r.out
     r = cli("step", incident_id)
     assert r.code != 0 and "is readable by others" in r.err
+
+
+def test_doctor_lists_bundles_left_unworked_and_staging_leftovers(
+    tmp_path: Path, root: Root, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 15: bundles that never left the inbox, and 19 staging leftovers holding 152 MB,
+    were 0 problems for doctor. A bundle waiting for an agent, or one being worked, is fine."""
+    from incidents import leases
+    from tests.bundles import drop
+    from tests.helpers import BROKEN, use_config
+
+    use_config(tmp_path, monkeypatch, '[checks]\ntools = ["ruff"]\n[tiers.aider]\n'
+               'mode = "handoff"\n[tiers.codex]\nmode = "off"\n[tiers.claude]\nmode = "off"\n'
+               "[watch]\nstaging_grace_s = 0\n")  # fmt: skip
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    waiting = capture(cli, message="f.py broken", ws=ws, target="f.py", content=BROKEN)
+    assert "AWAIT_HANDOFF" in cli("drive", waiting).out
+    never = drop(root, "never", ws)
+    worked = drop(root, "worked", ws)
+    leases.acquire(root, worked.name, leases.new_owner("test"), 600)
+    broken = drop(root, "broken", ws)
+    (broken / "state.json").write_text("{")
+    leftover = root.staging / "incident_20261124_000000_x_0123456789ab.1234.abcd0123"
+    leftover.mkdir()
+    (leftover / "log_tail.txt").write_bytes(os.urandom(3 << 20))
+    r = cli("doctor")
+    line = next(x for x in r.out.splitlines() if x.startswith("WARN inbox:"))
+    assert "2 bundle(s) unchanged for over 0s, neither worked nor waiting" in line
+    assert f"{never.name} (never picked up)" in line
+    assert f"{broken.name} (cannot be loaded: " in line
+    assert waiting not in line and worked.name not in line
+    assert "incidents watch --once" in r.out
+    staging = next(x for x in r.out.splitlines() if x.startswith("WARN staging:"))
+    assert "1 leftover(s) of killed or failed captures" in staging
+    assert "3.0 MiB on disk" in staging and leftover.name in staging
+    assert f"rm -rf -- {root.staging}/*" in r.out

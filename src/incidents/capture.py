@@ -264,7 +264,7 @@ def _create(
         artifacts.STATUS: b"new\n",
         artifacts.LOG_TAIL: log_text.encode("utf-8"),
         artifacts.AUDIT_TAIL: "".join(f"{line}\n" for line in audit_lines).encode("utf-8"),
-        artifacts.CONTEXT: fsutil.dump_json(context),
+        artifacts.CONTEXT: _context_bytes(context),
     }
     store.write_bundle(root, incident["incident_id"], files)
     if key is not None:  # a hint (a lost one costs a duplicate incident, never data): no fsync
@@ -273,6 +273,21 @@ def _create(
         )
     store.mark_dirty(root, incident["incident_id"])
     return CaptureResult(incident["incident_id"], False, incident)
+
+
+def _context_bytes(context: dict[str, Any]) -> bytes:
+    """context.json as laid out for people, or compact when that is over its cap in the
+    bundle-file table (1 MiB of --context-json, indented, can be three times that)."""
+    from incidents.bundle_files import cap_of
+
+    data = fsutil.dump_json(context)
+    if len(data) <= cap_of(artifacts.CONTEXT):
+        return data
+    compact = json.dumps(context, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    data = (compact + "\n").encode("utf-8")
+    if len(data) > cap_of(artifacts.CONTEXT):
+        raise UsageError(f"--context-json: over {cap_of(artifacts.CONTEXT)} bytes in context.json")
+    return data
 
 
 def _fold_into_open(
@@ -294,15 +309,20 @@ def _fold_into_open(
             return None
         if doc.get("error_signature") != signature or doc["status"] in ("resolved", "escalated"):
             return None
+        from incidents import bundle_files
+
+        if bundle_files.listing_problems(folder):
+            return None  # not ours to fold into: its pickup sets it aside; this one is new
         now = fresh["last_seen"]
         count = int(doc.get("occurrences", 1)) + 1
         doc = {**doc, "occurrences": count, "last_seen": now, "updated_at": now}
         if log_text:
-            old = (
-                (folder / artifacts.LOG_TAIL).read_bytes()
-                if (folder / artifacts.LOG_TAIL).is_file()
-                else b""
-            )
+            try:  # through the door: never a link, a FIFO, a hard link, an oversize file
+                old = bundle_files.read(folder, artifacts.LOG_TAIL)
+            except FileNotFoundError:
+                old = b""
+            except (IncidentsError, OSError):
+                return None
             add = f"\n--- occurrence {count} at {now} ---\n{log_text}".encode()
             fsutil.atomic_write_bytes(
                 folder / artifacts.LOG_TAIL, (old + add)[-MAX_OCCURRENCE_LOG:]

@@ -13,7 +13,7 @@ import re
 import sys
 from pathlib import Path
 
-from incidents import fsutil
+from incidents import artifacts, fsutil
 from incidents.errors import IncidentsError, UsageError
 
 TYPE_CHECKING = False  # typing stays off the capture path (import cost)
@@ -101,7 +101,19 @@ def read_audit_tail(path: str, max_lines: int) -> list[str]:
             reason = exc.reason if hasattr(exc, "reason") else str(exc)
             entry = {"raw": redact(decode(raw)), "invalid": str(reason)}
         out.append(json.dumps(entry, ensure_ascii=False, allow_nan=False))
-    return out
+    return _within_cap(out)
+
+
+def _within_cap(lines: list[str]) -> list[str]:
+    """The last lines that fit audit_tail.jsonl's cap in the bundle-file table."""
+    from incidents.bundle_files import cap_of
+
+    room = cap_of(artifacts.AUDIT_TAIL)
+    kept = len(lines)
+    while kept > 0 and room - (len(lines[kept - 1].encode("utf-8")) + 1) >= 0:
+        room -= len(lines[kept - 1].encode("utf-8")) + 1
+        kept -= 1
+    return lines[kept:]
 
 
 def read_context_json(source: str) -> dict[str, Any]:

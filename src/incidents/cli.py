@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 
 from incidents import output
-from incidents.errors import IncidentsError
+from incidents.errors import IncidentsError, disk_failure
 
 TYPE_CHECKING = False  # typing stays off the capture path (import cost)
 if TYPE_CHECKING:
@@ -129,13 +129,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run_app(args)
     except IncidentsError as exc:
         output.err(f"incidents: {exc}")
-        return exc.exit_code
+        return 1 if disk_failure(exc) is not None else exc.exit_code
     except KeyboardInterrupt:
         output.err("incidents: interrupted")
         return 130
     except BrokenPipeError:
         return 1
     except Exception as exc:  # a bug: say where the details are, not a traceback wall
+        disk = disk_failure(exc)
+        if disk is not None:  # a full or read-only disk is no bug: one line, no crash log
+            output.err(f"incidents: {disk}")
+            return 1
         path = _crash_log(exc)
         output.err(f"incidents: internal error: {exc.__class__.__name__}: {exc} (details: {path})")
         return 3

@@ -8,6 +8,7 @@ folded in yet is not reported as drift.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from collections.abc import Callable, Iterable
@@ -59,6 +60,8 @@ def diagnose(root: Root, cfg: Config) -> list[Finding]:
         lambda: check_tools(cfg),
         lambda: check_containment(cfg),
         lambda: check_leases(root),
+        lambda: check_stuck(root, cfg),
+        lambda: check_staging(root, cfg),
         lambda: check_pending(root),
         lambda: check_pause(root),
         lambda: check_seal(root),
@@ -129,7 +132,12 @@ def _permissions(p: Path) -> list[Finding]:
                            f"writable by group/others: {', '.join(n for n, _ in open_entry)}; "
                            "anyone there can drop a bundle whose commands run as you",
                            f"chmod go-w {' '.join(f for _, f in open_entry)}"))  # fmt: skip
-    if unwritable:
+    if unwritable and read_only(p):
+        out.append(Finding("read-only", "fail", f"{p} is on a read-only filesystem: capture, "
+                           "steps and the watcher fail (exit 1, nothing lost); status and "
+                           "doctor read the folders", "remount it read-write "
+                           f"(mount -o remount,rw on the filesystem that holds {p})"))  # fmt: skip
+    elif unwritable:
         out.append(Finding("permissions", "fail", f"not writable: {', '.join(unwritable)}",
                            f"chmod u+rwx on them under {p}"))  # fmt: skip
     if loose:
@@ -138,6 +146,13 @@ def _permissions(p: Path) -> list[Finding]:
     if not out:
         out.append(Finding("permissions", "ok", "folders are 0700 and writable"))
     return out
+
+
+def read_only(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def _mount_type(path: Path) -> str | None:
@@ -175,6 +190,9 @@ def check_database(root: Root) -> list[Finding]:
     if not root.db_path.exists():
         return [Finding("database", "warn", "no mirror database yet",
                         f"incidents reindex --root {root.path}")]  # fmt: skip
+    if read_only(root.path):  # SQLite's WAL cannot be opened there; not the database's fault
+        return [Finding("database", "warn", "not opened: the root is read-only (status lists "
+                        "the folders instead)", "remount the root read-write")]  # fmt: skip
     try:
         conn = mirror.connect(root.db_path)
     except Exception as exc:
@@ -326,3 +344,115 @@ def check_seal(root: Root) -> list[Finding]:
         return [Finding("seal", "fail", str(exc),
                         f"chmod 600 {path}, owned by the user that runs the watcher")]  # fmt: skip
     return [Finding("seal", "ok", "state.json seal key present, owner-only")]
+
+
+# --- the inbox and staging ---------------------------------------------------------------------
+
+
+def _last_change(folder: Path) -> float:
+    """When anything in `folder` last changed (mtime or ctime: a copy may keep old mtimes)."""
+    st = folder.lstat()
+    newest = max(st.st_mtime, st.st_ctime)
+    with os.scandir(folder) as it:
+        for entry in it:
+            est = entry.stat(follow_symlinks=False)
+            newest = max(newest, est.st_mtime, est.st_ctime)
+    return newest
+
+
+def _why_stuck(root: Root, folder: Path, now: float) -> str | None:
+    """Why an inbox bundle is neither being worked nor waiting, or None when it is one of them."""
+    from datetime import UTC, datetime
+
+    from incidents import leases
+    from incidents.fsm import decide_next_action, is_actionable
+    from incidents.models.pipeline import Action
+    from incidents.step.documents import load_context
+
+    lease = leases.read(root, folder.name)
+    if lease is not None and not lease.expired(now) and leases.holder_alive(lease):
+        return None  # being worked (or claimed by an agent)
+    try:
+        ctx = load_context(root, folder)
+    except (IncidentsError, OSError) as exc:
+        return f"cannot be loaded: {exc}"
+    if ctx is None:
+        return "never picked up"
+    na = decide_next_action(ctx)
+    if na.action is Action.WAIT_INPUT:
+        return None  # waiting for an agent or a person
+    if not is_actionable(na, datetime.fromtimestamp(now, UTC)):
+        return None if na.not_before is not None else f"{ctx.current_state}: {na.reason}"
+    return f"{ctx.current_state}, next {na.action.value}, not taken"
+
+
+def check_stuck(root: Root, cfg: Config) -> list[Finding]:
+    """Inbox bundles unchanged for longer than `[watch] staging_grace_s` that are neither
+    being worked (a live lease) nor waiting (a hand-off, a backoff): nothing will move them
+    unless a watcher runs, and one that cannot be loaded is set aside after three passes."""
+    import time
+
+    from incidents.layout import validate_id
+
+    grace = cfg.watch.staging_grace_s
+    now = time.time()
+    stuck: list[str] = []
+    try:
+        entries = sorted(e for e in os.listdir(root.inbox) if not e.startswith("."))
+    except FileNotFoundError:
+        return []
+    for name in entries:
+        folder = root.inbox / name
+        try:
+            validate_id(name)
+            if now - _last_change(folder) < grace:
+                continue
+        except (IncidentsError, OSError) as exc:
+            stuck.append(f"{name!r} ({exc})")
+            continue
+        why = _why_stuck(root, folder, now)
+        if why is not None:
+            stuck.append(f"{name} ({why})")
+    if not stuck:
+        return [Finding("inbox", "ok", "no bundle left unworked")]
+    return [Finding("inbox", "warn", f"{len(stuck)} bundle(s) unchanged for over {grace:g}s, "
+                    f"neither worked nor waiting: {'; '.join(stuck[:10])}",
+                    f"incidents watch --once --root {root.path} works them (one that cannot be "
+                    "loaded is set aside after 3 passes); incidents step ID shows why one fails")]  # fmt: skip
+
+
+def _size(path: Path) -> int:
+    total = 0
+    for base, dirs, files in os.walk(path):
+        for name in dirs + files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(base, name)).st_blocks * 512
+    return total
+
+
+def check_staging(root: Root, cfg: Config) -> list[Finding]:
+    """Leftovers in `.staging/`: bundles of captures killed or failed before their rename."""
+    try:
+        names = sorted(os.listdir(root.staging))
+    except FileNotFoundError:
+        return []
+    if not names:
+        return [Finding("staging", "ok", "no staging leftover")]
+    size = sum(_size(root.staging / n) for n in names)
+    shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+    return [Finding("staging", "warn", f"{len(names)} leftover(s) of killed or failed captures "
+                    f"in {root.staging}, {_human(size)} on disk: {shown}",
+                    f"incidents watch --once --root {root.path} moves those older than "
+                    f"[watch] staging_grace_s ({cfg.watch.staging_grace_s:g}s) to error_rejected/; "
+                    f"or delete them: rm -rf -- {root.staging}/*")]  # fmt: skip
+
+
+def _human(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    size, unit = n / 1024, "KiB"
+    for bigger in ("MiB", "GiB"):
+        if size < 1024:
+            break
+        size, unit = size / 1024, bigger
+    return f"{size:.1f} {unit}"

@@ -90,6 +90,30 @@ class Paused(IncidentsError):
     exit_code = 1
 
 
+def disk_failure(exc: BaseException) -> str | None:
+    """The one line that tells a user a write failed because the disk is full, over quota
+    or read-only (naming the path and the cause), or None when `exc` is something else.
+    Looks through the exceptions `exc` was raised from (a wrapped OSError) and SQLite's
+    own words for the same causes."""
+    import errno
+
+    disk = {errno.ENOSPC, errno.EROFS, getattr(errno, "EDQUOT", 122)}
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in disk:
+            name = errno.errorcode.get(current.errno or 0, "")
+            where = current.filename if current.filename is not None else "a file"
+            return f"cannot write {where}: {current.strerror} ({name})"
+        if type(current).__name__ == "OperationalError":  # sqlite3, not imported here
+            text = str(current)
+            if "disk is full" in text or "readonly database" in text:
+                return f"cannot write the mirror database: {text}"
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def explain_validation(
     exc: ValidationError,
     *,

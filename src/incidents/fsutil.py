@@ -44,6 +44,10 @@ def write_new_file(
             view = view[os.write(fd, view) :]
         if durable:
             os.fsync(fd)
+    except OSError as exc:  # os.write and os.fsync name no file: say which (a full disk)
+        if exc.filename is None:
+            raise OSError(exc.errno, exc.strerror, os.fspath(path)) from exc
+        raise
     finally:
         os.close(fd)
 

@@ -69,13 +69,19 @@ def write_bundle(root: Root, incident_id: str, files: dict[str, bytes]) -> Path:
     validate_id(incident_id)
     staging = root.staging / f"{incident_id}.{os.getpid()}.{os.urandom(4).hex()}"
     staging.mkdir(mode=0o700)
-    for name, data in files.items():
-        fsutil.write_new_file(staging / name, data)
-    fsutil.fsync_dir(staging)
-    target = root.inbox / incident_id
-    if target.exists():
-        raise IncidentsError(f"incident {incident_id} already exists in {root.inbox}")
-    _rename(staging, target)
+    try:
+        for name, data in files.items():
+            fsutil.write_new_file(staging / name, data)
+        fsutil.fsync_dir(staging)
+        target = root.inbox / incident_id
+        if target.exists():
+            raise IncidentsError(f"incident {incident_id} already exists in {root.inbox}")
+        _rename(staging, target)
+    except BaseException:  # a full disk, a clash: no half bundle is left in staging
+        import shutil
+
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     fsutil.fsync_dir(root.inbox)
     return target
 

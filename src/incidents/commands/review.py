@@ -10,11 +10,19 @@ import typer
 
 from incidents import legacy, mirror, output, review
 from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, open_root
-from incidents.errors import IncidentsError
+from incidents.errors import IncidentsError, UsageError
 
 
-def _review(root: str | None, config: str | None, open_it: bool, as_json: bool) -> int:
+def _review(
+    root: str | None, config: str | None, open_it: bool, as_json: bool, stdout: bool = False
+) -> int:
     session = open_root(root, config)
+    if stdout:  # reads the folders only: works on a read-only root
+        if open_it:
+            raise UsageError("--stdout and --open exclude each other")
+        html, _, _ = review.build(session.root)
+        output.out(html.rstrip("\n"))
+        return 0
     result = review.write(session.root)
     doc = {
         "path": str(result.path),
@@ -82,6 +90,12 @@ def register(app: typer.Typer) -> None:
         open_it: Annotated[
             bool, typer.Option("--open", help="Open the page in the default browser.")
         ] = False,
+        stdout: Annotated[
+            bool,
+            typer.Option(
+                "--stdout", help="Print the page instead of writing it (a read-only root)."
+            ),
+        ] = False,
         root: RootOpt = None,
         config: ConfigOpt = None,
         as_json: JsonOpt = False,
@@ -89,7 +103,7 @@ def register(app: typer.Typer) -> None:
         """Write reports/error_review/index.html: one self-contained page of the escalated
         archive (newest first, filters by step, failure class and reason; resolved incidents
         in a second tab). No server, no network: open the file in any browser."""
-        return _review(root, config, open_it, as_json)
+        return _review(root, config, open_it, as_json, stdout)
 
     @app.command("import-legacy")
     def import_legacy(

@@ -104,7 +104,15 @@ def list_rows(
 ) -> tuple[list[mirror.IncidentRow], dict[str, str]]:
     """The rows, and how the closed ones among them closed (incident id -> outcome)."""
     buckets = ("inbox", "resolved", "escalated") if show_all else ("inbox",)
-    conn = open_mirror(session.root, session.config.watch.reject_grace_s)
+    why = unwritable(session.root)
+    try:
+        if why is not None:
+            raise mirror.MirrorError(why)
+        conn = open_mirror(session.root, session.config.watch.reject_grace_s)
+    except mirror.MirrorError as exc:  # the folders are the truth: read what we can
+        output.err(f"incidents: {exc}: listed from the folders; the mirror is not updated "
+                   "and outcomes are not shown")  # fmt: skip
+        return folder_rows(session.root, buckets, status, step, since), {}
     try:
         rows = mirror.list_incidents(conn, buckets=buckets, status=status, step=step, since=since)
         closed = [r.incident_id for r in rows if r.bucket != "inbox"]
@@ -122,6 +130,35 @@ def list_rows(
         )
         for r in rows
     ], outcomes
+
+
+def unwritable(root: Root) -> str | None:
+    """Why nothing can be written in the root (a read-only mount, no permission), or None."""
+    if os.access(root.state, os.W_OK):
+        return None
+    try:
+        read_only = os.statvfs(root.state).f_flag & os.ST_RDONLY
+    except OSError:
+        read_only = 0
+    return f"{root.path} is {'on a read-only filesystem' if read_only else 'not writable'}"
+
+
+def folder_rows(
+    root: Root, buckets: tuple[str, ...], status: str | None, step: str | None, since: str | None
+) -> list[mirror.IncidentRow]:
+    """`mirror.list_incidents`' answer read from the folders themselves, writing nothing."""
+    from incidents.mirror.scan import scan_bundles
+
+    rows = [
+        r
+        for s in scan_bundles(root, {}).values()
+        if (r := s.row) is not None
+        and r.bucket in buckets
+        and status in (None, r.status)
+        and step in (None, r.step)
+        and (since is None or r.created_at >= since)
+    ]
+    return sorted(rows, key=lambda r: (r.created_at, r.incident_id), reverse=True)
 
 
 def show_one(session: Session, incident_id: str, as_json: bool) -> int:
@@ -174,7 +211,9 @@ def show_one(session: Session, incident_id: str, as_json: bool) -> int:
 
 def _flaky_count(root: Root, signature: str) -> int:
     """Incidents of `signature` closed as not reproduced (the mirror's count, the mirror
-    rebuilt from the folders when it is missing)."""
+    rebuilt from the folders when it is missing; 0 when it cannot be opened)."""
+    if unwritable(root) is not None:
+        return 0
     conn = open_mirror(root)
     try:
         return mirror.flaky_counts(conn, [signature]).get(signature, 0)

@@ -57,11 +57,14 @@ def register(app: typer.Typer) -> None:
         watcher = Watcher(session.root, session.config, workers=workers, poll_s=poll, log=log)
         if log_json or not sys.stderr.isatty():
             watcher.work(mode)
-            return 0
-        with Display(str(session.root.path)) as display:
-            log.display = display
-            watcher.display = display
-            watcher.work(mode)
+        else:
+            with Display(str(session.root.path)) as display:
+                log.display = display
+                watcher.display = display
+                watcher.work(mode)
+        if watcher.failures:  # failed ticks are no clean run (cron must see them)
+            output.err(f"incidents: watch: {watcher.failures} failed pickup(s); see the log")
+            return 1
         return 0
 
     @app.command("doctor")

@@ -7,7 +7,17 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from incidents import artifacts, attempts, fsutil, leases, mirror, planner, proc, store
+from incidents import (
+    artifacts,
+    attempts,
+    bundle_files,
+    fsutil,
+    leases,
+    mirror,
+    planner,
+    proc,
+    store,
+)
 from incidents.classify import code_of_findings
 from incidents.decisions import read_guidance
 from incidents.errors import IncidentsError
@@ -36,7 +46,6 @@ from incidents.vocab import Category, ErrorCode, Outcome
 
 # derived from the machine's own tier table, so the two can never disagree
 AGENT_OF: dict[Action, Agent] = {t.call: t.agent for t in TIERS}
-LOG_MAX_BYTES = 17 << 20  # capture keeps at most 16 MiB of a log ([capture] log_tail_bytes)
 
 
 def preexisting_lines(ctx: ErrorPipelineContext) -> list[str]:
@@ -247,7 +256,7 @@ class Actions(TickBase):
         from incidents.checks.testscan import named_tests
 
         try:
-            log = fsutil.read_regular_file(self.folder / artifacts.LOG_TAIL, LOG_MAX_BYTES)
+            log = bundle_files.read(self.folder, artifacts.LOG_TAIL)
         except FileNotFoundError:
             log = b""
         except (IncidentsError, OSError) as exc:

@@ -3,15 +3,25 @@ step service writes, `state.json` (the machine's context) and `ai_attempts.json`
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
 from pathlib import Path
 from typing import NoReturn
 
 from pydantic import ValidationError
 
-from incidents import artifacts, fsutil, store
+from incidents import artifacts, bundle_files, fsutil, store
 from incidents import policy as policy_mod
 from incidents.config import Config
-from incidents.errors import IncidentsError, InvalidDocument, explain_validation
+from incidents.errors import (
+    IncidentsError,
+    InvalidDocument,
+    LeaseLost,
+    LockBusy,
+    UnsafeFile,
+    explain_validation,
+)
 from incidents.fsm import TIERS
 from incidents.layout import Root
 from incidents.models import AIAttempt, ErrorPipelineContext, Incident
@@ -41,8 +51,10 @@ def load_incident(root: Root, folder: Path) -> Incident:
     """incident.json for a tick; a bundle that does not validate goes to error_rejected/."""
     try:
         return read_incident(folder)
-    except (InvalidDocument, OSError) as exc:
-        reason = exc.reason if isinstance(exc, InvalidDocument) else str(exc)
+    except (InvalidDocument, UnsafeFile, OSError) as exc:
+        if isinstance(exc, OSError) and exc.errno in _TRANSIENT:
+            raise
+        reason = exc.reason if isinstance(exc, InvalidDocument | UnsafeFile) else str(exc)
         _reject(root, folder, reason, exc, artifacts.INCIDENT)
 
 
@@ -93,13 +105,67 @@ def bundle_problems(
     return found
 
 
+LOAD_FAILURES_MAX = 3  # passes a bundle may fail to load before it is set aside
+_TRANSIENT = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EINTR, errno.ENOMEM})
+
+
 def load_bundle(
     root: Root, cfg: Config, folder: Path
 ) -> tuple[Incident, ErrorPipelineContext | None]:
     """incident.json and the committed context for a tick, judged as capture judges its
     inputs (`bundle_rules`) and the context only if the step service sealed it: a bundle
     that fails goes to error_rejected/ with why (InvalidDocument is raised), as does one
-    whose incident.json does not validate. The caller holds the incident's lease."""
+    whose files break `bundle_files`' table (links, FIFOs, hard links, sizes, types), whose
+    incident.json or state.json does not validate, or that failed to load on
+    `LOAD_FAILURES_MAX` passes for any other reason. The caller holds the incident's lease."""
+    try:
+        loaded = _load_bundle(root, cfg, folder)
+    except (InvalidDocument, LockBusy, LeaseLost):
+        raise  # set aside already; or someone else's turn, not the bundle's fault
+    except (IncidentsError, OSError) as exc:
+        if not _bundles_fault(root, exc):
+            raise  # the disk's or the root's trouble (its seal key), not the bundle's
+        n = _count_load_failure(root, folder.name)
+        if n >= LOAD_FAILURES_MAX:
+            _reject(root, folder, f"failed to load on {n} passes; the last: {exc}", exc)
+        raise
+    with contextlib.suppress(OSError):
+        os.unlink(_failures_path(root, folder.name))
+    return loaded
+
+
+def _bundles_fault(root: Root, exc: BaseException) -> bool:
+    """Whether a failure to load may be the bundle's: not a full or read-only disk, not a
+    file every bundle shares (the root's seal key)."""
+    if isinstance(exc, OSError) and exc.errno in _TRANSIENT:
+        return False
+    where = getattr(exc, "path", None) or getattr(exc, "filename", None)
+    return where is None or Path(os.fspath(where)) != root.seal_key
+
+
+def _failures_path(root: Root, incident_id: str) -> Path:
+    return root.state / "load_failures" / incident_id
+
+
+def _count_load_failure(root: Root, incident_id: str) -> int:
+    """How many passes failed to load this bundle, this one counted (`.state/load_failures/`)."""
+    path = _failures_path(root, incident_id)
+    try:
+        n = int(fsutil.read_regular_file(path, 32) or b"0") + 1
+    except (FileNotFoundError, ValueError, IncidentsError):
+        n = 1
+    with contextlib.suppress(OSError):
+        fsutil.ensure_dir(path.parent)
+        fsutil.atomic_write_bytes(path, str(n).encode())
+    return n
+
+
+def _load_bundle(
+    root: Root, cfg: Config, folder: Path
+) -> tuple[Incident, ErrorPipelineContext | None]:
+    problems = bundle_files.problems(folder)
+    if problems:
+        _reject(root, folder, "; ".join(problems))
     incident = load_incident(root, folder)
     with store.incident_lock(root, incident.incident_id):
         store.repair_status_txt(folder, incident.status)
@@ -107,6 +173,10 @@ def load_bundle(
         ctx = load_context(root, folder)
     except seal.Untrusted as exc:
         _reject(root, folder, f"{artifacts.STATE}: {exc.field}: {exc.reason}", exc)
+    except (InvalidDocument, UnsafeFile) as exc:
+        if not _bundles_fault(root, exc):
+            raise
+        _reject(root, folder, exc.reason, exc, artifacts.STATE)
     problems = bundle_problems(root, cfg, incident, ctx)
     if problems:
         _reject(root, folder, "; ".join(problems))

@@ -16,12 +16,13 @@ module joins them, and keeps the mirror caught up at start and at exit.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import time
 
 from incidents import mirror, pause, store
 from incidents.config import Config
-from incidents.errors import IncidentsError
+from incidents.errors import IncidentsError, RootError
 from incidents.layout import Root, validate_id
 from incidents.step import close as closing
 from incidents.watch.intake import Verdict, examine
@@ -50,10 +51,12 @@ class Watcher:
         self.pool = Pool(root, cfg, workers or self.settings.workers)
         self.wakeup = Wakeup()
         self.display: Display | None = None
+        self.failures = 0  # failed pickups, bundles that could not be set aside
 
     def work(self, mode: Mode = Mode.FOREVER, max_items: int | None = None) -> bool:
         """Run until stopped (or idle, for the burst modes). True when it stopped cleanly."""
         self.root.ensure()
+        _writable_or_raise(self.root)
         install_signals(self.pool, self.log, self.wakeup.poke)
         observer = None
         try:
@@ -71,7 +74,8 @@ class Watcher:
             self._catch_up()
             self.wakeup.close()
         results = self.schedule.stats.results
-        self.log.event("watch_stopped", **{str(k): n for k, n in results.items()})
+        self.log.event("watch_stopped", level="error" if self.failures else "info",
+                       failures=self.failures, **{str(k): n for k, n in results.items()})  # fmt: skip
         return True
 
     # -- start ----------------------------------------------------------------------------
@@ -206,6 +210,7 @@ class Watcher:
         try:
             target = store.reject(self.root, self.root.inbox / incident_id, reason)
         except (IncidentsError, OSError) as exc:
+            self.failures += 1
             self.log.event("reject_failed", level="error", id=incident_id, error=str(exc))
             return
         self.schedule.rejected(incident_id)
@@ -219,6 +224,7 @@ class Watcher:
             self.display.inflight.pop(done.incident_id, None)
             self.display.counts[_label(r)] += 1
         level = "error" if r.result is PickupResult.ERROR else "info"
+        self.failures += r.result is PickupResult.ERROR
         self.log.event(
             r.result.value, level=level, id=r.incident_id, state=r.state, ticks=r.ticks,
             archived_to=r.archived_to, detail=r.detail or None,
@@ -230,8 +236,19 @@ class Watcher:
         if not died.replaced:
             self.schedule.abandon(died.incident_id)
             return
+        # not a failure of the run: the incident is retried, then quarantined as poison
         self.log.event("worker_died", level="error", id=died.incident_id, exitcode=died.exitcode)
         self.schedule.crashed(died.incident_id, time.time())
+
+
+def _writable_or_raise(root: Root) -> None:
+    """A watcher on a root it cannot write would only fail every pickup: say so at once
+    (a read-only filesystem is the CLI's one-line disk error, exit 1)."""
+    if os.access(root.state, os.W_OK | os.X_OK):
+        return
+    if os.statvfs(root.state).f_flag & os.ST_RDONLY:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(root.state))
+    raise RootError(f"{root.state} is not writable by this user: the watcher cannot work here")
 
 
 def _label(r: Pickup) -> str:

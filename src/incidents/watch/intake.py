@@ -14,6 +14,10 @@ that `--once` and `--until-idle` runs from cron, each starting afresh, still set
 folder aside; it counts inode change times as well as modification times, because a copy
 that keeps the source's mtimes (`cp -a`, `tar x`, `mv`) has only those to say it arrived.
 
+A folder whose entries break the bundle-file rules from their listing alone (a symlink,
+FIFO, device, hard link, a file over its cap: `incidents.bundle_files`) is set aside at
+once: no copy in progress looks like that.
+
 A `state.json` does not make a folder ready: a bundle worked before and copied in by hand
 may bring it first. Only a folder this watcher has already taken (the same folder, by its
 inode) is ready as it is: from then on it is written by our workers and by agents' commands,
@@ -39,7 +43,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 
-from incidents import artifacts, fsutil, store
+from incidents import artifacts, bundle_files, fsutil, store
 from incidents.errors import IncidentsError
 from incidents.layout import Root
 
@@ -177,10 +181,15 @@ def examine(
         listing = listing.without(gone)  # the folder's mtime stays the one before the sweep
     if taken is not None and listing.identity == taken:
         return Examined(Verdict.READY, identity=taken)  # ours: complete when we took it
-    if not os.path.isdir(folder) or os.path.islink(folder):
+    if os.path.islink(folder):  # never a copy in progress: set aside at once
+        return Examined(Verdict.REJECT, "a symbolic link, not a bundle folder")
+    if not os.path.isdir(folder):
         problem: str | None = "not a folder"
     elif any(n.startswith(".") for n in listing.names):
         problem = "a copy is still in progress (hidden temp file)"
+    elif broken := bundle_files.listing_problems(folder):
+        # a link, FIFO, device, hard link or oversize file is no copy in progress
+        return Examined(Verdict.REJECT, f"breaks the bundle-file rules: {'; '.join(broken)}")
     else:
         problem = _document_problem(folder, listing.names)
     whole = whole_ns is not None and listing.newest_ns <= whole_ns

@@ -1,6 +1,7 @@
 """The watcher's worker processes: spawn them, feed them ids, hear back, replace, stop.
 
-N spawned processes, each fed incident ids over a pipe (`worker.serve`). A tick's Python
+N spawned processes, each fed incident ids over a pipe (`worker.serve`, reached through
+`child.serve`, which first binds the worker's life to the watcher's). A tick's Python
 part (pydantic, JSON, SQLite, fsync) holds the GIL, so threads would not scale with cores;
 processes do (see bench/watch.py). A worker that dies is replaced; the worker that next
 takes its incident's unreleased lease counts a crash-recovery.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import pickle
 import signal
 import threading
 import time
@@ -28,8 +30,9 @@ from typing import Any
 from incidents import fsutil
 from incidents.config import Config
 from incidents.layout import Root
+from incidents.watch.child import serve as child_main
 from incidents.watch.log import Log
-from incidents.watch.worker import Pickup, serve
+from incidents.watch.worker import Pickup
 
 STOP_NOW_GRACE_S = 1.0  # a second signal: how long workers get to kill their commands
 SHUTDOWN_S = 30.0  # a clean stop: how long the running ticks get to finish
@@ -82,8 +85,9 @@ class Pool:
 
     def _spawn(self) -> Worker:
         parent, child = self.ctx.Pipe()
+        payload = pickle.dumps((str(self.root.path), self.cfg))
         process = self.ctx.Process(
-            target=serve, args=(child, str(self.root.path), self.cfg, self.stop),
+            target=child_main, args=(os.getpid(), payload, child, self.stop),
             name="incidents-watch-worker", daemon=True,
         )  # fmt: skip
         process.start()

@@ -50,18 +50,14 @@ class Pickup:
 
 
 def init_process(stop: StopFlag) -> None:
-    """Pool initializer: share the stop flag; die with the watcher; leave SIGINT to it."""
+    """Pool initializer: share the stop flag; leave SIGINT to the watcher. (Dying with the
+    watcher is armed before this module is even imported: `watch.child`.)"""
     import signal
 
     global _STOP
     _STOP = stop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _terminate)
-    with contextlib.suppress(Exception):  # Linux: SIGKILL us when the watcher dies
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _terminate(signum: int, frame: object) -> None:
