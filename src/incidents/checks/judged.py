@@ -16,10 +16,10 @@ from pathlib import Path
 
 from incidents.allowlist import split_command
 from incidents.checks.inputs import Inputs, display_path, file_digest
+from incidents.digests import MISSING, UNREADABLE, combined, read_digest
+from incidents.digests import file_digest as target_digest
 from incidents.models.report import Judged, ToolRun
 
-MISSING = "missing"
-UNREADABLE = "unreadable"
 APPEARED = "appeared"
 
 
@@ -73,11 +73,23 @@ def command_files(commands: Iterable[str], workdir: Path) -> dict[str, str]:
     return found
 
 
+def targets_digest(judged: Judged | None, targets: Sequence[str], workdir: Path) -> str | None:
+    """The targets as a check judged them, as one sha256 (`digests.combined`): from the
+    report's own record (`judged.files`), so a report reused by a redo after a crash gives
+    the same answer as when it was written. A target it holds no hash of (an older report,
+    a target no tool read) is hashed now."""
+    files = judged.files if judged is not None else {}
+    known = {t: files.get(t) or target_digest(str(workdir / t)) for t in targets}
+    return combined(known, list(targets))
+
+
 def current_digest(path: str, workdir: Path) -> str:
-    """The file's sha256 now (`missing` or `unreadable` instead)."""
+    """The file's sha256 now, read as the check read it (symlinks followed, never blocking
+    on a FIFO): `missing` when it is not there or not a regular file, `unreadable` when
+    it cannot be read."""
     full = Path(path) if os.path.isabs(path) else workdir / path
     try:
-        return file_digest(full)
+        return read_digest(os.path.realpath(full))
     except FileNotFoundError:
         return MISSING
     except OSError:

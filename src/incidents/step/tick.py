@@ -182,6 +182,7 @@ class Tick(Actions):
         assert ctx.pending is not None
         ctx.pending = ctx.pending.model_copy(update={"new_state": State.S4_QUARANTINE})
         reason = f"not resolved: {problem}"
+        self.amend_attempt(ctx, reason)
         ctx.record_final(
             FinalStatus.QUARANTINED,
             reason=reason,
