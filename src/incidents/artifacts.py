@@ -69,3 +69,17 @@ def tamper_baseline_name(step: int) -> str:
 def verdict_step_name(step: int) -> str:
     """The close's reading of the last canonical report at the FINALIZE_SUCCESS `step`."""
     return f"verdict_step_{step}.json"
+
+
+# what the step service writes into the run folder (never a skill or a person): a new
+# incident's runs folder holding one of these holds an earlier incident's, or a planted one
+_MACHINE_PREFIXES = (
+    REPORT_PREFIX, PROMPT_PREFIX, "autofix_step_", "fixer_step_", "handoff_step_",
+    "tamper_baseline_step_", "verdict_step_",
+)  # fmt: skip
+
+
+def machine_written(name: str) -> bool:
+    """Whether `name` in error_runs/<id>/ is a step artifact the step service writes (or
+    its run_result.json / ai_attempts.json), as opposed to a skill's attempt_NN.json."""
+    return name in (RUN_RESULT, AI_ATTEMPTS) or name.startswith(_MACHINE_PREFIXES)

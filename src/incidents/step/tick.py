@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from datetime import datetime
 
-from incidents import artifacts, attempts, fsutil, mirror
+from incidents import artifacts, attempts, fsutil, mirror, store
 from incidents import policy as policy_mod
 from incidents.fsm import TIERS, NextAction, decide_next_action, is_actionable, is_terminal
 from incidents.models import ErrorPipelineContext, Incident, RunResult
@@ -58,22 +58,26 @@ class Tick(Actions):
         return incident, ctx
 
     def set_aside_stale_artifacts(self) -> None:
-        """A new incident (no state.json yet) owns no step artifacts: whatever its runs
-        folder holds (an earlier incident's with the same id, or planted reports, fixer
-        results, a run_result.json) would be reused as if this incident's steps had made
-        them. Moved, not deleted, into `stale-<time>/` before the first step."""
-        try:
-            entries = [e for e in os.listdir(self.runs) if not e.startswith(STALE_PREFIX)]
-        except FileNotFoundError:
-            return
-        if not entries:
-            return
-        aside = self.runs / f"{STALE_PREFIX}{self.clock().strftime('%Y%m%dT%H%M%S.%fZ')}"
-        aside.mkdir(mode=0o700, exist_ok=True)
-        for name in sorted(entries):
-            os.replace(self.runs / name, aside / name)
-        fsutil.fsync_dir(aside)
-        fsutil.fsync_dir(self.runs)
+        """A new incident (no state.json yet) owns no step artifacts: the step service's
+        files its runs folder already holds (an earlier incident's with the same id, or
+        planted reports, fixer results, a run_result.json) would be reused as if this
+        incident's steps had made them. Moved, not deleted, into `stale-<time>/` before
+        the first step, under the incident's lock (`incidents attempt` writes there too).
+        What a skill may write before the first tick (attempt_NN.json) stays."""
+        with store.incident_lock(self.root, self.id):
+            try:
+                entries = [e for e in os.listdir(self.runs) if artifacts.machine_written(e)]
+            except FileNotFoundError:
+                return
+            if not entries:
+                return
+            stamp = self.clock().strftime("%Y%m%dT%H%M%S.%fZ")
+            aside = self.runs / f"{STALE_PREFIX}{stamp}"
+            aside.mkdir(mode=0o700, exist_ok=True)
+            for name in sorted(entries):
+                os.replace(self.runs / name, aside / name)
+            fsutil.fsync_dir(aside)
+            fsutil.fsync_dir(self.runs)
         self.events.append(
             ("stale_artifacts", {"moved": sorted(entries)[:50], "count": len(entries),
                                  "to": str(aside.relative_to(self.root.path))})
