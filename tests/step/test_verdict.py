@@ -288,3 +288,42 @@ def test_verify_archive_does_not_hang_on_a_judged_file_replaced_by_a_fifo(
     os.mkfifo(ws / "names.py")
     p = incidents("verify-archive", incident_id, timeout=60)
     assert "names.py (missing)" in p.stdout, p.stdout + p.stderr
+
+
+# a fixer that does not fix, and writes the recheck's report for it: clean, as if judged
+PLANT = r"""
+import json
+prompt = [a for a in sys.argv if a.endswith(".md")][0]
+runs = pathlib.Path(prompt).parent
+base = json.loads((runs / "error_report_attempt_0.json").read_text())
+base["label"] = "1"
+base["issues"] = []
+base["summary"] = {"total_issues": 0, "issues_by_tool": {}, "issues_by_category": {},
+    "hard_error_count": 0, "style_error_count": 0, "security_issue_count": 0,
+    "error_categories_present": [], "has_hard_fail": False, "style_only": False}
+(runs / "error_report_attempt_1.json").write_text(json.dumps(base))
+"""
+
+
+def test_a_report_a_fixer_planted_for_the_recheck_is_set_aside_not_reused(
+    cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    bin_dir: Path,
+) -> None:  # fmt: skip
+    """With detection only (no bubblewrap), a fixer can write into the reports root: it
+    writes the recheck's report before the recheck runs. The recheck must not take it for
+    its own report of an earlier, crashed run: once the fixer is gone, step artifacts no
+    step has written yet are set aside, and the recheck really runs."""
+    stand_in(bin_dir, "aider", PLANT)
+    use_config(tmp_path, monkeypatch, f'{FAST}[tiers]\nsandbox = "none"\n{ONLY_AIDER}')
+    incident_id = capture(cli, ws=ws, target="names.py", content=UNDEFINED)
+    assert cli("drive", incident_id).code == 0
+    assert not (root.bucket("resolved") / incident_id).exists(), "resolved on a planted report"
+    assert (root.bucket("escalated") / incident_id).is_dir()
+    runs = root.runs_dir(incident_id)
+    [aside] = [p for p in runs.iterdir() if p.name.startswith("stale-")]
+    assert [p.name for p in aside.iterdir()] == ["error_report_attempt_1.json"]
+    report = ErrorReport.model_validate_json((runs / "error_report_attempt_1.json").read_text())
+    assert [f.code for f in report.issues if f.hard] == ["F821"]  # the recheck really ran
+    [attempt] = ctx_of(root, incident_id).ai_attempts
+    assert "planted in the runs folder, set aside: error_report_attempt_1.json" in attempt.notes
+    assert "planted_artifacts" in events(root, incident_id)

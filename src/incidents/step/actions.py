@@ -4,6 +4,7 @@ outcome again instead of running the action twice."""
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from pathlib import Path
 
@@ -383,6 +384,19 @@ class Actions(TickBase):
                 update={"step": ctx.step}
             )
             infra = outcome.infra_error
+            # the fixer and everything it started are gone: a step artifact no step has
+            # written yet (a recheck's report, a verdict) is its own, planted for a later
+            # step to reuse; set aside before this step's own result is written
+            planted = [
+                n for n in os.listdir(self.runs)
+                if artifacts.ahead_of(n, ctx.step, ctx.report_labels)
+            ]  # fmt: skip
+            self.set_aside(planted, "planted_artifacts")
+            if planted:
+                note = f"planted in the runs folder, set aside: {', '.join(sorted(planted)[:10])}"
+                attempt = attempt.model_copy(
+                    update={"notes": f"{attempt.notes}; {note}" if attempt.notes else note}
+                )
             fsutil.atomic_write_json(
                 path, {"attempt": attempt.model_dump(mode="json"), "infra_error": infra}
             )

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from datetime import datetime
 
-from incidents import artifacts, attempts, fsutil, mirror, store
+from incidents import artifacts, attempts, fsutil, mirror
 from incidents import policy as policy_mod
 from incidents.fsm import TIERS, NextAction, decide_next_action, is_actionable, is_terminal
 from incidents.models import ErrorPipelineContext, Incident, RunResult
@@ -28,7 +28,6 @@ from incidents.step.outcome import StepOutcome
 from incidents.vocab import FinalStatus, Outcome
 
 AGENT_OF_FIX = {t.fix: t.agent for t in TIERS}
-STALE_PREFIX = "stale-"  # step artifacts a new incident found in its runs folder, set aside
 # the actions whose intent is written before they run (fsm's protocol, step 3): they change
 # the workdir and their decision may rest on inputs that move (budgets), so a redo must
 # find the step they began. The others redo identically: their artifacts are keyed by the
@@ -64,24 +63,11 @@ class Tick(Actions):
         incident's steps had made them. Moved, not deleted, into `stale-<time>/` before
         the first step, under the incident's lock (`incidents attempt` writes there too).
         What a skill may write before the first tick (attempt_NN.json) stays."""
-        with store.incident_lock(self.root, self.id):
-            try:
-                entries = [e for e in os.listdir(self.runs) if artifacts.machine_written(e)]
-            except FileNotFoundError:
-                return
-            if not entries:
-                return
-            stamp = self.clock().strftime("%Y%m%dT%H%M%S.%fZ")
-            aside = self.runs / f"{STALE_PREFIX}{stamp}"
-            aside.mkdir(mode=0o700, exist_ok=True)
-            for name in sorted(entries):
-                os.replace(self.runs / name, aside / name)
-            fsutil.fsync_dir(aside)
-            fsutil.fsync_dir(self.runs)
-        self.events.append(
-            ("stale_artifacts", {"moved": sorted(entries)[:50], "count": len(entries),
-                                 "to": str(aside.relative_to(self.root.path))})
-        )  # fmt: skip
+        try:
+            names = os.listdir(self.runs)
+        except FileNotFoundError:
+            return
+        self.set_aside([n for n in names if artifacts.machine_written(n)], "stale_artifacts")
 
     def run(self) -> StepOutcome:
         """One tick. Called again on the same object, it goes on from what it committed."""
