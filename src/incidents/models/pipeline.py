@@ -234,14 +234,15 @@ class ErrorPipelineContext(Document):
     # check that passes saw any change at all
     own_files: list[str] | None = Field(
         default=None,
-        description="the files the incident is about (targets, the tests its failure names, "
-        "their conventional test files), fixed by the first baseline check; None: an older "
-        "state, every hard finding blocks",
+        description="the files the incident is about (targets, every test file the test "
+        "runner selected through a target, their conventional test files), fixed by the "
+        "first baseline check; None: an older state, every hard finding blocks",
     )
     baseline_keys: list[BaselineKey] | None = Field(
         default=None,
         description="(path, code, normalised message) of every finding of the first baseline "
-        "report: outside own_files, these are pre-existing and do not block (strict_mode off)",
+        "report: outside own_files, these are pre-existing and do not block at a recheck "
+        "(never at the baseline check; strict_mode off)",
     )
     capture_digest: str | None = Field(
         default=None,
