@@ -707,3 +707,22 @@ def test_a_baseline_with_an_infrastructure_failure_is_not_the_baseline() -> None
     assert ctx.own_files == ["a.py"] and ctx.baseline_keys == [("b.py", "old", "problem old")]
     ctx.record_baseline(make_report([]))  # the first complete one stands
     assert ctx.baseline_keys == [("b.py", "old", "problem old")]
+
+
+def test_at_the_baseline_check_nothing_is_excused() -> None:
+    """The baseline check defines the incident: a hard finding elsewhere that it found is
+    in its own baseline by definition, and must not turn it into "not reproduced"."""
+    ctx = make_ctx(current_state=State.S0_BASELINE_CHECK)
+    report = make_report([elsewhere("old")])
+    ctx.record_baseline(report)
+    ctx.record_check(report, T0, "d1")
+    na = decide(ctx)
+    assert na.new_state is not State.S_SUCCESS, na
+
+
+def test_targets_and_finding_paths_are_compared_normalised() -> None:
+    """An older state that stored `./a.py`: the finding at `a.py` is the target's own."""
+    ctx = with_baseline(State.S1_AIDER_RECHECK, hard("own"), hard("own"), python_files=["./a.py"])
+    assert ctx.own_files == ["a.py"]
+    ctx.own_files = ["./a.py"]  # as an older own_files() stored it
+    assert decide(ctx).new_state is State.S4_QUARANTINE

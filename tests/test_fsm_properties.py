@@ -15,16 +15,14 @@ from incidents.fsm import (
     EscalationKind,
     NextAction,
     State,
-    blocking,
     decide_next_action,
     is_actionable,
     is_terminal,
     max_steps,
-    preexisting,
     report_label,
 )
 from incidents.models.pipeline import AIAttempt, ErrorPipelineContext
-from incidents.models.report import Finding
+from incidents.models.report import Finding, ToolRun
 from incidents.vocab import FailureClass, FinalStatus, Outcome
 from tests.test_fsm import T0, finding, make_report
 
@@ -112,6 +110,21 @@ def check_result(ctx: ErrorPipelineContext, data: Any) -> list[Finding]:
     return [finding(n, "type") for n in sorted(hard)] + style + elsewhere
 
 
+def related(ctx: ErrorPipelineContext) -> bool:
+    """Whether the project's test_other.py imports a target (one incident) or only
+    `[checks] test_paths` runs it (the other)."""
+    return ctx.workstream_id == "inc_1"
+
+
+def pytest_run(ctx: ErrorPipelineContext) -> ToolRun:
+    """The test runner's run: it ran test_other.py, selected through a target or not."""
+    own = ["test_other.py"] if related(ctx) else []
+    return ToolRun(
+        tool="pytest", argv=["pytest"], exit_code=1, duration_s=0.0, files=1,
+        tests=["test_other.py"], own_tests=own,
+    )  # fmt: skip
+
+
 def perform(ctx: ErrorPipelineContext, na: NextAction, data: Any, now: datetime) -> None:
     """The service's side of one step, with hypothesis choosing every outcome."""
     action = na.action
@@ -121,6 +134,7 @@ def perform(ctx: ErrorPipelineContext, na: NextAction, data: Any, now: datetime)
         infra = data.draw(st.integers(0, 24)) == 13  # rare (hypothesis favours the bounds)
         label = report_label(na.new_state, ctx.report_labels)
         report = make_report(check_result(ctx, data), infra=infra, label=label)
+        report = report.model_copy(update={"tool_runs": [pytest_run(ctx)]})
         if na.new_state is S.S0_BASELINE_CHECK and data.draw(st.booleans()):
             ctx.record_baseline(report)  # an older state has none: both must hold
         # the targets as the check saw them: a fix may have changed them or not
@@ -367,9 +381,11 @@ def test_a_fall_in_total_issues_is_progress(
 def test_issue_14_no_fix_is_claimed_without_a_change_nor_with_an_own_failure_left(
     ctx: ErrorPipelineContext, data: Any
 ) -> None:
-    """A success is `fixed` only after a fix whose recheck saw other targets than the check
-    before it; its last report has no blocking finding (fsm.blocking), and every hard
-    finding left is excused as pre-existing: in the first baseline and in no own file."""
+    """The requirement, stated without the machine's own helpers: no success at the baseline
+    check while a hard finding remains; no success while a hard finding of the first
+    baseline remains in a target or in a test selected through one; no success with a
+    hard finding the first baseline did not have; and `fixed` only after a fix whose
+    recheck saw other targets than the check before it."""
     ctx.capture_digest = data.draw(st.sampled_from([None, "d1"]))
     steps = drive(ctx, data)
     last = steps[-1]
@@ -378,12 +394,20 @@ def test_issue_14_no_fix_is_claimed_without_a_change_nor_with_an_own_failure_lef
         assert after.outcome is Outcome.ESCALATED
         return
     report = after.last_error_report
-    assert report is not None and not blocking(after, report)
-    excused = preexisting(after, report)
-    for f in report.issues:
-        if f.hard and not after.strict_mode:
-            assert f in excused
-            assert after.own_files is not None and f.path not in after.own_files
+    assert report is not None
+    left = [f for f in report.issues if f.hard]
+    if last.before.current_state is S.S0_BASELINE_CHECK or after.strict_mode:
+        assert not left, (last.before.current_state, left)
+    baseline = next(
+        (s.after.last_error_report for s in steps if s.after.baseline_keys is not None), None
+    )
+    if left:
+        assert baseline is not None, "a hard finding excused with no baseline known"
+        own = {*after.target_files, *(["test_other.py"] if related(after) else [])}
+        first = {(f.path, f.code, f.message) for f in baseline.issues if f.hard}
+        for f in left:
+            assert f.path not in own, f"the incident's own failure remains: {f}"
+            assert (f.path, f.code, f.message) in first, f"a new hard finding: {f}"
     digests = after.check_digests
     if after.outcome is Outcome.FIXED:
         assert last.before.current_state is not S.S0_BASELINE_CHECK

@@ -69,3 +69,37 @@ def tamper_baseline_name(step: int) -> str:
 def verdict_step_name(step: int) -> str:
     """The close's reading of the last canonical report at the FINALIZE_SUCCESS `step`."""
     return f"verdict_step_{step}.json"
+
+
+# what the step service writes into the run folder (never a skill or a person): a new
+# incident's runs folder holding one of these holds an earlier incident's, or a planted one
+_MACHINE_PREFIXES = (
+    REPORT_PREFIX, PROMPT_PREFIX, "autofix_step_", "fixer_step_", "handoff_step_",
+    "tamper_baseline_step_", "verdict_step_",
+)  # fmt: skip
+
+
+def machine_written(name: str) -> bool:
+    """Whether `name` in error_runs/<id>/ is a step artifact the step service writes (or
+    its run_result.json / ai_attempts.json), as opposed to a skill's attempt_NN.json."""
+    return name in (RUN_RESULT, AI_ATTEMPTS) or name.startswith(_MACHINE_PREFIXES)
+
+
+_STEP_KEYED = ("autofix_step_", "fixer_step_", "handoff_step_", "tamper_baseline_step_",
+               "verdict_step_")  # fmt: skip
+
+
+def ahead_of(name: str, step: int, labels: list[str]) -> bool:
+    """Whether `name` in error_runs/<id>/ is a step artifact no step up to `step` wrote: a
+    report whose label is not among the recorded `labels`, a file keyed by a step at or
+    after `step`, a run_result.json before the close. Such a file, found once a fixer
+    ran, was planted by it (a later step would reuse it as its own)."""
+    if name == RUN_RESULT:
+        return True
+    if name.startswith(REPORT_PREFIX) and name.endswith(".json"):
+        return name[len(REPORT_PREFIX) : -len(".json")] not in labels
+    for prefix in _STEP_KEYED:
+        if name.startswith(prefix) and name.endswith(".json"):
+            number = name[len(prefix) : -len(".json")]
+            return not number.isdigit() or int(number) >= step
+    return False

@@ -10,7 +10,9 @@ One rule set, standard library only, applied twice:
 The rules:
 - workdir: an absolute path; with `[verification] workdirs` set, its realpath lies under
   the realpath of one of them (empty: anywhere);
-- target: stored relative to the workdir, with no `..` component, and its realpath
+- target: stored relative to the workdir in canonical form (`os.path.normpath`: no
+  `./`, `//` or trailing `/`, so it compares equal to the paths findings carry), with
+  no `..` component, and its realpath
   (symlinks followed) lies inside the workdir's realpath; a workdir of `/` contains
   nothing, so it has no targets;
 - verification command: it splits with shlex and `incidents.allowlist` allows it (its
@@ -79,6 +81,9 @@ def target_problem(name: str, base: str) -> str | None:
         return "an absolute path (a target is stored relative to the workdir)"
     if ".." in _SEPARATORS.split(name):
         return "a '..' component (a target is stored relative to the workdir, without '..')"
+    canonical = os.path.normpath(name)
+    if canonical != name:
+        return f"not in canonical form (a target is stored as capture writes it: {canonical!r})"
     return resolve_target(name, base)[1] or None
 
 

@@ -12,30 +12,40 @@ TYPE_CHECKING = False  # typing stays off the capture path (import cost)
 if TYPE_CHECKING:
     from typing import Any
 
-MISSING = "missing"  # a target that is not a readable regular file
+MISSING = "missing"  # a file that is not there, or not a regular file
+UNREADABLE = "unreadable"  # a regular file that cannot be read
 _CHUNK = 1 << 20
 
 
-def file_digest(path: str) -> str:
-    """sha256 of the file's bytes, read without following a symlink; MISSING when it is
-    not a regular file or cannot be read."""
+def read_digest(path: str) -> str:
+    """sha256 of the regular file at `path`, read without following a symlink in its last
+    component and without blocking (O_NONBLOCK: opening a FIFO or a device must not hang a
+    check or a close); OSError when it cannot be read, FileNotFoundError also when it is
+    not a regular file. The one way every part of the suite hashes a file (capture, the
+    checks, the verdict, verify-archive); callers that mean to follow a symlink resolve
+    it first (os.path.realpath)."""
+    import errno
     import stat
 
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
-        return MISSING
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return MISSING
+            raise FileNotFoundError(errno.ENOENT, "not a regular file", path)
         h = _sha256()
         while chunk := os.read(fd, _CHUNK):
             h.update(chunk)
         return str(h.hexdigest())
-    except OSError:
-        return MISSING
     finally:
         os.close(fd)
+
+
+def file_digest(path: str) -> str:
+    """`read_digest`, or MISSING when the file is not a readable regular file."""
+    try:
+        return read_digest(path)
+    except OSError:
+        return MISSING
 
 
 def target_digests(workdir: str, targets: list[str]) -> dict[str, str]:

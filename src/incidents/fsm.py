@@ -51,6 +51,7 @@ from incidents.models.pipeline import (
     EscalationKind,
     State,
     baseline_key,
+    normal_path,
 )
 from incidents.models.report import ErrorReport, Finding
 from incidents.vocab import Category, FailureClass, Outcome
@@ -258,10 +259,10 @@ def blocking(ctx: ErrorPipelineContext, report: ErrorReport) -> bool:
 
 
 def _blocking(ctx: ErrorPipelineContext, report: ErrorReport) -> bool:
-    """Seed 001: hard failures block; with strict_mode any finding blocks. Issue 14: a hard
-    finding that was in the first baseline report, in a file the incident is not about,
-    is pre-existing and does not block (strict_mode off); everything else hard does: the
-    incident's own findings, every new one, a verification command, a tamper finding."""
+    """Seed 001: hard failures block; with strict_mode any finding blocks. Issue 14: at a
+    recheck, a hard finding the first baseline already had, in a file the incident is not
+    about, is pre-existing and does not block (strict_mode off, `preexisting`); everything
+    else hard does, and at the baseline check every hard finding does."""
     if ctx.strict_mode:
         return report.summary.has_hard_fail or report.summary.total_issues > 0
     if not report.summary.has_hard_fail:
@@ -271,17 +272,24 @@ def _blocking(ctx: ErrorPipelineContext, report: ErrorReport) -> bool:
 
 
 def preexisting(ctx: ErrorPipelineContext, report: ErrorReport) -> list[Finding]:
-    """The hard findings of `report` judged "pre-existing, not the incident's": already in
-    the first baseline report (same path, code and normalised message) and in a file the
-    incident is not about. Always empty with strict_mode or before a baseline is known."""
+    """The hard findings of `report` judged "pre-existing, not the incident's": at a
+    recheck (never at the baseline check, which defines the incident: everything it finds
+    there is in its own baseline), already in the first baseline report (same path, code
+    and normalised message), and in a file the incident is not about (`own_files`: its
+    targets and every test selected through them). What is left is a test that only
+    `[checks] test_paths` brought in. Never a verification command's finding, a tamper
+    finding or a flaky one. Always empty with strict_mode or before a baseline is known."""
     if ctx.strict_mode or ctx.own_files is None or ctx.baseline_keys is None:
         return []
-    own, before = set(ctx.own_files), set(ctx.baseline_keys)
+    if ctx.current_state is State.S0_BASELINE_CHECK:
+        return []
+    own = {normal_path(p) for p in [*ctx.own_files, *ctx.target_files]}
+    before = set(ctx.baseline_keys)
     return [
         f
         for f in report.issues
         if f.hard
-        and f.path not in own
+        and normal_path(f.path) not in own
         and f.category not in (Category.VERIFICATION, Category.TAMPER)
         and f.code != "flaky"  # a confirmation run saw it come and go: never excused
         and baseline_key(f) in before

@@ -74,12 +74,15 @@ class Outcome(StrEnum):
     """What closed an incident (run_result.json `outcome`, state.json `outcome`): whether
     anyone can claim a fix. `not_reproduced`: the failure was gone with no change to any
     target (flaky, or a fixer that changed nothing); `changed_before_check`: the targets
-    changed between the capture and the first check (someone else fixed it)."""
+    changed between the capture and the first check (someone else fixed it);
+    `resolved_by_human`: escalated, then resolved by a person (`resolve-escalation`): no
+    check found it clean, and no fix is claimed by the machine."""
 
     FIXED = "fixed"
     NOT_REPRODUCED = "not_reproduced"
     CHANGED_BEFORE_CHECK = "changed_before_check"
     ESCALATED = "escalated"
+    RESOLVED_BY_HUMAN = "resolved_by_human"
 
 
 class FinalStatus(StrEnum):

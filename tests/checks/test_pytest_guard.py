@@ -61,3 +61,25 @@ def test_an_ordinary_project_is_intact(
         "class TestCase(unittest.TestCase):\n    def test_sub(self):\n        self.assertEqual(add(1, 1), 2)\n"
     )
     assert check(tmp_path, ctx, settings) == []
+
+
+def test_a_pytest_where_the_guard_cannot_work_is_an_infrastructure_failure_not_tamper(
+    tmp_path: Path, ctx: ErrorPipelineContext, settings: ChecksSettings
+) -> None:
+    """A pytest that keeps its JUnit writer where the guard does not look (an older one:
+    no `config.stash`), stood in for by a conftest that gives junitxml a key of its own:
+    the guard cannot attach a verdict and says so. That is a check that could not be
+    made, not a faked fix: an infrastructure failure, and no `runner-patched` finding."""
+    (tmp_path / "conftest.py").write_text(
+        "import _pytest.junitxml\nfrom _pytest.stash import StashKey\n\n\n"
+        "def pytest_sessionstart(session):\n    _pytest.junitxml.xml_key = StashKey()\n"
+    )
+    (tmp_path / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    (tmp_path / "test_calc.py").write_text(TEST)
+    report = run_error_pipeline(
+        ["calc.py"], [], ctx, settings=settings, cwd=tmp_path, tools=["pytest"]
+    )
+    assert [f.code for f in report.issues] == []
+    [infra] = report.infra_failures
+    assert infra.tool == "pytest" and "guard could not run" in infra.reason, infra
+    assert "keeps no JUnit writer" in infra.reason

@@ -90,3 +90,48 @@ def test_an_incident_resolved_without_a_verdict_is_not_reported_as_matching(
     assert "1 resolved: 0 hold, 0 changed, 1 without a verdict" in r.out
     r = cli("verify-archive", escalated)
     assert r.code == 2 and "is not resolved (it is in error_archive/escalated)" in r.err
+
+
+PASSING_TEST = "def test_ok() -> None:\n    assert True\n"
+
+
+def reproduction_only(cli: Cli, root: Root, ws: Path, command: str) -> str:
+    """An incident with no target, checked only by `command` (a test run that passes by
+    the time the step service checks it: resolved as not reproduced, with a verdict)."""
+    (ws / "tests").mkdir(exist_ok=True)
+    (ws / "tests" / "test_ok.py").write_text(PASSING_TEST)
+    incident_id = capture(cli, "--verify", command, step="tests", ws=ws, message="tests failed")
+    assert cli("drive", incident_id).code == 0
+    assert (root.bucket("resolved") / incident_id).is_dir()
+    return incident_id
+
+
+def test_a_verdict_bound_to_no_file_is_nothing_bound_not_ok(cli: Cli, root: Root, ws: Path) -> None:
+    """`python -m pytest -q` names no file: the verdict binds nothing, and verify-archive
+    says so (exit 1) instead of "ok: 0 file(s)"."""
+    incident_id = reproduction_only(cli, root, ws, "python -m pytest -q")
+    r = cli("verify-archive", incident_id)
+    assert r.code == 1, r.out + r.err
+    assert f"{incident_id}: NOTHING BOUND" in r.out and "ok:" not in r.out
+    assert "1 resolved: 0 hold, 0 changed, 0 without a verdict, 1 bound to nothing" in r.out
+    [entry] = cli("verify-archive", incident_id, "--json").json()["incidents"]
+    assert entry["status"] == "nothing_bound"
+
+
+def test_a_folder_a_verification_command_names_binds_its_python_files(
+    cli: Cli, root: Root, ws: Path
+) -> None:
+    """`python -m pytest -q tests`: the tests under tests/ are what it ran, so the verdict
+    binds them, and a change to one is seen."""
+    (ws / "tests" / "data").mkdir(parents=True)
+    (ws / "tests" / "data" / "helper.py").write_text("VALUE = 1\n")
+    (ws / "tests" / ".hidden").mkdir()
+    (ws / "tests" / ".hidden" / "skip.py").write_text("")
+    (ws / "tests" / "notes.txt").write_text("not python\n")
+    incident_id = reproduction_only(cli, root, ws, "python -m pytest -q tests")
+    result = json.loads((root.runs_dir(incident_id) / "run_result.json").read_text())
+    assert set(result["verdict"]["files"]) == {"tests/test_ok.py", "tests/data/helper.py"}
+    assert cli("verify-archive", incident_id).code == 0
+    (ws / "tests" / "test_ok.py").write_text(PASSING_TEST + "\n")
+    r = cli("verify-archive", incident_id)
+    assert r.code == 1 and "tests/test_ok.py (changed)" in r.out, r.out

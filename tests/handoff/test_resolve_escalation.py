@@ -67,8 +67,14 @@ def test_resolve_without_requeue_archives_it_as_resolved(cli: Cli, root: Root, w
     )
     assert result.final_status == "resolved" and "fixed upstream" in (result.reason or "")
     assert (root.runs_dir(incident_id) / "run_result.escalated.json").is_file()
-    # no check found it clean: its verdict is not one to audit as a resolution
-    assert result.verdict is None
+    # no check found it clean: its verdict is not one to audit as a resolution, and it is
+    # resolved by a person, not "escalated" in resolved/
+    assert result.verdict is None and result.outcome == "resolved_by_human"
+    shown = cli("status", incident_id)
+    assert "outcome:         resolved by a person" in shown.out, shown.out
+    assert cli("status", incident_id, "--json").json()["outcome"] == "resolved_by_human"
+    listed = cli("status", "--all")
+    assert "resolved by a person" in listed.out and ", 1 by a person" in listed.out
     assert f"{incident_id}: no verdict recorded" in cli("verify-archive").out
     [(iid, resolved_at, guidance)] = escalation_rows(root)
     assert iid == incident_id and resolved_at and guidance == "fixed upstream, nothing to do"

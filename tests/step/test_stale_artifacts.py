@@ -73,3 +73,29 @@ def test_a_new_bundle_with_an_empty_runs_folder_sets_nothing_aside(
     assert (root.bucket("resolved") / incident_id).is_dir()
     assert not [p for p in root.runs_dir(incident_id).iterdir() if p.name.startswith("stale-")]
     assert "stale_artifacts" not in events(root, incident_id)
+
+
+def test_a_skills_attempt_recorded_before_the_first_tick_stays(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`incidents attempt` may record a skill's iteration before the step service first
+    ticks the incident: that is not a stale step artifact; only the machine's are moved."""
+    use_config(tmp_path, monkeypatch, FAST + TIERS_OFF)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    incident_id = capture(cli, ws=ws, target="names.py", content=UNDEFINED)
+    doc = {
+        "incident_id": incident_id, "iteration": 1, "started_at": "2026-11-24T03:00:00+00:00",
+        "finished_at": "2026-11-24T03:05:00+00:00", "actions_applied": ["edit names.py"],
+        "verification_commands": [], "verification_passed": False, "result": "continue",
+        "error_signature": "sig",
+    }  # fmt: skip
+    (tmp_path / "attempt.json").write_text(json.dumps(doc))
+    r = cli("attempt", incident_id, "--file", str(tmp_path / "attempt.json"))
+    assert r.code == 0, r.err
+    runs = root.runs_dir(incident_id)
+    (runs / "fixer_step_3.json").write_text("{}")  # a machine's name: set aside
+    assert cli("drive", incident_id).code == 0
+    assert json.loads((runs / "attempt_01.json").read_text())["result"] == "continue"
+    [aside] = [p for p in runs.iterdir() if p.name.startswith("stale-")]
+    assert [p.name for p in aside.iterdir()] == ["fixer_step_3.json"]

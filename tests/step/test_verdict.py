@@ -6,14 +6,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from incidents.digests import combined
 from incidents.layout import Root
 from incidents.models import ErrorReport, QuarantineMetadata, RunResult
 from incidents.models.pipeline import State
-from tests.helpers import FAST, Cli, capture, ctx_of, events, use_config
+from tests.debian import bubblewrap_or_skip
+from tests.helpers import FAST, Cli, capture, ctx_of, events, incidents, use_config
 from tests.stand_ins import stand_in
 
 UNDEFINED = "def value() -> int:\n    return undefined_name\n"  # ruff F821: hard
@@ -73,7 +79,13 @@ def escalated_for(cli: Cli, root: Root, incident_id: str) -> str:
 
 
 @pytest.mark.usefixtures("setup")
-def test_a_real_fix_is_resolved_with_its_verdict(cli: Cli, root: Root, ws: Path) -> None:
+@pytest.mark.parametrize("sandbox", ["bwrap", "none"])
+def test_a_real_fix_is_resolved_with_its_verdict(
+    cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sandbox: str
+) -> None:
+    if sandbox == "bwrap":
+        bubblewrap_or_skip()
+    use_config(tmp_path, monkeypatch, f'{FAST}[tiers]\nsandbox = "{sandbox}"\n{ONLY_AIDER}')
     incident_id = up_to_the_recheck(cli, root, ws)
     assert cli("step", incident_id).code == 0
     assert (root.bucket("resolved") / incident_id).is_dir()
@@ -83,7 +95,8 @@ def test_a_real_fix_is_resolved_with_its_verdict(cli: Cli, root: Root, ws: Path)
     assert verdict.files["names.py"] == sha(ws / "names.py")  # the fixed file, as judged
     assert "1" in (ws / "names.py").read_text()
     assert set(verdict.tools) == {"ruff", "ruff-format"} and all(verdict.tools.values())
-    assert verdict.contained is not None  # an AI fixer ran: contained or not, it is said
+    # an AI fixer ran: under bubblewrap it was contained, with detection only it was not
+    assert verdict.contained is (sandbox == "bwrap")
 
 
 @pytest.mark.usefixtures("setup")
@@ -184,3 +197,133 @@ def test_the_quarantine_metadata_carries_the_last_verdict(
     assert meta.verdict.files["test_names.py"] == sha(ws / "test_names.py")
     assert meta.verdict.tests == ["test_names.py"] and "pytest" in meta.verdict.tools
     assert run_result(root, incident_id).verdict == meta.verdict
+
+
+# -- a redo decides on the same record; the close judges a saved success again ----------
+
+DRIVER = Path(__file__).with_name("kill_driver.py")
+
+
+def killed_before_the_commit(incident_id: str) -> None:
+    """`incidents step` in a real process, SIGKILLed just before the state.json write that
+    commits its step, its step's artifacts written."""
+    p = subprocess.run([sys.executable, str(DRIVER), "1", "before", "step", incident_id],
+                       env=dict(os.environ), capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert p.returncode == -signal.SIGKILL, (p.returncode, p.stdout, p.stderr)
+
+
+@pytest.mark.usefixtures("setup")
+def test_a_kill_between_the_verdict_and_the_commit_judges_the_success_again(
+    cli: Cli, root: Root, ws: Path
+) -> None:
+    """The close wrote a success verdict and was killed before committing it; the target
+    is changed before the redo. A saved success is not trusted: it is judged again."""
+    incident_id = up_to_the_recheck(cli, root, ws)
+    step = ctx_of(root, incident_id).step
+    killed_before_the_commit(incident_id)
+    kept = json.loads((root.runs_dir(incident_id) / f"verdict_step_{step}.json").read_text())
+    assert kept["problem"] is None and kept["verdict"]["files"]["names.py"]
+    (ws / "names.py").write_text(UNDEFINED)  # e.g. a fixer's leftover process
+    assert cli("step", incident_id).code == 0
+    assert "names.py (changed)" in escalated_for(cli, root, incident_id)
+
+
+@pytest.mark.usefixtures("setup")
+def test_a_kill_after_a_clean_verdict_with_nothing_changed_still_resolves(
+    cli: Cli, root: Root, ws: Path
+) -> None:
+    incident_id = up_to_the_recheck(cli, root, ws)
+    killed_before_the_commit(incident_id)
+    assert cli("step", incident_id).code == 0
+    assert (root.bucket("resolved") / incident_id).is_dir()
+
+
+@pytest.mark.usefixtures("setup")
+def test_a_redo_of_a_check_takes_the_targets_digest_from_its_report(
+    cli: Cli, root: Root, ws: Path
+) -> None:
+    """The recheck wrote its report and was killed before its commit; the target changes
+    before the redo, which reuses the report: the check's digest is the report's record of
+    the target (one record), not the file as it is at the redo."""
+    incident_id = capture(cli, ws=ws, target="names.py", content=UNDEFINED)
+    for _ in range(10):
+        assert cli("step", incident_id).code == 0
+        if ctx_of(root, incident_id).current_state is State.S1_AIDER_FIX:
+            break
+    killed_before_the_commit(incident_id)
+    report = ErrorReport.model_validate_json(
+        (root.runs_dir(incident_id) / "error_report_attempt_1.json").read_text()
+    )
+    assert report.judged is not None
+    judged = report.judged.files["names.py"]
+    (ws / "names.py").write_text(UNDEFINED)
+    assert cli("step", incident_id).code == 0
+    ctx = ctx_of(root, incident_id)
+    assert ctx.current_state is State.S1_AIDER_RECHECK
+    assert ctx.check_digests[-1] == combined({"names.py": judged}, ["names.py"])
+
+
+@pytest.mark.usefixtures("setup")
+def test_an_attempt_record_says_escalated_when_the_close_finds_a_mismatch(
+    cli: Cli, root: Root, ws: Path
+) -> None:
+    incident_id = up_to_the_recheck(cli, root, ws)
+    path = root.runs_dir(incident_id) / "attempt_01.json"
+    assert json.loads(path.read_text())["result"] == "resolved"  # foreseen by the recheck
+    (ws / "names.py").write_text(UNDEFINED)
+    assert cli("step", incident_id).code == 0
+    reason = escalated_for(cli, root, incident_id)
+    attempt = json.loads(path.read_text())
+    assert attempt["result"] == "escalated" and attempt["verdict_problem"] == reason
+
+
+@pytest.mark.usefixtures("setup")
+def test_verify_archive_does_not_hang_on_a_judged_file_replaced_by_a_fifo(
+    cli: Cli, root: Root, ws: Path
+) -> None:
+    incident_id = up_to_the_recheck(cli, root, ws)
+    assert cli("step", incident_id).code == 0
+    assert (root.bucket("resolved") / incident_id).is_dir()
+    (ws / "names.py").unlink()
+    os.mkfifo(ws / "names.py")
+    p = incidents("verify-archive", incident_id, timeout=60)
+    assert "names.py (missing)" in p.stdout, p.stdout + p.stderr
+
+
+# a fixer that does not fix, and writes the recheck's report for it: clean, as if judged
+PLANT = r"""
+import json
+prompt = [a for a in sys.argv if a.endswith(".md")][0]
+runs = pathlib.Path(prompt).parent
+base = json.loads((runs / "error_report_attempt_0.json").read_text())
+base["label"] = "1"
+base["issues"] = []
+base["summary"] = {"total_issues": 0, "issues_by_tool": {}, "issues_by_category": {},
+    "hard_error_count": 0, "style_error_count": 0, "security_issue_count": 0,
+    "error_categories_present": [], "has_hard_fail": False, "style_only": False}
+(runs / "error_report_attempt_1.json").write_text(json.dumps(base))
+"""
+
+
+def test_a_report_a_fixer_planted_for_the_recheck_is_set_aside_not_reused(
+    cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    bin_dir: Path,
+) -> None:  # fmt: skip
+    """With detection only (no bubblewrap), a fixer can write into the reports root: it
+    writes the recheck's report before the recheck runs. The recheck must not take it for
+    its own report of an earlier, crashed run: once the fixer is gone, step artifacts no
+    step has written yet are set aside, and the recheck really runs."""
+    stand_in(bin_dir, "aider", PLANT)
+    use_config(tmp_path, monkeypatch, f'{FAST}[tiers]\nsandbox = "none"\n{ONLY_AIDER}')
+    incident_id = capture(cli, ws=ws, target="names.py", content=UNDEFINED)
+    assert cli("drive", incident_id).code == 0
+    assert not (root.bucket("resolved") / incident_id).exists(), "resolved on a planted report"
+    assert (root.bucket("escalated") / incident_id).is_dir()
+    runs = root.runs_dir(incident_id)
+    [aside] = [p for p in runs.iterdir() if p.name.startswith("stale-")]
+    assert [p.name for p in aside.iterdir()] == ["error_report_attempt_1.json"]
+    report = ErrorReport.model_validate_json((runs / "error_report_attempt_1.json").read_text())
+    assert [f.code for f in report.issues if f.hard] == ["F821"]  # the recheck really ran
+    [attempt] = ctx_of(root, incident_id).ai_attempts
+    assert "planted in the runs folder, set aside: error_report_attempt_1.json" in attempt.notes
+    assert "planted_artifacts" in events(root, incident_id)

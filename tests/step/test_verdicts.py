@@ -66,16 +66,50 @@ def other(tmp_path: Path) -> Path:
     return ws
 
 
-def test_a_pre_existing_failure_elsewhere_does_not_block_the_fix(
+def test_a_failing_test_that_imports_the_target_is_the_incidents_own(
     cli: Cli, root: Root, other: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     bin_dir: Path,
 ) -> None:  # fmt: skip
-    """test_other.py imports calc, so the check runs it; it fails at the baseline and after
-    the fix, the same way. The incident is about calc.py (ruff and mypy on its undefined
-    name): its own failure is gone, test_other.py's was there before, so it is resolved
-    as fixed and the excused finding is written down for a reviewer."""
+    """test_other.py imports calc, so the check runs it: it is a test of the target, so the
+    incident's own (own_files), even though it was failing for a reason of its own before
+    the fix. Mending calc.py's undefined name leaves it failing: not a success."""
     stand_in(bin_dir, "aider", FIX_CALC)
     use_config(tmp_path, monkeypatch, ALL_TOOLS + AIDER_ONLY)
+    incident_id = capture(cli, step="lint", ws=other, target="calc.py")
+    r = cli("drive", incident_id)
+    assert r.code == 0, r.err
+    assert (root.bucket("escalated") / incident_id).is_dir(), r.out
+    ctx = ctx_of(root, incident_id)
+    assert ctx.own_files == ["calc.py", "test_other.py"]
+    assert ctx.last_error_report is not None
+    left = [(f.tool, f.path) for f in ctx.last_error_report.issues if f.hard]
+    assert left == [("pytest", "test_other.py")]
+
+
+TEST_UNRELATED = "def test_unrelated() -> None:\n    assert 1 == 2\n"
+
+
+@pytest.fixture
+def suite(other: Path) -> Path:
+    """A folder of tests `[checks] test_paths` always runs; its test imports no target."""
+    (other / "test_other.py").unlink()
+    (other / "suite").mkdir()
+    (other / "suite" / "test_unrelated.py").write_text(TEST_UNRELATED)
+    return other / "suite"
+
+
+def test_a_pre_existing_failure_only_test_paths_ran_does_not_block_the_fix(
+    cli: Cli, root: Root, other: Path, suite: Path, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch, bin_dir: Path,
+) -> None:  # fmt: skip
+    """What "pre-existing, not the incident's" still means: a failing test that no target
+    brought in (the operator's `[checks] test_paths` did), failing the same way at the
+    baseline and after the fix. It blocks at the baseline (nothing is excused there), the
+    fixer mends calc.py, and the recheck resolves it as fixed, writing the excused finding
+    down for a reviewer."""
+    stand_in(bin_dir, "aider", FIX_CALC)
+    paths = ALL_TOOLS + f"test_paths = [{str(suite)!r}]\n"
+    use_config(tmp_path, monkeypatch, paths + AIDER_ONLY)
     incident_id = capture(cli, step="lint", ws=other, target="calc.py")
     r = cli("drive", incident_id)
     assert r.code == 0, r.err
@@ -84,14 +118,29 @@ def test_a_pre_existing_failure_elsewhere_does_not_block_the_fix(
     assert ctx.own_files == ["calc.py"]
     assert ctx.last_error_report is not None
     left = [(f.tool, f.path) for f in ctx.last_error_report.issues if f.hard]
-    assert left == [("pytest", "test_other.py")]
+    assert left == [("pytest", "suite/test_unrelated.py")]
     result = run_result(root, incident_id)
     assert result["final_status"] == "resolved" and result["outcome"] == "fixed"
     assert "pre-existing, not the incident's: pytest" in result["reason"]
     [line] = result["preexisting"]
-    assert line.startswith("pytest test-failure test_other.py:4: test_other::test_version"), line
+    assert line.startswith("pytest test-failure suite/test_unrelated.py:1: "), line
     attempt = json.loads((root.runs_dir(incident_id) / "attempt_01.json").read_text())
     assert attempt["result"] == "resolved" and attempt["preexisting"] == [line]
+
+
+def test_a_pre_existing_failure_elsewhere_alone_is_not_resolved_at_the_baseline(
+    cli: Cli, root: Root, other: Path, suite: Path, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """The same failing suite test with calc.py already fixed and no fixer: the baseline
+    excuses nothing, so the incident is escalated for a person, not "not reproduced"."""
+    (other / "calc.py").write_text(GOOD)
+    paths = ALL_TOOLS + f"test_paths = [{str(suite)!r}]\n"
+    use_config(tmp_path, monkeypatch, paths + TIERS_OFF)
+    incident_id = capture(cli, step="lint", ws=other, target="calc.py")
+    r = cli("drive", incident_id)
+    assert r.code == 0, r.err
+    assert (root.bucket("escalated") / incident_id).is_dir(), r.out
 
 
 def test_with_strict_mode_a_pre_existing_failure_still_blocks(

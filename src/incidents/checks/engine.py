@@ -171,7 +171,7 @@ class Engine:
         cached = self.cache.get(key) if tree is not None else None
         argv = self.expand(profile.argv, files, tests.files, "<report>")
         warm = ToolRun(tool=profile.name, argv=argv, exit_code=None, duration_s=0.0,
-                       version=version, files=len(runnable), cached=True, tests=tests.names)  # fmt: skip
+                       version=version, files=len(runnable), cached=True, tests=tests.names, own_tests=tests.own_tests)  # fmt: skip
         if cached is not None:
             result.runs.append(warm)
             result.warm.append(warm)
@@ -200,7 +200,7 @@ class Engine:
         n = len(tests.files) if profile.selects == "tests" else len(files)
         result.runs.append(ToolRun(tool=profile.name, argv=argv, exit_code=res.returncode,
                                    duration_s=round(res.duration_s, 4), version=version, files=n,
-                                   tests=tests.names))  # fmt: skip
+                                   tests=tests.names, own_tests=tests.own_tests))  # fmt: skip
 
         def infra(reason: str) -> None:
             result.infra.append(InfraFailure(tool=profile.name, argv=argv, exit_code=res.returncode,

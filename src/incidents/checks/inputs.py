@@ -11,7 +11,6 @@ Stdlib only: the replay runs before pydantic or typer are imported.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import sys
@@ -22,6 +21,7 @@ from pathlib import Path
 
 from incidents.checks import testscan
 from incidents.checks.cache import VersionCache, make_key
+from incidents.digests import read_digest
 from incidents.errors import UsageError
 
 TYPE_CHECKING = False  # typing stays off the replay path (import cost)
@@ -166,8 +166,10 @@ def _sort_into(path: str, python: list[str], powershell: list[str]) -> bool:
 
 
 def file_digest(path: str | os.PathLike[str]) -> str:
-    with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
+    """sha256 of the file at `path` as a tool reads it (symlinks followed), by the suite's
+    one hashing function (`digests.read_digest`: it never blocks on a FIFO); OSError when
+    it is not a readable regular file."""
+    return read_digest(os.path.realpath(path))
 
 
 def config_digest(path: str) -> str | None:

@@ -10,16 +10,17 @@ it finds nothing, and `incidents verify-archive` says what changed since.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from incidents.allowlist import split_command
 from incidents.checks.inputs import Inputs, display_path, file_digest
+from incidents.digests import MISSING, UNREADABLE, combined, read_digest
+from incidents.digests import file_digest as target_digest
 from incidents.models.report import Judged, ToolRun
 
-MISSING = "missing"
-UNREADABLE = "unreadable"
 APPEARED = "appeared"
 
 
@@ -48,11 +49,19 @@ def judged_of(inputs: Inputs, cwd: Path, runs: Sequence[ToolRun]) -> Judged:
     )
 
 
+COMMAND_MAX_FILES = 2000  # .py files hashed under the folders commands name, all told
+_SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "build", "dist"})
+
+
 def command_files(commands: Iterable[str], workdir: Path) -> dict[str, str]:
-    """The regular files in the workdir that the verification commands name (the script a
-    command runs, a test file it is given): their digests, relative to the workdir."""
+    """The files in the workdir the verification commands name, with their digests,
+    relative to the workdir: a regular file a command names (the script it runs, a test
+    file it is given), and the .py files under a folder it names (`pytest tests`: the
+    tests it collects; hidden folders, caches and virtualenvs left out), at most
+    COMMAND_MAX_FILES of those, in sorted order."""
     base = os.path.realpath(workdir)
     found: dict[str, str] = {}
+    budget = [COMMAND_MAX_FILES]
     for command in commands:
         try:
             argv = split_command(command)
@@ -64,20 +73,51 @@ def command_files(commands: Iterable[str], workdir: Path) -> dict[str, str]:
             if not path or path.startswith("-"):
                 continue
             real = os.path.realpath(os.path.join(base, path))
-            if os.path.commonpath([base, real]) != base or not os.path.isfile(real):
+            if os.path.commonpath([base, real]) != base:
                 continue
-            try:
-                found[os.path.relpath(real, base)] = file_digest(real)
-            except OSError:
-                continue
+            if os.path.isdir(real):
+                _folder_files(real, base, found, budget)
+            elif os.path.isfile(real):
+                _add(real, base, found)
     return found
 
 
+def _add(real: str, base: str, found: dict[str, str]) -> None:
+    with contextlib.suppress(OSError):
+        found[os.path.relpath(real, base)] = file_digest(real)
+
+
+def _folder_files(folder: str, base: str, found: dict[str, str], budget: list[int]) -> None:
+    for top, dirs, names in os.walk(folder):  # symlinked folders are not followed
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
+        for name in sorted(names):
+            if budget[0] <= 0:
+                return
+            full = os.path.join(top, name)
+            rel = os.path.relpath(full, base)
+            if not name.endswith(".py") or rel in found or os.path.islink(full):
+                continue
+            budget[0] -= 1
+            _add(full, base, found)
+
+
+def targets_digest(judged: Judged | None, targets: Sequence[str], workdir: Path) -> str | None:
+    """The targets as a check judged them, as one sha256 (`digests.combined`): from the
+    report's own record (`judged.files`), so a report reused by a redo after a crash gives
+    the same answer as when it was written. A target it holds no hash of (an older report,
+    a target no tool read) is hashed now."""
+    files = judged.files if judged is not None else {}
+    known = {t: files.get(t) or target_digest(str(workdir / t)) for t in targets}
+    return combined(known, list(targets))
+
+
 def current_digest(path: str, workdir: Path) -> str:
-    """The file's sha256 now (`missing` or `unreadable` instead)."""
+    """The file's sha256 now, read as the check read it (symlinks followed, never blocking
+    on a FIFO): `missing` when it is not there or not a regular file, `unreadable` when
+    it cannot be read."""
     full = Path(path) if os.path.isabs(path) else workdir / path
     try:
-        return file_digest(full)
+        return read_digest(os.path.realpath(full))
     except FileNotFoundError:
         return MISSING
     except OSError:

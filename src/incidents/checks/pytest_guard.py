@@ -10,7 +10,12 @@ after every test's teardown (so a `monkeypatch` a fixture undoes is not a findin
 the end of the session. It writes its verdict into the JUnit report as the testsuite
 property `incidents-guard`: `intact`, or `patched: <names>`. The JUnit parser turns a
 `patched` verdict, or a missing one (the report was written by something else, or the run
-was cut short), into a hard `runner-patched` finding.
+was cut short), into a hard `runner-patched` finding. When it cannot attach a verdict (a
+pytest that keeps its JUnit writer where the guard does not look), it says so on stderr
+(`incidents-guard: unavailable: <why>`) and the parser reports an infrastructure failure:
+the check could not be made, which is not evidence of a cheat. Code under test could print
+that line too, but it only trades a tamper finding for an infrastructure failure: neither
+is a success.
 
 It imports nothing but pytest's own modules, changes nothing, and costs a few dozen attribute
 reads per test. Still open: code can restore what it patched before the next teardown, or
@@ -27,6 +32,9 @@ import pytest
 
 PROPERTY = "incidents-guard"
 INTACT = "intact"
+# written on stderr when the guard cannot attach its verdict (a pytest it does not know):
+# the parser reports the run as an infrastructure failure, not as tamper
+UNAVAILABLE = "incidents-guard: unavailable: "
 
 # (module, class or "", attribute): what decides whether a test passed and how it is reported
 WATCHED: tuple[tuple[str, str, str], ...] = (
@@ -116,11 +124,30 @@ def pytest_sessionfinish(session: Any) -> None:
     verdict = INTACT if not found else "patched: " + ", ".join(found)
     if found:
         sys.stderr.write(f"incidents: the test runner was patched during the run: {verdict}\n")
-    try:
-        from _pytest.junitxml import xml_key
-
-        xml = session.config.stash.get(xml_key, None)
-    except (ImportError, AttributeError):  # an older pytest: no verdict, which the parser
-        xml = None  # reports as a finding rather than a crash
+    xml, why = _junit_xml(session.config)
     if xml is not None:
         xml.add_global_property(PROPERTY, verdict)
+    else:  # it cannot work here: say so, so the parser reports an infrastructure failure
+        sys.stderr.write(f"{UNAVAILABLE}{why}\n")
+
+
+def _junit_xml(config: Any) -> tuple[Any, str]:
+    """pytest's JUnit writer (LogXML) for this run, however this pytest version keeps it,
+    or (None, why not)."""
+    try:
+        from _pytest import junitxml
+    except ImportError as exc:
+        return None, f"pytest has no junitxml module ({exc})"
+    key = getattr(junitxml, "xml_key", None)
+    for holder in ("stash", "_store"):  # pytest >= 7; 6.x
+        store = getattr(config, holder, None)
+        if key is not None and store is not None:
+            try:
+                return store[key], ""
+            except (KeyError, TypeError):
+                continue
+    xml = getattr(config, "_xml", None)  # pytest < 6
+    if xml is not None:
+        return xml, ""
+    version = getattr(pytest, "__version__", "?")
+    return None, f"pytest {version} keeps no JUnit writer this guard can find"

@@ -36,11 +36,17 @@ class TestSelection:
     nodes: tuple[str, ...] = ()  # test ids the log names, relative to cwd
     expect: tuple[str, ...] = ()  # files that must yield a test, and `nodes`: must pass
     refused: tuple[str, ...] = ()  # named tests that cannot be run, and why
+    related: tuple[str, ...] = ()  # the files selected through a target (not test_paths)
 
     @property
     def names(self) -> list[str]:
         """What the report says was run: the test files, then the named test ids."""
         return [t.path for t in self.files] + list(self.nodes)
+
+    @property
+    def own_tests(self) -> list[str] | None:
+        """What the report says was selected through a target (None: no selection)."""
+        return list(self.related) if self.files or self.nodes else None
 
 
 def select_tests(
@@ -51,13 +57,14 @@ def select_tests(
     (matching its globs), `named` the node ids a failure's log names, `skip` the checks
     cache folder (not walked)."""
     files = {t.path: t for t in targets if matches(t.path, profile.test_globs)}
+    related = dict.fromkeys(files)  # a target, its importers, its namesakes, named files
     # pytest names a file outside its rootdir (cwd) by a relative path of its own
     expect = dict.fromkeys(path for path in files if not os.path.isabs(path))
     for entry in test_paths:
         for rel, digest in inputs.test_files(str(cwd), entry, profile.test_globs):
             files.setdefault(rel, Target(rel, digest))
     if profile.language != "python":
-        return TestSelection(tuple(files.values()), (), tuple(expect))
+        return TestSelection(tuple(files.values()), (), tuple(expect), related=tuple(related))
 
     refused: dict[str, str] = {}  # file -> why: one refusal per file, however many tests
 
@@ -69,6 +76,7 @@ def select_tests(
                 refused[rel] = f"test file {rel}: {exc.strerror or exc}"
                 return
         expect.setdefault(rel)
+        related.setdefault(rel)
 
     found = inputs.related_tests(str(cwd), profile.test_globs, skip, [t.path for t in targets])
     if found is None:
@@ -89,5 +97,9 @@ def select_tests(
                 nodes.setdefault(node)
                 expect.setdefault(node)
     return TestSelection(
-        tuple(files.values()), tuple(nodes), tuple(expect), tuple(refused.values())
+        tuple(files.values()),
+        tuple(nodes),
+        tuple(expect),
+        tuple(refused.values()),
+        tuple(related),
     )

@@ -96,7 +96,17 @@ OUTCOME_SHOWN = {
     "not_reproduced": "not reproduced (flaky)",
     "changed_before_check": "changed before check",
     "escalated": "escalated",
+    "resolved_by_human": "resolved by a person",
 }
+
+
+def closed_outcome(bucket: str, outcome: str | None) -> str | None:
+    """How a closed incident closed, as shown: the machine's outcome, except that an
+    escalation a person then resolved (`resolve-escalation`; state.json keeps the
+    machine's "escalated") is `resolved_by_human`, never "escalated" in `resolved`."""
+    if bucket == "resolved" and outcome == "escalated":
+        return "resolved_by_human"
+    return outcome
 
 
 def list_rows(
@@ -117,6 +127,8 @@ def list_rows(
         rows = mirror.list_incidents(conn, buckets=buckets, status=status, step=step, since=since)
         closed = [r.incident_id for r in rows if r.bucket != "inbox"]
         outcomes = mirror.outcomes(conn, closed) if closed else {}
+        where = {r.incident_id: r.bucket for r in rows}
+        outcomes = {i: closed_outcome(where[i], o) or o for i, o in outcomes.items()}
     finally:
         conn.close()
     # a claim may have expired since its row was written: the few claimed rows are
@@ -180,7 +192,7 @@ def show_one(session: Session, incident_id: str, as_json: bool) -> int:
         "files": sorted(os.listdir(folder)),
         "plan": str(plan.relative_to(root.path)) if plan.is_file() else None,
         "runs": runs,
-        "outcome": outcome if isinstance(outcome, str) else None,
+        "outcome": closed_outcome(bucket, outcome) if isinstance(outcome, str) else None,
         "flaky_count": _flaky_count(root, doc["error_signature"]),
     }
     if as_json:
@@ -198,8 +210,8 @@ def show_one(session: Session, incident_id: str, as_json: bool) -> int:
             output.out(f"{key + ':':16} {', '.join(doc[key])}")
     if doc.get("resolution"):
         output.out(f"{'resolution:':16} {doc['resolution']}")
-    outcome = outcome if isinstance(outcome, str) else None
-    if outcome:
+    outcome = detail["outcome"]
+    if isinstance(outcome, str):
         output.out(f"{'outcome:':16} {OUTCOME_SHOWN.get(outcome, outcome)}")
     if detail["flaky_count"]:
         output.out(f"{'flaky:':16} {detail['flaky_count']} incident(s) of this signature "
@@ -303,5 +315,7 @@ def register(app: typer.Typer) -> None:
         if show_all and outcomes:
             fixed = sum(1 for o in outcomes.values() if o == "fixed")
             flaky = sum(1 for o in outcomes.values() if o == "not_reproduced")
-            output.out(f"resolved: {fixed} fixed, {flaky} not reproduced (flaky, no fix claimed)")
+            human = sum(1 for o in outcomes.values() if o == "resolved_by_human")
+            output.out(f"resolved: {fixed} fixed, {flaky} not reproduced (flaky, no fix claimed)"
+                       + (f", {human} by a person" if human else ""))  # fmt: skip
         return 0

@@ -7,8 +7,13 @@ closed without one (resolved before verdicts were recorded, or by a person) are 
 as "no verdict recorded", never as matching. Reads only the resolved bucket's folder
 names, each incident's run_result.json and the files its verdict names.
 
-Exit codes: 0 every verdict holds; 1 some file changed; 2 bad input (an unknown or
-unresolved id, a run_result.json that cannot be read: the file and field are named).
+A verdict that binds no file at all (an incident whose only check was a verification
+command that names none, e.g. `python -m pytest -q`) is reported as "nothing bound":
+there is nothing to re-check, so it is not said to hold.
+
+Exit codes: 0 every verdict holds (or none was recorded); 1 some file changed, or some
+verdict binds nothing; 2 bad input (an unknown or unresolved id, a run_result.json that
+cannot be read: the file and field are named).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from incidents.layout import BUCKETS, Root, validate_id
 from incidents.models import RunResult
 
 MATCH, CHANGED, NO_VERDICT, UNREADABLE = "match", "changed", "no_verdict", "unreadable"
+NOTHING_BOUND = "nothing_bound"
 
 
 @dataclass
@@ -50,6 +56,11 @@ class Audit:
             return (
                 f"{self.incident_id}: CHANGED since the verdict of report {self.report}: "
                 f"{describe(self.changed, limit=50)}"
+            )
+        if self.status == NOTHING_BOUND:
+            return (
+                f"{self.incident_id}: NOTHING BOUND: report {self.report}'s verdict names no "
+                "file, so nothing can be re-checked (it does not hold or fail)"
             )
         if self.status == NO_VERDICT:
             return f"{self.incident_id}: no verdict recorded ({self.error})"
@@ -80,6 +91,8 @@ def audit(root: Root, incident_id: str) -> Audit:
     if verdict is None:
         why = "closed before verdicts were recorded, or by a person"
         return Audit(incident_id, NO_VERDICT, error=f"{path}: verdict: none ({why})")
+    if not verdict.files and not verdict.absent:
+        return Audit(incident_id, NOTHING_BOUND, verdict.report)
     workdir = Path(verdict.workdir) if verdict.workdir else root.path.parent
     changed = changed_files(verdict.files, workdir, verdict.absent)
     return Audit(
@@ -123,7 +136,7 @@ def register(app: typer.Typer) -> None:
         session = open_root(root, config)
         audits = [audit(session.root, i) for i in resolved_ids(session.root, incident_ids or [])]
         code = 2 if any(a.status == UNREADABLE for a in audits) else 0
-        code = code or (1 if any(a.status == CHANGED for a in audits) else 0)
+        code = code or (1 if any(a.status in (CHANGED, NOTHING_BOUND) for a in audits) else 0)
         if as_json:
             output.out_json({"ok": code == 0, "incidents": [a.to_json() for a in audits]})
         else:
@@ -131,10 +144,11 @@ def register(app: typer.Typer) -> None:
                 (output.err if a.status == UNREADABLE else output.out)(a.line())
             counts = {
                 s: sum(a.status == s for a in audits)
-                for s in (MATCH, CHANGED, NO_VERDICT, UNREADABLE)
+                for s in (MATCH, CHANGED, NOTHING_BOUND, NO_VERDICT, UNREADABLE)
             }
             output.out(
                 f"{len(audits)} resolved: {counts[MATCH]} hold, {counts[CHANGED]} changed, "
-                f"{counts[NO_VERDICT]} without a verdict, {counts[UNREADABLE]} unreadable"
+                f"{counts[NO_VERDICT]} without a verdict, {counts[NOTHING_BOUND]} bound to "
+                f"nothing, {counts[UNREADABLE]} unreadable"
             )
         return code

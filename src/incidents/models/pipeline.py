@@ -131,23 +131,34 @@ def baseline_key(finding: Finding) -> BaselineKey:
     command's finding carries the output's tail: only its first line is kept."""
     message = finding.message.split("; output tail:", 1)[0]
     message = _SPACE.sub(" ", _VOLATILE.sub("<n>", message)).strip()
-    return (finding.path, finding.code or "", message)
+    return (normal_path(finding.path), finding.code or "", message)
+
+
+def normal_path(path: str) -> str:
+    """A path as findings and own_files compare it: normalised, `/`-separated
+    (`./calc.py` and `pkg//m.py` are `calc.py` and `pkg/m.py`)."""
+    return posixpath.normpath(path.replace("\\", "/")) if path else path
 
 
 def own_files(targets: list[str], report: ErrorReport) -> list[str]:
-    """The files an incident is about: its targets, the test files of the test ids its
-    failure names (a test runner's selection, in the first baseline report), and each
-    target's conventional test file (`test_<stem>.py`, `<stem>_test.py`). Test files a run
-    picked up only because they import a target are not in it: their failures are the
-    incident's only when they are new."""
+    """The files an incident is about: its targets, every test file the test runner
+    selected through a target at the first baseline (a target that is a test, a test that
+    imports a target's module or is named after it, the file of a test the failure names:
+    `ToolRun.own_tests`; every file of `tests` in an older report), and each target's
+    conventional test file (`test_<stem>.py`, `<stem>_test.py`). Only test files that
+    `[checks] test_paths` alone brought in are not: a finding there that the first
+    baseline already had is the only kind a recheck may excuse (fsm.preexisting)."""
     stems = {posixpath.splitext(posixpath.basename(t))[0] for t in targets}
     conventional = {f"test_{s}.py" for s in stems} | {f"{s}_test.py" for s in stems}
-    own = dict.fromkeys(targets)
+    own = dict.fromkeys(normal_path(t) for t in targets)
     for run in report.tool_runs:
+        selected = run.tests if run.own_tests is None else run.own_tests
         for test in run.tests:
-            path, sep, _ = test.partition("::")
-            if sep or posixpath.basename(path) in conventional:
+            path = normal_path(test.partition("::")[0])
+            if test in selected or posixpath.basename(path) in conventional:
                 own.setdefault(path)
+        for test in selected:
+            own.setdefault(normal_path(test.partition("::")[0]))
     return list(own)
 
 
@@ -223,14 +234,15 @@ class ErrorPipelineContext(Document):
     # check that passes saw any change at all
     own_files: list[str] | None = Field(
         default=None,
-        description="the files the incident is about (targets, the tests its failure names, "
-        "their conventional test files), fixed by the first baseline check; None: an older "
-        "state, every hard finding blocks",
+        description="the files the incident is about (targets, every test file the test "
+        "runner selected through a target, their conventional test files), fixed by the "
+        "first baseline check; None: an older state, every hard finding blocks",
     )
     baseline_keys: list[BaselineKey] | None = Field(
         default=None,
         description="(path, code, normalised message) of every finding of the first baseline "
-        "report: outside own_files, these are pre-existing and do not block (strict_mode off)",
+        "report: outside own_files, these are pre-existing and do not block at a recheck "
+        "(never at the baseline check; strict_mode off)",
     )
     capture_digest: str | None = Field(
         default=None,

@@ -47,6 +47,13 @@ class ToolRun(Document):
         description="a test runner's selection: the test files it ran, then the test ids the "
         "failure's log names (each of which must have run and passed for a clean report)",
     )
+    own_tests: list[str] | None = Field(
+        default=None,
+        description="the test files of `tests` selected through a target (a target that is "
+        "a test, a test that imports a target's module or is named after it, the file of a "
+        "test the failure names); the rest came from [checks] test_paths. None in older "
+        "reports: every file of `tests`",
+    )
 
 
 class InfraFailure(Document):

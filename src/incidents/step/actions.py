@@ -4,6 +4,7 @@ outcome again instead of running the action twice."""
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from pathlib import Path
 
@@ -104,14 +105,10 @@ class Actions(TickBase):
     def check(
         self, incident: Incident, ctx: ErrorPipelineContext, state: State, now: datetime
     ) -> None:
-        from incidents.digests import combined, target_digests
+        from incidents.checks.judged import targets_digest
 
         label = report_label(state, ctx.report_labels)
         path = self.artifact(artifacts.report_name(label))
-        # the targets as this check judges them (a redo after a crash finds them unchanged:
-        # no fix runs between a check and its commit)
-        targets = ctx.target_files
-        digest = combined(target_digests(str(self.workdir(incident)), targets), targets)
         if path.exists():  # the check ran before a crash: its report is the result
             report = ErrorReport.model_validate(fsutil.read_json_object(path))
         else:
@@ -122,6 +119,9 @@ class Actions(TickBase):
             fsutil.atomic_write_bytes(path, fsutil.dump_model(report), sync_dir=False)
             self.runs_unsynced = True
         self.check_started()
+        # the targets as this check judged them: the report's own record, one answer for
+        # the run and for a redo that reuses its report (the files may differ by then)
+        digest = targets_digest(report.judged, ctx.target_files, self.workdir(incident))
         if state is State.S0_BASELINE_CHECK:
             ctx.record_baseline(report)
         ctx.record_check(report, now, digest)
@@ -307,6 +307,22 @@ class Actions(TickBase):
         merged = attempts.merge_skill_attempt(path, verdict)
         fsutil.atomic_write_bytes(path, fsutil.dump_model(merged))
 
+    def amend_attempt(self, ctx: ErrorPipelineContext, why: str) -> None:
+        """The close did not grant the success the last recheck's attempt record foresaw
+        (`verdict_mismatch`): that record says so (`result: escalated`, `verdict_problem`),
+        rewritten atomically; an incident with no fix-and-recheck has none."""
+        if attempts.fixes_applied(ctx) < 1:
+            return
+        path = self.artifact(artifacts.attempt_name(attempts.attempt_iteration(ctx)))
+        try:
+            doc = fsutil.read_json_object(path)
+        except (IncidentsError, OSError):
+            return  # none written, or not readable: nothing that says "resolved"
+        if doc.get("result") == "escalated" and doc.get("verdict_problem") == why:
+            return
+        doc.update({"result": "escalated", "verdict_problem": why})
+        fsutil.atomic_write_json(path, doc)
+
     def autofix(self, incident: Incident, ctx: ErrorPipelineContext) -> None:
         from incidents.checks.autofix import apply_mechanical_fixes
 
@@ -390,6 +406,19 @@ class Actions(TickBase):
                 update={"step": ctx.step}
             )
             infra = outcome.infra_error
+            # the fixer and everything it started are gone: a step artifact no step has
+            # written yet (a recheck's report, a verdict) is its own, planted for a later
+            # step to reuse; set aside before this step's own result is written
+            planted = [
+                n for n in os.listdir(self.runs)
+                if artifacts.ahead_of(n, ctx.step, ctx.report_labels)
+            ]  # fmt: skip
+            self.set_aside(planted, "planted_artifacts")
+            if planted:
+                note = f"planted in the runs folder, set aside: {', '.join(sorted(planted)[:10])}"
+                attempt = attempt.model_copy(
+                    update={"notes": f"{attempt.notes}; {note}" if attempt.notes else note}
+                )
             fsutil.atomic_write_json(
                 path, {"attempt": attempt.model_dump(mode="json"), "infra_error": infra}
             )

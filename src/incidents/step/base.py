@@ -7,6 +7,7 @@ the close build on. `incidents.step.tick.Tick` is the whole tick.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -19,6 +20,7 @@ from incidents.step.backlog import Backlog
 from incidents.step.documents import workdir_of, write_state
 
 Clock = Callable[[], datetime]
+STALE_PREFIX = "stale-"  # step artifacts set aside in the runs folder, never reused
 
 
 class TickBase:
@@ -101,3 +103,22 @@ class TickBase:
     def artifact(self, name: str) -> Path:
         fsutil.ensure_dir(self.runs)
         return self.runs / name
+
+    def set_aside(self, names: list[str], event: str) -> None:
+        """Move `names` out of the runs folder into `stale-<time>/` there (kept, never
+        reused as a step's artifact), durably, under the incident's lock, and record
+        `event` naming them."""
+        if not names:
+            return
+        stamp = self.clock().strftime("%Y%m%dT%H%M%S.%fZ")
+        aside = self.runs / f"{STALE_PREFIX}{stamp}"
+        with store.incident_lock(self.root, self.id):
+            aside.mkdir(mode=0o700, exist_ok=True)
+            for name in sorted(names):
+                os.replace(self.runs / name, aside / name)
+            fsutil.fsync_dir(aside)
+            fsutil.fsync_dir(self.runs)
+        self.events.append(
+            (event, {"moved": sorted(names)[:50], "count": len(names),
+                     "to": str(aside.relative_to(self.root.path))})
+        )  # fmt: skip

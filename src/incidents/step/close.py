@@ -23,6 +23,7 @@ from incidents.errors import AlreadyArchived, IncidentsError
 from incidents.layout import BUCKETS, Root, validate_id
 from incidents.models import RunResult
 from incidents.redact import redact
+from incidents.vocab import Outcome
 
 
 def _pending_dir(root: Root) -> Path:
@@ -193,6 +194,8 @@ def resolve_escalated(root: Root, folder: Path, reason: str, now: str) -> Path:
                 result_path,
                 {**result, "final_status": "resolved", "reason": reason,
                  "archived_to": f"{BUCKETS['resolved']}/{incident_id}", "finished_at": now,
+                 # not "escalated" beside "resolved": a person closed it, not the machine
+                 "outcome": str(Outcome.RESOLVED_BY_HUMAN),
                  # a person's decision: no check found it clean (the escalation's verdict
                  # stays in run_result.escalated.json)
                  "verdict": None},

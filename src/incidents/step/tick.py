@@ -28,7 +28,6 @@ from incidents.step.outcome import StepOutcome
 from incidents.vocab import FinalStatus, Outcome
 
 AGENT_OF_FIX = {t.fix: t.agent for t in TIERS}
-STALE_PREFIX = "stale-"  # step artifacts a new incident found in its runs folder, set aside
 # the actions whose intent is written before they run (fsm's protocol, step 3): they change
 # the workdir and their decision may rest on inputs that move (budgets), so a redo must
 # find the step they began. The others redo identically: their artifacts are keyed by the
@@ -58,26 +57,17 @@ class Tick(Actions):
         return incident, ctx
 
     def set_aside_stale_artifacts(self) -> None:
-        """A new incident (no state.json yet) owns no step artifacts: whatever its runs
-        folder holds (an earlier incident's with the same id, or planted reports, fixer
-        results, a run_result.json) would be reused as if this incident's steps had made
-        them. Moved, not deleted, into `stale-<time>/` before the first step."""
+        """A new incident (no state.json yet) owns no step artifacts: the step service's
+        files its runs folder already holds (an earlier incident's with the same id, or
+        planted reports, fixer results, a run_result.json) would be reused as if this
+        incident's steps had made them. Moved, not deleted, into `stale-<time>/` before
+        the first step, under the incident's lock (`incidents attempt` writes there too).
+        What a skill may write before the first tick (attempt_NN.json) stays."""
         try:
-            entries = [e for e in os.listdir(self.runs) if not e.startswith(STALE_PREFIX)]
+            names = os.listdir(self.runs)
         except FileNotFoundError:
             return
-        if not entries:
-            return
-        aside = self.runs / f"{STALE_PREFIX}{self.clock().strftime('%Y%m%dT%H%M%S.%fZ')}"
-        aside.mkdir(mode=0o700, exist_ok=True)
-        for name in sorted(entries):
-            os.replace(self.runs / name, aside / name)
-        fsutil.fsync_dir(aside)
-        fsutil.fsync_dir(self.runs)
-        self.events.append(
-            ("stale_artifacts", {"moved": sorted(entries)[:50], "count": len(entries),
-                                 "to": str(aside.relative_to(self.root.path))})
-        )  # fmt: skip
+        self.set_aside([n for n in names if artifacts.machine_written(n)], "stale_artifacts")
 
     def run(self) -> StepOutcome:
         """One tick. Called again on the same object, it goes on from what it committed."""
@@ -182,6 +172,7 @@ class Tick(Actions):
         assert ctx.pending is not None
         ctx.pending = ctx.pending.model_copy(update={"new_state": State.S4_QUARANTINE})
         reason = f"not resolved: {problem}"
+        self.amend_attempt(ctx, reason)
         ctx.record_final(
             FinalStatus.QUARANTINED,
             reason=reason,

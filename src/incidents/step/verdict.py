@@ -12,8 +12,8 @@ from disk and grants success only when it
    configs read, files its verification commands name) still has that hash now.
 
 Otherwise the incident is escalated (`verdict_mismatch`) with the reason. The outcome is
-written as an artifact keyed by the step before the commit, so a tick killed after it
-records the same decision on its redo.
+written as an artifact keyed by the step before the commit: a tick killed after it keeps
+an escalation on its redo, and judges a success again (the files may have changed since).
 """
 
 from __future__ import annotations
@@ -103,12 +103,17 @@ def _recorded(target: str, files: dict[str, str], workdir: Path) -> bool:
 def decide(
     path: Path, runs: Path, ctx: ErrorPipelineContext, workdir: Path
 ) -> tuple[Verdict | None, str | None]:
-    """`judge`, done once per step: its outcome is kept at `path` (the step's artifact) and
-    a redo of the step after a crash reads it instead of judging again."""
+    """`judge`, with its outcome kept at `path` (the step's artifact). A redo of the step
+    after a crash keeps a saved problem (the escalation it decided stands), but judges a
+    saved success again: FINALIZE_SUCCESS is not journaled, so deciding again is safe, and
+    the files may have changed since (success is granted on the files as they are at the
+    close that commits it)."""
     if path.exists():
         saved = fsutil.read_json_object(path)
-        verdict = saved.get("verdict")
-        return (Verdict.model_validate(verdict) if verdict else None), saved.get("problem")
+        problem = saved.get("problem")
+        if problem:
+            verdict = saved.get("verdict")
+            return (Verdict.model_validate(verdict) if verdict else None), str(problem)
     verdict, problem = judge(runs, ctx, workdir)
     doc = {"verdict": verdict.model_dump(mode="json") if verdict else None, "problem": problem}
     # fsynced; its folder with the commit's flush or by the close (like a report's)

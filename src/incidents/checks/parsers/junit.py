@@ -67,6 +67,7 @@ def parse(out: ToolOutput) -> list[RawFinding]:
 
 
 GUARD_PROPERTY = "incidents-guard"  # checks/pytest_guard.py
+GUARD_UNAVAILABLE = "incidents-guard: unavailable: "  # checks/pytest_guard.UNAVAILABLE
 
 
 def guard(out: ToolOutput, root: ET.Element) -> list[RawFinding]:
@@ -79,6 +80,11 @@ def guard(out: ToolOutput, root: ET.Element) -> list[RawFinding]:
     if verdicts == ["intact"]:
         return []
     if not verdicts:
+        for line in (out.stderr or "").splitlines():
+            if line.startswith(GUARD_UNAVAILABLE):  # the guard could not work here
+                raise ParseError(
+                    f"the test runner's guard could not run: {line[len(GUARD_UNAVAILABLE) :][:500]}"
+                )
         what = ("the test runner's guard gave no verdict: the run was cut short or its "
                 "report was written by something else")  # fmt: skip
     else:
