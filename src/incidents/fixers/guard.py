@@ -5,17 +5,19 @@
   `checks.tamper_files.config_paths` compares, and the incidents config in use) are read
   before the run, with their bytes; after it, each one that was created, changed, deleted
   or replaced by a link or something else is a violation and is put back (a file that did
-  not exist is removed).
+  not exist is removed) — after the version found there is moved into `aside` (the root's
+  `.state/stray/<id>/`): it may be a person's edit made while the fixer ran, and is never
+  lost. Under bubblewrap only the configs under the tier's `writable` paths are held (it
+  cannot write the others, so a change there is someone else's).
 - `Listings`: the entries of the folders a stray write lands in most (each folder from the
-  workdir's parent up to `/`, `/tmp`, `/var/tmp`, `/dev/shm` and `$TMPDIR`; one level each,
-  not their trees) before and after: a file, link or FIFO that appeared is reported and
-  moved aside (when it is ours) into `aside` (the root's `.state/stray/<id>/`), never
-  deleted: a file another process made there in the same instant would be taken for the
-  fixer's, and must not be lost for it; where it cannot be moved (another filesystem, no
-  `aside`) it is reported and left. An existing one that changed is reported (not in the
-  temporary folders, where other programs' files change all the time). The fixer gets a
-  private TMPDIR, removed after. This is detection, not containment: a write deeper in
-  some other tree or a new folder goes unseen.
+  workdir's parent up to `/`, and `/tmp`, `/var/tmp`, `/dev/shm`, `$TMPDIR`; one level
+  each, not their trees) before and after. Beside the workdir (its ancestors) a new
+  regular file of ours is reported and moved aside into `aside`, never deleted (another
+  process may have made it in the same instant); a new link, FIFO or socket, or a changed
+  file, is reported and left. In the shared temporary folders a new entry is only
+  reported: other programs' sockets and temp files appear there all the time, and the
+  fixer has a private TMPDIR of its own (removed after). This is detection, not
+  containment: a write deeper in some other tree or a new folder goes unseen.
 - `Reaper`: for the run this process is a child subreaper (`prctl(PR_SET_CHILD_SUBREAPER)`,
   Linux): whatever the fixer leaves running (a background child of its process group, a
   `setsid` daemon, a double fork) is re-parented to us instead of init, and `sweep` kills
@@ -53,7 +55,7 @@ class Held:
     """A path as it was: absent, a regular file (its bytes unless too large), a symlink (its
     target) or something else (a folder, a FIFO, ...: only its type)."""
 
-    kind: str  # absent | file | link | other
+    kind: str  # absent | file | link | dir | other
     digest: str = ""
     data: bytes | None = None
     mode: int = 0o644
@@ -118,9 +120,13 @@ def put_back(path: str, old: Held) -> bool:
 
 
 class FileGuard:
-    """`paths` held now; `check` reports and puts back what changed since."""
+    """`paths` held now; `check` reports and puts back what changed since. The version
+    found is first moved into `aside` (never unlinked or overwritten without a copy kept:
+    it may be a person's edit made while the fixer ran); with no `aside`, or where it
+    cannot be moved, a changed path is reported and left as it is."""
 
-    def __init__(self, paths: Iterable[str]) -> None:
+    def __init__(self, paths: Iterable[str], aside: str | None = None) -> None:
+        self.aside = aside
         self.before = {p: hold(p) for p in dict.fromkeys(paths)}
 
     def check(self) -> tuple[list[str], list[str]]:
@@ -132,9 +138,29 @@ class FileGuard:
             if (new.kind, new.digest) == (old.kind, old.digest):
                 continue
             changed.append(path)
-            if not put_back(path, old):
+            kept = new.kind == "absent" or (
+                self.aside is not None and move_aside(path, self.aside) is not None
+            )
+            if not kept or not put_back(path, old):
                 failed.append(path)
         return changed, failed
+
+
+def move_aside(path: str, aside: str) -> str | None:
+    """Move `path` (a file, link or folder) into the folder `aside` under a name that says
+    where it was; across filesystems it is copied, then removed. Returns where it went, or
+    None when it could not be moved (it is then left where it is)."""
+    try:
+        os.makedirs(aside, mode=0o700, exist_ok=True)
+        flat = path.strip("/").replace("/", "%")[-200:]
+        for n in range(1, 10_000):
+            dest = os.path.join(aside, f"{n:03d}-{flat}")
+            if not os.path.lexists(dest):
+                break
+        shutil.move(path, dest)
+    except (OSError, shutil.Error):
+        return None
+    return dest
 
 
 def config_files(workdir: Path, targets: list[str], extra: Iterable[str]) -> list[str]:
@@ -193,7 +219,7 @@ class Listings:
     ) -> None:
         self.aside = aside
         self.skip = {os.path.realpath(s) for s in skip}
-        self.changes = folders
+        self.ancestor = folders  # False: a shared temporary folder
         self.before = {f: _list(f) for f in folders}
 
     def check(self) -> tuple[list[str], list[str]]:
@@ -208,26 +234,27 @@ class Listings:
                     continue
                 if stat.S_ISDIR(now[0]):
                     continue  # folders come and go with every tool run: too noisy to judge
-                if name in old:
-                    if self.changes[folder]:
-                        found.append(path)
-                        left.append(path)  # its old bytes are not kept: reported only
-                    continue
+                if name in old and not self.ancestor[folder]:
+                    continue  # other programs' temporary files change all the time
                 found.append(path)
-                try:
-                    if os.lstat(path).st_uid != me or self.aside is None:
-                        raise PermissionError(path)
-                    self._put_aside(path, len(found))
-                except OSError:
+                # Only a new regular file of ours beside the workdir is moved aside: in the
+                # shared temporary folders (the fixer has its own TMPDIR) a new file is as
+                # likely another program's (a socket, a lock), and a changed one's old
+                # bytes are not kept.
+                movable = (
+                    name not in old and self.ancestor[folder] and self.aside is not None
+                    and stat.S_ISREG(now[0]) and _owner(path) == me
+                )  # fmt: skip
+                if not movable or self.aside is None or move_aside(path, self.aside) is None:
                     left.append(path)
         return found, left
 
-    def _put_aside(self, path: str, n: int) -> None:
-        """Rename `path` into `aside` (same filesystem only: OSError otherwise)."""
-        assert self.aside is not None
-        os.makedirs(self.aside, mode=0o700, exist_ok=True)
-        name = f"{n:03d}-" + path.strip("/").replace("/", "%")
-        os.rename(path, os.path.join(self.aside, name))
+
+def _owner(path: str) -> int | None:
+    try:
+        return os.lstat(path).st_uid
+    except OSError:
+        return None
 
 
 # --- the subreaper ----------------------------------------------------------------------

@@ -27,6 +27,7 @@ from pathlib import Path
 from incidents import fsutil, proc
 from incidents.bundle_rules import target_problem
 from incidents.fixers import guard, sandbox, snapshot
+from incidents.fixers.rootwatch import RootWatch
 from incidents.fixers.settings import PLACEHOLDER_RE, TierSettings
 from incidents.models import AIAttempt
 from incidents.redact import redact
@@ -221,22 +222,32 @@ def run_fixer(
         before = snapshot.take(workdir, settings.scratch, limits or snapshot.Limits())
     except (ValueError, OSError, snapshot.SnapshotTooLarge, UnicodeDecodeError) as exc:
         return finish(str(exc))
-    argv = render_argv(settings.argv, prompt_file, prompt, rel_targets, workdir)
-    outcome.argv = render_argv(settings.argv, prompt_file, "<prompt>", rel_targets, workdir)
     env = proc.minimal_env(_pass_env(settings.env))
-    argv, bwrap, error = _containment(containment, settings, argv, workdir, prompt_file, env)
-    if error:
-        return finish(error)
-    outcome.contained, outcome.sandbox = bwrap is not None, bwrap or "detection"
-    configs = guard.config_files(workdir, rel_targets, [*containment.watch])
-    held = guard.FileGuard(configs)
-    kinds = {t: _lstat(workdir / t) for t in rel_targets}
     with contextlib.ExitStack() as stack:
-        listings, reaper = None, None
+        private = stack.enter_context(
+            tempfile.TemporaryDirectory(prefix="fixer-", ignore_cleanup_errors=True)
+        )
+        # the fixer's own copy of the prompt: the path it is handed leads nowhere near the
+        # reports root (the original lives in the incident's runs folder)
+        given = Path(private) / prompt_file.name
+        given.write_bytes(prompt.encode("utf-8"))
+        argv = render_argv(settings.argv, given, prompt, rel_targets, workdir)
+        # the record names the incident's prompt file (the copy is gone after the run)
+        outcome.argv = render_argv(settings.argv, prompt_file, "<prompt>", rel_targets, workdir)
+        argv, bwrap, error = _containment(containment, settings, argv, workdir, given, env)
+        if error:
+            return finish(error)
+        outcome.contained, outcome.sandbox = bwrap is not None, bwrap or "detection"
+        configs = guard.config_files(workdir, rel_targets, [*containment.watch])
+        if bwrap is not None:  # it can write only there: a change elsewhere is someone else's
+            writable = sandbox.expand(settings.writable)
+            configs = [c for c in configs if any(_under(c, w) for w in writable)]
+        held = guard.FileGuard(configs, containment.aside)
+        kinds = {t: _lstat(workdir / t) for t in rel_targets}
+        listings, reaper, root = None, None, None
         if bwrap is None:
-            env["TMPDIR"] = stack.enter_context(
-                tempfile.TemporaryDirectory(prefix="fixer-", ignore_cleanup_errors=True)
-            )
+            env["TMPDIR"] = private
+            root = RootWatch(containment.watch_root, containment.aside)
             listings = guard.Listings(
                 guard.listed_folders(workdir), skip=configs, aside=containment.aside
             )
@@ -267,4 +278,24 @@ def run_fixer(
             outside, left = check()
             outcome.violations += outside
             outcome.unreverted += left
-    return finish(_infra(result))
+    return finish(_planted(root, containment.aside, outcome) or _infra(result))
+
+
+def _planted(root: RootWatch | None, aside: str | None, outcome: FixerOutcome) -> str | None:
+    """The tamper failure when a detection-mode fixer changed the incident's folders in the
+    reports root (a planted report, a forged state): the attempt cannot stand."""
+    if root is None:
+        return None
+    changed, left = root.check()
+    if not changed:
+        return None
+    outcome.violations += changed
+    outcome.unreverted += left
+    shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+    kept = f"; what it wrote is moved aside to {aside}" if aside else ""
+    return f"tamper: the fixer changed the reports root (detection only, no sandbox): {shown}{kept}"
+
+
+def _under(path: str, folder: str) -> bool:
+    real, top = os.path.realpath(path), os.path.realpath(folder)
+    return real == top or real.startswith(top.rstrip("/") + "/")
