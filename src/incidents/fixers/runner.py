@@ -5,10 +5,13 @@ minimal environment plus the tier's pass-through variables, cwd = workdir) conta
 (`fixers.sandbox`: under bubblewrap, else with `fixers.guard`'s detection), snapshot
 again. Changed target files are the fix; any other file created, changed or deleted is a
 violation and is put back, and so is a target replaced by a symlink, a hard link or
-anything but a regular file (it is restored, not accepted as changed). The check configs
-outside the workdir and the incidents config are held before and put back after. A fixer
-that cannot be started, times out or exits non-zero is an infrastructure failure (seed
-001: "if Aider fails as a tool, go to S_ERROR_INFRA").
+anything but a regular file (it is restored, not accepted as changed). The fixer gets a
+copy of the prompt in a private folder (never a path into the reports root). The check
+configs outside the workdir it could write and the incidents config are held before and
+put back after (`guard.FileGuard`); with detection, the incident's folders in the reports
+root are compared too (`rootwatch`), and a change there is an infrastructure failure
+named `tamper:`. A fixer that cannot be started, times out or exits non-zero is an
+infrastructure failure (seed 001: "if Aider fails as a tool, go to S_ERROR_INFRA").
 """
 
 from __future__ import annotations
