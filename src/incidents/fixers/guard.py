@@ -34,13 +34,14 @@ import shutil
 import signal
 import stat
 import sys
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from incidents import fsutil
+from incidents import fsutil, proc
 
 MAX_HELD_BYTES = 4 << 20  # a config larger than this is compared by digest, not put back
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -48,6 +49,7 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37
 SWEEP_ROUNDS = 50
+RECORD_EVERY_S = 0.25  # how often a detection-mode run lists the fixer's descendants
 
 
 @dataclass(frozen=True)
@@ -300,19 +302,43 @@ def _descendants(table: dict[int, tuple[int, str]], root: int, skip: set[int]) -
 
 class Reaper:
     """`with Reaper() as r:` run the fixer, then `r.sweep()`; leaving the block sweeps too and
-    gives the subreaper flag back. `killed`: how many processes the sweeps killed."""
+    gives the subreaper flag back. `killed`: how many processes the sweeps killed.
 
-    def __init__(self) -> None:
+    `record`: a pidfile of `proc.run`. If this process is killed while the fixer runs, the
+    subreaper goes with it and what the fixer started in a session of its own is orphaned
+    outside the recorded process group; so while the fixer runs, every `RECORD_EVERY_S`
+    its descendants are listed beside the pidfile (`proc.record_descendants`), and the next
+    worker's `proc.kill_recorded` kills them too. What was started and left alone within
+    the last interval before the kill is not listed yet."""
+
+    def __init__(self, record: str | os.PathLike[str] | None = None) -> None:
         self.me = os.getpid()
         self.killed = 0
         self.active = False
         self.earlier: set[int] = set()
+        self.record = record
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
 
     def __enter__(self) -> Reaper:
         if os.path.isdir("/proc"):
             self.earlier = {p for p, (pp, _) in _parents().items() if pp == self.me}
             self.active = _prctl(PR_SET_CHILD_SUBREAPER, 1)
+        if self.active and self.record is not None:
+            self._watcher = threading.Thread(target=self._watch, name="fixer-descendants")
+            self._watcher.daemon = True
+            self._watcher.start()
         return self
+
+    def _watch(self) -> None:
+        assert self.record is not None
+        listed: set[int] = set()
+        while not self._stop.wait(RECORD_EVERY_S):
+            found = set(_descendants(_parents(), self.me, self.earlier))
+            if found - listed:
+                listed |= found
+                with contextlib.suppress(OSError):
+                    proc.record_descendants(self.record, sorted(listed))
 
     def sweep(self) -> int:
         """Kill every descendant that was not our child before the run (and its own
@@ -343,9 +369,15 @@ class Reaper:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self._stop.set()
+        if self._watcher is not None:
+            self._watcher.join()
         try:
             self.sweep()
         finally:
             if self.active:
                 _prctl(PR_SET_CHILD_SUBREAPER, 0)
                 self.active = False
+            if self.record is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(proc.descendants_file(self.record))

@@ -254,7 +254,7 @@ def run_fixer(
             listings = guard.Listings(
                 guard.listed_folders(workdir), skip=configs, aside=containment.aside
             )
-            reaper = stack.enter_context(guard.Reaper())
+            reaper = stack.enter_context(guard.Reaper(record=pidfile))
         result = proc.run(
             argv, cwd=workdir, timeout=settings.timeout_s, env=env,
             stdin=prompt.encode("utf-8") if settings.stdin == "prompt" else None,
