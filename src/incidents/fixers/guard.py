@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import hashlib
 import os
 import shutil
 import signal
@@ -37,88 +36,41 @@ import sys
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from incidents import fsutil, proc
+from incidents import proc
+from incidents.fixers import snapshot
 
 MAX_HELD_BYTES = 4 << 20  # a config larger than this is compared by digest, not put back
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37
 SWEEP_ROUNDS = 50
 RECORD_EVERY_S = 0.25  # how often a detection-mode run lists the fixer's descendants
 
 
-@dataclass(frozen=True)
-class Held:
-    """A path as it was: absent, a regular file (its bytes unless too large), a symlink (its
-    target) or something else (a folder, a FIFO, ...: only its type)."""
-
-    kind: str  # absent | file | link | dir | other
-    digest: str = ""
-    data: bytes | None = None
-    mode: int = 0o644
+Held = snapshot.Entry  # one shape for a path as it was, inside the workdir or out
+put_back = snapshot.put_back  # and one way to make it so again
 
 
 def hold(path: str) -> Held:
+    """`path` as it is now (a link is not followed), with a file's bytes up to
+    `MAX_HELD_BYTES`."""
     try:
         st = os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
-        return Held("absent")
+        return snapshot.ABSENT
     except OSError as exc:
         return Held("other", f"unreadable: {exc.strerror}")
     if stat.S_ISLNK(st.st_mode):
         return Held("link", os.readlink(path))
     if not stat.S_ISREG(st.st_mode):
         return Held("other", f"mode {st.st_mode:o}")
-    try:
-        fd = os.open(path, os.O_RDONLY | _NONBLOCK | _NOFOLLOW)
-    except OSError as exc:
-        return Held("other", f"unreadable: {exc.strerror}")
-    digest, kept = hashlib.sha256(), bytearray()
-    try:
-        while chunk := os.read(fd, 1 << 16):
-            digest.update(chunk)
-            if len(kept) <= MAX_HELD_BYTES:
-                kept += chunk
-    finally:
-        os.close(fd)
-    data = bytes(kept) if len(kept) <= MAX_HELD_BYTES else None
-    return Held("file", digest.hexdigest(), data, stat.S_IMODE(st.st_mode))
-
-
-def _clear(path: str) -> None:
-    """Remove whatever is at `path` now (a folder the fixer made there too)."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return
-    if stat.S_ISDIR(st.st_mode):
-        shutil.rmtree(path)
-    else:
-        os.unlink(path)
-
-
-def put_back(path: str, old: Held) -> bool:
-    """Make `path` what `old` says it was; False when that cannot be done."""
-    try:
-        if old.kind == "absent":
-            _clear(path)
-        elif old.kind == "link":
-            _clear(path)
-            os.symlink(old.digest, path)
-        elif old.kind == "file" and old.data is not None:
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path)
-            fsutil.atomic_write_bytes(path, old.data, old.mode)
-        else:
-            return False
-    except OSError:
-        return False
-    return True
+    read = snapshot.read_file(path, MAX_HELD_BYTES)
+    if read is None:
+        return Held("other", "unreadable")
+    digest, data, mode = read
+    return Held("file", digest, data, mode)
 
 
 class FileGuard:

@@ -160,13 +160,7 @@ def _restore_targets(workdir: Path, bad: dict[str, str], before: snapshot.Snapsh
     returns those that could not be."""
     failed = []
     for rel in bad:
-        old = before.files.get(rel)
-        held = (
-            guard.Held(old.kind, old.digest, old.data, stat.S_IMODE(old.mode))
-            if old is not None
-            else guard.Held("absent")
-        )
-        if not guard.put_back(str(workdir / rel), held):
+        if not snapshot.put_back(str(workdir / rel), before.files.get(rel, snapshot.ABSENT)):
             failed.append(rel)
     return failed
 
