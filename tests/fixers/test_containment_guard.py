@@ -146,3 +146,38 @@ def test_beside_the_workdir_only_a_new_regular_file_is_moved_aside(
     assert kept.name.endswith("%stray.txt") and kept.read_text() == "left by the fixer"
     assert (up / "pipe").exists() and (up / "link").is_symlink()  # reported and left
     assert {str(up / "pipe"), str(up / "link")} <= set(unreverted)
+
+
+def test_under_bubblewrap_a_config_the_fixer_could_write_is_held_and_the_rest_left_alone(
+    bin_dir: Path, project: Path, tmp_path: Path
+) -> None:
+    bubblewrap_or_skip()
+    config = tmp_path / "incidents.toml"  # under the writable path, but bound read-only
+    config.write_text("# v1\n")
+    bin_dir.mkdir(exist_ok=True)
+    stand_in(bin_dir, "aider", "(pathlib.Path.cwd().parent / 'ruff.toml').write_text('x')\n"
+             f"time.sleep({FIXER_S})")  # fmt: skip
+    prompt = tmp_path / "prompt.md"
+    prompt.write_text("fix a.py\n")
+    aside = tmp_path / "stray"
+
+    def person() -> None:
+        time.sleep(EDIT_AT_S)
+        config.write_text("# v2: the person's edit\n")
+
+    edit = threading.Thread(target=person)
+    edit.start()
+    try:
+        out = run_fixer(
+            "aider", TierSettings(argv=["aider", "{files}"], timeout_s=30, writable=[str(tmp_path)]),
+            prompt, ["a.py"], project,
+            containment=sandbox.Containment("bwrap", watch=(str(config),), aside=str(aside)),
+        )  # fmt: skip
+    finally:
+        edit.join()
+    assert out.ok and out.contained, out.infra_error
+    assert "v2" in config.read_text() and str(config) not in out.violations
+    assert str(project.parent / "ruff.toml") in out.violations  # it could write there
+    assert not (project.parent / "ruff.toml").exists()
+    [kept] = aside.iterdir()
+    assert kept.name.endswith("%ruff.toml") and kept.read_text() == "x"

@@ -238,7 +238,11 @@ def run_fixer(
         configs = guard.config_files(workdir, rel_targets, [*containment.watch])
         if bwrap is not None:  # it can write only there: a change elsewhere is someone else's
             writable = sandbox.expand(settings.writable)
-            configs = [c for c in configs if any(_under(c, w) for w in writable)]
+            read_only = [*containment.protect, *containment.watch]  # bound read-only last
+            configs = [
+                c for c in configs
+                if any(_under(c, w) for w in writable) and not any(_under(c, r) for r in read_only)
+            ]  # fmt: skip
         held = guard.FileGuard(configs, containment.aside)
         kinds = {t: _lstat(workdir / t) for t in rel_targets}
         listings, reaper, root = None, None, None
