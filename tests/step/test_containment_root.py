@@ -9,13 +9,18 @@ Under bubblewrap the same writes are refused (the root is read-only)."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from incidents.layout import Root
 from tests.debian import bubblewrap_or_skip
-from tests.helpers import FAST, Cli, capture, ctx_of, use_config
+from tests.helpers import FAST, Cli, capture, ctx_of, incidents, use_config
 from tests.stand_ins import stand_in
 
 UNDEFINED = "def value() -> int:\n    return undefined_name\n"  # ruff F821: hard
@@ -137,3 +142,68 @@ def test_the_fixer_is_handed_a_copy_of_its_prompt_outside_the_reports_root(
     assert "names.py" in attempt.notes  # it is the prompt
     assert attempt.prompt_file is not None  # the record names the incident's prompt
     assert Path(attempt.prompt_file).parent == root.runs_dir(incident_id)
+
+
+# Kill-resume: the first run of the fixer plants the recheck's report and is killed with
+# its worker; the redo's fixer is honest-looking (it changes nothing), so only a compare
+# from the killed run's start can see the planted file.
+PLANT_THEN_HANG = """
+import json
+marks = pathlib.Path(sys.argv[0]).with_name("marks")
+spec = json.loads(open(os.path.join(os.path.dirname(sys.argv[0]), "plant.json")).read())
+runs = pathlib.Path(spec["runs"])
+first = not (marks / "planted").exists()
+if first and spec["plant"]:
+    doc = json.loads((runs / "error_report_attempt_0.json").read_text())
+    doc["label"], doc["issues"] = "1", []
+    doc["summary"] = {"total_issues": 0, "issues_by_tool": {}, "issues_by_category": {},
+        "hard_error_count": 0, "style_error_count": 0, "security_issue_count": 0,
+        "error_categories_present": [], "has_hard_fail": False, "style_only": False}
+    (runs / "error_report_attempt_1.json").write_text(json.dumps(doc))
+if first:
+    marks.mkdir(exist_ok=True)
+    (marks / "planted").write_text("")
+    time.sleep(60)  # killed with its worker
+elif not spec["plant"]:
+    p = pathlib.Path(sys.argv[-1]); p.write_text(p.read_text().replace("undefined_name", "1"))
+"""
+
+
+@pytest.mark.parametrize("plant", [True, False])
+def test_a_report_planted_by_a_fixer_whose_worker_was_killed_is_caught_at_the_redo(
+    root: Root, tmp_path: Path, plant: bool
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    stand_in(bin_dir, "aider", PLANT_THEN_HANG)
+    config = tmp_path / "incidents.toml"
+    config.write_text(FAST + ONLY_AIDER + '[tiers]\nsandbox = "none"\n')
+    env = {**os.environ, "INCIDENTS_ROOT": str(root.path), "INCIDENTS_CONFIG": str(config),
+           "PATH": f"{bin_dir}:{os.environ['PATH']}"}  # fmt: skip
+    ws = tmp_path / "project" / "ws"
+    ws.mkdir(parents=True)
+    (ws / "names.py").write_text(UNDEFINED)
+    incident_id = incidents(
+        "capture", "--step", "lint", "--message", "m", "--python-file", "names.py",
+        "--workdir", str(ws), "--no-dedupe", env=env, check=True,
+    ).stdout.strip()  # fmt: skip
+    spec = {"runs": str(root.runs_dir(incident_id)), "plant": plant}
+    (bin_dir / "plant.json").write_text(json.dumps(spec))
+    drive = [sys.executable, "-m", "incidents", "drive", incident_id]
+    first = subprocess.Popen(drive, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not (bin_dir / "marks" / "planted").exists():
+        assert time.monotonic() < deadline and first.poll() is None, "the fixer never ran"
+        time.sleep(0.05)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    again = incidents("drive", incident_id, env=env)
+    assert again.returncode == 0, again.stderr
+    [attempt] = ctx_of(root, incident_id).ai_attempts
+    if not plant:  # a worker's death alone is no tamper: the redo's real fix stands
+        assert (root.bucket("resolved") / incident_id).is_dir(), (again.stdout, attempt.notes)
+        return
+    assert not (root.bucket("resolved") / incident_id).exists(), "resolved by a planted report"
+    assert "tamper: the fixer changed the reports root" in attempt.notes
+    assert any("error_report_attempt_1.json" in v for v in attempt.violations)
+    assert (ws / "names.py").read_text() == UNDEFINED

@@ -24,19 +24,50 @@ warns when fixers run this way and the root is writable by them.
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import json
 import os
 import stat
 from collections.abc import Iterable
 
-from incidents import fsutil
+from incidents import artifacts, fsutil
+from incidents.errors import IncidentsError
 from incidents.fixers import guard
 
 MAX_ENTRIES = 20_000  # a runs folder larger than this is compared on its first entries
+MAX_RECORD_BYTES = 16 << 20  # file bytes kept in the record for a killed run's successor
 # what capture may change in an open incident's bundle while its fixer runs
 CAPTURE_WRITES = frozenset({"log_tail.txt"})
 CAPTURE_KEYS = frozenset({"occurrences", "last_seen", "updated_at"})
 INCIDENT_DOC = "incident.json"
+
+
+def _dump(tops: list[str], held: dict[str, guard.Held]) -> bytes:
+    kept, entries = 0, {}
+    for path, h in held.items():
+        data = None
+        if h.data is not None and kept + len(h.data) <= MAX_RECORD_BYTES:
+            kept += len(h.data)
+            data = base64.b64encode(h.data).decode("ascii")
+        entries[path] = [h.kind, h.digest, data, h.mode]
+    return json.dumps({"tops": tops, "entries": entries}).encode("utf-8")
+
+
+def _load(record: str, tops: list[str]) -> dict[str, guard.Held] | None:
+    """The holding a killed run left in `record`, when it is of the same paths."""
+    try:
+        doc = json.loads(fsutil.read_regular_file(record, MAX_RECORD_BYTES * 2))
+        if doc.get("tops") != tops:
+            return None
+        return {
+            str(path): guard.Held(
+                str(kind), str(digest), base64.b64decode(data) if data else None, int(mode)
+            )
+            for path, (kind, digest, data, mode) in doc["entries"].items()
+        }
+    except (OSError, ValueError, TypeError, AttributeError, KeyError, IncidentsError):
+        return None
 
 
 def _scan(top: str, out: dict[str, guard.Held]) -> None:
@@ -82,13 +113,39 @@ def _without_capture_keys(doc: dict[str, object]) -> dict[str, object]:
 
 class RootWatch:
     """`paths` (folders or files of the reports root) held now; `check` reports, moves
-    aside and puts back what changed since."""
+    aside and puts back what changed since.
 
-    def __init__(self, paths: Iterable[str], aside: str | None) -> None:
+    `record`: a file where the holding is kept while the fixer runs (next to its pidfile).
+    If this process is killed meanwhile, the next run for the incident finds it and
+    compares against it instead of against what it finds: what the killed run's fixer
+    planted before the kill is still caught (the redo's own fixer could plant the same
+    bytes again, and the recheck would reuse them). The prompt files are taken as they are
+    now: the redo writes its prompt again before it runs."""
+
+    def __init__(self, paths: Iterable[str], aside: str | None, record: str | None = None) -> None:
         self.aside = aside
+        self.record = record
+        self.tops = list(dict.fromkeys(os.path.abspath(p) for p in paths))
         self.before: dict[str, guard.Held] = {}
-        for path in dict.fromkeys(os.path.abspath(p) for p in paths):
+        for path in self.tops:
             _scan(path, self.before)
+        if record is None or not self.tops:
+            self.record = None
+            return
+        earlier = _load(record, self.tops)
+        if earlier is not None:  # a run killed before its check: judge from its start
+            for path, held in self.before.items():
+                if os.path.basename(path).startswith(artifacts.PROMPT_PREFIX):
+                    earlier[path] = held
+            self.before = earlier
+        with contextlib.suppress(OSError):
+            fsutil.atomic_write_bytes(record, _dump(self.tops, self.before), durable=False)
+
+    def forget(self) -> None:
+        """The run is judged: drop the record."""
+        if self.record is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.record)
 
     def _allowed(self, path: str, old: guard.Held, new: guard.Held) -> bool:
         name = os.path.basename(path)
@@ -99,9 +156,8 @@ class RootWatch:
     def check(self) -> tuple[list[str], list[str]]:
         """(changed paths, those that could not be moved aside or put back)."""
         after: dict[str, guard.Held] = {}
-        for path in self.before:
-            if os.path.dirname(path) not in self.before:  # the tops
-                _scan(path, after)
+        for path in self.tops:
+            _scan(path, after)
         absent = guard.Held("absent")
         changed: list[str] = []
         for path in sorted(set(self.before) | set(after)):

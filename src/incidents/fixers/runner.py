@@ -246,9 +246,13 @@ def run_fixer(
         held = guard.FileGuard(configs, containment.aside)
         kinds = {t: _lstat(workdir / t) for t in rel_targets}
         listings, reaper, root = None, None, None
+        if bwrap is not None and pidfile is not None:  # a detection run's, from before
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{pidfile}.root.json")
         if bwrap is None:
             env["TMPDIR"] = private
-            root = RootWatch(containment.watch_root, containment.aside)
+            record = f"{pidfile}.root.json" if pidfile is not None else None
+            root = RootWatch(containment.watch_root, containment.aside, record)
             listings = guard.Listings(
                 guard.listed_folders(workdir), skip=configs, aside=containment.aside
             )
@@ -288,6 +292,7 @@ def _planted(root: RootWatch | None, aside: str | None, outcome: FixerOutcome) -
     if root is None:
         return None
     changed, left = root.check()
+    root.forget()
     if not changed:
         return None
     outcome.violations += changed
