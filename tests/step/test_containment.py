@@ -160,7 +160,8 @@ def test_a_cheating_fixer_without_a_sandbox_is_caught_by_detection(
     assert any(name.endswith("%sibling.txt") for name in aside), aside
     assert any(name.endswith("%ruff.toml") for name in aside), aside
     # in the shared /tmp a new file is reported and left: it may be another program's
-    assert paths["tmp"].is_file() and str(paths["tmp"]) in attempt.notes
+    assert paths["tmp"].is_file() and str(paths["tmp"]) in attempt.violations
+    assert str(paths["tmp"]) not in attempt.notes  # left on purpose, not "not reverted"
     assert not any(paths["tmp"].name in name for name in aside), aside
     paths["tmp"].unlink()
     assert "not contained (detection only)" in review_page(cli, root)

@@ -177,7 +177,7 @@ class Listings:
         self.before = {f: _list(f) for f in folders}
 
     def check(self) -> tuple[list[str], list[str]]:
-        """(new or changed paths, those left in place)."""
+        """(new or changed paths, those beside the workdir left in place)."""
         found: list[str] = []
         left: list[str] = []
         me = os.getuid()
@@ -199,6 +199,8 @@ class Listings:
                     name not in old and self.ancestor[folder] and self.aside is not None
                     and stat.S_ISREG(now[0]) and _owner(path) == me
                 )  # fmt: skip
+                if not self.ancestor[folder]:
+                    continue  # reported only, on purpose: not "could not be put back"
                 if not movable or self.aside is None or move_aside(path, self.aside) is None:
                     left.append(path)
         return found, left
