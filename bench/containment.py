@@ -6,8 +6,9 @@ A trivial fixer program (`true`) is run, interleaved, in the same run:
   - process only: bare (`proc.run`) vs under bubblewrap (`sandbox.wrap`);
   - the whole fixer call (`fixers.runner.run_fixer`: snapshot before and after, the run,
     the judgement) with `[tiers] sandbox = "bwrap"` and `"none"` (detection: the check
-    configs up the tree and the incidents config held and compared, the listings of the
-    workdir's ancestors and /tmp, a private TMPDIR, the subreaper and its sweep), against
+    configs up the tree and the incidents config held and compared, the incident's folders
+    in the reports root and the seal key compared, the listings of the workdir's
+    ancestors and /tmp, a private TMPDIR, the subreaper and its sweep), against
     the same call's work without any containment (snapshot, bare run, snapshot, compare).
 Writes bench/results/containment.json. Target: each containment's overhead (median of the
 whole call minus the uncontained call's median) under 100 ms.
@@ -49,6 +50,26 @@ def make_workdir(base: Path) -> Path:
     return wd
 
 
+def make_root(base: Path) -> tuple[str, ...]:
+    """An incident's folders in a reports root as detection compares them after a few
+    attempts (reports, prompts, a tamper baseline, the bundle, the plan, the seal key)."""
+    root = base / "reports"
+    runs = root / "error_runs" / "incident_x"
+    bundle = root / "error_inbox" / "incident_x"
+    plan = root / "error_plans" / "incident_x"
+    for folder in (runs, bundle, plan, root / ".state"):
+        folder.mkdir(parents=True, exist_ok=True)
+    for n in range(6):
+        (runs / f"error_report_attempt_{n}.json").write_text('{"issues": []}' + " " * 20_000)
+        (runs / f"prompt_attempt_{n}.md").write_text("fix it\n" * 1000)
+    (runs / "tamper_baseline_step_1.json").write_text("{}" + " " * 50_000)
+    for name in ("incident.json", "state.json", "ai_attempts.json", "log_tail.txt"):
+        (bundle / name).write_text("{}" + " " * 4_000)
+    (plan / "plan.json").write_text("{}")
+    (root / ".state" / "seal.key").write_bytes(os.urandom(32))
+    return (str(runs), str(bundle), str(plan), str(root / ".state" / "seal.key"))
+
+
 def summary(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
     return {
@@ -70,6 +91,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         wd = make_workdir(base)
+        watch_root = make_root(base)
         target = "pkg0/mod0.py"
         prompt = base / "runs" / "prompt_attempt_1.md"
         prompt.parent.mkdir()
@@ -94,8 +116,9 @@ def main() -> int:
 
         def call(mode: str) -> Callable[[], None]:
             containment = sandbox.Containment(
-                mode, protect=(str(base / "reports"),), watch=(str(config),)
-            )
+                mode, protect=(str(base / "reports"),), watch=(str(config),),
+                watch_root=watch_root, aside=str(base / "reports" / ".state" / "stray"),
+            )  # fmt: skip
 
             def run() -> None:
                 out = run_fixer("aider", settings, prompt, [target], wd, containment=containment)

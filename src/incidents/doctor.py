@@ -58,7 +58,7 @@ def diagnose(root: Root, cfg: Config) -> list[Finding]:
         lambda: check_filesystem(root),
         lambda: check_database(root),
         lambda: check_tools(cfg),
-        lambda: check_containment(cfg),
+        lambda: check_containment(cfg, root),
         lambda: check_leases(root),
         lambda: check_stuck(root, cfg),
         lambda: check_staging(root, cfg),
@@ -275,25 +275,44 @@ def check_tools(cfg: Config) -> list[Finding]:
     return out
 
 
-def check_containment(cfg: Config) -> list[Finding]:
+def check_containment(cfg: Config, root: Root) -> list[Finding]:
     """Can fixer programs run under bubblewrap here? A warning when they cannot (they run
-    with detection only), a failure when `[tiers] sandbox = "bwrap"` requires it."""
+    with detection only), a failure when `[tiers] sandbox = "bwrap"` requires it; and a
+    warning when, with detection only, the fixers could write the reports root."""
     from incidents.fixers import sandbox
 
     mode = cfg.tiers.sandbox
     if mode == "none":
-        return [Finding("containment", "warn", '[tiers] sandbox = "none": fixers run with '
-                        "detection only (contained: false)",
-                        'set [tiers] sandbox = "auto" to use bubblewrap where it works')]  # fmt: skip
-    found = sandbox.probe()
-    if found.ok:
-        return [Finding("containment", "ok", f"fixers run under bubblewrap ({found.label})")]
+        found = [Finding("containment", "warn", '[tiers] sandbox = "none": fixers run with '
+                         "detection only (contained: false)",
+                         'set [tiers] sandbox = "auto" to use bubblewrap where it works')]  # fmt: skip
+        return found + _root_writable(root)
+    probe = sandbox.probe()
+    if probe.ok:
+        return [Finding("containment", "ok", f"fixers run under bubblewrap ({probe.label})")]
     if mode == "bwrap":
-        return [Finding("containment", "fail", f"bubblewrap unavailable: {found.reason}; "
+        return [Finding("containment", "fail", f"bubblewrap unavailable: {probe.reason}; "
                         '[tiers] sandbox = "bwrap" requires it: every fixer call fails',
                         f'{sandbox.INSTALL_HINT}, or set [tiers] sandbox = "auto"')]  # fmt: skip
-    return [Finding("containment", "warn", f"bubblewrap unavailable: {found.reason}; fixers run "
-                    "with detection only (contained: false)", sandbox.INSTALL_HINT)]  # fmt: skip
+    unavailable = Finding("containment", "warn", f"bubblewrap unavailable: {probe.reason}; "
+                          "fixers run with detection only (contained: false)",
+                          sandbox.INSTALL_HINT)  # fmt: skip
+    return [unavailable, *_root_writable(root)]
+
+
+def _root_writable(root: Root) -> list[Finding]:
+    """Fixers run as this uid: with detection only, a root it can write is open to them."""
+    if not os.access(root.path, os.W_OK):
+        return []
+    from incidents.fixers import sandbox
+
+    return [Finding("root-writable", "warn",
+                    f"fixers run as uid {os.getuid()}, which can write the reports root "
+                    f"{root.path}: with detection only a fixer can write there and read the "
+                    "seal key; a change to its own incident's folders fails the attempt "
+                    "(tamper), but nothing stops it writing other incidents' folders",
+                    f"{sandbox.INSTALL_HINT}: under bubblewrap the root is read-only to "
+                    "fixers")]  # fmt: skip
 
 
 # --- leases, pending closes, pause ------------------------------------------------------------

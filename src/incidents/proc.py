@@ -72,26 +72,58 @@ def _start_time(pid: int) -> str | None:
     return fields[19] if len(fields) > 19 and fields[0] != "Z" else None
 
 
-def kill_recorded(pidfile: str | os.PathLike[str], wait_s: float = 10.0) -> bool:
-    """Kill the process group a `run(..., pidfile=)` of a killed process left running (its
-    recorded start time must match, so a reused pid is left alone), wait for it to go,
-    and forget the record. True when something was killed."""
+DESCENDANTS_SUFFIX = ".descendants"
+
+
+def descendants_file(pidfile: str | os.PathLike[str]) -> str:
+    """Where a run's watcher lists the processes the recorded one started outside its
+    process group (`setsid`, a daemon), for `kill_recorded` (`fixers.guard.Reaper`)."""
+    return os.fspath(pidfile) + DESCENDANTS_SUFFIX
+
+
+def record_descendants(pidfile: str | os.PathLike[str], pids: Sequence[int]) -> None:
+    """Write `pids` (with their start times) as the descendants of `pidfile`'s process."""
+    lines = "".join(f"{pid} {start}\n" for pid in pids if (start := _start_time(pid)))
+    atomic_write_bytes(descendants_file(pidfile), lines.encode("ascii"), durable=False)
+
+
+def _read_record(path: str | os.PathLike[str]) -> list[tuple[int, str]]:
     try:
-        with open(pidfile, encoding="ascii") as fh:
-            pid_text, _, started = fh.read().strip().partition(" ")
-        pid = int(pid_text)
+        with open(path, encoding="ascii") as fh:
+            text = fh.read()
     except (OSError, ValueError):
-        return False
+        return []
+    out: list[tuple[int, str]] = []
+    for line in text.splitlines():
+        pid_text, _, started = line.strip().partition(" ")
+        if pid_text.isdigit() and int(pid_text) > 1 and started:
+            out.append((int(pid_text), started))
+    return out
+
+
+def kill_recorded(pidfile: str | os.PathLike[str], wait_s: float = 10.0) -> bool:
+    """Kill the process group a `run(..., pidfile=)` of a killed process left running, and
+    every descendant listed beside it (`descendants_file`: those it started in a session
+    or group of their own) with their groups; a record whose start time no longer matches
+    (a reused pid) is left alone. Wait for them to go, and forget the records. True when
+    something was killed."""
+    extra = descendants_file(pidfile)
+    recorded = _read_record(pidfile)[:1] + _read_record(extra)
     killed = False
-    if pid > 1 and started and _start_time(pid) == started:
+    live = [(pid, started) for pid, started in recorded if _start_time(pid) == started]
+    for pid, _ in live:
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
+            os.killpg(pid, signal.SIGKILL)  # when it leads a group: all of it
             killed = True
-        deadline = time.monotonic() + wait_s
-        while _start_time(pid) == started and time.monotonic() < deadline:
-            time.sleep(0.02)  # an orphan is reaped by init; until then it still holds files
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(pidfile)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+            killed = True
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline and any(_start_time(p) == s for p, s in live):
+        time.sleep(0.02)  # an orphan is reaped by init; until then it still holds files
+    for path in (pidfile, extra):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
     return killed
 
 

@@ -223,7 +223,10 @@ def test_a_fixer_that_fixes_its_target(bin_dir: Path, workdir: Path, prompt_file
     assert out.changed_files == ["app.py"] and out.violations == []
     assert (workdir / "app.py").read_text() == "def add(a, b):\n    return a + b\n"
     assert out.argv == ["aider", "--message-file", str(prompt_file), "app.py"]
-    assert out.notes == "fixed ['--message-file', '" + str(prompt_file) + "', 'app.py']"
+    # the recorded command names the incident's prompt; the fixer got a copy of it elsewhere
+    given = out.notes.split("'")[3]
+    assert given != str(prompt_file) and Path(given).name == prompt_file.name
+    assert out.notes == "fixed ['--message-file', '" + given + "', 'app.py']"
     attempt = out.ai_attempt(1, "error_report_attempt_0")
     assert (attempt.agent, attempt.changed_files, attempt.exit_code) == ("aider", ["app.py"], 0)
     assert attempt.prompt_file == str(prompt_file) and attempt.violations == []

@@ -99,7 +99,6 @@ def drive_cheat(
 def assert_nothing_survived(root: Root, incident_id: str, paths: dict[str, Path]) -> None:
     ws = paths["ws"]
     assert not paths["sibling"].exists(), "../sibling.txt survived"
-    assert not paths["tmp"].exists(), "the /tmp write survived"
     assert not paths["ruff"].exists(), "the ruff.toml above the workdir survived"
     assert not (root.bucket("resolved") / incident_id).exists(), "a cheat was resolved"
     assert (root.bucket("escalated") / incident_id).is_dir()
@@ -124,6 +123,7 @@ def test_a_cheating_fixer_under_bubblewrap(
     [attempt] = ctx_of(root, incident_id).ai_attempts
     assert attempt.contained is True and attempt.sandbox == bwrap_works.label
     assert "refused: config" in attempt.notes  # read-only, not merely put back
+    assert "refused: tmp" not in attempt.notes and not paths["tmp"].exists()  # a private /tmp
     assert "names.py (replaced by a symlink)" in attempt.violations
     assert "names.py" not in attempt.changed_files
     assert_nothing_survived(root, incident_id, paths)
@@ -154,10 +154,16 @@ def test_a_cheating_fixer_without_a_sandbox_is_caught_by_detection(
     ]
     assert len(pids) == 2 and not any(Path(f"/proc/{pid}").exists() for pid in pids)
     assert_nothing_survived(root, incident_id, paths)
-    # what it left outside is moved aside, never deleted: it may not have been the fixer's
+    # what it left or changed beside the workdir is moved aside, never deleted: it may not
+    # have been the fixer's
     aside = sorted(p.name for p in (root.state / "stray" / incident_id).iterdir())
     assert any(name.endswith("%sibling.txt") for name in aside), aside
-    assert any(paths["tmp"].name in name for name in aside), aside
+    assert any(name.endswith("%ruff.toml") for name in aside), aside
+    # in the shared /tmp a new file is reported and left: it may be another program's
+    assert paths["tmp"].is_file() and str(paths["tmp"]) in attempt.violations
+    assert str(paths["tmp"]) not in attempt.notes  # left on purpose, not "not reverted"
+    assert not any(paths["tmp"].name in name for name in aside), aside
+    paths["tmp"].unlink()
     assert "not contained (detection only)" in review_page(cli, root)
 
 

@@ -34,7 +34,7 @@ the CLIs find their logins. Nothing else from our environment reaches a fixer.
 Untrusted output: prompts fence every finding, log and plan text as data; after a run
 only changes to the target files are accepted, everything else is reverted.
 
-Containment (`fixers.sandbox`, `fixers.guard`; `[tiers] sandbox`): each program runs under
+Containment (`fixers.sandbox`, `fixers.guard`, `fixers.rootwatch`; `[tiers] sandbox`): each program runs under
 bubblewrap with the filesystem read-only except its workdir and its tier's `writable`
 paths, else with detection. The default `writable` lists are where each CLI keeps state it
 must write to work at all (logins refreshed, sessions, caches), and nothing wider (HOME

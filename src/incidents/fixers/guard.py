@@ -5,17 +5,19 @@
   `checks.tamper_files.config_paths` compares, and the incidents config in use) are read
   before the run, with their bytes; after it, each one that was created, changed, deleted
   or replaced by a link or something else is a violation and is put back (a file that did
-  not exist is removed).
+  not exist is removed) — after the version found there is moved into `aside` (the root's
+  `.state/stray/<id>/`): it may be a person's edit made while the fixer ran, and is never
+  lost. Under bubblewrap only the configs under the tier's `writable` paths are held (it
+  cannot write the others, so a change there is someone else's).
 - `Listings`: the entries of the folders a stray write lands in most (each folder from the
-  workdir's parent up to `/`, `/tmp`, `/var/tmp`, `/dev/shm` and `$TMPDIR`; one level each,
-  not their trees) before and after: a file, link or FIFO that appeared is reported and
-  moved aside (when it is ours) into `aside` (the root's `.state/stray/<id>/`), never
-  deleted: a file another process made there in the same instant would be taken for the
-  fixer's, and must not be lost for it; where it cannot be moved (another filesystem, no
-  `aside`) it is reported and left. An existing one that changed is reported (not in the
-  temporary folders, where other programs' files change all the time). The fixer gets a
-  private TMPDIR, removed after. This is detection, not containment: a write deeper in
-  some other tree or a new folder goes unseen.
+  workdir's parent up to `/`, and `/tmp`, `/var/tmp`, `/dev/shm`, `$TMPDIR`; one level
+  each, not their trees) before and after. Beside the workdir (its ancestors) a new
+  regular file of ours is reported and moved aside into `aside`, never deleted (another
+  process may have made it in the same instant); a new link, FIFO or socket, or a changed
+  file, is reported and left. In the shared temporary folders a new entry is only
+  reported: other programs' sockets and temp files appear there all the time, and the
+  fixer has a private TMPDIR of its own (removed after). This is detection, not
+  containment: a write deeper in some other tree or a new folder goes unseen.
 - `Reaper`: for the run this process is a child subreaper (`prctl(PR_SET_CHILD_SUBREAPER)`,
   Linux): whatever the fixer leaves running (a background child of its process group, a
   `setsid` daemon, a double fork) is re-parented to us instead of init, and `sweep` kills
@@ -26,101 +28,59 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import hashlib
 import os
 import shutil
 import signal
 import stat
 import sys
+import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from incidents import fsutil
+from incidents import proc
+from incidents.fixers import snapshot
 
 MAX_HELD_BYTES = 4 << 20  # a config larger than this is compared by digest, not put back
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 PR_SET_CHILD_SUBREAPER = 36
 PR_GET_CHILD_SUBREAPER = 37
 SWEEP_ROUNDS = 50
+RECORD_EVERY_S = 0.25  # how often a detection-mode run lists the fixer's descendants
 
 
-@dataclass(frozen=True)
-class Held:
-    """A path as it was: absent, a regular file (its bytes unless too large), a symlink (its
-    target) or something else (a folder, a FIFO, ...: only its type)."""
-
-    kind: str  # absent | file | link | other
-    digest: str = ""
-    data: bytes | None = None
-    mode: int = 0o644
+Held = snapshot.Entry  # one shape for a path as it was, inside the workdir or out
+put_back = snapshot.put_back  # and one way to make it so again
 
 
 def hold(path: str) -> Held:
+    """`path` as it is now (a link is not followed), with a file's bytes up to
+    `MAX_HELD_BYTES`."""
     try:
         st = os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
-        return Held("absent")
+        return snapshot.ABSENT
     except OSError as exc:
         return Held("other", f"unreadable: {exc.strerror}")
     if stat.S_ISLNK(st.st_mode):
         return Held("link", os.readlink(path))
     if not stat.S_ISREG(st.st_mode):
         return Held("other", f"mode {st.st_mode:o}")
-    try:
-        fd = os.open(path, os.O_RDONLY | _NONBLOCK | _NOFOLLOW)
-    except OSError as exc:
-        return Held("other", f"unreadable: {exc.strerror}")
-    digest, kept = hashlib.sha256(), bytearray()
-    try:
-        while chunk := os.read(fd, 1 << 16):
-            digest.update(chunk)
-            if len(kept) <= MAX_HELD_BYTES:
-                kept += chunk
-    finally:
-        os.close(fd)
-    data = bytes(kept) if len(kept) <= MAX_HELD_BYTES else None
-    return Held("file", digest.hexdigest(), data, stat.S_IMODE(st.st_mode))
-
-
-def _clear(path: str) -> None:
-    """Remove whatever is at `path` now (a folder the fixer made there too)."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return
-    if stat.S_ISDIR(st.st_mode):
-        shutil.rmtree(path)
-    else:
-        os.unlink(path)
-
-
-def put_back(path: str, old: Held) -> bool:
-    """Make `path` what `old` says it was; False when that cannot be done."""
-    try:
-        if old.kind == "absent":
-            _clear(path)
-        elif old.kind == "link":
-            _clear(path)
-            os.symlink(old.digest, path)
-        elif old.kind == "file" and old.data is not None:
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path)
-            fsutil.atomic_write_bytes(path, old.data, old.mode)
-        else:
-            return False
-    except OSError:
-        return False
-    return True
+    read = snapshot.read_file(path, MAX_HELD_BYTES)
+    if read is None:
+        return Held("other", "unreadable")
+    digest, data, mode = read
+    return Held("file", digest, data, mode)
 
 
 class FileGuard:
-    """`paths` held now; `check` reports and puts back what changed since."""
+    """`paths` held now; `check` reports and puts back what changed since. The version
+    found is first moved into `aside` (never unlinked or overwritten without a copy kept:
+    it may be a person's edit made while the fixer ran); with no `aside`, or where it
+    cannot be moved, a changed path is reported and left as it is."""
 
-    def __init__(self, paths: Iterable[str]) -> None:
+    def __init__(self, paths: Iterable[str], aside: str | None = None) -> None:
+        self.aside = aside
         self.before = {p: hold(p) for p in dict.fromkeys(paths)}
 
     def check(self) -> tuple[list[str], list[str]]:
@@ -132,9 +92,29 @@ class FileGuard:
             if (new.kind, new.digest) == (old.kind, old.digest):
                 continue
             changed.append(path)
-            if not put_back(path, old):
+            kept = new.kind == "absent" or (
+                self.aside is not None and move_aside(path, self.aside) is not None
+            )
+            if not kept or not put_back(path, old):
                 failed.append(path)
         return changed, failed
+
+
+def move_aside(path: str, aside: str) -> str | None:
+    """Move `path` (a file, link or folder) into the folder `aside` under a name that says
+    where it was; across filesystems it is copied, then removed. Returns where it went, or
+    None when it could not be moved (it is then left where it is)."""
+    try:
+        os.makedirs(aside, mode=0o700, exist_ok=True)
+        flat = path.strip("/").replace("/", "%")[-200:]
+        for n in range(1, 10_000):
+            dest = os.path.join(aside, f"{n:03d}-{flat}")
+            if not os.path.lexists(dest):
+                break
+        shutil.move(path, dest)
+    except (OSError, shutil.Error):
+        return None
+    return dest
 
 
 def config_files(workdir: Path, targets: list[str], extra: Iterable[str]) -> list[str]:
@@ -193,11 +173,11 @@ class Listings:
     ) -> None:
         self.aside = aside
         self.skip = {os.path.realpath(s) for s in skip}
-        self.changes = folders
+        self.ancestor = folders  # False: a shared temporary folder
         self.before = {f: _list(f) for f in folders}
 
     def check(self) -> tuple[list[str], list[str]]:
-        """(new or changed paths, those left in place)."""
+        """(new or changed paths, those beside the workdir left in place)."""
         found: list[str] = []
         left: list[str] = []
         me = os.getuid()
@@ -208,26 +188,29 @@ class Listings:
                     continue
                 if stat.S_ISDIR(now[0]):
                     continue  # folders come and go with every tool run: too noisy to judge
-                if name in old:
-                    if self.changes[folder]:
-                        found.append(path)
-                        left.append(path)  # its old bytes are not kept: reported only
-                    continue
+                if name in old and not self.ancestor[folder]:
+                    continue  # other programs' temporary files change all the time
                 found.append(path)
-                try:
-                    if os.lstat(path).st_uid != me or self.aside is None:
-                        raise PermissionError(path)
-                    self._put_aside(path, len(found))
-                except OSError:
+                # Only a new regular file of ours beside the workdir is moved aside: in the
+                # shared temporary folders (the fixer has its own TMPDIR) a new file is as
+                # likely another program's (a socket, a lock), and a changed one's old
+                # bytes are not kept.
+                movable = (
+                    name not in old and self.ancestor[folder] and self.aside is not None
+                    and stat.S_ISREG(now[0]) and _owner(path) == me
+                )  # fmt: skip
+                if not self.ancestor[folder]:
+                    continue  # reported only, on purpose: not "could not be put back"
+                if not movable or self.aside is None or move_aside(path, self.aside) is None:
                     left.append(path)
         return found, left
 
-    def _put_aside(self, path: str, n: int) -> None:
-        """Rename `path` into `aside` (same filesystem only: OSError otherwise)."""
-        assert self.aside is not None
-        os.makedirs(self.aside, mode=0o700, exist_ok=True)
-        name = f"{n:03d}-" + path.strip("/").replace("/", "%")
-        os.rename(path, os.path.join(self.aside, name))
+
+def _owner(path: str) -> int | None:
+    try:
+        return os.lstat(path).st_uid
+    except OSError:
+        return None
 
 
 # --- the subreaper ----------------------------------------------------------------------
@@ -273,19 +256,43 @@ def _descendants(table: dict[int, tuple[int, str]], root: int, skip: set[int]) -
 
 class Reaper:
     """`with Reaper() as r:` run the fixer, then `r.sweep()`; leaving the block sweeps too and
-    gives the subreaper flag back. `killed`: how many processes the sweeps killed."""
+    gives the subreaper flag back. `killed`: how many processes the sweeps killed.
 
-    def __init__(self) -> None:
+    `record`: a pidfile of `proc.run`. If this process is killed while the fixer runs, the
+    subreaper goes with it and what the fixer started in a session of its own is orphaned
+    outside the recorded process group; so while the fixer runs, every `RECORD_EVERY_S`
+    its descendants are listed beside the pidfile (`proc.record_descendants`), and the next
+    worker's `proc.kill_recorded` kills them too. What was started and left alone within
+    the last interval before the kill is not listed yet."""
+
+    def __init__(self, record: str | os.PathLike[str] | None = None) -> None:
         self.me = os.getpid()
         self.killed = 0
         self.active = False
         self.earlier: set[int] = set()
+        self.record = record
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
 
     def __enter__(self) -> Reaper:
         if os.path.isdir("/proc"):
             self.earlier = {p for p, (pp, _) in _parents().items() if pp == self.me}
             self.active = _prctl(PR_SET_CHILD_SUBREAPER, 1)
+        if self.active and self.record is not None:
+            self._watcher = threading.Thread(target=self._watch, name="fixer-descendants")
+            self._watcher.daemon = True
+            self._watcher.start()
         return self
+
+    def _watch(self) -> None:
+        assert self.record is not None
+        listed: set[int] = set()
+        while not self._stop.wait(RECORD_EVERY_S):
+            found = set(_descendants(_parents(), self.me, self.earlier))
+            if found - listed:
+                listed |= found
+                with contextlib.suppress(OSError):
+                    proc.record_descendants(self.record, sorted(listed))
 
     def sweep(self) -> int:
         """Kill every descendant that was not our child before the run (and its own
@@ -316,9 +323,15 @@ class Reaper:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self._stop.set()
+        if self._watcher is not None:
+            self._watcher.join()
         try:
             self.sweep()
         finally:
             if self.active:
                 _prctl(PR_SET_CHILD_SUBREAPER, 0)
                 self.active = False
+            if self.record is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(proc.descendants_file(self.record))

@@ -5,10 +5,13 @@ minimal environment plus the tier's pass-through variables, cwd = workdir) conta
 (`fixers.sandbox`: under bubblewrap, else with `fixers.guard`'s detection), snapshot
 again. Changed target files are the fix; any other file created, changed or deleted is a
 violation and is put back, and so is a target replaced by a symlink, a hard link or
-anything but a regular file (it is restored, not accepted as changed). The check configs
-outside the workdir and the incidents config are held before and put back after. A fixer
-that cannot be started, times out or exits non-zero is an infrastructure failure (seed
-001: "if Aider fails as a tool, go to S_ERROR_INFRA").
+anything but a regular file (it is restored, not accepted as changed). The fixer gets a
+copy of the prompt in a private folder (never a path into the reports root). The check
+configs outside the workdir it could write and the incidents config are held before and
+put back after (`guard.FileGuard`); with detection, the incident's folders in the reports
+root are compared too (`rootwatch`), and a change there is an infrastructure failure
+named `tamper:`. A fixer that cannot be started, times out or exits non-zero is an
+infrastructure failure (seed 001: "if Aider fails as a tool, go to S_ERROR_INFRA").
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from pathlib import Path
 from incidents import fsutil, proc
 from incidents.bundle_rules import target_problem
 from incidents.fixers import guard, sandbox, snapshot
+from incidents.fixers.rootwatch import RootWatch
 from incidents.fixers.settings import PLACEHOLDER_RE, TierSettings
 from incidents.models import AIAttempt
 from incidents.redact import redact
@@ -156,13 +160,7 @@ def _restore_targets(workdir: Path, bad: dict[str, str], before: snapshot.Snapsh
     returns those that could not be."""
     failed = []
     for rel in bad:
-        old = before.files.get(rel)
-        held = (
-            guard.Held(old.kind, old.digest, old.data, stat.S_IMODE(old.mode))
-            if old is not None
-            else guard.Held("absent")
-        )
-        if not guard.put_back(str(workdir / rel), held):
+        if not snapshot.put_back(str(workdir / rel), before.files.get(rel, snapshot.ABSENT)):
             failed.append(rel)
     return failed
 
@@ -221,26 +219,44 @@ def run_fixer(
         before = snapshot.take(workdir, settings.scratch, limits or snapshot.Limits())
     except (ValueError, OSError, snapshot.SnapshotTooLarge, UnicodeDecodeError) as exc:
         return finish(str(exc))
-    argv = render_argv(settings.argv, prompt_file, prompt, rel_targets, workdir)
-    outcome.argv = render_argv(settings.argv, prompt_file, "<prompt>", rel_targets, workdir)
     env = proc.minimal_env(_pass_env(settings.env))
-    argv, bwrap, error = _containment(containment, settings, argv, workdir, prompt_file, env)
-    if error:
-        return finish(error)
-    outcome.contained, outcome.sandbox = bwrap is not None, bwrap or "detection"
-    configs = guard.config_files(workdir, rel_targets, [*containment.watch])
-    held = guard.FileGuard(configs)
-    kinds = {t: _lstat(workdir / t) for t in rel_targets}
     with contextlib.ExitStack() as stack:
-        listings, reaper = None, None
+        private = stack.enter_context(
+            tempfile.TemporaryDirectory(prefix="fixer-", ignore_cleanup_errors=True)
+        )
+        # the fixer's own copy of the prompt: the path it is handed leads nowhere near the
+        # reports root (the original lives in the incident's runs folder)
+        given = Path(private) / prompt_file.name
+        given.write_bytes(prompt.encode("utf-8"))
+        argv = render_argv(settings.argv, given, prompt, rel_targets, workdir)
+        # the record names the incident's prompt file (the copy is gone after the run)
+        outcome.argv = render_argv(settings.argv, prompt_file, "<prompt>", rel_targets, workdir)
+        argv, bwrap, error = _containment(containment, settings, argv, workdir, given, env)
+        if error:
+            return finish(error)
+        outcome.contained, outcome.sandbox = bwrap is not None, bwrap or "detection"
+        configs = guard.config_files(workdir, rel_targets, [*containment.watch])
+        if bwrap is not None:  # it can write only there: a change elsewhere is someone else's
+            writable = sandbox.expand(settings.writable)
+            read_only = [*containment.protect, *containment.watch]  # bound read-only last
+            configs = [
+                c for c in configs
+                if any(_under(c, w) for w in writable) and not any(_under(c, r) for r in read_only)
+            ]  # fmt: skip
+        held = guard.FileGuard(configs, containment.aside)
+        kinds = {t: _lstat(workdir / t) for t in rel_targets}
+        listings, reaper, root = None, None, None
+        if bwrap is not None and pidfile is not None:  # a detection run's, from before
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{pidfile}.root.json")
         if bwrap is None:
-            env["TMPDIR"] = stack.enter_context(
-                tempfile.TemporaryDirectory(prefix="fixer-", ignore_cleanup_errors=True)
-            )
+            env["TMPDIR"] = private
+            record = f"{pidfile}.root.json" if pidfile is not None else None
+            root = RootWatch(containment.watch_root, containment.aside, record)
             listings = guard.Listings(
                 guard.listed_folders(workdir), skip=configs, aside=containment.aside
             )
-            reaper = stack.enter_context(guard.Reaper())
+            reaper = stack.enter_context(guard.Reaper(record=pidfile))
         result = proc.run(
             argv, cwd=workdir, timeout=settings.timeout_s, env=env,
             stdin=prompt.encode("utf-8") if settings.stdin == "prompt" else None,
@@ -267,4 +283,25 @@ def run_fixer(
             outside, left = check()
             outcome.violations += outside
             outcome.unreverted += left
-    return finish(_infra(result))
+    return finish(_planted(root, containment.aside, outcome) or _infra(result))
+
+
+def _planted(root: RootWatch | None, aside: str | None, outcome: FixerOutcome) -> str | None:
+    """The tamper failure when a detection-mode fixer changed the incident's folders in the
+    reports root (a planted report, a forged state): the attempt cannot stand."""
+    if root is None:
+        return None
+    changed, left = root.check()
+    root.forget()
+    if not changed:
+        return None
+    outcome.violations += changed
+    outcome.unreverted += left
+    shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+    kept = f"; what it wrote is moved aside to {aside}" if aside else ""
+    return f"tamper: the fixer changed the reports root (detection only, no sandbox): {shown}{kept}"
+
+
+def _under(path: str, folder: str) -> bool:
+    real, top = os.path.realpath(path), os.path.realpath(folder)
+    return real == top or real.startswith(top.rstrip("/") + "/")

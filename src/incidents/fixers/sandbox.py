@@ -155,16 +155,20 @@ def wrap(
 @dataclass(frozen=True)
 class Containment:
     """How one fixer run is contained. `mode`: the `[tiers] sandbox` setting; `protect`:
-    paths never writable by the fixer and watched in detection mode (the reports root,
-    the config file in use); `watch`: files outside the workdir hashed before and after
-    the run and put back when changed (the config file in use); `hide`: folders the fixer
-    must not even read under bubblewrap (the reports root's `.state`, with the seal key);
-    `aside`: where detection moves the files a fixer left outside the workdir (None: they
-    are reported and left)."""
+    paths bound read-only under bubblewrap, whatever is writable around them (the reports
+    root, the config file in use); `watch`: files outside the workdir hashed before and
+    after a detection-mode run and put back when changed (the config file in use; under
+    bubblewrap it is read-only anyway); `watch_root`: this incident's folders of the
+    reports root and the seal key, compared before and after a detection-mode run
+    (`fixers.rootwatch`: any change fails the attempt); `hide`: folders the fixer must not
+    even read under bubblewrap (the reports root's `.state`, with the seal key); `aside`:
+    where what a fixer left or changed outside the workdir is moved, never deleted (None:
+    it is reported and left)."""
 
     mode: str = "auto"
     protect: tuple[str, ...] = ()
     watch: tuple[str, ...] = ()
+    watch_root: tuple[str, ...] = ()
     hide: tuple[str, ...] = ()
     aside: str | None = None
 

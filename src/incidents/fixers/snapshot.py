@@ -13,6 +13,7 @@ import contextlib
 import fnmatch
 import hashlib
 import os
+import shutil
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -36,10 +37,17 @@ class SnapshotTooLarge(IncidentsError):
 
 @dataclass(frozen=True)
 class Entry:
-    kind: str  # "file" or "link"
-    digest: str  # sha256 of the bytes, or the link's target
-    data: bytes | None  # the bytes to restore (None: too large to keep)
-    mode: int
+    """A path as it was, and what `put_back` needs to make it so again: absent, a regular
+    file (its sha256, and its bytes unless too large to keep), a symlink (its target), a
+    folder, or something else (only its type: it cannot be put back)."""
+
+    kind: str  # file | link | absent | dir | other
+    digest: str = ""  # sha256 of the bytes, or the link's target
+    data: bytes | None = None  # the bytes to restore (None: too large to keep)
+    mode: int = 0o644  # the file's mode (its permission bits are restored)
+
+
+ABSENT = Entry("absent")
 
 
 @dataclass
@@ -60,7 +68,9 @@ def _matches(name: str, patterns: Iterable[str]) -> bool:
     return any(fnmatch.fnmatchcase(name, p) for p in patterns)
 
 
-def _read(path: str, limit: int) -> tuple[str, bytes | None, int] | None:
+def read_file(path: str, limit: int) -> tuple[str, bytes | None, int] | None:
+    """(sha256, the bytes when at most `limit`, st_mode) of the regular file at `path`, read
+    without following a link; None when it is not one or cannot be read."""
     try:
         fd = os.open(path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
     except OSError:
@@ -110,7 +120,7 @@ def take(workdir: Path, skip: Iterable[str] = (), limits: Limits | None = None) 
                 snap.dirs.add(rel)
                 stack.append((entry.path, rel + "/"))
             elif entry.is_file(follow_symlinks=False):
-                read = _read(entry.path, limits.max_file_bytes)
+                read = read_file(entry.path, limits.max_file_bytes)
                 if read is None:
                     continue
                 digest, data, mode = read
@@ -150,40 +160,53 @@ def _safe_parent(root: Path, rel: str) -> Path | None:
     return current
 
 
-def _remove(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        if path.is_dir() and not path.is_symlink():
-            raise IsADirectoryError(str(path))
-        path.unlink()
+def _clear(path: str) -> None:
+    """Remove whatever is at `path` now (a folder made there too). Callers outside the
+    workdir move what they found aside first: only a fixer's own leftovers get here."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)
+
+
+def put_back(path: str, old: Entry) -> bool:
+    """Make `path` what `old` says it was; False when that cannot be done (a file too large
+    to have been kept, a folder or something else, an error)."""
+    try:
+        if old.kind == "absent":
+            _clear(path)
+        elif old.kind == "link":
+            _clear(path)
+            os.symlink(old.digest, path)
+        elif old.kind == "file" and old.data is not None:
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            fsutil.atomic_write_bytes(path, old.data, stat.S_IMODE(old.mode))
+        else:
+            return False
+    except OSError:
+        return False
+    return True
 
 
 def restore(before: Snapshot, paths: Iterable[str]) -> tuple[list[str], list[str]]:
-    """Put `paths` back as they were in `before` (delete what did not exist).
-    Returns (reverted, not reverted)."""
+    """Put `paths` back as they were in `before` (delete what did not exist), never through
+    a symlinked folder. Returns (reverted, not reverted)."""
     done: list[str] = []
     failed: list[str] = []
     for rel in sorted(paths):
-        old = before.files.get(rel)
         try:
             parent = _safe_parent(before.root, rel)
-            if parent is None:
-                failed.append(rel)
-                continue
-            target = parent / Path(rel).name
-            if old is None:
-                _remove(target)
-            elif old.kind == "link":
-                _remove(target)
-                os.symlink(old.digest, target)
-            elif old.data is None:
-                failed.append(rel)
-                continue
-            else:
-                if target.is_dir() and not target.is_symlink():
-                    raise IsADirectoryError(str(target))
-                fsutil.atomic_write_bytes(target, old.data, stat.S_IMODE(old.mode))
-            done.append(rel)
         except OSError:
+            parent = None
+        target = None if parent is None else str(parent / Path(rel).name)
+        if target is not None and put_back(target, before.files.get(rel, ABSENT)):
+            done.append(rel)
+        else:
             failed.append(rel)
     return done, failed
 

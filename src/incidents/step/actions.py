@@ -398,6 +398,8 @@ class Actions(TickBase):
                 agent, settings, prompt_file, ctx.target_files, self.workdir(incident),
                 pidfile=pidfile, containment=Containment(
                     self.cfg.tiers.sandbox, protect=(str(self.root.path),), watch=source,
+                    watch_root=tuple(map(str, (self.runs, self.folder,
+                                               self.root.plan_dir(self.id), self.root.seal_key))),
                     hide=(str(self.root.state),),
                     aside=str(self.root.state / "stray" / self.id)),
             )  # fmt: skip
