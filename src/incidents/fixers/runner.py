@@ -274,16 +274,22 @@ def run_fixer(
     changed = snapshot.changed_paths(before, after)
     outcome.changed_files = [p for p in changed if p in wanted]
     outcome.violations = [p for p in changed if p not in wanted]
-    _, outcome.unreverted = snapshot.restore(before, outcome.violations)
+    _, outcome.unreverted = snapshot.restore(before, outcome.violations, containment.aside)
     snapshot.remove_new_dirs(before, after)
     outcome.violations += [f"{t} ({why})" for t, why in replaced.items()]
     outcome.unreverted += bad_targets
+    # a change in the workdir that stays is part of what the recheck judges: no verdict
+    # may rest on it (a large file the snapshot could not keep, a symlinked folder)
+    stuck = list(outcome.unreverted)
     for check in (held.check, listings.check if listings else None):
         if check is not None:
             outside, left = check()
             outcome.violations += outside
             outcome.unreverted += left
-    return finish(_planted(root, containment.aside, outcome) or _infra(result))
+    kept = f"changes outside the targets could not be put back: {', '.join(stuck[:5])}"
+    return finish(
+        _planted(root, containment.aside, outcome) or _infra(result) or (kept if stuck else None)
+    )
 
 
 def _planted(root: RootWatch | None, aside: str | None, outcome: FixerOutcome) -> str | None:

@@ -193,9 +193,13 @@ def put_back(path: str, old: Entry) -> bool:
     return True
 
 
-def restore(before: Snapshot, paths: Iterable[str]) -> tuple[list[str], list[str]]:
-    """Put `paths` back as they were in `before` (delete what did not exist), never through
-    a symlinked folder. Returns (reverted, not reverted)."""
+def restore(
+    before: Snapshot, paths: Iterable[str], aside: str | None = None
+) -> tuple[list[str], list[str]]:
+    """Put `paths` back as they were in `before` (remove what did not exist), never through
+    a symlinked folder. With `aside`, what is found there is moved into that folder first
+    (never deleted): a change outside the targets may be a person's edit made in the same
+    window, or a file renamed away from its place. Returns (reverted, not reverted)."""
     done: list[str] = []
     failed: list[str] = []
     for rel in sorted(paths):
@@ -204,11 +208,33 @@ def restore(before: Snapshot, paths: Iterable[str]) -> tuple[list[str], list[str
         except OSError:
             parent = None
         target = None if parent is None else str(parent / Path(rel).name)
+        kept = target is None or aside is None or not os.path.lexists(target)
+        if not kept and _keep(str(target), str(aside), rel) is None:
+            failed.append(rel)
+            continue
         if target is not None and put_back(target, before.files.get(rel, ABSENT)):
             done.append(rel)
         else:
             failed.append(rel)
     return done, failed
+
+
+def _keep(path: str, aside: str, rel: str) -> str | None:
+    """Move the file (or link) at `path` into `aside`, named after `rel`; None on failure.
+    A folder is left to `put_back` (it holds files the walk judged one by one)."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        return path
+    try:
+        os.makedirs(aside, mode=0o700, exist_ok=True)
+        flat = rel.replace("/", "%")[-200:]
+        for n in range(1, 10_000):
+            dest = os.path.join(aside, f"{n:03d}-{flat}")
+            if not os.path.lexists(dest):
+                break
+        shutil.move(path, dest)
+    except (OSError, shutil.Error):
+        return None
+    return dest
 
 
 def remove_new_dirs(before: Snapshot, after: Snapshot) -> None:

@@ -135,7 +135,8 @@ def changes(
 ) -> tuple[list[str], list[str], list[str], str | None]:
     """Since the claim: (changed targets, changed files outside the targets, those of them
     that could not be reverted, claimed_at). Changes outside the targets are reverted:
-    changed and deleted files get their old bytes back, created files are removed."""
+    changed and deleted files get their old bytes back, created files are removed; what
+    was there is moved into `.state/stray/<id>/` first, never deleted."""
     before, claimed_at = _before(root, workdir, ctx)
     if before is None:
         return [], [], [], None
@@ -150,6 +151,8 @@ def changes(
     ]
     wanted = {os.path.normpath(t) for t in ctx.target_files}
     outside = [p for p in changed if p not in wanted]
-    _, unreverted = snapshot.restore(before, outside)
+    # what is replaced is kept: an edit of a person's in the same window is not lost
+    aside = str(root.state / "stray" / ctx.workstream_id)
+    _, unreverted = snapshot.restore(before, outside, aside)
     snapshot.remove_new_dirs(before, after)
     return [p for p in changed if p in wanted], outside, unreverted, claimed_at
