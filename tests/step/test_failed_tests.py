@@ -11,7 +11,7 @@ import pytest
 
 from incidents.layout import Root
 from incidents.models import ErrorReport
-from tests.helpers import TIERS_OFF, Cli, capture, use_config
+from tests.helpers import TIERS_OFF, Cli, capture, ctx_of, use_config
 from tests.stand_ins import stand_in
 
 BUGGY = "def add(a: int, b: int) -> int:\n    return a - b\n"
@@ -152,3 +152,25 @@ def test_bytecode_planted_in_pycache_is_never_what_the_check_runs(
     assert ("pytest", "test_calc.py", "test-failure") in [
         (f.tool, f.path, f.code) for f in last.issues
     ]
+
+
+def test_a_test_changed_outside_the_fix_does_not_make_one(
+    cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path
+) -> None:
+    """What a fixer's edit to a test, kept across a crash of its tick, leaves behind: the
+    fixer only touched its target, yet the test file differs from the baseline's at the
+    recheck. The check passes, and still nothing is resolved."""
+    stand_in(bin_dir, "aider", "open('calc.py', 'a').write('# looked at it\\n')")
+    use_config(tmp_path, monkeypatch, ALL_TOOLS + AIDER_ONLY)
+    incident_id = capture(
+        cli, step="test", ws=ws, target="calc.py", message="1 failed: FAILED test_calc.py::test_add"
+    )
+    for _ in range(3):  # plan, baseline check, aider's call
+        assert cli("step", incident_id).code == 0
+    assert ctx_of(root, incident_id).current_state == "S1_AIDER_FIX"
+    (ws / "test_calc.py").write_text(TEST_CALC.replace("== 3", "== -1"))
+    r = cli("drive", incident_id)
+    assert r.code == 0, r.err
+    assert not (root.bucket("resolved") / incident_id).exists(), r.out
+    result = json.loads((root.runs_dir(incident_id) / "run_result.json").read_text())
+    assert "not a target of the incident: test_calc.py" in result["reason"]

@@ -293,8 +293,7 @@ def test_verify_archive_does_not_hang_on_a_judged_file_replaced_by_a_fifo(
 # a fixer that does not fix, and writes the recheck's report for it: clean, as if judged
 PLANT = r"""
 import json
-prompt = [a for a in sys.argv if a.endswith(".md")][0]
-runs = pathlib.Path(prompt).parent
+runs = next(pathlib.Path(os.environ["PLANT_ROOT"], "error_runs").iterdir())  # its only one
 base = json.loads((runs / "error_report_attempt_0.json").read_text())
 base["label"] = "1"
 base["issues"] = []
@@ -314,16 +313,18 @@ def test_a_report_a_fixer_planted_for_the_recheck_is_set_aside_not_reused(
     its own report of an earlier, crashed run: once the fixer is gone, step artifacts no
     step has written yet are set aside, and the recheck really runs."""
     stand_in(bin_dir, "aider", PLANT)
-    use_config(tmp_path, monkeypatch, f'{FAST}[tiers]\nsandbox = "none"\n{ONLY_AIDER}')
+    monkeypatch.setenv("PLANT_ROOT", str(root.path))  # the prompt it gets is a copy elsewhere
+    aider = ONLY_AIDER.replace('mode = "on"', 'mode = "on"\nenv = ["PLANT_ROOT"]', 1)
+    use_config(tmp_path, monkeypatch, f'{FAST}[tiers]\nsandbox = "none"\n{aider}')
     incident_id = capture(cli, ws=ws, target="names.py", content=UNDEFINED)
     assert cli("drive", incident_id).code == 0
     assert not (root.bucket("resolved") / incident_id).exists(), "resolved on a planted report"
     assert (root.bucket("escalated") / incident_id).is_dir()
-    runs = root.runs_dir(incident_id)
-    [aside] = [p for p in runs.iterdir() if p.name.startswith("stale-")]
-    assert [p.name for p in aside.iterdir()] == ["error_report_attempt_1.json"]
-    report = ErrorReport.model_validate_json((runs / "error_report_attempt_1.json").read_text())
-    assert [f.code for f in report.issues if f.hard] == ["F821"]  # the recheck really ran
+    # the root watch of detection mode catches it first: the planted report is moved
+    # into .state/stray/ (kept), and the attempt fails as tamper, never checked at all
+    stray = [p.name for p in (root.state / "stray" / incident_id).iterdir()]
+    assert any(name.endswith("error_report_attempt_1.json") for name in stray), stray
     [attempt] = ctx_of(root, incident_id).ai_attempts
-    assert "planted in the runs folder, set aside: error_report_attempt_1.json" in attempt.notes
-    assert "planted_artifacts" in events(root, incident_id)
+    assert not (root.runs_dir(incident_id) / "error_report_attempt_1.json").exists()
+    result = (root.runs_dir(incident_id) / "run_result.json").read_text()
+    assert "tamper: the fixer changed the reports root" in result, result

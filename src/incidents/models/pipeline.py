@@ -244,6 +244,12 @@ class ErrorPipelineContext(Document):
         "report: outside own_files, these are pre-existing and do not block at a recheck "
         "(never at the baseline check; strict_mode off)",
     )
+    baseline_files: dict[str, str] | None = Field(
+        default=None,
+        description="path -> sha256 of every file the latest complete baseline check "
+        "judged: at the close, a file that is not a target must still have this hash "
+        "(the fix is in the targets; a test edited by anything else is not a fix)",
+    )
     capture_digest: str | None = Field(
         default=None,
         description="sha256 over the targets as capture saw them (incident.json "
@@ -312,7 +318,11 @@ class ErrorPipelineContext(Document):
         across transient retries and a requeue (the first one stands). A report with an
         infrastructure failure is not a baseline: what it could not check would later look
         pre-existing or new at random; the next complete baseline (after a requeue) is."""
-        if self.baseline_keys is not None or report.infra_failures:
+        if report.infra_failures:
+            return
+        if report.judged is not None:  # the latest: a requeued incident's files as they are
+            self.baseline_files = dict(report.judged.files)
+        if self.baseline_keys is not None:
             return
         self.own_files = own_files(self.target_files, report)
         self.baseline_keys = sorted({baseline_key(f) for f in report.issues})

@@ -9,7 +9,10 @@ from disk and grants success only when it
 1. exists and parses, and is the report the context names (its label);
 2. is clean by the machine's own blocking rule (`fsm.blocking`, the one rule);
 3. records the hash of every target, and every file it judged (targets, tests run, check
-   configs read, files its verification commands name) still has that hash now.
+   configs read, files its verification commands name) still has that hash now;
+4. judged every file that is not a target with the hash the latest baseline check saw:
+   the fix is in the targets, and a test edited by anything else (a fixer's edit kept
+   across a crash of its tick, a person) does not make one.
 
 Otherwise the incident is escalated (`verdict_mismatch`) with the reason. The outcome is
 written as an artifact keyed by the step before the commit: a tick killed after it keeps
@@ -27,6 +30,7 @@ from incidents.checks.judged import changed_files, describe
 from incidents.errors import IncidentsError
 from incidents.fsm import blocking  # the machine's own rule, not a copy
 from incidents.models import ErrorPipelineContext, ErrorReport
+from incidents.models.pipeline import normal_path
 from incidents.models.report import Verdict
 
 
@@ -90,7 +94,27 @@ def judge(
     changed = changed_files(report.judged.files, workdir, report.judged.absent)
     if changed:
         return verdict, f"changed since the verdict of {name}: {describe(changed)}"
+    moved = _not_targets_changed(ctx, report.judged.files)
+    if moved:
+        return verdict, (
+            f"changed since the baseline check, and not a target of the incident: "
+            f"{', '.join(moved[:5])} (the fix is in the targets; a test or data file "
+            "changed by anything else does not make one)"
+        )
     return verdict, None
+
+
+def _not_targets_changed(ctx: ErrorPipelineContext, files: dict[str, str]) -> list[str]:
+    """Files both the baseline check and this report judged, not targets, whose hash
+    differs: whatever changed them (a fixer's edit kept across a crash, a person), the
+    verdict would not rest on the incident's own code alone."""
+    if ctx.baseline_files is None:
+        return []  # an older state: nothing to compare with
+    targets = {normal_path(t) for t in ctx.target_files}
+    return sorted(
+        p for p, digest in files.items()
+        if normal_path(p) not in targets and ctx.baseline_files.get(p, digest) != digest
+    )  # fmt: skip
 
 
 def _recorded(target: str, files: dict[str, str], workdir: Path) -> bool:
