@@ -13,9 +13,9 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 
-from incidents.checks import tamper_names, tamper_runner
+from incidents.checks import tamper_gaming, tamper_names, tamper_runner, tamper_types
+from incidents.checks.tamper_names import Mark
 
 _TEST_MODULES = frozenset({"pytest", "_pytest", "unittest"})
 # names that skip whatever they are reached through (`self.skipTest`, `x.mark.xfail`)
@@ -30,14 +30,6 @@ _EXIT_EXCEPTIONS = frozenset({"SystemExit", "KeyboardInterrupt", "builtins.Syste
                               "builtins.KeyboardInterrupt"})  # fmt: skip
 _BROAD = frozenset({"Exception", "BaseException", "AssertionError", "builtins.Exception",
                     "builtins.BaseException", "builtins.AssertionError"})  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Mark:
-    line: int
-    kind: str
-    key: str  # what makes two marks the same suppression
-    what: str
 
 
 # -- skips, exits and type-check opt-outs ---------------------------------------------------
@@ -74,7 +66,7 @@ class _Code(ast.NodeVisitor):
         self.at_import = outer
 
     def visit_If(self, node: ast.If) -> None:
-        if self.at_import and _is_main_guard(node.test):  # not run when imported
+        if self.at_import and tamper_names.is_main_guard(node.test):  # not run when imported
             self.at_import = False
             for stmt in node.body:
                 self.visit(stmt)
@@ -168,18 +160,6 @@ def _no_params(call: ast.Call) -> bool:
     return any(isinstance(v, ast.List | ast.Tuple) and not v.elts for v in values)
 
 
-def _is_main_guard(test: ast.expr) -> bool:
-    return (
-        isinstance(test, ast.Compare)
-        and isinstance(test.left, ast.Name)
-        and test.left.id == "__name__"
-        and len(test.comparators) == 1
-        and isinstance(test.comparators[0], ast.Constant)
-        and test.comparators[0].value == "__main__"
-        and isinstance(test.ops[0], ast.Eq)
-    )
-
-
 def code_marks(tree: ast.Module, path: str = "") -> list[Mark]:
     """The marks of a module; `path` tells a test file (or conftest.py) from other code."""
     names = _aliases(tree)
@@ -195,6 +175,8 @@ def code_marks(tree: ast.Module, path: str = "") -> list[Mark]:
             visitor.marks.append(Mark(line, "runner-patch", f"runner-patch:{key}", what))
 
     tamper_runner.scan(tree, names, _dotted, test_file, emit)
+    visitor.marks += tamper_gaming.marks(tree, names, test_file)
+    visitor.marks += tamper_types.marks(tree, names)
     if not test_file:  # pytest's internals reached any way at all, `__import__` included
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute | ast.Name | ast.Call):

@@ -14,7 +14,8 @@ name)`, `vars(sys)[key]`): what it is cannot be read.
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 
 UNKNOWN = "?"
 # modules whose members can end or hook the process: reaching one by a computed name
@@ -145,3 +146,49 @@ def computed_member(node: ast.AST, names: Mapping[str, str]) -> str | None:
         base = resolve(node.value, names)
         owner = base[: -len(".__dict__")] if base.endswith(".__dict__") else None
     return owner if owner in PROCESS_MODULES else None
+
+
+@dataclass(frozen=True)
+class Mark:
+    line: int
+    kind: str
+    key: str  # what makes two marks the same suppression
+    what: str
+
+
+def is_main_guard(test: ast.expr) -> bool:
+    """`__name__ == "__main__"`: a block that does not run when the module is imported."""
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and len(test.comparators) == 1
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "__main__"
+        and isinstance(test.ops[0], ast.Eq)
+    )
+
+
+def scoped_walk(tree: ast.Module) -> Iterator[tuple[ast.AST, str, bool]]:
+    """Every node with its scope (the function or class it is in, `<module>` outside)
+    and whether it runs while the module is imported (not in a function, a lambda or an
+    `if __name__ == "__main__":` block)."""
+    stack: list[tuple[ast.AST, str, bool]] = [(tree, "<module>", True)]
+    while stack:
+        node, scope, at_import = stack.pop()
+        yield node, scope, at_import
+        inner, runs = scope, at_import
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            inner = node.name if scope == "<module>" else f"{scope}.{node.name}"
+            runs = at_import and isinstance(node, ast.ClassDef)
+        for child in ast.iter_child_nodes(node):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and (
+                child in node.decorator_list
+            ):
+                stack.append((child, scope, at_import))  # decorators run where the def is
+            elif isinstance(node, ast.Lambda):
+                stack.append((child, scope, False))
+            elif isinstance(node, ast.If) and child in node.body and is_main_guard(node.test):
+                stack.append((child, inner, False))
+            else:
+                stack.append((child, inner, runs))
