@@ -27,7 +27,8 @@ from collections.abc import Iterator, Mapping
 
 from incidents.checks.tamper_names import Mark, computed_member, const_str, resolve, scoped_walk
 
-_RUNNER_WORD = re.compile(r"pytest|py\.test|^(?:unittest|nose2?|_?pytest\w*)$", re.I)
+# a module, option or variable name, not prose: `"_pytest"`, `"PYTEST_CURRENT_TEST"`
+_RUNNER_WORD = re.compile(r"[\w.\-/]*py\.?test[\w.\-]*|unittest[\w.]*|nose2?", re.I)
 _RUNNER_PROBES = ("sys.modules", "sys.argv", "sys.orig_argv", "os.environ", "os.getenv",
                   "os.environb", "importlib.util.find_spec", "pkgutil.find_loader",
                   "importlib.find_loader", "posix.environ")  # fmt: skip
@@ -165,7 +166,7 @@ def _test_aware(tree: ast.Module, names: Mapping[str, str]) -> list[Mark]:
     seen: set[tuple[int, str]] = set()
     for node, scope, _ in scoped_walk(tree):
         if isinstance(node, ast.Compare | ast.Call | ast.Subscript):
-            word = next((s for s in _strings(node) if _RUNNER_WORD.search(s)), None)
+            word = next((s for s in _strings(node) if _RUNNER_WORD.fullmatch(s)), None)
             probe = next((p for p in _probes(node, names)), None) if word else None
             if word and probe and (node.lineno, word) not in seen:
                 seen.add((node.lineno, word))

@@ -19,7 +19,14 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator, Mapping
 
-from incidents.checks.tamper_names import Mark, aliases, const_str, resolve, scoped_walk
+from incidents.checks.tamper_names import (
+    Mark,
+    aliases,
+    const_str,
+    is_main_guard,
+    resolve,
+    scoped_walk,
+)
 
 _Fn = ast.FunctionDef | ast.AsyncFunctionDef
 _TYPE_CHECKING = frozenset({"typing.TYPE_CHECKING", "typing_extensions.TYPE_CHECKING",
@@ -66,7 +73,7 @@ def _shadowed(block: list[ast.stmt], names: Mapping[str, str], scope: str) -> li
         if _is_type_checking(stmt, names):
             assert isinstance(stmt, ast.If)
             runtime |= {n for s in stmt.orelse for n, _ in _bound(s, runtime=True)}
-        else:
+        elif not (isinstance(stmt, ast.If) and is_main_guard(stmt.test)):  # not when imported
             runtime |= {n for n, _ in _bound(stmt, runtime=True)}
     out = []
     for stmt in checking:
