@@ -87,6 +87,10 @@ def test_the_testers_atexit_fixers(leave: str, guard: str) -> None:
         "import threading\nthreading.excepthook = print\n",
         "import faulthandler\nfaulthandler.disable()\n",
         "import sys\nsys.unraisablehook = print\n",
+        "import weakref, os\n\n\nclass K:\n    pass\n\n\n_k = K()\nweakref.finalize(_k, os.remove, 'r.xml')\n",
+        "import sys\n\n\nclass _Keep:\n    def __del__(self):\n        sys.exit(0)\n\n\n_keep = _Keep()\n",
+        "import atexit as ax, subprocess\n\n\ndef _run():\n    subprocess.run(['true'])\n\n\nax.register(_run)\n",
+        "from atexit import register\n\n\ndef _w():\n    _x()\n\n\ndef _x():\n    open('f', 'w')\n\n\nregister(_w)\n",
     ],
 )
 def test_a_process_hook_in_a_non_test_target(hook: str) -> None:
@@ -155,6 +159,8 @@ def test_ordinary_equality_and_environment_reads_are_no_finding() -> None:
         "assert add(1, 2) == add(1, 2)",
         "assert not False",
         "assert True or add(1, 2) == 3",
+        "assert add(1, 2) == 3 if False else True",
+        "assert isinstance(add(1, 2), object)",
     ],
 )
 def test_an_assertion_made_vacuous(weak: str) -> None:
@@ -206,6 +212,8 @@ TC = (
         + TYPED[TYPED.index("\n\n\ndef scale") :],
         "import typing\n\n\ndef total() -> int:\n    return typing.cast('Any', '5')\n"
         + TYPED[TYPED.index("\n\n\ndef scale") :],
+        TYPED.replace("def scale(x: int, k: int = 2)", "def scale(*args, **kwargs)"),
+        TYPED.replace("return '5'", "return _total()\n\n\ndef _total():\n    return '5'"),
     ],
 )
 def test_a_weakened_type(weakened: str) -> None:
@@ -221,6 +229,15 @@ def test_type_refactors_are_no_finding() -> None:
     assert kinds(imports + fixed, TYPED) == set()
     old_untyped = "def total():\n    return '5'\n"
     assert kinds("def total():\n    return 5\n", old_untyped) == set()
+    helper = fixed + "\n\ndef _double(x: int) -> int:\n    return 2 * x\n"
+    assert kinds(helper, TYPED) == set()  # a typed helper added
+    untyped_file = "def total():\n    return '5'\n\n\ndef scale(x, k=2):\n    return x * k\n"
+    assert kinds(untyped_file + "\n\ndef more():\n    return 1\n", untyped_file) == set()
+    test_file = "def test_a() -> None:\n    assert 1 + 1 == 2\n"
+    assert (
+        kinds(test_file + "\n\ndef test_b():\n    assert 2 + 2 == 4\n", test_file, "test_x.py")
+        == set()
+    )
     method = "class C:\n    def f(self) -> int:\n        return 1\n"
     assert "type-weakened" in kinds(method.replace(" -> int", ""), method)
     assert kinds(method.replace("return 1", "return 2"), method) == set()

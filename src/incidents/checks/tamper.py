@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from incidents.checks import tamper_types
 from incidents.checks.tamper_code import code_marks, removed_tests
 from incidents.checks.tamper_names import Mark
+from incidents.checks.tamper_runner import is_test_file
 from incidents.models.report import Finding
 from incidents.vocab import Category, Severity
 
@@ -134,7 +135,7 @@ def python_added(path: str, before: str | None, after: str | None) -> list[Added
             found += [m for m in after_marks if new[m.line - 1].strip() not in had]
         found += removed_tests(old_tree, new_tree, old_text if old_tree is None else None)
         if old_tree is not None:
-            found += tamper_types.weakened(old_tree, new_tree)
+            found += tamper_types.weakened(old_tree, new_tree, is_test_file(path))
     found.sort(key=lambda m: (m.line, m.kind, m.what))
     return [Added(m.kind, path, m.line, m.what) for m in found]
 

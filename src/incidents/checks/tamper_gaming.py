@@ -1,8 +1,9 @@
 """Code that games a check without suppressing anything (pure, for `checks.tamper_code`).
 
-`process-hook`, in a target that is not a test file: an `atexit` handler that writes,
-moves or removes files, runs a program, exits, or is not a function of this file (what it
-does cannot be read), and any `atexit` handler in a file that looks for its test runner;
+`process-hook`, in a target that is not a test file: an `atexit` handler (or a
+`weakref.finalize` callback) that writes, moves or removes files, runs a program, exits,
+or is not a function of this file (what it does cannot be read), and any such handler in
+a file that looks for its test runner; a `__del__` that does so;
 `signal.signal`/`alarm`/`setitimer` while the module is imported; `sys.excepthook`,
 `sys.unraisablehook` or `threading.excepthook` replaced; `sys.settrace`/`setprofile`,
 `threading.settrace`/`setprofile`; any `faulthandler` call. Such code runs outside the
@@ -85,9 +86,10 @@ def _hooks(
 ) -> Iterator[tuple[str, str]]:  # fmt: skip
     if isinstance(node, ast.Call):
         func = resolve(node.func, names)
-        if func == "atexit.register" and node.args:
+        handler = _registered(func, node)
+        if handler is not None:
             why = "in a file that looks for its test runner" if aware else None
-            yield from _exit_handler(node.args[0], names, functions, why)
+            yield from _exit_handler(handler, names, functions, why)
         elif func in _HOOK_CALLS or func.startswith("faulthandler."):
             yield func, f"added `{func}()`, which hooks the process"
         elif func in _SIGNALS and at_import:
@@ -96,7 +98,13 @@ def _hooks(
             attr = const_str(node.args[1])
             if f"{resolve(node.args[0], names)}.{attr}" in _HOOK_SETS:
                 yield f"set:{attr}", f"added `setattr(..., {attr!r})`, which hooks the process"
-    elif isinstance(node, _Fn):
+    elif isinstance(node, ast.ClassDef):  # a `__del__` runs at shutdown too, after the report
+        for item in node.body:
+            if isinstance(item, _Fn) and item.name == "__del__":
+                does = _touches(item, names, functions, set())
+                if does:
+                    yield f"del:{node.name}", f"added `{node.name}.__del__`, {does}"
+    if isinstance(node, _Fn):
         for deco in node.decorator_list:
             if resolve(deco, names) == "atexit.register":
                 why = "in a file that looks for its test runner" if aware else None
@@ -107,6 +115,15 @@ def _hooks(
             hook = resolve(target, names)
             if hook in _HOOK_SETS:
                 yield f"set:{hook}", f"added an assignment to `{hook}`, which hooks the process"
+
+
+def _registered(func: str, call: ast.Call) -> ast.expr | None:
+    """The handler a call registers to run when the process ends, if it is one."""
+    if func == "atexit.register" and call.args:
+        return call.args[0]
+    if func == "weakref.finalize" and len(call.args) > 1:
+        return call.args[1]
+    return None
 
 
 def _exit_handler(
@@ -268,6 +285,9 @@ def vacuous(test: ast.expr) -> bool:
     if isinstance(test, ast.NamedExpr):
         return vacuous(test.value)
     if isinstance(test, ast.IfExp):
+        chosen = _constant(test.test)  # `x if False else True`
+        if chosen is not None:
+            return vacuous(test.body if chosen else test.orelse)
         return vacuous(test.body) and vacuous(test.orelse)
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         same_ok = isinstance(test.ops[0], ast.Eq | ast.Is | ast.LtE | ast.GtE)

@@ -10,8 +10,11 @@ and accepts anything typed `Any`. So, in any target:
   same block also binds at run time (its `else:`, or a statement beside the `if`): mypy
   reads the one, Python runs the other; and a `cast(Any, ...)`.
 - `weakened` (the functions compared by qualified name, `Class.method`): a return or
-  parameter annotation the function had before and lost, or one that became `Any`. A
-  renamed or deleted function is compared with nothing, so a refactor is no finding.
+  parameter annotation the function had before and lost (also a parameter replaced by an
+  unannotated `*args`/`**kwargs`), or one that became `Any`; and, in a file whose every
+  function was annotated, a new function without any annotation (a typed function can
+  hand its work to it unchecked). A renamed function is compared with nothing, so a
+  refactor is no finding.
 """
 
 from __future__ import annotations
@@ -134,18 +137,35 @@ def _params(fn: _Fn) -> dict[str, ast.expr | None]:
     return {p.arg: p.annotation for p in every}
 
 
-def weakened(old: ast.Module, new: ast.Module) -> list[Mark]:
-    """Annotations a function had before and lost or turned into `Any`."""
+def _annotated(fn: _Fn) -> bool:
+    """mypy checks the body: the function has a return or a parameter annotation."""
+    return fn.returns is not None or any(a is not None for a in _params(fn).values())
+
+
+def weakened(old: ast.Module, new: ast.Module, test_file: bool = False) -> list[Mark]:
+    """Annotations a function had before and lost or turned into `Any`; a function without
+    any added to a typed file (not a test file: a new test is often left unannotated)."""
     old_names, new_names = aliases(old), aliases(new)
-    after = _functions(new)
+    after, earlier = _functions(new), _functions(old)
     out = []
-    for qual, before in sorted(_functions(old).items()):
+    if not test_file and earlier and all(_annotated(fn) for fn in earlier.values()):
+        for qual, fn in sorted(after.items()):  # a typed file gains a function mypy skips
+            if qual not in earlier and not _annotated(fn):
+                key = f"type-weakened:untyped:{qual}"
+                what = f"added `{qual}` without annotations to a typed file: mypy does not check it"
+                out.append(Mark(fn.lineno, "type-weakened", key, what))
+    for qual, before in sorted(earlier.items()):
         now = after.get(qual)
         if now is None:
             continue
         pairs = [("return", before.returns, now.returns)]
         new_params = _params(now)
-        pairs += [(p, a, new_params[p]) for p, a in _params(before).items() if p in new_params]
+        catch_all = [p for p in (now.args.vararg, now.args.kwarg) if p and p.annotation is None]
+        for p, a in _params(before).items():
+            if p in new_params:
+                pairs.append((p, a, new_params[p]))
+            elif a is not None and catch_all:  # `def f(x: int)` -> `def f(*args)`
+                pairs.append((p, a, None))
         for what, was, is_ in pairs:
             if was is None:
                 continue
