@@ -26,13 +26,14 @@ import ast
 import re
 from collections.abc import Iterator, Mapping
 
-from incidents.checks.tamper_names import Mark, computed_member, const_str, resolve, scoped_walk
+from incidents.checks.tamper_names import Mark, computed_member, const_str, resolve, scoped
 
 # a module, option or variable name, not prose: `"_pytest"`, `"PYTEST_CURRENT_TEST"`
 _RUNNER_WORD = re.compile(r"[\w.\-/]*py\.?test[\w.\-]*|unittest[\w.]*|nose2?", re.I)
 _RUNNER_PROBES = ("sys.modules", "sys.argv", "sys.orig_argv", "os.environ", "os.getenv",
                   "os.environb", "importlib.util.find_spec", "pkgutil.find_loader",
                   "importlib.find_loader", "posix.environ")  # fmt: skip
+_PROBE_NAMES = frozenset(p.rsplit(".", 1)[-1] for p in _RUNNER_PROBES)
 _EXITS = frozenset({"sys.exit", "exit", "quit", "builtins.exit", "builtins.quit", "os.abort",
                     "os.kill", "os.killpg", "pytest.exit", "signal.raise_signal",
                     "os.system", "posix._exit"})  # fmt: skip
@@ -57,7 +58,7 @@ def marks(tree: ast.Module, names: Mapping[str, str], test_file: bool) -> list[M
     """The process hooks, test-aware code and vacuous assertions of a module."""
     out: list[Mark] = []
     if test_file:
-        for node, scope, _ in scoped_walk(tree):
+        for node, scope, _ in scoped(tree):
             why = _vacuous_check(node, names)
             if why:
                 key = f"assert-weakened:{why}@{scope}"
@@ -65,12 +66,17 @@ def marks(tree: ast.Module, names: Mapping[str, str], test_file: bool) -> list[M
                                 f"added `{why}`, an assertion that cannot fail"))  # fmt: skip
         return out
     functions: dict[str, _Fn] = {}
+    probes = False  # anything a file can ask about its runner with: most files have none
     for node in ast.walk(tree):
         if isinstance(node, _Fn):
             functions.setdefault(node.name, node)
-    aware = _test_aware(tree, names)
+        elif isinstance(node, ast.Attribute | ast.Name):
+            probes = probes or (node.attr if isinstance(node, ast.Attribute) else node.id) in (
+                _PROBE_NAMES
+            )
+    aware = _test_aware(tree, names, probes)
     out += aware
-    for node, scope, at_import in scoped_walk(tree):
+    for node, scope, at_import in scoped(tree):
         for key, what in _hooks(node, names, functions, at_import, bool(aware)):
             line = getattr(node, "lineno", 1)
             out.append(Mark(line, "process-hook", f"process-hook:{key}@{scope}", what))
@@ -178,11 +184,12 @@ def _touches(
 # -- code that knows it is tested -----------------------------------------------------------
 
 
-def _test_aware(tree: ast.Module, names: Mapping[str, str]) -> list[Mark]:
+def _test_aware(tree: ast.Module, names: Mapping[str, str], probes: bool) -> list[Mark]:
+    """`probes`: the file names something of `_RUNNER_PROBES` (read fully only then)."""
     out: list[Mark] = []
     seen: set[tuple[int, str]] = set()
-    for node, scope, _ in scoped_walk(tree):
-        if isinstance(node, ast.Compare | ast.Call | ast.Subscript):
+    for node, scope, _ in scoped(tree):
+        if probes and isinstance(node, ast.Compare | ast.Call | ast.Subscript):
             word = next((s for s in _strings(node) if _RUNNER_WORD.fullmatch(s)), None)
             probe = next((p for p in _probes(node, names)), None) if word else None
             if word and probe and (node.lineno, word) not in seen:

@@ -14,8 +14,9 @@ name)`, `vars(sys)[key]`): what it is cannot be read.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 UNKNOWN = "?"
 # modules whose members can end or hook the process: reaching one by a computed name
@@ -61,9 +62,36 @@ def const_str(node: ast.expr) -> str | None:
     return None
 
 
-def aliases(tree: ast.Module) -> dict[str, str]:
-    """Local names bound to modules and their members, anywhere in the file."""
+_Scoped = list[tuple[ast.AST, str, bool]]
+# what a comparison reads of its two trees, several times: kept by the tree's identity
+_CACHE: dict[tuple[int, str], tuple[ast.Module, dict[str, str] | _Scoped]] = {}
+
+
+def _cached(tree: ast.Module, what: str) -> dict[str, str] | _Scoped:
+    key = (id(tree), what)
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0] is tree:
+        return hit[1]
+    value = _aliases(tree) if what == "aliases" else list(scoped_walk(tree))
+    if len(_CACHE) >= 8:
+        _CACHE.clear()
+    _CACHE[key] = (tree, value)
+    return value
+
+
+def aliases(tree: ast.Module) -> Mapping[str, str]:
+    """Local names bound to modules and their members, anywhere in the file (read-only)."""
+    return cast(dict[str, str], _cached(tree, "aliases"))
+
+
+def scoped(tree: ast.Module) -> Sequence[tuple[ast.AST, str, bool]]:
+    """`scoped_walk` of a module, as a list kept for the comparison (read-only)."""
+    return cast(_Scoped, _cached(tree, "scoped"))
+
+
+def _aliases(tree: ast.Module) -> dict[str, str]:
     names: dict[str, str] = {}
+    assigns: list[ast.Assign] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:  # `import a.b` binds `a`; `import a.b as c` binds `a.b`
@@ -72,13 +100,17 @@ def aliases(tree: ast.Module) -> dict[str, str]:
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             for a in node.names:
                 names[a.asname or a.name] = f"{node.module}.{a.name}"
+        elif (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
+            assigns.append(node)
     for _ in range(2):  # `p = pytest`, `m = p.mark`, `o = __import__("os")`
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                target = node.targets[0]
-                value = resolve(node.value, names)
-                if isinstance(target, ast.Name) and value.split(".")[0] in _KNOWN_ROOTS:
-                    names[target.id] = value
+        for node in assigns:
+            value = resolve(node.value, names)
+            if value.split(".")[0] in _KNOWN_ROOTS:
+                names[cast(ast.Name, node.targets[0]).id] = value
     return names
 
 

@@ -28,7 +28,7 @@ from incidents.checks.tamper_names import (
     const_str,
     is_main_guard,
     resolve,
-    scoped_walk,
+    scoped,
 )
 
 _Fn = ast.FunctionDef | ast.AsyncFunctionDef
@@ -39,7 +39,7 @@ _ANY = frozenset({"typing.Any", "typing_extensions.Any", "Any"})
 
 def marks(tree: ast.Module, names: Mapping[str, str]) -> list[Mark]:
     out: list[Mark] = []
-    for node, scope, _ in scoped_walk(tree):
+    for node, scope, _ in scoped(tree):
         for block in _blocks(node):
             out += _shadowed(block, names, scope)
         if (
@@ -123,7 +123,7 @@ def _is_any(node: ast.expr, names: Mapping[str, str]) -> bool:
 
 def _functions(tree: ast.Module) -> dict[str, _Fn]:
     """Every function by qualified name (`C.f`, `outer.inner`); a later one replaces."""
-    every = [(node, scope) for node, scope, _ in scoped_walk(tree) if isinstance(node, _Fn)]
+    every = [(node, scope) for node, scope, _ in scoped(tree) if isinstance(node, _Fn)]
     every.sort(key=lambda pair: (pair[0].lineno, pair[0].col_offset))
     return {
         (node.name if scope == "<module>" else f"{scope}.{node.name}"): node
