@@ -90,6 +90,7 @@ def test_the_testers_atexit_fixers(leave: str, guard: str) -> None:
         "import weakref, os\n\n\nclass K:\n    pass\n\n\n_k = K()\nweakref.finalize(_k, os.remove, 'r.xml')\n",
         "import sys\n\n\nclass _Keep:\n    def __del__(self):\n        sys.exit(0)\n\n\n_keep = _Keep()\n",
         "import atexit as ax, subprocess\n\n\ndef _run():\n    subprocess.run(['true'])\n\n\nax.register(_run)\n",
+        "import atexit, logging, pytest\n\n\ndef _bye():\n    logging.shutdown()\n\n\natexit.register(_bye)\n",
         "from atexit import register\n\n\ndef _w():\n    _x()\n\n\ndef _x():\n    open('f', 'w')\n\n\nregister(_w)\n",
     ],
 )

@@ -64,7 +64,7 @@ KINDS: dict[str, str] = {
     "replaced",
     "process-hook": "in a target that is not a test file: an `atexit` handler that writes, "
     "moves or removes files, runs a program, exits or is not defined in the file (or any, in "
-    "a file that looks for its test runner); `signal.signal()`/`alarm()`/`setitimer()` run "
+    "a file that looks for or imports its test runner); `signal.signal()`/`alarm()`/`setitimer()` run "
     "while the module is imported; `sys.excepthook`, `sys.unraisablehook` or "
     "`threading.excepthook` replaced; `sys.settrace()`/`setprofile()`, "
     "`threading.settrace()`/`setprofile()`; any `faulthandler` call",

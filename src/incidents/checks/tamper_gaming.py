@@ -3,7 +3,7 @@
 `process-hook`, in a target that is not a test file: an `atexit` handler (or a
 `weakref.finalize` callback) that writes, moves or removes files, runs a program, exits,
 or is not a function of this file (what it does cannot be read), and any such handler in
-a file that looks for its test runner; a `__del__` that does so;
+a file that looks for or imports its test runner; a `__del__` that does so;
 `signal.signal`/`alarm`/`setitimer` while the module is imported; `sys.excepthook`,
 `sys.unraisablehook` or `threading.excepthook` replaced; `sys.settrace`/`setprofile`,
 `threading.settrace`/`setprofile`; any `faulthandler` call. Such code runs outside the
@@ -75,9 +75,11 @@ def marks(tree: ast.Module, names: Mapping[str, str], test_file: bool) -> list[M
                 _PROBE_NAMES
             )
     aware = _test_aware(tree, names, probes)
+    imports = any(v.split(".")[0] in ("pytest", "_pytest") for v in names.values())
+    looks = bool(aware) or imports  # a file that looks for or imports its test runner
     out += aware
     for node, scope, at_import in scoped(tree):
-        for key, what in _hooks(node, names, functions, at_import, bool(aware)):
+        for key, what in _hooks(node, names, functions, at_import, looks):
             line = getattr(node, "lineno", 1)
             out.append(Mark(line, "process-hook", f"process-hook:{key}@{scope}", what))
     return out
@@ -94,7 +96,7 @@ def _hooks(
         func = resolve(node.func, names)
         handler = _registered(func, node)
         if handler is not None:
-            why = "in a file that looks for its test runner" if aware else None
+            why = "in a file that looks for or imports its test runner" if aware else None
             yield from _exit_handler(handler, names, functions, why)
         elif func in _HOOK_CALLS or func.startswith("faulthandler."):
             yield func, f"added `{func}()`, which hooks the process"
@@ -113,7 +115,7 @@ def _hooks(
     if isinstance(node, _Fn):
         for deco in node.decorator_list:
             if resolve(deco, names) == "atexit.register":
-                why = "in a file that looks for its test runner" if aware else None
+                why = "in a file that looks for or imports its test runner" if aware else None
                 yield from _exit_handler(ast.Name(id=node.name), names, functions, why)
     elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
