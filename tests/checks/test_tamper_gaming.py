@@ -39,6 +39,10 @@ def test_every_new_kind_is_in_the_table() -> None:
         'import os\nvars(os)[chr(95) + "exit"](0)\n',
         'import sys\ngetattr(sys, "".join(map(chr, [101, 120])))(0)\n',
         "import signal\nsignal.__dict__[x]\n",
+        'import operator, os\noperator.attrgetter("_exit")(os)(0)\n',
+        'import os\nvars(os).get("_exit")(0)\n',
+        'import os\n[v for k, v in vars(os).items() if k.endswith("exit")][0](0)\n',
+        'import os\nobject.__getattribute__(os, "_exit")(0)\n',
     ],
 )
 def test_an_exit_however_it_is_reached(spelling: str) -> None:
@@ -49,6 +53,7 @@ def test_ordinary_dynamic_access_is_no_exit() -> None:
     ordinary = (
         'import os\nimport sys\n\nHOME = os.environ.get("HOME")\nFROZEN = getattr(sys, "frozen", False)\n'
         'SEP = vars(os)["sep"]\nopts = {"a": 1}\nkey = input()\nv = getattr(opts, key, None)\n'
+        'how = opts.get("exit")\nfor k, v in opts.items():\n    print(k, v)\n'
     )
     assert kinds(FIXED + ordinary) == set()
 

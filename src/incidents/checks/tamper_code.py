@@ -134,8 +134,10 @@ class _Code(ast.NodeVisitor):
             self.mark(node, "test-skip", func, f"added `{func}()` of a skip marker")
         elif func.endswith("mark.parametrize") and _no_params(node):  # nothing to run
             self.mark(node, "test-skip", func, f"added `{func}()` with no parameter sets")
+        elif func.endswith((".get", ".items", ".values")) or isinstance(node.func, ast.Call):
+            self.member(node)  # `vars(os).get("_exit")`, `attrgetter("_exit")(os)`
         elif func in ("getattr", "builtins.getattr") or func.endswith(
-            (".__getattr__", ".__getattribute__", ".get")
+            (".__getattr__", ".__getattribute__")
         ):
             self.member(node)
             attr = next((a.value for a in node.args if isinstance(a, ast.Constant)), None)

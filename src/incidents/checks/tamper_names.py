@@ -142,6 +142,11 @@ def _member(owner: str, key: str, names: Mapping[str, str]) -> str:
 
 
 def _call(node: ast.Call, names: Mapping[str, str]) -> str:
+    if isinstance(node.func, ast.Call) and node.func.args and node.args:
+        maker = resolve(node.func.func, names)  # `operator.attrgetter("_exit")(os)`
+        attr = const_str(node.func.args[0])
+        if maker in ("operator.attrgetter", "operator.methodcaller") and attr:
+            return f"{resolve(node.args[0], names)}.{attr}"
     func = resolve(node.func, names)
     if func in ("globals", "builtins.globals") and not node.args:
         return _GLOBALS
@@ -173,6 +178,10 @@ def computed_member(node: ast.AST, names: Mapping[str, str]) -> str | None:
         elif func.endswith((".__dict__.get", ".__dict__.__getitem__")) and (
             const_str(node.args[0]) is None
         ):
+            owner = func.rsplit(".", 2)[0]
+    elif isinstance(node, ast.Call):  # `vars(os).items()`: every member, by any name
+        func = resolve(node.func, names)
+        if func.endswith((".__dict__.items", ".__dict__.values")):
             owner = func.rsplit(".", 2)[0]
     elif isinstance(node, ast.Subscript) and const_str(node.slice) is None:
         base = resolve(node.value, names)
