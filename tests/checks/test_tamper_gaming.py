@@ -133,6 +133,10 @@ def test_harmless_hooks_and_hooks_in_a_function_are_no_finding() -> None:
         "class _N(int):\n    __eq__ = lambda self, other: True\n\n\n"
         "def add(a: int, b: int) -> int:\n    return _N(a - b)\n",
         "class _N(int):\n    def __ne__(self, other: object) -> bool:\n        return False\n",
+        "try:\n    import pytest\n    TESTING = True\nexcept ImportError:\n    TESTING = False\n"
+        + CALC,
+        "from unittest.mock import ANY\n\n\ndef add(a: int, b: int) -> int:\n    return ANY\n",
+        "from unittest import mock\n\n\ndef add(a: int, b: int) -> int:\n    return mock.ANY\n",
     ],
 )
 def test_code_that_knows_it_runs_under_a_test(aware: str) -> None:

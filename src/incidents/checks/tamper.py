@@ -71,8 +71,8 @@ KINDS: dict[str, str] = {
     "test-aware": "in a target that is not a test file: code that asks whether it runs under "
     "a test (a string naming pytest, `unittest` or nose beside `sys.modules`, `sys.argv`, "
     '`os.environ`, `os.getenv()` or `find_spec()`: `"pytest" in sys.modules`, '
-    "`PYTEST_CURRENT_TEST`), or a class whose `__eq__` returns a constant true (`__ne__` a "
-    "constant false)",
+    "`PYTEST_CURRENT_TEST`), a `try: import pytest`, a class whose `__eq__` returns a "
+    "constant true (`__ne__` a constant false), `unittest.mock.ANY`",
     "assert-weakened": "in a test file: an assertion that cannot fail added or made so "
     '(`assert True`, `assert <x> or True`, `assert (x, "msg")`, `assert x == x`, `assert not '
     "False`, `self.assertTrue(1)`, `self.assertEqual(x, x)`)",

@@ -13,7 +13,8 @@ test: after pytest wrote its report, or instead of the failure it should show.
 test runner (a string naming pytest, `unittest` or nose next to `sys.modules`,
 `sys.argv`, `os.environ`, `os.getenv` or `find_spec`: `"pytest" in sys.modules`,
 `os.environ.get("PYTEST_CURRENT_TEST")`), and a class whose `__eq__` returns a constant
-true (or `__ne__` a constant false): a value equal to anything a test expects.
+true (or `__ne__` a constant false) and `unittest.mock.ANY`: a value equal to anything a
+test expects; and a `try: import pytest` (`unittest`, nose) that goes on either way.
 
 `assert-weakened`, in a test file: an assertion that cannot fail (`assert True`, `assert
 <x> or True`, `assert (x, "msg")`, `assert x == x`, `assert not False`,
@@ -200,7 +201,31 @@ def _test_aware(tree: ast.Module, names: Mapping[str, str], probes: bool) -> lis
                 out.append(Mark(node.lineno, "test-aware", f"test-aware:{word}@{scope}", what))
         elif isinstance(node, ast.ClassDef):
             out += _equal_to_anything(node, scope)
+        elif isinstance(node, ast.Try) and _probing_import(node):
+            what = "added a `try: import` of a test runner: code that asks whether it is tested"
+            out.append(Mark(node.lineno, "test-aware", f"test-aware:try-import@{scope}", what))
+        elif isinstance(node, ast.Attribute | ast.Name) and resolve(node, names) in _ANYTHING:
+            what = f"added `{resolve(node, names)}`, a value equal to anything, in a non-test file"
+            out.append(Mark(node.lineno, "test-aware", f"test-aware:any@{scope}", what))
     return out
+
+
+_ANYTHING = frozenset({"unittest.mock.ANY", "mock.ANY"})  # `ANY == x` for every x
+_RUNNERS = frozenset({"pytest", "_pytest", "unittest", "nose", "nose2"})
+
+
+def _probing_import(node: ast.Try) -> bool:
+    """`try: import pytest` with a handler: the code goes on either way, knowing which."""
+    for stmt in node.body:
+        if isinstance(stmt, ast.Import):
+            modules = [a.name for a in stmt.names]
+        elif isinstance(stmt, ast.ImportFrom):
+            modules = [stmt.module or ""]
+        else:
+            continue
+        if node.handlers and any(m.split(".")[0] in _RUNNERS for m in modules):
+            return True
+    return False
 
 
 def _strings(node: ast.AST) -> Iterator[str]:
