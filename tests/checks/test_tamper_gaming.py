@@ -223,6 +223,7 @@ TC = (
         "import typing\n\n\ndef total() -> int:\n    return typing.cast('Any', '5')\n"
         + TYPED[TYPED.index("\n\n\ndef scale") :],
         TYPED.replace("def scale(x: int, k: int = 2)", "def scale(*args, **kwargs)"),
+        "from typing import Any\n\n\n" + TYPED.replace("return '5'", "x: Any = '5'\n    return x"),
         TYPED.replace("return '5'", "return _total()\n\n\ndef _total():\n    return '5'"),
     ],
 )

@@ -77,7 +77,8 @@ KINDS: dict[str, str] = {
     '(`assert True`, `assert <x> or True`, `assert (x, "msg")`, `assert x == x`, `assert not '
     "False`, `self.assertTrue(1)`, `self.assertEqual(x, x)`)",
     "type-weakened": "a name bound under `if TYPE_CHECKING:` that the same block also binds at "
-    "run time (a stub over the real definition), `cast(Any, ...)`, and, per function by "
+    "run time (a stub over the real definition), `cast(Any, ...)`, a variable annotated "
+    "`Any`, and, per function by "
     "qualified name, a return or parameter annotation removed or changed to `Any`",
     "check-config": "a file a check tool reads its configuration from created, changed or "
     "removed (`pyproject.toml`, `ruff.toml`, `setup.cfg`, `mypy.ini`, `pytest.ini`, "

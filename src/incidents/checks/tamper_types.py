@@ -8,7 +8,7 @@ and accepts anything typed `Any`. So, in any target:
 - `marks` (compared along the diff, like every code mark): a name that an `if
   TYPE_CHECKING:` block binds (a `def`, a class, an assignment, an import) and that the
   same block also binds at run time (its `else:`, or a statement beside the `if`): mypy
-  reads the one, Python runs the other; and a `cast(Any, ...)`.
+  reads the one, Python runs the other; a `cast(Any, ...)`; a variable annotated `Any`.
 - `weakened` (the functions compared by qualified name, `Class.method`): a return or
   parameter annotation the function had before and lost (also a parameter replaced by an
   unannotated `*args`/`**kwargs`), or one that became `Any`; and, in a file whose every
@@ -50,6 +50,10 @@ def marks(tree: ast.Module, names: Mapping[str, str]) -> list[Mark]:
         ):
             key = f"type-weakened:cast-any@{scope}"
             out.append(Mark(node.lineno, "type-weakened", key, "added `cast(Any, ...)`"))
+        elif isinstance(node, ast.AnnAssign) and _is_any(node.annotation, names):
+            target = ast.unparse(node.target)  # `x: Any = "5"`: mypy lets x pass anywhere
+            key = f"type-weakened:any-var:{target}@{scope}"
+            out.append(Mark(node.lineno, "type-weakened", key, f"added `{target}: Any`"))
     return out
 
 
