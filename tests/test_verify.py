@@ -61,7 +61,7 @@ def test_interpreter_and_check_tools_are_allowed(command: str) -> None:
             "python3 --check-hash-based-pycs never -c 1",
             "inline code (python -c) is not run from incidents",
         ),
-        ("python -m pip install evil", "module 'pip' (python -m) is not on the allowlist"),
+        ("python -m pip install evil", "pip installs packages"),
         ("python3 -I -m http.server", "module 'http.server' (python -m) is not on the allowlist"),
         ("python3 -", "code from standard input (python -) is not run"),
         ("python 'unterminated", "cannot split into arguments: No closing quotation"),
@@ -331,3 +331,48 @@ def test_the_verification_section_of_incidents_toml(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_config(str(cfg))
     assert info.value.key == "verification.allow" and "must be absolute" in info.value.reason
+
+
+@pytest.mark.parametrize(
+    ("command", "reason"),
+    [
+        ("mypy --install-types src", "option --install-types of mypy changes files or installs"),
+        ("mypy --install-t --non-interactive src",
+         "option --install-types of mypy changes files or installs"),
+        ("python3 -m mypy --install-types=1 src",
+         "option --install-types of mypy changes files or installs"),
+        ("mypy @args.txt", "argument '@args.txt' of mypy reads more arguments from a file"),
+        ("pytest @args.txt", "argument '@args.txt' of pytest reads more arguments from a file"),
+        ("ruff check --fix .", "option --fix of ruff changes files or installs"),
+        ("ruff check --unsafe-fixes .", "option --unsafe-fixes of ruff changes files or installs"),
+        ("ruff check --fix-only .", "option --fix-only of ruff changes files or installs"),
+        ("ruff check --add-noqa .", "option --add-noqa of ruff changes files or installs"),
+        ("python -m ruff check --fix=true .", "option --fix of ruff changes files or installs"),
+        ("ruff check --config 'fix = true' .",
+         "argument 'fix = true' of ruff changes files or installs"),
+        ("ruff format .", "ruff format without --check or --diff changes files"),
+        ("ruff --quiet format src", "ruff format without --check or --diff changes files"),
+        ("ruff clean", "ruff clean changes files"),
+        ("black .", "black without --check or --diff changes files"),
+        ("python3 -m black src", "black without --check or --diff changes files"),
+        ("pip install evil", "pip installs packages"),
+        ("pip3.11 install -e .", "pip installs packages"),
+        ("python -m pip install evil", "pip installs packages"),
+        ("python3 -m ensurepip", "pip installs packages"),
+    ],
+)  # fmt: skip
+def test_a_verification_command_must_not_change_files_or_install(
+    tmp_path: Path, command: str, reason: str
+) -> None:
+    allow_pip = VerifySettings(allow=["pip", "pip3.11", "ensurepip"])  # not even on purpose
+    assert refused([command], allow_pip, workdir=tmp_path) == [reason]
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["ruff check --no-fix .", "ruff format --check .", "ruff format --diff src",
+     "black --check .", "black --diff -q src", "mypy --strict src", "pytest --lf -q",
+     "pytest --sw", "python -m ruff check .", "ruff check --config 'line-length = 100' ."],
+)  # fmt: skip
+def test_read_only_check_commands_stay_allowed(tmp_path: Path, command: str) -> None:
+    assert refused([command], workdir=tmp_path) == []

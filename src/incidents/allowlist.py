@@ -159,6 +159,65 @@ def _risky(tool: str, arg: str) -> str | None:
     return None
 
 
+# Verification re-checks the files as they are: a command must not change them or the
+# environment it checks them in. Options that write or install, in every spelling the tool
+# accepts (mypy's argparse takes any unique prefix; ruff's and black's parsers take none),
+# a formatter run without `--check`/`--diff`, and pip in any form are refused.
+_WRITES_LONG = {
+    "mypy": ("--install-types",),
+    "ruff": ("--fix", "--unsafe-fixes", "--fix-only", "--add-noqa"),
+}
+_PREFIXES = frozenset({"mypy"})  # tools whose parser accepts an abbreviated long option
+_ARGS_FILES = frozenset({"mypy", "pytest"})  # `@file` reads more arguments from a file
+_RUFF_FIX_SETTING = re.compile(r"^\s*(?:lint\.)?(?:fix|unsafe-fixes|fix-only)\s*=", re.I)
+_RUFF_VALUE_OPTS = frozenset({"--config", "--target-version", "--output-format", "-o",
+                              "--output-file", "--line-length", "--stdin-filename"})  # fmt: skip
+_READ_ONLY = frozenset({"--check", "--diff"})
+_PIP = re.compile(r"pip(?:3(?:\.\d+)?)?|ensurepip")
+
+
+def _writes(tool: str, args: list[str]) -> str | None:
+    """Why a command of `tool` would change files or install something, if it would."""
+    if _PIP.fullmatch(tool):
+        return "pip installs packages"
+    for i, arg in enumerate(args):
+        name = arg.split("=", 1)[0]
+        if arg.startswith("@") and tool in _ARGS_FILES:
+            return f"argument {arg!r} of {tool} reads more arguments from a file"
+        for option in _WRITES_LONG.get(tool, ()):
+            if name == option or (tool in _PREFIXES and len(name) > 3 and option.startswith(name)):
+                return f"option {option} of {tool} changes files or installs"
+        if tool == "ruff" and name == "--config":
+            value = (
+                arg.split("=", 1)[1] if "=" in arg else (args[i + 1] if i + 1 < len(args) else "")
+            )
+            if _RUFF_FIX_SETTING.match(value):
+                return f"argument {value!r} of ruff changes files or installs"
+    read_only = any(a.split("=", 1)[0] in _READ_ONLY for a in args)
+    if tool == "black" and not read_only:
+        return "black without --check or --diff changes files"
+    if tool == "ruff":
+        command = _ruff_command(args)
+        if command == "format" and not read_only:
+            return "ruff format without --check or --diff changes files"
+        if command == "clean":
+            return "ruff clean changes files"
+    return None
+
+
+def _ruff_command(args: list[str]) -> str | None:
+    """ruff's subcommand: its first argument that is neither an option nor an option's value."""
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg.startswith("-"):
+            skip = arg in _RUFF_VALUE_OPTS
+        else:
+            return arg
+    return None
+
+
 def _tool(program: str) -> str:
     name = os.path.basename(program)
     return "pytest" if name in ("py.test", "pytest") else name
@@ -188,6 +247,9 @@ def _outside(value: str, workdir: Path) -> bool:
 def _refuse_args(
     command: str, program: str, tool: str, args: list[str], workdir: Path | None
 ) -> Refusal | None:
+    writes = _writes(tool, args)
+    if writes is not None:
+        return Refusal(command, program, writes)
     for arg in args:
         option = _risky(tool, arg)
         if option is not None:
@@ -218,6 +280,8 @@ def _refuse_python(
         return Refusal(command, program, "code from standard input (python -) is not run")
     if kind == "module":
         module = value.split(".")[0]
+        if _PIP.fullmatch(module):
+            return Refusal(command, program, "pip installs packages")
         if module not in allow.names:
             return Refusal(
                 command, program, f"module {value!r} (python -m) is not on the allowlist"

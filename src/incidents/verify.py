@@ -21,7 +21,11 @@ Commands are data from files on disk, so:
   in every spelling the tools accept (clustered, value attached, abbreviated), `$` and `~`
   (which some tools expand) are refused, and a workdir of `/` contains nothing, so it is
   refused. Config files a tool finds above the workdir are the host's, not the
-  incident's, and are read as the tool reads them;
+  incident's, and are read as the tool reads them. A verification must not change the
+  files it judges or install anything: `mypy --install-types`, `ruff --fix` (and
+  `--unsafe-fixes`, `--fix-only`, `--add-noqa`, `--config "fix = true"`), `ruff format`
+  or `black` without `--check`/`--diff`, `ruff clean`, pip in any form and `@file`
+  arguments (mypy, pytest) are refused;
 - a refused command means nothing runs: the caller escalates with `escalation_reason`.
 
 Outcomes:

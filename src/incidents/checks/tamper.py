@@ -25,7 +25,10 @@ from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
-from incidents.checks.tamper_code import Mark, code_marks, removed_tests
+from incidents.checks import tamper_types
+from incidents.checks.tamper_code import code_marks, removed_tests
+from incidents.checks.tamper_names import Mark
+from incidents.checks.tamper_runner import is_test_file
 from incidents.models.report import Finding
 from incidents.vocab import Category, Severity
 
@@ -44,7 +47,9 @@ KINDS: dict[str, str] = {
     "-Skipped`",
     "exit": "leaving the process while the module is imported (`sys.exit()`, `exit()`, "
     "`raise SystemExit`), or anywhere: `os._exit`, `os.abort`, `os.kill`, `os.exec*`, "
-    "`pytest.exit`; in PowerShell `exit`, `[Environment]::Exit()`",
+    '`pytest.exit`, however reached (`vars(os)["_ex" + "it"]`, `os.__dict__`, `getattr`), '
+    "and a member of `os`/`sys`/`signal`/`builtins`/`atexit` reached by a computed name; in "
+    "PowerShell `exit`, `[Environment]::Exit()`",
     "test-removed": "a test function deleted, renamed, shadowed or emptied (its body "
     "`pass`, `...`, a docstring, an early `return`, or a `try` that swallows its failure), "
     "or one that lost all its assertions; a Pester `It` deleted or renamed",
@@ -57,6 +62,24 @@ KINDS: dict[str, str] = {
     "`gc` introspection, `ctypes`; in a non-test file any use of `_pytest`/`pluggy` or a "
     "`pytest_*` hook; and, at run time, the pytest guard finding the runner's functions "
     "replaced",
+    "process-hook": "in a target that is not a test file: an `atexit` handler that writes, "
+    "moves or removes files, runs a program, exits or is not defined in the file (or any, in "
+    "a file that looks for or imports its test runner); `signal.signal()`/`alarm()`/`setitimer()` run "
+    "while the module is imported; `sys.excepthook`, `sys.unraisablehook` or "
+    "`threading.excepthook` replaced; `sys.settrace()`/`setprofile()`, "
+    "`threading.settrace()`/`setprofile()`; any `faulthandler` call",
+    "test-aware": "in a target that is not a test file: code that asks whether it runs under "
+    "a test (a string naming pytest, `unittest` or nose beside `sys.modules`, `sys.argv`, "
+    '`os.environ`, `os.getenv()` or `find_spec()`: `"pytest" in sys.modules`, '
+    "`PYTEST_CURRENT_TEST`), a `try: import pytest`, a class whose `__eq__` returns a "
+    "constant true (`__ne__` a constant false), `unittest.mock.ANY`",
+    "assert-weakened": "in a test file: an assertion that cannot fail added or made so "
+    '(`assert True`, `assert <x> or True`, `assert (x, "msg")`, `assert x == x`, `assert not '
+    "False`, `self.assertTrue(1)`, `self.assertEqual(x, x)`)",
+    "type-weakened": "a name bound under `if TYPE_CHECKING:` that the same block also binds at "
+    "run time (a stub over the real definition), `cast(Any, ...)`, a variable annotated "
+    "`Any`, and, per function by "
+    "qualified name, a return or parameter annotation removed or changed to `Any`",
     "check-config": "a file a check tool reads its configuration from created, changed or "
     "removed (`pyproject.toml`, `ruff.toml`, `setup.cfg`, `mypy.ini`, `pytest.ini`, "
     "`tox.ini`, `conftest.py`, ... in the targets' folders and every folder above them)",
@@ -67,6 +90,10 @@ _ADVICE = {
     "test-removed": "a removed test is not a fix: restore it and fix the code it tests",
     "check-config": "a changed check config is not a fix: put it back and fix the cause",
     "runner-patch": "a patched test runner is not a fix: remove that code and fix the cause",
+    "assert-weakened": "an assertion that cannot fail is not a test: restore what it checked",
+    "type-weakened": "a weakened type is not a fix: restore the annotation and fix the types",
+    "test-aware": "code that behaves differently under a test is not a fix: remove it and "
+    "fix the cause",
     "unreadable": "a target that cannot be compared is not a fix: keep it a regular file "
     "under 4 MiB",
 }
@@ -108,6 +135,8 @@ def python_added(path: str, before: str | None, after: str | None) -> list[Added
             had = {line.strip() for line in old}
             found += [m for m in after_marks if new[m.line - 1].strip() not in had]
         found += removed_tests(old_tree, new_tree, old_text if old_tree is None else None)
+        if old_tree is not None:
+            found += tamper_types.weakened(old_tree, new_tree, is_test_file(path))
     found.sort(key=lambda m: (m.line, m.kind, m.what))
     return [Added(m.kind, path, m.line, m.what) for m in found]
 

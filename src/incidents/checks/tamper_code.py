@@ -13,10 +13,9 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 
-from incidents.checks import tamper_runner
-from incidents.checks.tamper_runner import const_str
+from incidents.checks import tamper_gaming, tamper_names, tamper_runner, tamper_types
+from incidents.checks.tamper_names import Mark
 
 _TEST_MODULES = frozenset({"pytest", "_pytest", "unittest"})
 # names that skip whatever they are reached through (`self.skipTest`, `x.mark.xfail`)
@@ -33,63 +32,10 @@ _BROAD = frozenset({"Exception", "BaseException", "AssertionError", "builtins.Ex
                     "builtins.BaseException", "builtins.AssertionError"})  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Mark:
-    line: int
-    kind: str
-    key: str  # what makes two marks the same suppression
-    what: str
-
-
 # -- skips, exits and type-check opt-outs ---------------------------------------------------
 
 
-def _aliases(tree: ast.Module) -> dict[str, str]:
-    """Local names bound to modules and their members, anywhere in the file."""
-    names: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:  # `import a.b` binds `a`; `import a.b as c` binds `a.b`
-                bound = a.name if a.asname else a.name.split(".")[0]
-                names[a.asname or bound] = bound
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            for a in node.names:
-                names[a.asname or a.name] = f"{node.module}.{a.name}"
-    for _ in range(2):  # `p = pytest`, `m = p.mark`, `o = __import__("os")`
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                target = node.targets[0]
-                value = _dotted(node.value, names)
-                if isinstance(target, ast.Name) and value.split(".")[0] in _KNOWN_ROOTS:
-                    names[target.id] = value
-    return names
-
-
-_KNOWN_ROOTS = _TEST_MODULES | {"os", "sys", "posix", "builtins", "signal", "typing", "pluggy",
-                                 "gc", "inspect", "importlib", "ctypes"}  # fmt: skip
-
-
-def _dotted(node: ast.expr, names: Mapping[str, str]) -> str:
-    """`a.b.c` with its root resolved through the file's imports; `?` for what is not."""
-    if isinstance(node, ast.Name):
-        return names.get(node.id, node.id)
-    if isinstance(node, ast.Attribute):
-        return f"{_dotted(node.value, names)}.{node.attr}"
-    if isinstance(node, ast.Call) and node.args:
-        func = _dotted(node.func, names)
-        first = const_str(node.args[0])  # spelled in pieces: `"_py" + "test"`
-        if func in ("__import__", "importlib.import_module", "builtins.__import__") and first:
-            return first
-        name = const_str(node.args[1]) if len(node.args) > 1 else None
-        if func in ("getattr", "builtins.getattr") and name:  # `getattr(m, "x")` is `m.x`
-            return f"{_dotted(node.args[0], names)}.{name}"
-    if (
-        isinstance(node, ast.Subscript)
-        and isinstance(node.slice, ast.Constant)
-        and _dotted(node.value, names) == "sys.modules"
-    ):
-        return str(node.slice.value)
-    return "?"
+_aliases, _dotted = tamper_names.aliases, tamper_names.resolve
 
 
 class _Code(ast.NodeVisitor):
@@ -120,7 +66,7 @@ class _Code(ast.NodeVisitor):
         self.at_import = outer
 
     def visit_If(self, node: ast.If) -> None:
-        if self.at_import and _is_main_guard(node.test):  # not run when imported
+        if self.at_import and tamper_names.is_main_guard(node.test):  # not run when imported
             self.at_import = False
             for stmt in node.body:
                 self.visit(stmt)
@@ -134,7 +80,7 @@ class _Code(ast.NodeVisitor):
         line = getattr(node, "lineno", 1)
         self.marks.append(Mark(line, kind, f"{kind}:{key}@{self.scope}", what))
 
-    def reference(self, node: ast.Attribute | ast.Name) -> None:
+    def reference(self, node: ast.expr) -> None:
         dotted = _dotted(node, self.names)
         parts = dotted.split(".")
         where = "" if self.scope == "<module>" else f" in {self.scope}"
@@ -162,6 +108,21 @@ class _Code(ast.NodeVisitor):
     def visit_Name(self, node: ast.Name) -> None:
         self.reference(node)
 
+    def visit_Subscript(self, node: ast.Subscript) -> None:  # `vars(os)["_exit"]`
+        self.member(node)
+        self.generic_visit(node)
+
+    def member(self, node: ast.Call | ast.Subscript) -> None:
+        """A module member reached by subscript or call: the member it resolves to, or a
+        member of `os`/`sys`/`signal`/... by a name that cannot be read."""
+        if _dotted(node, self.names) != "?":
+            self.reference(node)
+            return
+        owner = tamper_names.computed_member(node, self.names)
+        if owner is not None:
+            what = f"added a member of `{owner}` reached by a computed name (it may exit)"
+            self.mark(node, "exit", f"computed:{owner}", what)
+
     def visit_Call(self, node: ast.Call) -> None:
         func = _dotted(node.func, self.names)
         if self.at_import and func in _IMPORT_EXITS:
@@ -173,11 +134,16 @@ class _Code(ast.NodeVisitor):
             self.mark(node, "test-skip", func, f"added `{func}()` of a skip marker")
         elif func.endswith("mark.parametrize") and _no_params(node):  # nothing to run
             self.mark(node, "test-skip", func, f"added `{func}()` with no parameter sets")
+        elif func.endswith((".get", ".items", ".values")) or isinstance(node.func, ast.Call):
+            self.member(node)  # `vars(os).get("_exit")`, `attrgetter("_exit")(os)`
         elif func in ("getattr", "builtins.getattr") or func.endswith(
             (".__getattr__", ".__getattribute__")
         ):
+            self.member(node)
             attr = next((a.value for a in node.args if isinstance(a, ast.Constant)), None)
-            if attr in _SKIP_NAMES | {"skip"}:
+            if _dotted(node, self.names) != "?":
+                pass  # read as the member it reaches
+            elif attr in _SKIP_NAMES | {"skip"}:
                 self.mark(node, "test-skip", f"getattr:{attr}", f"added `getattr(..., {attr!r})`")
             elif attr in ("_exit", "abort", "kill", "exit"):
                 self.mark(node, "exit", f"getattr:{attr}", f"added `getattr(..., {attr!r})`")
@@ -196,18 +162,6 @@ def _no_params(call: ast.Call) -> bool:
     return any(isinstance(v, ast.List | ast.Tuple) and not v.elts for v in values)
 
 
-def _is_main_guard(test: ast.expr) -> bool:
-    return (
-        isinstance(test, ast.Compare)
-        and isinstance(test.left, ast.Name)
-        and test.left.id == "__name__"
-        and len(test.comparators) == 1
-        and isinstance(test.comparators[0], ast.Constant)
-        and test.comparators[0].value == "__main__"
-        and isinstance(test.ops[0], ast.Eq)
-    )
-
-
 def code_marks(tree: ast.Module, path: str = "") -> list[Mark]:
     """The marks of a module; `path` tells a test file (or conftest.py) from other code."""
     names = _aliases(tree)
@@ -223,6 +177,8 @@ def code_marks(tree: ast.Module, path: str = "") -> list[Mark]:
             visitor.marks.append(Mark(line, "runner-patch", f"runner-patch:{key}", what))
 
     tamper_runner.scan(tree, names, _dotted, test_file, emit)
+    visitor.marks += tamper_gaming.marks(tree, names, test_file)
+    visitor.marks += tamper_types.marks(tree, names)
     if not test_file:  # pytest's internals reached any way at all, `__import__` included
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute | ast.Name | ast.Call):

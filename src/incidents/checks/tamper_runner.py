@@ -22,6 +22,8 @@ import ast
 import os
 from collections.abc import Callable, Mapping
 
+from incidents.checks.tamper_names import const_str
+
 _RUNNER_ROOTS = frozenset({"pytest", "_pytest", "unittest", "pluggy", "builtins", "__builtins__"})
 _INTERNALS = frozenset({"_pytest", "pluggy"})
 _RUN_METHODS = frozenset({"run", "__call__", "debug", "_callTestMethod", "_callSetUp"})
@@ -43,35 +45,6 @@ def is_test_file(path: str) -> bool:
 
     name = os.path.basename(path)
     return any(fnmatch(name, pattern) for pattern in TEST_NAMES)
-
-
-def const_str(node: ast.expr) -> str | None:
-    """A string the code spells in pieces (`"_py" + "test"`, `"".join([...])`, an f-string
-    of constants), or None when it is computed."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = const_str(node.left), const_str(node.right)
-        return left + right if left is not None and right is not None else None
-    if isinstance(node, ast.JoinedStr):
-        parts = [const_str(v) if not isinstance(v, ast.FormattedValue) else const_str(v.value)
-                 for v in node.values]  # fmt: skip
-        return "".join(p for p in parts if p is not None) if None not in parts else None
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "join"
-        and len(node.args) == 1
-        and isinstance(node.args[0], ast.List | ast.Tuple)
-    ):
-        sep = const_str(node.func.value)
-        items = [const_str(e) for e in node.args[0].elts]
-        return (
-            sep.join(i for i in items if i is not None)
-            if sep is not None and None not in items
-            else None
-        )
-    return None
 
 
 def _root(dotted: str) -> str:
