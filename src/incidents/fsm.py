@@ -54,7 +54,7 @@ from incidents.models.pipeline import (
     normal_path,
 )
 from incidents.models.report import ErrorReport, Finding
-from incidents.vocab import Category, FailureClass, Outcome
+from incidents.vocab import Category, ErrorCode, FailureClass, Outcome
 
 __all__ = [
     "TERMINAL",
@@ -372,10 +372,25 @@ def _quarantine(kind: EscalationKind, reason: str) -> NextAction:
     return NextAction(State.S4_QUARANTINE, Action.QUARANTINE, reason, escalation=kind)
 
 
+def _ran_tests(ctx: ErrorPipelineContext, report: ErrorReport) -> bool:
+    """Did the check run any test: a test runner's selection, or a verification command
+    (the reproduction of the failure, or a command someone gave to verify it)?"""
+    return bool(ctx.verification_commands) or any(run.tests for run in report.tool_runs)
+
+
 def _success(ctx: ErrorPipelineContext, report: ErrorReport, why: str) -> NextAction:
     """Success, and whether anyone may claim the fix. Flaky is not fixed: a check that
     passes with the targets as they were (at capture for the baseline, before the fix for a
-    recheck) was not made to pass by anyone: `not_reproduced`."""
+    recheck) was not made to pass by anyone: `not_reproduced`. A test failure whose check
+    ran no test at all (the failure named tests in a form nothing recognised, or of another
+    language) was not checked: unverifiable, never a success."""
+    if ctx.error_code is ErrorCode.TEST_FAILURE and not _ran_tests(ctx, report):
+        return _quarantine(
+            EscalationKind.UNVERIFIABLE,
+            f"unverifiable: {why}, but the failure is a test failure and the check ran no "
+            "test (name the failing tests in the log, add the test file as a target, or "
+            "capture with --reproduce)",
+        )
     digests = ctx.check_digests
     now = digests[-1] if digests else None
     if ctx.current_state is State.S0_BASELINE_CHECK:

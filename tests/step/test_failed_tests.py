@@ -174,3 +174,35 @@ def test_a_test_changed_outside_the_fix_does_not_make_one(
     assert not (root.bucket("resolved") / incident_id).exists(), r.out
     result = json.loads((root.runs_dir(incident_id) / "run_result.json").read_text())
     assert "not a target of the incident: test_calc.py" in result["reason"]
+
+
+def test_a_test_failure_whose_check_ran_no_test_is_unverifiable_not_flaky(
+    cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A unittest failure of a file pytest does not collect (`calc_checks.py`): the check
+    ran ruff and mypy on the target and no test at all. Nothing was reproduced, and
+    nothing was shown gone either: escalated as unverifiable, not closed as flaky."""
+    (ws / "test_calc.py").unlink()
+    (ws / "calc_checks.py").write_text(
+        "import unittest\n\nfrom calc import add\n\n\nclass CalcTest(unittest.TestCase):\n"
+        "    def test_add(self) -> None:\n        self.assertEqual(add(1, 2), 3)\n"
+    )
+    log = tmp_path / "unittest.log"
+    log.write_text(
+        "F\n======================================================================\n"
+        "FAIL: test_add (calc_checks.CalcTest.test_add)\n"
+        "----------------------------------------------------------------------\n"
+        "AssertionError: -1 != 3\n\nFAILED (failures=1)\n"
+    )
+    use_config(tmp_path, monkeypatch, ALL_TOOLS + TIERS_OFF)
+    incident_id = capture(
+        cli, "--log-file", str(log), step="unittest", ws=ws, target="calc.py",
+        message="python -m unittest calc_checks: 1 test failed",
+    )  # fmt: skip
+    incident = json.loads((root.inbox / incident_id / "incident.json").read_text())
+    assert incident["error_code"] == "TEST_FAILURE", incident
+    r = cli("drive", incident_id)
+    assert r.code == 0, r.err
+    assert not (root.bucket("resolved") / incident_id).exists(), r.out
+    result = json.loads((root.runs_dir(incident_id) / "run_result.json").read_text())
+    assert "the check ran no test" in result["reason"], result["reason"]
