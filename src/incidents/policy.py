@@ -112,11 +112,14 @@ def record_escalation(
             f"(threshold {policy.escalation_threshold}); last: {incident_id}"
         )
         pause.pause(root, why, by="threshold", now=now.timestamp())
-        mirror.add_event(
-            conn,
-            incident_id,
-            "build_paused",
-            {"reason": why, "by": "threshold", "escalations": count},
-        )
+        from incidents import eventlog
+
+        _, folder = root.locate(incident_id)
+        paused = {"reason": why, "by": "threshold", "escalations": count}
+        eventlog.append_events(
+            folder, incident_id, [("build_paused", paused)], eventlog.unique_key("p"),
+            ts=now.isoformat(),
+        )  # fmt: skip
+        mirror.ingest_incident(conn, root, incident_id)
         return True
     return False  # the mirror could not be written (warned)

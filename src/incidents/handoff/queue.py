@@ -178,7 +178,12 @@ def mirror_progress(
 ) -> None:
     """One transaction: the incident's row (who holds it; its context as just committed,
     else as its folder has it) and `events`."""
+    from incidents import eventlog
+
     state = mirror.Context.of(ctx.model_dump(mode="json")) if ctx is not None else None
+    _, folder = root.locate(incident_id)
+    eventlog.append_events(folder, incident_id, events, eventlog.unique_key("h"))
+    eventlog.sync(folder / eventlog.EVENTS)
     with mirror.best_effort(root) as conn:
         if conn is not None:
-            mirror.sync(conn, root, incident_id, state, events=events)
+            mirror.sync(conn, root, incident_id, state)

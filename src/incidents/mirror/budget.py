@@ -24,6 +24,7 @@ __all__ = [
     "budget_reset_at",
     "budget_used",
     "bump_error",
+    "derive_errors",
     "escalations_in_window",
     "escalations_since",
     "open_escalation",
@@ -101,6 +102,63 @@ def refresh_budget(conn: sqlite3.Connection, signature: str) -> int:
     return used
 
 
+_DERIVE_ERRORS = """
+    INSERT INTO errors (signature, failure_class, error_code, step, count, first_seen,
+                        last_seen, last_incident_id)
+    SELECT signature, failure_class, error_code, step, total, first_seen, last_seen,
+           incident_id
+    FROM (
+        SELECT signature, failure_class, error_code, step, incident_id, last_seen,
+               sum(occurrences) OVER w AS total,
+               min(created_at) OVER w AS first_seen,
+               row_number() OVER (PARTITION BY signature
+                                  ORDER BY last_seen DESC, incident_id DESC) AS rank
+        FROM incidents {where}
+        WINDOW w AS (PARTITION BY signature)
+    ) WHERE rank = 1
+    ON CONFLICT (signature) DO UPDATE SET
+        failure_class = excluded.failure_class, error_code = excluded.error_code,
+        step = excluded.step, count = excluded.count, first_seen = excluded.first_seen,
+        last_seen = excluded.last_seen, last_incident_id = excluded.last_incident_id
+"""
+
+
+@translating
+def derive_errors(conn: sqlite3.Connection, signatures: Sequence[str] | None = None) -> None:
+    """The `errors` rows of `signatures` (None: all) as the other tables make them: capture
+    counts from the incidents' occurrences, escalations from their records, the budget
+    cache from the workstreams. Live writers and `reindex` both call this, so the table
+    never depends on the order things happened in (invariant I5)."""
+    with write(conn):
+        if signatures is None:
+            wanted = [str(r[0]) for r in conn.execute(
+                "SELECT signature FROM incidents UNION SELECT signature FROM escalations "
+                "UNION SELECT signature FROM errors"
+            )]  # fmt: skip
+            conn.execute(
+                "UPDATE errors SET count = 0, first_seen = '', last_seen = '', "
+                "last_incident_id = NULL"
+            )
+            conn.execute(_DERIVE_ERRORS.format(where=""))
+        else:
+            wanted = sorted(set(signatures))
+            for signature in wanted:
+                conn.execute(
+                    "UPDATE errors SET count = 0, first_seen = '', last_seen = '', "
+                    "last_incident_id = NULL WHERE signature = ?",
+                    (signature,),
+                )
+                conn.execute(_DERIVE_ERRORS.format(where="WHERE signature = ?"), (signature,))
+        for signature in wanted:
+            conn.execute(
+                "UPDATE errors SET escalations = (SELECT count(*) FROM escalations AS e "
+                "WHERE e.signature = errors.signature) WHERE signature = ?",
+                (signature,),
+            )
+            refresh_budget(conn, signature)
+        conn.execute("DELETE FROM errors WHERE count = 0 AND escalations = 0")
+
+
 @dataclass(frozen=True, slots=True)
 class Escalation:
     id: int
@@ -140,9 +198,7 @@ def add_escalation(
             "INSERT INTO escalations (ts, incident_id, signature, reason) VALUES (?, ?, ?, ?)",
             (ts, incident_id, signature, reason),
         )
-        conn.execute(
-            "UPDATE errors SET escalations = escalations + 1 WHERE signature = ?", (signature,)
-        )
+        derive_errors(conn, [signature])
     return True
 
 
@@ -164,7 +220,7 @@ def resolve_escalation(
                 "guidance) VALUES (?, ?, ?, 'record rebuilt at resolution', ?, ?)",
                 (ts, incident_id, signature, ts, guidance),
             )
-        refresh_budget(conn, signature)
+        derive_errors(conn, [signature])
         return max(1, cur.rowcount)
 
 
