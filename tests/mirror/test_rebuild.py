@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import sqlite3
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
