@@ -361,8 +361,7 @@ def catch_up(conn: sqlite3.Connection, root: Root) -> CatchUp:
             "catch_up must run outside a transaction (it commits before it deletes hints)"
         )
     result = CatchUp()
-    if ensure_derived(root, conn):  # created empty under us: rebuilt, hints and all
-        return result
+    ensure_derived(root, conn)  # created empty under us: rebuilt from the folders first
     dirty = root.state / "dirty"
     claimed: dict[Path, str] = {}
     if dirty.is_dir():
