@@ -126,7 +126,9 @@ def test_reindex_exports_an_older_versions_history_before_it_rebuilds(root: Root
     populate(root)
     conn = mirror.connect(root.db_path)
     with mirror.write(conn):
-        mirror.record_step_attempt(conn, "run_2", "inc_fix", "error_pipeline", "r1", result={"n": 1})
+        mirror.record_step_attempt(
+            conn, "run_2", "inc_fix", "error_pipeline", "r1", result={"n": 1}
+        )
         mirror.add_event(conn, "inc_gone", "archived", {"bucket": "resolved"})
         mirror.add_event(conn, None, "build_paused", {"reason": "x"})
     before = _journal_tables(conn)

@@ -334,6 +334,8 @@ def _refresh(
     if row == old:
         return
     upsert_incident(conn, row)
+    # a workstream's time is its incident's (what `reindex` reads from incident.json)
+    conn.execute("UPDATE workstreams SET updated_at = ? WHERE ws_id = ?", (row.updated_at, name))
     derive_errors(conn, [row.signature, *([old.signature] if old else [])])
     if name not in result.updated:
         result.updated.append(name)
