@@ -13,6 +13,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from incidents.mirror.db import translating, write
 from incidents.mirror.queries import last_event_ts
@@ -25,6 +26,7 @@ __all__ = [
     "budget_used",
     "bump_error",
     "derive_errors",
+    "note_incident",
     "escalations_in_window",
     "escalations_since",
     "open_escalation",
@@ -123,8 +125,61 @@ _DERIVE_ERRORS = """
 """
 
 
+_NOTE_ROW = """
+    INSERT INTO errors (signature, failure_class, error_code, step, count, first_seen,
+                        last_seen, last_incident_id)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (signature) DO UPDATE SET
+        count = count + excluded.count,
+        first_seen = CASE WHEN first_seen = '' THEN excluded.first_seen
+                          ELSE min(first_seen, excluded.first_seen) END,
+        failure_class = CASE WHEN (excluded.last_seen, excluded.last_incident_id)
+                                  >= (last_seen, coalesce(last_incident_id, ''))
+                             THEN excluded.failure_class ELSE failure_class END,
+        error_code = CASE WHEN (excluded.last_seen, excluded.last_incident_id)
+                               >= (last_seen, coalesce(last_incident_id, ''))
+                          THEN excluded.error_code ELSE error_code END,
+        step = CASE WHEN (excluded.last_seen, excluded.last_incident_id)
+                         >= (last_seen, coalesce(last_incident_id, ''))
+                    THEN excluded.step ELSE step END,
+        last_incident_id = CASE WHEN (excluded.last_seen, excluded.last_incident_id)
+                                     >= (last_seen, coalesce(last_incident_id, ''))
+                                THEN excluded.last_incident_id ELSE last_incident_id END,
+        last_seen = max(last_seen, excluded.last_seen)
+"""
+
+
 @translating
-def derive_errors(conn: sqlite3.Connection, signatures: Sequence[str] | None = None) -> None:
+def note_incident(conn: sqlite3.Connection, row: Any, old: Any | None) -> None:
+    """Keep the signature's `errors` row as `derive_errors` would make it after `row`
+    (an `IncidentRow`) replaced `old`, without reading the signature's other incidents:
+    captures only add occurrences and move `last_seen` forward. Anything else (an
+    incident removed, a changed signature or failure class) is derived again in full."""
+    fields = ("occurrences", "last_seen", "created_at", "failure_class", "error_code", "step")
+    if old is not None and all(getattr(old, f) == getattr(row, f) for f in fields):
+        return  # a change of state, status or bucket: nothing `errors` shows
+    grows = old is None or (
+        old.signature == row.signature
+        and (old.failure_class, old.error_code, old.step, old.created_at)
+        == (row.failure_class, row.error_code, row.step, row.created_at)
+        and row.occurrences >= old.occurrences
+        and row.last_seen >= old.last_seen
+    )
+    if not grows:
+        derive_errors(conn, [row.signature, *([old.signature] if old else [])])
+        return
+    added = row.occurrences - (old.occurrences if old else 0)
+    conn.execute(
+        _NOTE_ROW,
+        (row.signature, row.failure_class, row.error_code, row.step, added, row.created_at,
+         row.last_seen, row.incident_id),
+    )  # fmt: skip
+
+
+@translating
+def derive_errors(
+    conn: sqlite3.Connection, signatures: Sequence[str] | None = None, *, budget: bool = True
+) -> None:
     """The `errors` rows of `signatures` (None: all) as the other tables make them: capture
     counts from the incidents' occurrences, escalations from their records, the budget
     cache from the workstreams. Live writers and `reindex` both call this, so the table
@@ -155,7 +210,8 @@ def derive_errors(conn: sqlite3.Connection, signatures: Sequence[str] | None = N
                 "WHERE e.signature = errors.signature) WHERE signature = ?",
                 (signature,),
             )
-            refresh_budget(conn, signature)
+            if budget:
+                refresh_budget(conn, signature)
         conn.execute("DELETE FROM errors WHERE count = 0 AND escalations = 0")
 
 

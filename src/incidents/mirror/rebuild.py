@@ -16,7 +16,7 @@ from typing import Any
 from incidents import clock, eventlog, fsutil
 from incidents.errors import IncidentsError
 from incidents.layout import Root
-from incidents.mirror.budget import derive_errors
+from incidents.mirror.budget import derive_errors, note_incident, refresh_budget
 from incidents.mirror.db import (
     REBUILD_PENDING,
     MirrorCorrupt,
@@ -336,7 +336,7 @@ def _refresh(
     upsert_incident(conn, row)
     # a workstream's time is its incident's (what `reindex` reads from incident.json)
     conn.execute("UPDATE workstreams SET updated_at = ? WHERE ws_id = ?", (row.updated_at, name))
-    derive_errors(conn, [row.signature, *([old.signature] if old else [])])
+    note_incident(conn, row, old)
     if name not in result.updated:
         result.updated.append(name)
 
@@ -413,6 +413,14 @@ def sync(conn: sqlite3.Connection, root: Root, incident_id: str, state: Context 
         row = get_incident(conn, incident_id)
         run_id = state.run_id if state is not None else None
         if state is not None and run_id is not None and row is not None:
+            before = conn.execute(
+                "SELECT json_array_length(metadata_json, '$.error_pipeline.ai_attempts') "
+                "FROM workstreams WHERE ws_id = ?",
+                (incident_id,),
+            ).fetchone()
             save_workstream(conn, run_id, incident_id, state, updated_at=row.updated_at)
-            derive_errors(conn, [row.signature])  # its attempts count in the budget
+            attempts = state.doc.get("ai_attempts")
+            now = len(attempts) if isinstance(attempts, list) else 0
+            if ((before[0] if before else None) or 0) != now:
+                refresh_budget(conn, row.signature)  # its attempts count in the budget
         ingest_incident(conn, root, incident_id)
