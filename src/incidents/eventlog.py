@@ -137,9 +137,9 @@ def append(path: Path, docs: list[dict[str, Any]], *, redact: bool = True) -> No
     fd = _open_append(path)
     try:
         size = os.fstat(fd).st_size
-        if size + len(data) > FILE_MAX:
-            if size + LINE_MAX > FILE_MAX:
-                return  # the cap note is there already
+        if size + len(data) > FILE_MAX - LINE_MAX:  # the last LINE_MAX: the cap note's
+            if size and b'"event":"events_capped"' in os.pread(fd, 512, max(0, size - 512)):
+                return  # capped already: nothing more
             first = docs[0]
             data = encode(
                 event(f"cap{size}", str(first.get("ts", "")), first.get("incident_id"),
