@@ -248,7 +248,11 @@ def add_escalation(
     """Record an escalation once: False when the incident already has an open one (a
     close resumed after a crash). Counts it on the signature's `errors` row."""
     with write(conn):
-        if open_escalation(conn, incident_id) is not None:
+        found = open_escalation(conn, incident_id)
+        if found is not None:
+            # a close resumed after a crash rebuilt the quarantine bundle: the record's
+            # time is its metadata.json's, as `reindex` reads it
+            conn.execute("UPDATE escalations SET ts = ? WHERE id = ?", (ts, found.id))
             return False
         conn.execute(
             "INSERT INTO escalations (ts, incident_id, signature, reason) VALUES (?, ?, ?, ?)",
