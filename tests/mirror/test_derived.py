@@ -1,7 +1,8 @@
 """Invariant I5 end to end: the mirror is a function of the folders.
 
-Real processes on a real root: captures, the watcher (SIGKILLed mid-run), human
-decisions, pause/resume, archive; then the live database is compared, table by table and
+Real processes on a real root: captures and repeats, a hand-off (claim, submit), the
+watcher (SIGKILLed mid-run) with a stand-in fixer, human decisions (requeue, resolve),
+pause/resume, archive; then the live database is compared, table by table and
 row by row, with the one `reindex` builds after the file is deleted.
 """
 
@@ -22,7 +23,7 @@ from typing import Any
 import pytest
 
 from incidents.layout import Root
-from tests.helpers import BROKEN, CLEAN, MESSY, incidents
+from tests.helpers import BROKEN, CLEAN, FIXED, MESSY, incidents
 from tests.stand_ins import stand_in
 from tests.watch.helpers import closed, places, stop, wait_until
 
@@ -139,6 +140,18 @@ def test_a_randomized_run_then_reindex_gives_every_table_row_by_row(
     # one archived by hand before anything works on it
     by_hand = capture(tmp_path, env, "by_hand", CLEAN, dedupe=False)
     p = incidents("archive", by_hand, "--resolved", "--reason", "a duplicate", env=env)
+    assert p.returncode == 0, p.stderr
+    # one handed off to an outside agent (aider's tier in handoff mode when it began):
+    # next, claim, submit; the watcher does the recheck
+    (tmp_path / "handoff.toml").write_text(CONFIG.replace('mode = "on"', 'mode = "handoff"'))
+    handed = capture(tmp_path, env, "handed", BROKEN, dedupe=False)
+    ids.append(handed)
+    env_handoff = {**env, "INCIDENTS_CONFIG": str(tmp_path / "handoff.toml")}
+    assert "AWAIT_HANDOFF" in incidents("drive", handed, env=env_handoff).stdout
+    claim = incidents("claim", handed, "--agent", "skill", "--lease", "30m", env=env_handoff)
+    assert claim.returncode == 0, claim.stderr
+    (tmp_path / "work" / "handed" / "f.py").write_text(FIXED)
+    p = incidents("submit", handed, "--notes", "closed it", "--agent", "skill", env=env_handoff)
     assert p.returncode == 0, p.stderr
     assert incidents("pause", "--reason", "maintenance", env=env).returncode == 0
     assert incidents("resume", env=env).returncode == 0
