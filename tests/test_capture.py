@@ -13,7 +13,8 @@ from incidents.layout import Root
 from incidents.models import CaptureContext, Incident
 from tests.helpers import Cli, Result, run_script, tree
 
-BUNDLE = {"incident.json", "status.txt", "log_tail.txt", "audit_tail.jsonl", "context.json"}
+BUNDLE = {"incident.json", "status.txt", "log_tail.txt", "audit_tail.jsonl", "context.json",
+          "events.jsonl"}  # fmt: skip
 
 
 def bundle(root: Root, incident_id: str) -> Path:

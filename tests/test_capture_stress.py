@@ -17,7 +17,8 @@ from incidents.layout import Root
 from incidents.models import Incident
 from tests.helpers import SCRIPTS, run_script
 
-BUNDLE = {"incident.json", "status.txt", "log_tail.txt", "audit_tail.jsonl", "context.json"}
+BUNDLE = {"incident.json", "status.txt", "log_tail.txt", "audit_tail.jsonl", "context.json",
+          "events.jsonl"}  # fmt: skip
 CAPTURE = [sys.executable, str(SCRIPTS / "error_capture.py")]
 
 
@@ -65,6 +66,10 @@ def test_100_parallel_repeats_fold_into_exact_counts(root: Root) -> None:
     docs = assert_inbox_is_whole(root)
     assert sorted(d["occurrences"] for d in docs) == [50, 50]
     assert len({r.stdout.strip() for r in results}) == 2
+    for doc in docs:  # each capture's line once, in its bundle's events.jsonl
+        raw = (root.inbox / doc["incident_id"] / "events.jsonl").read_text().splitlines()
+        keys = [json.loads(line)["key"] for line in raw]
+        assert keys == ["captured", *(f"o{n}" for n in range(2, 51))]
 
 
 def test_sigkill_at_random_moments_never_leaves_a_partial_bundle(

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from incidents import artifacts, clock, fsutil, store
+from incidents import artifacts, clock, eventlog, fsutil, store
 from incidents.bundle_rules import workdirs_problem
 from incidents.capture_inputs import (
     check_targets,
@@ -265,6 +265,12 @@ def _create(
         artifacts.LOG_TAIL: log_text.encode("utf-8"),
         artifacts.AUDIT_TAIL: "".join(f"{line}\n" for line in audit_lines).encode("utf-8"),
         artifacts.CONTEXT: _context_bytes(context),
+        # the bundle's own record of its events, from its first line (incidents.eventlog)
+        eventlog.EVENTS: eventlog.encode(
+            eventlog.event("captured", incident["created_at"], incident["incident_id"],
+                           "captured", {"occurrences": 1}),
+            redact=False,
+        ),  # fmt: skip
     }
     store.write_bundle(root, incident["incident_id"], files)
     if key is not None:  # a hint (a lost one costs a duplicate incident, never data): no fsync
@@ -327,6 +333,11 @@ def _fold_into_open(
             fsutil.atomic_write_bytes(
                 folder / artifacts.LOG_TAIL, (old + add)[-MAX_OCCURRENCE_LOG:]
             )
+        # keyed by the occurrence: written again by a capture killed before it saved
+        occurrence = eventlog.event(
+            f"o{count}", now, incident_id, "occurrence", {"occurrences": count}
+        )
+        eventlog.append(folder / eventlog.EVENTS, [occurrence], redact=False)
         store.save_incident(folder, doc)
     store.mark_dirty(root, incident_id)
     return CaptureResult(incident_id, True, doc)

@@ -18,11 +18,13 @@ mirror that cannot be opened never stops a tick.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from incidents import mirror, pause
 from incidents.config import PolicySettings
+from incidents.errors import NotFound
 from incidents.layout import Root
 from incidents.models.pipeline import AIAttempt
 from incidents.vocab import ErrorCode, FailureClass
@@ -112,11 +114,15 @@ def record_escalation(
             f"(threshold {policy.escalation_threshold}); last: {incident_id}"
         )
         pause.pause(root, why, by="threshold", now=now.timestamp())
-        mirror.add_event(
-            conn,
-            incident_id,
-            "build_paused",
-            {"reason": why, "by": "threshold", "escalations": count},
-        )
+        from incidents import eventlog
+
+        paused = {"reason": why, "by": "threshold", "escalations": count}
+        with contextlib.suppress(NotFound):  # the pause stands without its line
+            _, folder = root.locate(incident_id)
+            eventlog.append_events(
+                folder, incident_id, [("build_paused", paused)], eventlog.unique_key("p"),
+                ts=now.isoformat(),
+            )  # fmt: skip
+        mirror.ingest_incident(conn, root, incident_id)
         return True
     return False  # the mirror could not be written (warned)

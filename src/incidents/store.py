@@ -216,10 +216,14 @@ def mirror_bundle(
 ) -> None:
     """Upsert one bundle's row and log `event`. Best effort: the folders are the truth, and a
     mirror that cannot be written now is rebuilt by `incidents reindex` or the watcher."""
-    from incidents import mirror
+    from incidents import eventlog, mirror
 
+    if payload is None:
+        payload = {"status": read_incident(folder).get("status")}
+    path = folder / eventlog.EVENTS
+    eventlog.append_events(folder, folder.name, [(event, payload)], eventlog.unique_key("b"))
+    eventlog.sync(path)
     with mirror.best_effort(root, busy_timeout_ms=2000) as conn:
         if conn is not None:
-            row = mirror.row_from_bundle(root, bucket, folder)
-            mirror.upsert_incident(conn, row)
-            mirror.add_event(conn, row.incident_id, event, payload or {"status": row.status})
+            mirror.refresh(conn, root, folder.name)
+            mirror.ingest_incident(conn, root, folder.name)

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import sqlite3
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from incidents import mirror
+from incidents import eventlog, mirror
 from incidents.layout import Root
 from tests.mirror.rows import delete_db, make_bundle
 
@@ -120,25 +118,51 @@ def test_reindex_after_deleting_the_database_gives_the_same_rows(root: Root) -> 
     assert snapshot(root.db_path) == before
 
 
-def test_reindex_keeps_history_and_budgets_of_a_readable_database(root: Root) -> None:
+def test_reindex_exports_an_older_versions_history_before_it_rebuilds(root: Root) -> None:
+    """An older version kept events and step attempts only in the mirror (populate writes
+    them the way it did): the first reindex appends them to each incident's events.jsonl
+    (or the root's, for an incident whose folder is gone) before it clears the tables,
+    so they survive it, and a later deletion of the database too."""
     populate(root)
     conn = mirror.connect(root.db_path)
-    conn.execute("UPDATE errors SET attempts_used = 2, escalations = 1")
-    conn.execute("UPDATE incidents SET status = 'stale', bucket = 'resolved'")
+    with mirror.write(conn):
+        mirror.record_step_attempt(
+            conn, "run_2", "inc_fix", "error_pipeline", "r1", result={"n": 1}
+        )
+        mirror.add_event(conn, "inc_gone", "archived", {"bucket": "resolved"})
+        mirror.add_event(conn, None, "build_paused", {"reason": "x"})
+    before = _journal_tables(conn)
     conn.close()
-    before_events = 5
+    assert len(before["events"]) == 7 and len(before["step_attempts"]) == 1
+
     result = mirror.reindex(root)
-    assert result.events_kept == before_events
+
+    assert result.events_kept == 7 and result.step_attempts == 1
+    assert (root.inbox / "inc_new" / "events.jsonl").is_file()
+    assert (root.state / "events.jsonl").is_file()  # inc_gone's and the pause's
+    conn = mirror.connect(root.db_path)
+    assert _journal_tables(conn) == before
+    conn.close()
+    mirror.reindex(root)  # exported once: nothing doubled
+    delete_db(root.db_path)
+    mirror.reindex(root)
     conn = mirror.connect(root.db_path)
     try:
-        events = conn.execute("SELECT count(*) FROM events WHERE incident_id = 'inc_new'")
-        assert events.fetchone() == (1,)
-        assert set(conn.execute("SELECT attempts_used, escalations FROM errors")) == {(2, 1)}
-        rows = mirror.list_incidents(conn, buckets=mirror.MIRROR_BUCKETS)
-        assert Counter(r.bucket for r in rows) == {"escalated": 1, "inbox": 3, "resolved": 1}
-        assert conn.execute("SELECT value FROM meta WHERE key = 'reindexed_at'").fetchone()
+        assert _journal_tables(conn) == before
     finally:
         conn.close()
+
+
+def _journal_tables(conn: sqlite3.Connection) -> dict[str, list[tuple[Any, ...]]]:
+    return {
+        "events": sorted(conn.execute(
+            "SELECT ts, incident_id, event_type, payload_json FROM events"
+        ).fetchall(), key=repr),
+        "step_attempts": sorted(conn.execute(
+            "SELECT run_id, ws_id, step_name, label, started_at, finished_at, result_json "
+            "FROM step_attempts"
+        ).fetchall(), key=repr),
+    }  # fmt: skip
 
 
 def test_reindex_follows_a_folder_that_moved(root: Root) -> None:
@@ -188,55 +212,6 @@ def test_reindex_lists_unreadable_and_rejected_without_moving_them(root: Root) -
         conn.close()
 
 
-def test_reindex_rebuilds_step_attempts_from_run_files(root: Root) -> None:
-    make_bundle(root, "inbox", "inc_r")
-    runs = root.runs_dir("inc_r")
-    runs.mkdir(parents=True)
-    (runs / "attempt_01.json").write_text(
-        json.dumps(
-            {"incident_id": "inc_r", "iteration": 1, "started_at": "2026-02-17T03:20:00+00:00"}
-        )
-    )
-    (runs / "error_report_attempt_1.json").write_text(
-        json.dumps({"step_name": "error_pipeline_baseline", "summary": {"total_issues": 2}})
-    )
-    (runs / "run_result.json").write_text("{}")
-    (runs / "attempt_02.json").write_text("[1, 2]")
-
-    result = mirror.reindex(root)
-    again = mirror.reindex(root)
-
-    assert result.step_attempts == again.step_attempts == 2
-    assert ("error_runs/inc_r/attempt_02.json", "not a JSON object") in result.unreadable
-    conn = mirror.connect(root.db_path)
-    try:
-        rows = conn.execute(
-            "SELECT run_id, ws_id, step_name, label, started_at, result_json FROM step_attempts "
-            "ORDER BY label"
-        ).fetchall()
-        assert not mirror.record_step_attempt(conn, "x", "inc_r", "attempt", "attempt_01")
-    finally:
-        conn.close()
-    assert rows == [
-        (
-            "run_20260217_115959_123456",
-            "inc_r",
-            "attempt",
-            "attempt_01",
-            "2026-02-17T03:20:00+00:00",
-            '{"incident_id":"inc_r","iteration":1,"started_at":"2026-02-17T03:20:00+00:00"}',
-        ),
-        (
-            "run_20260217_115959_123456",
-            "inc_r",
-            "error_pipeline_baseline",
-            "error_report_attempt_1",
-            None,
-            '{"summary":{"total_issues":2}}',
-        ),
-    ]
-
-
 def test_reindex_moves_a_corrupt_database_aside_and_rebuilds(root: Root) -> None:
     populate(root)
     before = snapshot(root.db_path)
@@ -257,13 +232,17 @@ def test_reindex_moves_a_corrupt_database_aside_and_rebuilds(root: Root) -> None
 def test_sync_writes_an_incidents_progress_in_one_go(root: Root) -> None:
     make_bundle(root, "inbox", "inc_y")
     state = {"run_id": "run_1", "current_state": "S1_AIDER_FIX", "waiting": True}
+    folder = root.inbox / "inc_y"
+    eventlog.append(folder / eventlog.EVENTS, [
+        eventlog.event("captured", "2026-02-17T03:00:00+00:00", "inc_y", "captured", {}),
+        eventlog.step_attempt("s1.r", "2026-02-17T03:00:01+00:00", "inc_y", "run_1",
+                              "error_pipeline", "error_report_attempt_1", {"total_issues": 1}),
+        eventlog.event("s1.0", "2026-02-17T03:00:01+00:00", "inc_y", "state_transition",
+                       {"to": "S1_AIDER_FIX"}),
+    ])  # fmt: skip
     conn = mirror.connect(root.db_path)
     try:
-        mirror.sync(
-            conn, root, "inc_y", mirror.Context.of(state),
-            reports=[("error_report_attempt_1", {"total_issues": 1})],
-            events=[("state_transition", {"to": "S1_AIDER_FIX"})],
-        )  # fmt: skip
+        mirror.sync(conn, root, "inc_y", mirror.Context.of(state))
         row = mirror.get_incident(conn, "inc_y")
         assert row is not None and (row.state, row.waiting) == ("S1_AIDER_FIX", True)
         assert conn.execute("SELECT ws_id, current_state FROM workstreams").fetchall() == [
@@ -274,7 +253,8 @@ def test_sync_writes_an_incidents_progress_in_one_go(root: Root) -> None:
         ).fetchall() == [("error_pipeline", "error_report_attempt_1", '{"total_issues":1}')]
         events = conn.execute("SELECT event_type FROM events ORDER BY id").fetchall()
         assert events == [("captured",), ("state_transition",)]
-        mirror.sync(conn, root, "inc_y", None, events=[("claimed", {})])  # reads the folder
+        mirror.sync(conn, root, "inc_y", None)  # reads the folder
+        assert conn.execute("SELECT count(*) FROM events").fetchone() == (2,)  # once each
         row = mirror.get_incident(conn, "inc_y")
         assert row is not None and row.state is None
     finally:
@@ -285,6 +265,7 @@ def test_catch_up_keeps_its_hints_until_its_own_commit(root: Root) -> None:
     """A hint deleted inside a caller's transaction would be lost with that transaction:
     catch_up refuses to run in one, and the watcher's door runs it on its own."""
     root.ensure()
+    mirror.reindex(root)  # a derived (empty) mirror: the door has nothing to rebuild
     make_bundle(root, "inbox", "inc_h")
     hint = root.state / "dirty" / "inc_h"
     hint.touch()

@@ -93,5 +93,10 @@ def register_pause(app: typer.Typer) -> None:
 
 
 def _pause_event(session: Session, event: str, payload: dict[str, str]) -> None:
+    from incidents import eventlog
+
+    path = mirror.root_events_path(session.root)
+    eventlog.append_events(path.parent, None, [(event, payload)], eventlog.unique_key("r"))
+    eventlog.sync(path)
     with mirror.transaction(session.root) as conn:
-        mirror.add_event(conn, None, event, payload)
+        mirror.ingest_root(conn, session.root)

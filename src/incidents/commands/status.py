@@ -59,10 +59,8 @@ def open_mirror(root: Root, reject_grace_s: float | None = None) -> Any:
     An inbox bundle that does not parse or validate is reported with its path and reason;
     once it has been unchanged for `reject_grace_s` (a hand copy may still be arriving) it
     is moved to `error_rejected/<name>/` with a `reason.txt`. Nothing is deleted."""
-    if not root.db_path.exists():
-        mirror.reindex(root)
     conn = mirror.connect(root.db_path)
-    result = mirror.catch_up(conn, root)
+    result = mirror.catch_up(conn, root)  # rebuilds first a database created empty
     for location, reason in result.unreadable:
         bucket, _, name = location.partition("/")
         folder = root.bucket(bucket) / name

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from incidents import clock, decisions, mirror, store
+from incidents import clock, decisions, eventlog, mirror, store
 from incidents.errors import NotWaiting, UsageError
 from incidents.layout import Root, validate_id
 from incidents.models import HumanDecision
@@ -58,6 +58,8 @@ def resolve_escalation(
             decision = HumanDecision(
                 at=now, decision=kind, guidance=guidance, by=by,
                 escalation_reason=incident.get("resolution"), signature=incident["error_signature"],
+                escalated_at=clock.normalized(began.isoformat()) if (
+                    began := decisions.escalated_at(folder)) else None,
             )  # fmt: skip
             decisions.append_decision(folder, decision)
         if requeue:
@@ -65,6 +67,14 @@ def resolve_escalation(
         else:
             reason = f"resolved by {by}: {guidance}"
             target = step_service.resolve(root, folder, reason, now)
+        # the decision's lines, keyed by its time (a re-run after a crash writes the same)
+        taken_events: list[mirror.Event] = [
+            ("escalation_resolved", {"decision": kind, "guidance": guidance})
+        ]
+        if requeue:
+            taken_events.append(("requeued", {"guidance": guidance}))
+        eventlog.append_events(target, incident_id, taken_events, f"d{now}", ts=now)
+        eventlog.sync(target / eventlog.EVENTS)
     _record_decision(root, incident_id, incident["error_signature"], guidance, kind, now)
     return Decision(incident_id, kind, guidance, str(target.relative_to(root.path)))
 
@@ -79,8 +89,4 @@ def _record_decision(
         if conn is not None:
             mirror.resolve_escalation(conn, incident_id, signature, guidance, now)
             mirror.refresh(conn, root, incident_id)
-            mirror.add_event(
-                conn, incident_id, "escalation_resolved", {"decision": kind, "guidance": guidance}
-            )
-            if kind == "requeue":
-                mirror.add_event(conn, incident_id, "requeued", {"guidance": guidance})
+            mirror.ingest_incident(conn, root, incident_id)

@@ -21,7 +21,7 @@ from pathlib import Path
 from incidents import artifacts, attempts, fsutil, leases, mirror, store
 from incidents.clock import iso_precise
 from incidents.decisions import read_guidance
-from incidents.errors import IncidentsError, LockBusy, NotWaiting, UsageError
+from incidents.errors import IncidentsError, LockBusy, NotFound, NotWaiting, UsageError
 from incidents.handoff import workspace
 from incidents.layout import Root, validate_id
 from incidents.models import ErrorPipelineContext
@@ -178,7 +178,15 @@ def mirror_progress(
 ) -> None:
     """One transaction: the incident's row (who holds it; its context as just committed,
     else as its folder has it) and `events`."""
+    from incidents import eventlog
+
     state = mirror.Context.of(ctx.model_dump(mode="json")) if ctx is not None else None
+    try:
+        _, folder = root.locate(incident_id)
+    except NotFound:  # gone meanwhile (archived and pruned by hand): nothing to record
+        return
+    eventlog.append_events(folder, incident_id, events, eventlog.unique_key("h"))
+    eventlog.sync(folder / eventlog.EVENTS)
     with mirror.best_effort(root) as conn:
         if conn is not None:
-            mirror.sync(conn, root, incident_id, state, events=events)
+            mirror.sync(conn, root, incident_id, state)

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from incidents import artifacts, attempts, fsutil, leases, mirror, store
+from incidents import artifacts, attempts, eventlog, fsutil, leases, mirror, store
+from incidents.clock import iso_precise
 from incidents.errors import (
     AlreadyArchived,
     InvalidDocument,
@@ -120,11 +121,19 @@ def record_attempt(root: Root, incident_id: str, path: Path) -> Path:
             )
         fsutil.ensure_dir(target.parent)
         fsutil.atomic_write_json(target, data)
+        key, now = eventlog.unique_key("a"), iso_precise()
+        lines = [
+            eventlog.step_attempt(
+                f"{key}.r", now, incident_id, str(doc.get("run_id", "")), "attempt", target.stem,
+                data, data["started_at"], data["finished_at"],
+            ),
+            eventlog.event(f"{key}.0", now, incident_id, "attempt_recorded",
+                           {"file": target.name, **data}),
+        ]  # fmt: skip
+        folder = root.inbox / incident_id
+        eventlog.append(folder / eventlog.EVENTS, lines)
+        eventlog.sync(folder / eventlog.EVENTS)
     with mirror.best_effort(root) as conn:  # reindex rebuilds what is not written
         if conn is not None:
-            mirror.record_step_attempt(
-                conn, str(doc.get("run_id", "")), incident_id, "attempt", target.stem,
-                result=data, started_at=data["started_at"], finished_at=data["finished_at"],
-            )  # fmt: skip
-            mirror.add_event(conn, incident_id, "attempt_recorded", {"file": target.name, **data})
+            mirror.ingest_incident(conn, root, incident_id)
     return target

@@ -13,6 +13,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from incidents.mirror.db import translating, write
 from incidents.mirror.queries import last_event_ts
@@ -24,6 +25,8 @@ __all__ = [
     "budget_reset_at",
     "budget_used",
     "bump_error",
+    "derive_errors",
+    "note_incident",
     "escalations_in_window",
     "escalations_since",
     "open_escalation",
@@ -101,6 +104,117 @@ def refresh_budget(conn: sqlite3.Connection, signature: str) -> int:
     return used
 
 
+_DERIVE_ERRORS = """
+    INSERT INTO errors (signature, failure_class, error_code, step, count, first_seen,
+                        last_seen, last_incident_id)
+    SELECT signature, failure_class, error_code, step, total, first_seen, last_seen,
+           incident_id
+    FROM (
+        SELECT signature, failure_class, error_code, step, incident_id, last_seen,
+               sum(occurrences) OVER w AS total,
+               min(created_at) OVER w AS first_seen,
+               row_number() OVER (PARTITION BY signature
+                                  ORDER BY last_seen DESC, incident_id DESC) AS rank
+        FROM incidents {where}
+        WINDOW w AS (PARTITION BY signature)
+    ) WHERE rank = 1
+    ON CONFLICT (signature) DO UPDATE SET
+        failure_class = excluded.failure_class, error_code = excluded.error_code,
+        step = excluded.step, count = excluded.count, first_seen = excluded.first_seen,
+        last_seen = excluded.last_seen, last_incident_id = excluded.last_incident_id
+"""
+
+
+_NOTE_ROW = """
+    INSERT INTO errors (signature, failure_class, error_code, step, count, first_seen,
+                        last_seen, last_incident_id)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (signature) DO UPDATE SET
+        count = count + excluded.count,
+        first_seen = CASE WHEN first_seen = '' THEN excluded.first_seen
+                          ELSE min(first_seen, excluded.first_seen) END,
+        failure_class = CASE WHEN (excluded.last_seen, excluded.last_incident_id)
+                                  >= (last_seen, coalesce(last_incident_id, ''))
+                             THEN excluded.failure_class ELSE failure_class END,
+        error_code = CASE WHEN (excluded.last_seen, excluded.last_incident_id)
+                               >= (last_seen, coalesce(last_incident_id, ''))
+                          THEN excluded.error_code ELSE error_code END,
+        step = CASE WHEN (excluded.last_seen, excluded.last_incident_id)
+                         >= (last_seen, coalesce(last_incident_id, ''))
+                    THEN excluded.step ELSE step END,
+        last_incident_id = CASE WHEN (excluded.last_seen, excluded.last_incident_id)
+                                     >= (last_seen, coalesce(last_incident_id, ''))
+                                THEN excluded.last_incident_id ELSE last_incident_id END,
+        last_seen = max(last_seen, excluded.last_seen)
+"""
+
+
+@translating
+def note_incident(conn: sqlite3.Connection, row: Any, old: Any | None) -> None:
+    """Keep the signature's `errors` row as `derive_errors` would make it after `row`
+    (an `IncidentRow`) replaced `old`, without reading the signature's other incidents:
+    captures only add occurrences and move `last_seen` forward. Anything else (an
+    incident removed, a changed signature or failure class) is derived again in full."""
+    fields = ("occurrences", "last_seen", "created_at", "failure_class", "error_code", "step")
+    if old is not None and all(getattr(old, f) == getattr(row, f) for f in fields):
+        return  # a change of state, status or bucket: nothing `errors` shows
+    grows = old is None or (
+        old.signature == row.signature
+        and (old.failure_class, old.error_code, old.step, old.created_at)
+        == (row.failure_class, row.error_code, row.step, row.created_at)
+        and row.occurrences >= old.occurrences
+        and row.last_seen >= old.last_seen
+    )
+    if not grows:
+        derive_errors(conn, [row.signature, *([old.signature] if old else [])])
+        return
+    added = row.occurrences - (old.occurrences if old else 0)
+    conn.execute(
+        _NOTE_ROW,
+        (row.signature, row.failure_class, row.error_code, row.step, added, row.created_at,
+         row.last_seen, row.incident_id),
+    )  # fmt: skip
+
+
+@translating
+def derive_errors(
+    conn: sqlite3.Connection, signatures: Sequence[str] | None = None, *, budget: bool = True
+) -> None:
+    """The `errors` rows of `signatures` (None: all) as the other tables make them: capture
+    counts from the incidents' occurrences, escalations from their records, the budget
+    cache from the workstreams. Live writers and `reindex` both call this, so the table
+    never depends on the order things happened in (invariant I5)."""
+    with write(conn):
+        if signatures is None:
+            wanted = [str(r[0]) for r in conn.execute(
+                "SELECT signature FROM incidents UNION SELECT signature FROM escalations "
+                "UNION SELECT signature FROM errors"
+            )]  # fmt: skip
+            conn.execute(
+                "UPDATE errors SET count = 0, first_seen = '', last_seen = '', "
+                "last_incident_id = NULL"
+            )
+            conn.execute(_DERIVE_ERRORS.format(where=""))
+        else:
+            wanted = sorted(set(signatures))
+            for signature in wanted:
+                conn.execute(
+                    "UPDATE errors SET count = 0, first_seen = '', last_seen = '', "
+                    "last_incident_id = NULL WHERE signature = ?",
+                    (signature,),
+                )
+                conn.execute(_DERIVE_ERRORS.format(where="WHERE signature = ?"), (signature,))
+        for signature in wanted:
+            conn.execute(
+                "UPDATE errors SET escalations = (SELECT count(*) FROM escalations AS e "
+                "WHERE e.signature = errors.signature) WHERE signature = ?",
+                (signature,),
+            )
+            if budget:
+                refresh_budget(conn, signature)
+        conn.execute("DELETE FROM errors WHERE count = 0 AND escalations = 0")
+
+
 @dataclass(frozen=True, slots=True)
 class Escalation:
     id: int
@@ -134,15 +248,17 @@ def add_escalation(
     """Record an escalation once: False when the incident already has an open one (a
     close resumed after a crash). Counts it on the signature's `errors` row."""
     with write(conn):
-        if open_escalation(conn, incident_id) is not None:
+        found = open_escalation(conn, incident_id)
+        if found is not None:
+            # a close resumed after a crash rebuilt the quarantine bundle: the record's
+            # time is its metadata.json's, as `reindex` reads it
+            conn.execute("UPDATE escalations SET ts = ? WHERE id = ?", (ts, found.id))
             return False
         conn.execute(
             "INSERT INTO escalations (ts, incident_id, signature, reason) VALUES (?, ?, ?, ?)",
             (ts, incident_id, signature, reason),
         )
-        conn.execute(
-            "UPDATE errors SET escalations = escalations + 1 WHERE signature = ?", (signature,)
-        )
+        derive_errors(conn, [signature])
     return True
 
 
@@ -164,7 +280,7 @@ def resolve_escalation(
                 "guidance) VALUES (?, ?, ?, 'record rebuilt at resolution', ?, ?)",
                 (ts, incident_id, signature, ts, guidance),
             )
-        refresh_budget(conn, signature)
+        derive_errors(conn, [signature])
         return max(1, cur.rowcount)
 
 

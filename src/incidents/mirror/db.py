@@ -6,10 +6,8 @@ connection per process and thread. Functions of this package take a connection a
 no transaction of their own beyond one statement, except where they write several rows
 (then they nest inside the caller's `write()` as a savepoint). Wrap a batch in `write()`.
 
-A module that writes to the mirror on the side of its real work (the folders are the
-truth) does it through `best_effort()`: opens, writes in one transaction, closes, and
-warns instead of failing when the mirror cannot be written (`incidents reindex` rebuilds
-it). `transaction()` is the same door for commands that must fail when the mirror does.
+The doors callers use to write (`transaction`, `best_effort`) are in `mirror.door`: they
+rebuild a database this module created empty before anything uses it.
 
 Timestamps are ISO 8601 text in UTC (`2026-02-17T03:00:00+00:00`) and compare as text.
 """
@@ -27,7 +25,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from incidents.errors import IncidentsError
@@ -35,19 +32,18 @@ from incidents.fsutil import ensure_dir
 from incidents.mirror.schema import MIGRATIONS
 
 if TYPE_CHECKING:
-    from incidents.layout import Root
+    pass
 
 __all__ = [
     "DATABASE_ERRORS",
-    "BestEffort",
     "Connection",
     "MirrorCorrupt",
     "MirrorError",
-    "best_effort",
+    "REBUILD_PENDING",
     "check_integrity",
     "connect",
+    "rebuild_pending",
     "shared",
-    "transaction",
     "translating",
     "warn",
     "write",
@@ -109,7 +105,7 @@ def translating(func: Callable[P, T]) -> Callable[P, T]:
 # --- connecting and migrating -----------------------------------------------------------
 
 
-def _create_private(db_path: Path) -> None:
+def _create_private(db_path: Path) -> bool:
     """Create the file 0600 (SQLite gives -wal/-shm the same mode); refuse a symlink.
 
     An existing file is only stat'ed and chmod'ed, never opened: closing any descriptor of
@@ -122,7 +118,7 @@ def _create_private(db_path: Path) -> None:
     flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         os.close(os.open(db_path, flags, 0o600))
-        return
+        return True
     except FileExistsError:
         pass
     except OSError as exc:
@@ -137,6 +133,7 @@ def _create_private(db_path: Path) -> None:
             os.chmod(db_path, 0o600)
     except OSError as exc:
         raise MirrorError(f"cannot open the mirror database {db_path}: {exc.strerror}") from exc
+    return False
 
 
 def connect(db_path: Path, *, busy_timeout_ms: int = 5000) -> sqlite3.Connection:
@@ -149,7 +146,7 @@ def connect(db_path: Path, *, busy_timeout_ms: int = 5000) -> sqlite3.Connection
         ensure_dir(db_path.parent)
     except OSError as exc:
         raise MirrorError(f"cannot create {db_path.parent}: {exc.strerror or exc}") from exc
-    _create_private(db_path)
+    created = _create_private(db_path)
     conn = sqlite3.connect(
         db_path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=True
     )
@@ -170,6 +167,10 @@ def connect(db_path: Path, *, busy_timeout_ms: int = 5000) -> sqlite3.Connection
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
         _migrate(conn, db_path)
+        if created:  # empty: the door rebuilds it from the folders before it is used
+            conn.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES (?, '1')", (REBUILD_PENDING,)
+            )
     except sqlite3.DatabaseError as exc:
         conn.close()
         if _is_corruption(exc):
@@ -179,6 +180,16 @@ def connect(db_path: Path, *, busy_timeout_ms: int = 5000) -> sqlite3.Connection
         conn.close()
         raise
     return conn
+
+
+# set in a database file `connect` has just created: nothing in it is derived yet
+REBUILD_PENDING = "rebuild_pending"
+
+
+def rebuild_pending(conn: sqlite3.Connection) -> bool:
+    """Whether the database was created empty and not rebuilt from the folders since."""
+    row = conn.execute("SELECT 1 FROM meta WHERE key = ?", (REBUILD_PENDING,)).fetchone()
+    return row is not None
 
 
 # one open connection per (process, thread, database), for callers that write often (the
@@ -336,101 +347,3 @@ def dumps(doc: Any) -> str:
 def warn(exc: BaseException, what: str = "mirror not updated") -> None:
     """The one warning for a mirror that could not be used (it is rebuilt later)."""
     sys.stderr.write(f"incidents: warning: {what} ({exc}); run `incidents reindex`\n")
-
-
-@contextmanager
-def _opened(root: Root, kept: bool, busy_timeout_ms: int) -> Iterator[sqlite3.Connection]:
-    if kept:
-        with shared(root.db_path) as conn:
-            yield conn
-        return
-    conn = connect(root.db_path, busy_timeout_ms=busy_timeout_ms)
-    try:
-        yield conn
-    finally:
-        conn.close()
-
-
-@contextmanager
-def transaction(
-    root: Root, *, kept: bool = False, busy_timeout_ms: int = 5000
-) -> Iterator[sqlite3.Connection]:
-    """The root's mirror, opened for one `write()` transaction and closed after it (`kept`:
-    the connection `shared()` keeps for this process and thread). Errors propagate."""
-    with _opened(root, kept, busy_timeout_ms) as conn, write(conn):
-        yield conn
-
-
-def best_effort(
-    root: Root,
-    *,
-    what: str = "mirror not updated",
-    on_error: Callable[[BaseException], None] | None = None,
-    errors: tuple[type[Exception], ...] = (Exception,),
-    kept: bool = False,
-    busy_timeout_ms: int = 5000,
-) -> BestEffort:
-    """A write to the mirror that must never fail its caller: the folders are the truth.
-
-    `with best_effort(root) as conn:` gives a connection inside one `write()` transaction
-    (committed at the end of the block), or None when the mirror cannot be opened: then
-    the block has nothing to write to and skips its writes. An exception of one of
-    `errors` raised by the block or its commit rolls back and is reported instead of
-    raised: to `on_error`, by default as `warn(exc, what)`; others propagate. Afterwards
-    `.written` tells whether the block's writes were committed. `kept` and
-    `busy_timeout_ms` as for `transaction`.
-    """
-    return BestEffort(
-        root, on_error or (lambda exc: warn(exc, what)), errors, kept, busy_timeout_ms
-    )
-
-
-class BestEffort:
-    """The context manager `best_effort` returns; `written` is set once it committed."""
-
-    def __init__(
-        self,
-        root: Root,
-        report: Callable[[BaseException], None],
-        errors: tuple[type[Exception], ...],
-        kept: bool,
-        busy_timeout_ms: int,
-    ) -> None:
-        self.root, self.report, self.errors = root, report, errors
-        self.kept, self.busy_timeout_ms = kept, busy_timeout_ms
-        self.written = False
-        self._stack: contextlib.ExitStack | None = None
-
-    def __enter__(self) -> sqlite3.Connection | None:
-        stack = contextlib.ExitStack()
-        try:
-            conn = stack.enter_context(_opened(self.root, self.kept, self.busy_timeout_ms))
-            stack.enter_context(write(conn))
-        except Exception as exc:  # the mirror is derivable: never stop the caller for it
-            stack.__exit__(type(exc), exc, exc.__traceback__)  # closes (or drops) it
-            self.report(exc)
-            return None
-        self._stack = stack
-        return conn
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool:
-        stack, self._stack = self._stack, None
-        if stack is None:  # nothing was opened: the block's own errors are its caller's
-            return False
-        try:
-            stack.__exit__(exc_type, exc, tb)  # commits or rolls back, then closes
-        except self.errors as failure:  # the commit failed: rebuilt by reindex or a later sync
-            self.report(failure)
-            return True
-        if exc is None:
-            self.written = True
-            return False
-        if isinstance(exc, self.errors):
-            self.report(exc)
-            return True
-        return False

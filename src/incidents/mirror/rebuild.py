@@ -4,29 +4,38 @@ catch-up (`catch_up`, `refresh`, `sync`: one incident, or what captures changed)
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from incidents import clock
+from incidents import clock, eventlog, fsutil
 from incidents.errors import IncidentsError
 from incidents.layout import Root
-from incidents.mirror.budget import bump_error, open_escalation, refresh_budget
-from incidents.mirror.db import MirrorCorrupt, MirrorError, check_integrity, connect, dumps, write
+from incidents.mirror.budget import derive_errors, note_incident, refresh_budget
+from incidents.mirror.db import (
+    REBUILD_PENDING,
+    MirrorCorrupt,
+    MirrorError,
+    check_integrity,
+    connect,
+    dumps,
+    rebuild_pending,
+    write,
+)
+from incidents.mirror.ingest import ingest_file, ingest_incident, ingest_root, root_events_path
 from incidents.mirror.queries import (
     Context,
-    Event,
     IncidentRow,
-    add_event,
     delete_incident,
     get_incident,
+    get_meta,
     inbox_ids,
     insert_rows,
-    record_step_attempt,
     save_workstream,
     set_meta,
     upsert_incident,
@@ -37,11 +46,20 @@ from incidents.mirror.scan import (
     row_from_bundle,
     scan_bundles,
     scan_rejected,
-    scan_step_attempts,
 )
 from incidents.mirror.schema import MIRROR_BUCKETS
 
-__all__ = ["CatchUp", "ReindexResult", "catch_up", "catch_up_root", "refresh", "reindex", "sync"]
+__all__ = [
+    "CatchUp",
+    "ensure_derived",
+    "export_history",
+    "ReindexResult",
+    "catch_up",
+    "catch_up_root",
+    "refresh",
+    "reindex",
+    "sync",
+]
 
 REINDEX_BUSY_TIMEOUT_MS = 30_000
 
@@ -101,23 +119,102 @@ def reindex(root: Root) -> ReindexResult:
         rejected = scan_rejected(root)
         with write(conn):
             scanned = scan_bundles(root, scanned)
+            export_history(conn, root)  # an older version's rows, before they are cleared
             _refill(conn, scanned, rejected, result)
             _rebuild_escalations(conn, scanned)
-            run_ids = {s.row.incident_id: s.row.run_id for s in scanned.values() if s.row}
-            attempts = scan_step_attempts(root, run_ids, result.unreadable)
-            conn.executemany(
-                "INSERT INTO step_attempts (run_id, ws_id, step_name, label, started_at, "
-                "finished_at, result_json) VALUES (?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (ws_id, step_name, label) DO NOTHING",
-                attempts,
-            )
-            result.step_attempts = len(attempts)
-            result.events_kept = int(conn.execute("SELECT count(*) FROM events").fetchone()[0])
+            result.step_attempts, result.events_kept = _refill_journals(conn, root, scanned)
             set_meta(conn, "reindexed_at", clock.iso_precise())
+            conn.execute("DELETE FROM meta WHERE key = ?", (REBUILD_PENDING,))
     finally:
         conn.close()
     result.seconds = round(time.monotonic() - started, 3)
     return result
+
+
+_LEGACY_EVENTS = "event_type IN ('legacy_task', 'legacy_attempt')"
+_LEGACY_RUN = "run_id LIKE 'legacy\\_%' ESCAPE '\\'"
+
+
+def ensure_derived(root: Root, conn: sqlite3.Connection) -> bool:
+    """Rebuild the root's mirror when `conn`'s database was created empty and not rebuilt
+    since (`reindex` runs on its own connection; `conn` then sees the rows). Returns
+    whether it rebuilt."""
+    if not rebuild_pending(conn):
+        return False
+    reindex(root)
+    return True
+
+
+def _refill_journals(
+    conn: sqlite3.Connection, root: Root, scanned: dict[str, Scanned]
+) -> tuple[int, int]:
+    """`events` and `step_attempts` again from every bundle's events.jsonl and the root's
+    (rows imported from a legacy task file are kept: see `schema`)."""
+    conn.execute(f"DELETE FROM events WHERE NOT ({_LEGACY_EVENTS})")
+    conn.execute(f"DELETE FROM step_attempts WHERE NOT ({_LEGACY_RUN})")
+    conn.execute("DELETE FROM event_files")
+    seen: set[str] = set()
+    for s in sorted(scanned.values(), key=lambda s: s.row.location if s.row else ""):
+        if s.row is None or s.row.incident_id in seen:
+            continue
+        seen.add(s.row.incident_id)
+        ingest_file(conn, root.path / s.row.location / eventlog.EVENTS, s.row.incident_id)
+    ingest_root(conn, root)
+    attempts = int(conn.execute("SELECT count(*) FROM step_attempts").fetchone()[0])
+    return attempts, int(conn.execute("SELECT count(*) FROM events").fetchone()[0])
+
+
+def export_history(conn: sqlite3.Connection, root: Root) -> int:
+    """Once per database: the events and step attempts an older version kept only in the
+    mirror (no key: written before events.jsonl existed) are appended to their incident's
+    events.jsonl (to `.state/events.jsonl` when its folder is gone), keyed by their row
+    id, so that `reindex` rebuilds them instead of losing them. Returns the lines."""
+    if get_meta(conn, "history_exported") is not None:
+        return 0
+    files: dict[Path, list[dict[str, Any]]] = {}
+    found = {name: folder for name, folder in _folders(root)}
+
+    def file_of(incident_id: str | None) -> Path:
+        folder = found.get(incident_id or "")
+        return folder / eventlog.EVENTS if folder else root_events_path(root)
+
+    for id_, ts, incident_id, event_type, payload in conn.execute(
+        f"SELECT id, ts, incident_id, event_type, payload_json FROM events "
+        f"WHERE event_key IS NULL AND NOT ({_LEGACY_EVENTS}) ORDER BY id"
+    ).fetchall():
+        doc = eventlog.event(f"m{id_}", ts, incident_id, event_type, json.loads(payload))
+        files.setdefault(file_of(incident_id), []).append(doc)
+    for row in conn.execute(
+        f"SELECT id, run_id, ws_id, step_name, label, started_at, finished_at, result_json "
+        f"FROM step_attempts WHERE NOT ({_LEGACY_RUN}) ORDER BY id"
+    ).fetchall():
+        id_, run_id, ws_id, step_name, label, started, finished, result_json = row
+        doc = eventlog.step_attempt(
+            f"ma{id_}", started or finished or "", ws_id, run_id, step_name, label,
+            json.loads(result_json), started, finished,
+        )  # fmt: skip
+        files.setdefault(file_of(ws_id), []).append(doc)
+    for path, docs in files.items():
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        eventlog.append(path, docs, redact=False)  # the mirror's rows were redacted already
+        eventlog.sync(path)
+        fsutil.fsync_dir(path.parent)
+    conn.execute(
+        f"UPDATE events SET event_key = 'm' || id WHERE event_key IS NULL AND NOT ({_LEGACY_EVENTS})"
+    )
+    set_meta(conn, "history_exported", clock.iso_precise())
+    return sum(len(d) for d in files.values())
+
+
+def _folders(root: Root) -> list[tuple[str, Path]]:
+    found = []
+    for bucket in MIRROR_BUCKETS:
+        try:
+            names = os.listdir(root.bucket(bucket))
+        except FileNotFoundError:
+            continue
+        found += [(n, root.bucket(bucket) / n) for n in names if not n.startswith(".")]
+    return found
 
 
 def _refill(
@@ -165,78 +262,24 @@ def _refill(
     )
     result.rejected = [(r.location, r.reason) for r in rejected]
     result.counts["rejected"] = len(rejected)
-    _rebuild_errors(conn)
 
 
 def _rebuild_escalations(conn: sqlite3.Connection, scanned: dict[str, Scanned]) -> None:
-    """Escalation records (and with them the budget resets) from the bundles: a record the
-    folders prove and the table lacks is added; an open record a decision resolved is
-    resolved. Records the folders cannot prove (history of a readable database) are kept.
-    Then the per-signature counts and budget caches follow the records."""
-    signatures: set[str] = set()
-    for s in scanned.values():
-        if s.row is None:
-            continue
-        for ts, incident_id, signature, reason, resolved_at, guidance in s.escalations:
-            signatures.add(signature)
-            if resolved_at is None:
-                if open_escalation(conn, incident_id) is None:
-                    conn.execute(
-                        "INSERT INTO escalations (ts, incident_id, signature, reason) "
-                        "VALUES (?, ?, ?, ?)",
-                        (ts, incident_id, signature, reason),
-                    )
-                continue
-            known = conn.execute(
-                "SELECT 1 FROM escalations WHERE incident_id = ? AND resolved_at = ?",
-                (incident_id, resolved_at),
-            ).fetchone()
-            if known:
-                continue
-            cur = conn.execute(
-                "UPDATE escalations SET resolved_at = ?, guidance = ? WHERE id = (SELECT min(id) "
-                "FROM escalations WHERE incident_id = ? AND resolved_at IS NULL AND ts <= ?)",
-                (resolved_at, guidance, incident_id, resolved_at),
-            )
-            if cur.rowcount == 0:
-                conn.execute(
-                    "INSERT INTO escalations (ts, incident_id, signature, reason, resolved_at, "
-                    "guidance) VALUES (?, ?, ?, ?, ?, ?)",
-                    (ts, incident_id, signature, reason, resolved_at, guidance),
-                )
-    conn.execute(
-        "UPDATE errors SET escalations = max(escalations, (SELECT count(*) FROM escalations "
-        "AS e WHERE e.signature = errors.signature))"
+    """Escalation records (and with them the budget resets) from the bundles: one resolved
+    record per human decision in `decisions.json`, and the open record of an incident in
+    the escalated bucket not resolved since (scan's `_escalation_records`); then every
+    `errors` row follows the incidents and the records (`derive_errors`)."""
+    conn.execute("DELETE FROM escalations")
+    records = sorted(
+        (r for s in scanned.values() if s.row is not None for r in s.escalations),
+        key=lambda r: (r[0], r[1], r[4] or ""),
     )
-    for signature in sorted(signatures):
-        refresh_budget(conn, signature)
-
-
-def _rebuild_errors(conn: sqlite3.Connection) -> None:
-    """Counts from the incidents (sum of occurrences); budgets are history and kept."""
-    conn.execute(
-        "UPDATE errors SET count = 0, first_seen = '', last_seen = '', last_incident_id = NULL"
+    conn.executemany(
+        "INSERT INTO escalations (ts, incident_id, signature, reason, resolved_at, guidance) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        records,
     )
-    conn.execute("""
-        INSERT INTO errors (signature, failure_class, error_code, step, count, first_seen,
-                            last_seen, last_incident_id)
-        SELECT signature, failure_class, error_code, step, total, first_seen, last_seen,
-               incident_id
-        FROM (
-            SELECT signature, failure_class, error_code, step, incident_id, last_seen,
-                   sum(occurrences) OVER w AS total,
-                   min(created_at) OVER w AS first_seen,
-                   row_number() OVER (PARTITION BY signature
-                                      ORDER BY last_seen DESC, incident_id DESC) AS rank
-            FROM incidents
-            WINDOW w AS (PARTITION BY signature)
-        ) WHERE rank = 1
-        ON CONFLICT (signature) DO UPDATE SET
-            failure_class = excluded.failure_class, error_code = excluded.error_code,
-            step = excluded.step, count = excluded.count, first_seen = excluded.first_seen,
-            last_seen = excluded.last_seen, last_incident_id = excluded.last_incident_id
-        """)
-    conn.execute("DELETE FROM errors WHERE count = 0 AND attempts_used = 0 AND escalations = 0")
+    derive_errors(conn)
 
 
 # --- catching up with the folders ---------------------------------------------------------
@@ -277,6 +320,7 @@ def _refresh(
     if found is None:
         if old is not None:
             delete_incident(conn, name)
+            derive_errors(conn, [old.signature])
             result.removed.append(name)
         return
     bucket, folder = found
@@ -285,19 +329,16 @@ def _refresh(
     except (IncidentsError, OSError, ValueError) as exc:
         result.unreadable.append((f"{bucket}/{name}", str(exc)))
         return
+    if ingest_file(conn, folder / eventlog.EVENTS, name):
+        result.updated.append(name)
     if row == old:
         return
     upsert_incident(conn, row)
-    new_captures = row.occurrences - (old.occurrences if old else 0)
-    if old is None:
-        add_event(conn, name, "captured", {"occurrences": row.occurrences}, ts=row.created_at)
-    elif new_captures > 0:
-        add_event(conn, name, "occurrence", {"occurrences": row.occurrences}, ts=row.last_seen)
-    for _ in range(max(0, new_captures)):
-        bump_error(
-            conn, row.signature, row.failure_class, row.error_code, row.step, name, row.last_seen
-        )
-    result.updated.append(name)
+    # a workstream's time is its incident's (what `reindex` reads from incident.json)
+    conn.execute("UPDATE workstreams SET updated_at = ? WHERE ws_id = ?", (row.updated_at, name))
+    note_incident(conn, row, old)
+    if name not in result.updated:
+        result.updated.append(name)
 
 
 def refresh(
@@ -322,6 +363,7 @@ def catch_up(conn: sqlite3.Connection, root: Root) -> CatchUp:
             "catch_up must run outside a transaction (it commits before it deletes hints)"
         )
     result = CatchUp()
+    ensure_derived(root, conn)  # created empty under us: rebuilt from the folders first
     dirty = root.state / "dirty"
     claimed: dict[Path, str] = {}
     if dirty.is_dir():
@@ -362,27 +404,23 @@ def catch_up_root(root: Root, report: Callable[[BaseException], None]) -> CatchU
         return None
 
 
-def sync(
-    conn: sqlite3.Connection,
-    root: Root,
-    incident_id: str,
-    state: Context | None,
-    *,
-    reports: Iterable[tuple[str, dict[str, Any] | None]] = (),
-    events: Iterable[Event] = (),
-) -> None:
+def sync(conn: sqlite3.Connection, root: Root, incident_id: str, state: Context | None) -> None:
     """One incident's committed progress, in one transaction: its context `state` (as
-    committed to state.json; None: read the folder) as workstream and row, the error
-    reports it wrote (`(label, summary)`, as `error_pipeline` step attempts) and its events."""
+    committed to state.json; None: read the folder) as workstream and row, and the lines
+    of its events.jsonl not mirrored yet (events, step attempts)."""
     with write(conn):
-        run_id = state.run_id if state is not None else None
-        if state is not None and run_id is not None:
-            save_workstream(conn, run_id, incident_id, state)
         refresh(conn, root, incident_id, state=state)
-        if run_id is not None:
-            for label, summary in reports:
-                record_step_attempt(
-                    conn, run_id, incident_id, "error_pipeline", label, result=summary
-                )
-        for event, payload in events:
-            add_event(conn, incident_id, event, payload)
+        row = get_incident(conn, incident_id)
+        run_id = state.run_id if state is not None else None
+        if state is not None and run_id is not None and row is not None:
+            before = conn.execute(
+                "SELECT json_array_length(metadata_json, '$.error_pipeline.ai_attempts') "
+                "FROM workstreams WHERE ws_id = ?",
+                (incident_id,),
+            ).fetchone()
+            save_workstream(conn, run_id, incident_id, state, updated_at=row.updated_at)
+            attempts = state.doc.get("ai_attempts")
+            now = len(attempts) if isinstance(attempts, list) else 0
+            if ((before[0] if before else None) or 0) != now:
+                refresh_budget(conn, row.signature)  # its attempts count in the budget
+        ingest_incident(conn, root, incident_id)

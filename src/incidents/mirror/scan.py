@@ -1,5 +1,5 @@
 """What the mirror reads from the folders: a bundle's row, its lease, its escalation
-records, the rejected folders and the step-attempt files of `error_runs/`.
+records and the rejected folders (events and step attempts: `mirror.ingest`).
 
 The folders are the source of truth (invariant I5); everything here is read-only and
 raises or reports what cannot be read, for `reindex` and the catch-up to decide.
@@ -16,9 +16,8 @@ from typing import Any
 
 from incidents import artifacts, clock
 from incidents.errors import IncidentsError, InvalidDocument, UnsafeFile
-from incidents.fsutil import read_json, read_json_object, read_regular_file
-from incidents.layout import BUCKETS, REJECTED, RUNS, Root, validate_id
-from incidents.mirror.db import dumps
+from incidents.fsutil import read_json_object, read_regular_file
+from incidents.layout import BUCKETS, REJECTED, Root, validate_id
 from incidents.mirror.queries import Context, IncidentRow
 from incidents.mirror.schema import MIRROR_BUCKETS
 
@@ -30,7 +29,6 @@ __all__ = [
     "row_from_bundle",
     "scan_bundles",
     "scan_rejected",
-    "scan_step_attempts",
 ]
 
 STATUS_TXT_MAX = 64
@@ -191,7 +189,8 @@ def _escalation_records(bucket: str, folder: Path, row: IncidentRow) -> list[Esc
         at = clock.normalized(d.at)
         if at is None:
             continue
-        ts = escalated_at if escalated_at and escalated_at <= at else at
+        began = clock.normalized(d.escalated_at) or escalated_at  # older decisions: not kept
+        ts = began if began and began <= at else at
         records.append(
             (ts, row.incident_id, d.signature or row.signature, d.escalation_reason or "",
              at, d.guidance)
@@ -283,50 +282,4 @@ def scan_rejected(root: Root) -> list[RejectedRow]:
                 incident_id,
             )
         )
-    return rows
-
-
-_ATTEMPT_PREFIXES = (
-    (artifacts.REPORT_PREFIX, "error_report"),
-    (artifacts.ATTEMPT_PREFIX, "attempt"),
-)
-
-
-def scan_step_attempts(
-    root: Root, run_ids: dict[str, str], unreadable: list[tuple[str, str]]
-) -> list[tuple[Any, ...]]:
-    """Rows for `error_runs/<id>/{error_report_attempt_*,attempt_*}.json` (label: file stem).
-
-    An error report's step is its `step_name` (default `error_report`) and its result its
-    `summary`; an `attempt_XX.json` is step `attempt` with the whole document as result.
-    """
-    rows: list[tuple[Any, ...]] = []
-    for run_dir in _entries(root.path / RUNS):
-        if run_dir.name.startswith(".") or not run_dir.is_dir(follow_symlinks=False):
-            continue
-        ws_id = run_dir.name
-        for entry in _entries(Path(run_dir.path)):
-            stem, dot, ext = entry.name.rpartition(".")
-            kind = next((s for p, s in _ATTEMPT_PREFIXES if stem.startswith(p)), None)
-            if not dot or ext != "json" or kind is None:
-                continue
-            try:
-                doc = read_json(entry.path)
-            except (IncidentsError, OSError) as exc:
-                unreadable.append((f"{RUNS}/{ws_id}/{entry.name}", str(exc)))
-                continue
-            if not isinstance(doc, dict):
-                unreadable.append((f"{RUNS}/{ws_id}/{entry.name}", "not a JSON object"))
-                continue
-            if kind == "error_report":
-                step = _optional_text(doc, "step_name") or kind
-                result: Any = {"summary": doc.get("summary")}
-            else:
-                step, result = kind, doc
-            started, finished = _optional_text(doc, "started_at"), _optional_text(
-                doc, "finished_at"
-            )
-            rows.append(
-                (run_ids.get(ws_id, ""), ws_id, step, stem, started, finished, dumps(result))
-            )
     return rows

@@ -2,13 +2,14 @@
 
 Tables:
 
-- derivable, rebuilt by `reindex`: `incidents` (one row per bundle in the inbox or an
-  archive bucket), `rejected` (one row per folder in `error_rejected/`), `workstreams`
-  (from `state.json`), `runs`, and the counts of `errors`;
-- history, kept across a reindex of a readable database: `events`, `escalations` (and
-  with them the budget resets, their `resolved_at`), the budget columns of `errors`
-  (`attempts_used` is only a cache: budgets are counted by `budget_used`), `meta`; `step_attempts` is
-  history too, but rows whose artifact file exists in `error_runs/<id>/` are rebuilt.
+- derived from the folders, rebuilt by `reindex`: `incidents` (one row per bundle in the
+  inbox or an archive bucket), `rejected` (one row per folder in `error_rejected/`),
+  `workstreams` (from `state.json`), `runs`, `errors` (counts from the incidents),
+  `escalations` (from `decisions.json` and the quarantine bundles' `metadata.json`),
+  `events` and `step_attempts` (from each bundle's `events.jsonl` and `.state/events.jsonl`);
+- bookkeeping of the mirror itself: `meta`, `event_files` (how far each events.jsonl was
+  read); rows imported from a legacy task file (`runs` named `legacy_*`, their step
+  attempts and events) are kept by `reindex`: their source was renamed to `.bak`.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ EVENT_TYPES = frozenset(
         "verdict_mismatch",  # the close found the clean report no longer holds (step/verdict.py)
         "stale_artifacts",  # a new bundle's runs folder held step artifacts: set aside
         "planted_artifacts",  # a fixer wrote step artifacts of later steps: set aside
+        "events_capped",  # an events.jsonl reached its cap (incidents.eventlog)
     }
 )
 MIRROR_BUCKETS = ("inbox", "resolved", "escalated")
@@ -165,5 +167,17 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE INDEX workstreams_outcome
         ON workstreams (json_extract(metadata_json, '$.error_pipeline.outcome'));
+    """,
+    # issue 15: events and step attempts are read from the bundles' events.jsonl
+    # (incidents.eventlog, mirror.ingest): a line's stable key makes a re-read insert
+    # nothing; event_files is bookkeeping (how far each file was read)
+    """
+    ALTER TABLE events ADD COLUMN event_key TEXT;
+    CREATE UNIQUE INDEX events_key ON events (coalesce(incident_id, ''), event_key);
+    CREATE TABLE event_files (
+        file_id TEXT PRIMARY KEY,
+        offset  INTEGER NOT NULL,
+        inode   INTEGER NOT NULL
+    );
     """,
 )

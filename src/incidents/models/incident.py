@@ -57,6 +57,11 @@ class HumanDecision(OpenDocument):
     by: str = "human"
     escalation_reason: str | None = Field(default=None, description="why it had escalated")
     signature: str | None = None
+    escalated_at: str | None = Field(
+        default=None,
+        description="when the escalation it decides began (the quarantine bundle's "
+        "finished_at): the mirror's escalation record is rebuilt with this time",
+    )
 
 
 class CaptureContext(OpenDocument):

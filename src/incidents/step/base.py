@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from incidents import fsutil, leases, mirror, store
+from incidents import eventlog, fsutil, leases, mirror, store
 from incidents.config import Config
 from incidents.layout import Root
 from incidents.models import ErrorPipelineContext, Incident
@@ -49,6 +49,8 @@ class TickBase:
         folder's fsync waits for `flush`; a power cut before it only takes the incident
         back to an earlier commit, whose steps redo identically (see `tick.JOURNALED`).
         """
+        if durable and sync_dir:  # no commit is durable before the lines describing it
+            eventlog.sync(self.folder / eventlog.EVENTS)
         with leases.fenced(self.root, self.lease), store.incident_lock(self.root, self.id):
             write_state(self.root, self.folder, ctx, durable=durable, sync_dir=sync_dir)
         if durable:
@@ -63,18 +65,37 @@ class TickBase:
             fsutil.fsync_dir(self.runs)
             self.runs_unsynced = False
         if self.unsynced and self.folder.is_dir():
+            eventlog.sync(self.folder / eventlog.EVENTS)  # with the commits it describes
             fsutil.fsync_dir(self.folder)
         self.unsynced = False
         self.flush_mirror()
 
     def flush_mirror(self) -> None:
         """Write the committed ticks that are not in the mirror yet."""
-        self.backlog.flush(self.events)
+        self.backlog.flush()
 
     def sync_mirror(self, ctx: ErrorPipelineContext | None) -> None:
         """Write everything owed, with `ctx` as the context to show."""
         state = mirror.Context.of(ctx.model_dump(mode="json")) if ctx is not None else None
-        self.backlog.sync(state, self.events)
+        self.backlog.sync(state)
+
+    def journal(self, key: str, ctx: ErrorPipelineContext) -> None:
+        """Append the events of the step in progress (`self.events`) and its check report's
+        step attempt to the incident's events.jsonl, keyed `key` (the same again when a
+        step is redone after a crash before its commit: read once). Before the commit."""
+        ts = self.clock().isoformat()
+        docs = eventlog.events_of(key, ts, self.id, self.events)
+        if self.report_label and ctx.run_id:
+            last = ctx.last_error_report
+            summary = last.summary.model_dump(mode="json") if last else None
+            label = self.report_label.removesuffix(".json")
+            docs.append(
+                eventlog.step_attempt(
+                    f"{key}.r", ts, self.id, ctx.run_id, "error_pipeline", label, summary
+                )
+            )
+        eventlog.append(self.folder / eventlog.EVENTS, docs)
+        self.events = []
 
     def set_status(self, status: str) -> None:
         """Within a step: the folder is fsynced with the step's commit or the pickup's `flush`."""

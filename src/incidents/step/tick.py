@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from datetime import datetime
 
-from incidents import artifacts, attempts, fsutil, mirror
+from incidents import artifacts, attempts, eventlog, fsutil, mirror
 from incidents import policy as policy_mod
 from incidents.fsm import TIERS, NextAction, decide_next_action, is_actionable, is_terminal
 from incidents.models import ErrorPipelineContext, Incident, RunResult
@@ -105,6 +105,10 @@ class Tick(Actions):
                 self.persist(ctx, durable=False)
         self.perform(na, incident, ctx, now)
         ctx.complete_step()
+        self.events[:0] = [_transition(old, na, ctx)]
+        if na.action in AGENT_OF:
+            self.events.append(("ai_action_required", {"agent": AGENT_OF[na.action]}))
+        self.journal(f"s{ctx.step}", ctx)  # the step's lines before its commit
         self.persist(ctx, sync_dir=na.action in JOURNALED)
         terminal = is_terminal(ctx.current_state)
         self.after_commit(old, na, ctx, sync=not terminal)  # the close syncs the mirror
@@ -186,31 +190,10 @@ class Tick(Actions):
     ) -> None:
         # a copy of state.json's attempts for readers (the quarantine bundle has its own)
         write_ai_attempts(self.runs / artifacts.AI_ATTEMPTS, ctx.ai_attempts)
-        self.events.insert(
-            0,
-            (
-                "state_transition",
-                {
-                    "from_state": old.value,
-                    "to_state": ctx.current_state.value,
-                    "action": na.action.value,
-                    "reason": na.reason,
-                    "attempt_number": ctx.attempt_number,
-                    "current_agent": ctx.current_agent,
-                },
-            ),
-        )
-        if na.action in AGENT_OF:
-            self.events.append(("ai_action_required", {"agent": AGENT_OF[na.action]}))
-        report = None
-        if self.report_label:
-            last = ctx.last_error_report
-            report = (self.report_label.removesuffix(".json"), last.summary if last else None)
         # as committed: the next tick changes `ctx` before a sync during its check; a
         # terminal tick's close syncs its own context
         state = mirror.Context.of(ctx.model_dump(mode="json")) if sync else None
-        self.backlog.add(self.events, report, state)
-        self.events = []
+        self.backlog.add(state)
         if sync and self.backlog.due:
             self.flush_mirror()
 
@@ -233,7 +216,7 @@ class Tick(Actions):
                 self.root, self.id, self.folder, ctx,
                 workdir=self.workdir(incident),
                 created_at=incident.created_at,
-                finished_at=self.clock(),
+                finished_at=(finished := self.clock()),
                 final_status=ctx.final_status or FinalStatus.QUARANTINED,
                 reason=reason,
                 enabled_tiers=[t for t, m in resolve_enabled(self.cfg.tiers).items() if m != "off"],
@@ -241,20 +224,23 @@ class Tick(Actions):
             )  # fmt: skip
             policy_mod.record_escalation(
                 self.root, self.cfg.policy, self.id, ctx.error_signature or "", reason,
-                self.clock(),
+                finished,  # the record's time is the quarantine bundle's (reindex reads it)
             )  # fmt: skip
         result = self.run_result(incident, ctx, bucket, reason).model_copy(
             update={"verdict": found}
         )
+        self.events.append(("archived", {"bucket": bucket, "final_status": str(ctx.final_status)}))
+        if not success:
+            self.events.append(("escalation", {"kind": str(ctx.escalation_kind), "reason": reason}))
+        # keyed by the step: a close resumed after a crash writes the same lines again
+        self.journal(f"c{ctx.step}", ctx)
+        eventlog.sync(self.folder / eventlog.EVENTS)  # archive fsyncs the folder, then moves it
         # no close journal: this terminal state.json closes the incident again if we die
         target = closing.archive(
             self.root, self.id, bucket, reason, run_result=result, journal=False
         )
         # archive fsyncs the runs folder (run_result.json), then this folder, then moves it
         self.unsynced = self.runs_unsynced = False
-        self.events.append(("archived", {"bucket": bucket, "final_status": str(ctx.final_status)}))
-        if not success:
-            self.events.append(("escalation", {"kind": str(ctx.escalation_kind), "reason": reason}))
         self.sync_mirror(ctx)
         rel = str(target.relative_to(self.root.path))
         return StepOutcome(
@@ -307,4 +293,18 @@ def _budget_matters(na: NextAction) -> bool:
         na.action in AGENT_OF
         or na.action is Action.AWAIT_HANDOFF
         or na.escalation is EscalationKind.BUDGET_EXHAUSTED
+    )
+
+
+def _transition(old: State, na: NextAction, ctx: ErrorPipelineContext) -> mirror.Event:
+    return (
+        "state_transition",
+        {
+            "from_state": old.value,
+            "to_state": ctx.current_state.value,
+            "action": na.action.value,
+            "reason": na.reason,
+            "attempt_number": ctx.attempt_number,
+            "current_agent": ctx.current_agent,
+        },
     )
