@@ -303,3 +303,42 @@ def test_a_folder_swapped_for_a_symlink_loses_no_file(
               containment=sandbox.Containment("none", aside=str(aside)))  # fmt: skip
     kept = [p for p in (*workdir.rglob("*"), *aside.rglob("*")) if p.is_file()]
     assert any(p.read_text() == BROKEN for p in kept), kept
+
+
+def test_the_repository_history_is_read_only_to_a_fixer_under_bubblewrap(
+    bin_dir: Path, workdir: Path, prompt_file: Path
+) -> None:
+    needs_bwrap("bwrap")
+    git = workdir / ".git"
+    (git / "objects" / "ab").mkdir(parents=True)
+    (git / "objects" / "ab" / "cdef").write_bytes(b"blob")
+    (git / "HEAD").write_text("ref: refs/heads/main\n")
+    stand_in(bin_dir, "gitwrecker", "import contextlib, shutil\n"
+             "shutil.rmtree('.git/objects', True)\n"
+             "with contextlib.suppress(OSError):\n    pathlib.Path('.git/HEAD').write_text('x')")  # fmt: skip
+    out = run_fixer("aider", tier("gitwrecker"), prompt_file, ["app.py"], workdir,
+                    containment=sandbox.Containment("bwrap"))  # fmt: skip
+    assert out.ok, out.infra_error
+    assert (git / "objects" / "ab" / "cdef").read_bytes() == b"blob"
+    assert (git / "HEAD").read_text() == "ref: refs/heads/main\n"
+
+
+def test_a_pth_file_left_in_the_checks_site_packages_is_moved_aside_by_detection(
+    bin_dir: Path, workdir: Path, prompt_file: Path, tmp_path: Path
+) -> None:
+    """Without bubblewrap, a `.pth` in the site-packages of the interpreter the checks run
+    with would run in every later check (and could forge its results)."""
+    import sysconfig
+    import uuid
+
+    pth = Path(sysconfig.get_paths()["purelib"]) / f"zz_incidents_test_{uuid.uuid4().hex}.pth"
+    stand_in(bin_dir, "pthwriter", f"pathlib.Path({str(pth)!r}).write_text('# harmless\\n')")
+    aside = tmp_path / "aside"
+    try:
+        out = run_fixer("aider", tier("pthwriter"), prompt_file, ["app.py"], workdir,
+                        containment=sandbox.Containment("none", aside=str(aside)))  # fmt: skip
+        assert not pth.exists(), "the .pth stayed where every check would run it"
+        assert str(pth) in out.violations
+        assert any(p.name.endswith(pth.name) for p in aside.iterdir())
+    finally:
+        pth.unlink(missing_ok=True)

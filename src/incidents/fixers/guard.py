@@ -146,7 +146,19 @@ def listed_folders(workdir: Path) -> dict[str, bool]:
     for tmp in sorted(temps):
         if os.path.isdir(tmp):
             folders.setdefault(tmp, False)
+    for site in _site_folders():  # a .pth or sitecustomize.py there runs in every check
+        folders.setdefault(site, True)
     return folders
+
+
+def _site_folders() -> list[str]:
+    """The site-packages folders of the interpreter the checks run with, and the user's."""
+    import site
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    found = {paths["purelib"], paths["platlib"], site.getusersitepackages()}
+    return sorted(os.path.realpath(p) for p in found if os.path.isdir(p))
 
 
 Listing = dict[str, tuple[int, int, int, int]]  # name -> (mode, ino, size, mtime_ns)

@@ -183,7 +183,8 @@ def _containment(
     env["TMPDIR"] = sandbox.PRIVATE_TMP
     wrapped = sandbox.wrap(
         probe, [program, *argv[1:]], str(workdir), writable=sandbox.expand(settings.writable),
-        read_only=[*containment.protect, *containment.watch], visible=[v for v in visible if v],
+        read_only=[*containment.protect, *containment.watch, str(workdir / ".git")],
+        visible=[v for v in visible if v],
         hidden=containment.hide,
     )  # fmt: skip
     return wrapped, probe.label, None

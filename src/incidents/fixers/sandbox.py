@@ -4,7 +4,8 @@ Under bubblewrap (`bwrap`, Debian package `bubblewrap`) the program sees the who
 filesystem read-only (`--ro-bind / /`), a fresh `/dev` and `/proc`, a private tmpfs on
 `/tmp` (writes there vanish with the run; TMPDIR points there), and read-write only the
 incident's workdir and the tier's `writable` paths; the reports root and the config file
-in use are bound read-only again last, so neither can be made writable by a workdir or a
+in use (and the workdir's `.git`: the repository's history is not the fixer's to edit)
+are bound read-only again last, so neither can be made writable by a workdir or a
 `writable` entry above them, and the root's `.state` (the seal key) is hidden under an
 empty read-only tmpfs. `--unshare-pid` gives it a private PID namespace: when the
 program exits, every process it started (same group, `setsid`, double fork) is killed by
