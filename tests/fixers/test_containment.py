@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -342,3 +343,29 @@ def test_a_pth_file_left_in_the_checks_site_packages_is_moved_aside_by_detection
         assert any(p.name.endswith(pth.name) for p in aside.iterdir())
     finally:
         pth.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("shebang", ["direct", "env"])
+def test_a_fixer_whose_interpreter_lives_under_tmp_still_starts_under_bubblewrap(
+    bin_dir: Path, workdir: Path, prompt_file: Path, tmp_path: Path, shebang: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """A checkout (and its .venv) under /tmp, as `git clone . /tmp/x` makes: the private
+    /tmp must not hide the interpreter a fixer script's `#!` line names."""
+    needs_bwrap("bwrap")
+    venv_bin = tmp_path / "venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "python3").symlink_to(os.path.realpath(sys.executable))
+    line = f"#!{venv_bin / 'python3'}" if shebang == "direct" else "#!/usr/bin/env python3"
+    if shebang == "env":
+        monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{venv_bin}{os.pathsep}/usr/bin:/bin")
+    fixer = bin_dir / "tmpfixer"
+    fixer.write_text(
+        f"{line}\nimport pathlib, sys\npathlib.Path(sys.argv[-1]).write_text('OK = 1\\n')\n"
+    )
+    fixer.chmod(0o755)
+    assert str(tmp_path).startswith("/tmp/")
+    out = run_fixer("aider", tier("tmpfixer"), prompt_file, ["app.py"], workdir,
+                    containment=sandbox.Containment("bwrap"))  # fmt: skip
+    assert out.ok, out.infra_error
+    assert (workdir / "app.py").read_text() == "OK = 1\n"

@@ -179,7 +179,7 @@ def _containment(
     if program is None:
         return argv, None, f"program not found: {argv[0]}"
     visible = [*env.get("PATH", "").split(os.pathsep), str(prompt_file.parent),
-               env.get("VIRTUAL_ENV", ""), program]  # fmt: skip
+               env.get("VIRTUAL_ENV", ""), program, *_interpreter_prefixes(program, env)]  # fmt: skip
     env["TMPDIR"] = sandbox.PRIVATE_TMP
     wrapped = sandbox.wrap(
         probe, [program, *argv[1:]], str(workdir), writable=sandbox.expand(settings.writable),
@@ -188,6 +188,28 @@ def _containment(
         hidden=containment.hide,
     )  # fmt: skip
     return wrapped, probe.label, None
+
+
+def _interpreter_prefixes(program: str, env: dict[str, str]) -> list[str]:
+    """The prefix (a virtualenv, /usr, ...) of the interpreter a script's `#!` line names,
+    followed through `/usr/bin/env NAME`: under a private /tmp, a script whose interpreter
+    lives below /tmp (a checkout's .venv there) would not start."""
+    try:
+        with open(program, "rb") as fh:
+            first = fh.readline(512)
+    except OSError:
+        return []
+    if not first.startswith(b"#!"):
+        return []
+    words = first[2:].decode("utf-8", "replace").split()
+    if words and os.path.basename(words[0]) == "env":
+        words = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+        found = shutil.which(words[0], path=env.get("PATH")) if words else None
+        words = [found] if found else []
+    if not words:
+        return []
+    interpreter = os.path.abspath(words[0])
+    return [os.path.dirname(os.path.dirname(interpreter)), interpreter]
 
 
 def run_fixer(
