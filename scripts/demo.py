@@ -77,8 +77,9 @@ def main() -> int:
     sh(*incidents, "status", "--all", env=env)
     print("\nWhat happened: report_builder.py was fixed by the mechanical autofix (resolved);")
     print("totals.py's type error has no safe fix and no AI tier here (escalated, quarantine);")
-    print("the download timed out once and passed on retry (resolved); deploy.ps1 could not")
-    print("be checked because pwsh is missing (escalated, infra_failure).")
+    print("the download timed out once and passed on retry with nothing changed (resolved as")
+    print("not reproduced: flaky, no fix claimed); deploy.ps1 could not be checked because")
+    print("pwsh is missing (escalated, infra_failure).")
     print(f"\nClosed bundles: {root}/error_archive/resolved and .../escalated; each escalated")
     print("folder is a self-contained quarantine bundle (metadata.json, error_reports/, plan/,")
     print(
