@@ -29,7 +29,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-import shutil
 import signal
 import stat
 import sys
@@ -51,6 +50,7 @@ RECORD_EVERY_S = 0.25  # how often a detection-mode run lists the fixer's descen
 
 Held = snapshot.Entry  # one shape for a path as it was, inside the workdir or out
 put_back = snapshot.put_back  # and one way to make it so again
+move_aside = snapshot.move_aside  # and one way to keep what was found instead
 
 
 def hold(path: str) -> Held:
@@ -98,23 +98,6 @@ class FileGuard:
             if not kept or not put_back(path, old):
                 failed.append(path)
         return changed, failed
-
-
-def move_aside(path: str, aside: str) -> str | None:
-    """Move `path` (a file, link or folder) into the folder `aside` under a name that says
-    where it was; across filesystems it is copied, then removed. Returns where it went, or
-    None when it could not be moved (it is then left where it is)."""
-    try:
-        os.makedirs(aside, mode=0o700, exist_ok=True)
-        flat = path.strip("/").replace("/", "%")[-200:]
-        for n in range(1, 10_000):
-            dest = os.path.join(aside, f"{n:03d}-{flat}")
-            if not os.path.lexists(dest):
-                break
-        shutil.move(path, dest)
-    except (OSError, shutil.Error):
-        return None
-    return dest
 
 
 def config_files(workdir: Path, targets: list[str], extra: Iterable[str]) -> list[str]:

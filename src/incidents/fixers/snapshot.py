@@ -224,9 +224,16 @@ def _keep(path: str, aside: str, rel: str) -> str | None:
     A folder is left to `put_back` (it holds files the walk judged one by one)."""
     if os.path.isdir(path) and not os.path.islink(path):
         return path
+    return move_aside(path, aside, rel)
+
+
+def move_aside(path: str, aside: str, name: str | None = None) -> str | None:
+    """Move `path` (a file, link or folder) into the folder `aside` under a name that says
+    where it was (`name`, else the path); across filesystems it is copied, then removed.
+    Returns where it went, or None when it could not be moved (it is then left where it is)."""
     try:
         os.makedirs(aside, mode=0o700, exist_ok=True)
-        flat = rel.replace("/", "%")[-200:]
+        flat = (name or path).strip("/").replace("/", "%")[-200:]
         for n in range(1, 10_000):
             dest = os.path.join(aside, f"{n:03d}-{flat}")
             if not os.path.lexists(dest):
