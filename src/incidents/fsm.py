@@ -372,9 +372,9 @@ def _quarantine(kind: EscalationKind, reason: str) -> NextAction:
     return NextAction(State.S4_QUARANTINE, Action.QUARANTINE, reason, escalation=kind)
 
 
-def _ran_tests(ctx: ErrorPipelineContext, report: ErrorReport) -> bool:
-    """Did the check run any test: a test runner's selection, or a verification command
-    (the reproduction of the failure, or a command someone gave to verify it)?"""
+def ran_tests(ctx: ErrorPipelineContext, report: ErrorReport) -> bool:
+    """Whether this check's verdict rests on tests: a test runner ran a selection, or the
+    incident has verification (reproduction) commands."""
     return bool(ctx.verification_commands) or any(run.tests for run in report.tool_runs)
 
 
@@ -384,7 +384,7 @@ def _success(ctx: ErrorPipelineContext, report: ErrorReport, why: str) -> NextAc
     recheck) was not made to pass by anyone: `not_reproduced`. A test failure whose check
     ran no test at all (the failure named tests in a form nothing recognised, or of another
     language) was not checked: unverifiable, never a success."""
-    if ctx.error_code is ErrorCode.TEST_FAILURE and not _ran_tests(ctx, report):
+    if ctx.error_code is ErrorCode.TEST_FAILURE and not ran_tests(ctx, report):
         return _quarantine(
             EscalationKind.UNVERIFIABLE,
             f"unverifiable: {why}, but the failure is a test failure and the check ran no "

@@ -12,19 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from incidents.fsm import blocking
+from incidents.fsm import blocking, ran_tests
 from incidents.models import ErrorPipelineContext, ErrorReport, Finding, InfraFailure, ToolRun
 from incidents.models.pipeline import baseline_key
 from incidents.vocab import Severity
 
 FLAKY = "flaky"  # the code of a finding that failed in one run and passed in another
 Pass = tuple[list[Finding], list[ToolRun], list[InfraFailure]]
-
-
-def ran_tests(ctx: ErrorPipelineContext, report: ErrorReport) -> bool:
-    """Whether this check's verdict rests on tests: a test runner ran a selection, or the
-    incident has verification (reproduction) commands."""
-    return bool(ctx.verification_commands) or any(run.tests for run in report.tool_runs)
 
 
 def needs_confirmation(
