@@ -293,7 +293,7 @@ class Engine:
         installing or removing a package re-runs it: known for tools in our own venv."""
         if os.path.dirname(program) != os.path.dirname(sys.executable):
             return ""
-        return make_key(*(f"{p}\0{self.inputs.stamp(p)}" for p in _site_packages()))
+        return make_key(*(f"{p}\0{self.inputs.stamp(p)}" for p in site_packages()))
 
     # -- argv templates ------------------------------------------------------------
 
@@ -452,7 +452,7 @@ def _dist_version(dist: str) -> str | None:
         return None
 
 
-def _site_packages() -> list[str]:
+def site_packages() -> list[str]:
     """Where packages get installed for the interpreter running incidents."""
     paths = sysconfig.get_paths()
     return sorted({paths["purelib"], paths["platlib"]})

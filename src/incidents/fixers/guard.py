@@ -137,10 +137,10 @@ def listed_folders(workdir: Path) -> dict[str, bool]:
 def _site_folders() -> list[str]:
     """The site-packages folders of the interpreter the checks run with, and the user's."""
     import site
-    import sysconfig
 
-    paths = sysconfig.get_paths()
-    found = {paths["purelib"], paths["platlib"], site.getusersitepackages()}
+    from incidents.checks.engine import site_packages
+
+    found = {*site_packages(), site.getusersitepackages()}
     return sorted(os.path.realpath(p) for p in found if os.path.isdir(p))
 
 
