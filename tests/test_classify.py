@@ -337,7 +337,7 @@ def test_benign_text_is_unknown(message: str) -> None:
 def test_timed_out_and_exit_codes_come_first() -> None:
     syntax = "SyntaxError: invalid syntax"
     assert classify(syntax, timed_out=True) == Classification(
-        ErrorCode.TIMEOUT, FailureClass.TRANSIENT, "timed_out -> TIMEOUT"
+        ErrorCode.TIMEOUT, FailureClass.TRANSIENT, "timed_out -> TIMEOUT", "timed out", "timed_out"
     )
     assert classify(syntax, exit_code=124).error_code is ErrorCode.TIMEOUT
     assert classify(syntax, exit_code=137).error_code is ErrorCode.TIMEOUT
@@ -382,12 +382,13 @@ def test_only_the_tail_of_a_long_log_is_read() -> None:
     assert classify("", filler + head).error_code is ErrorCode.SYNTAX
 
 
-def test_classification_is_an_immutable_named_triple() -> None:
+def test_classification_is_an_immutable_named_tuple_that_names_its_rule() -> None:
     result = classify("HTTP Error 429: Too Many Requests")
-    code, failure_class, reason = result
+    code, failure_class, reason, rule, where = result
     assert (code, failure_class, reason) == (result.error_code, result.failure_class, result.reason)
-    assert result == Classification(code, failure_class, reason)
-    assert hash(result) == hash(Classification(code, failure_class, reason))
+    assert (rule, where) == ("HTTP 429", "message")
+    assert result == Classification(code, failure_class, reason, rule, where)
+    assert hash(result) == hash(Classification(code, failure_class, reason, rule, where))
     with pytest.raises(AttributeError):
         result.reason = "x"  # type: ignore[misc]  # the point: a frozen result refuses it
     assert repr(result).startswith("Classification(RATE_LIMIT, transient, ")

@@ -357,15 +357,26 @@ _TRIGGERS: dict[str, tuple[str, ...]] = {
 _compiled: dict[str, re.Pattern[str]] = {}
 
 
-class Classification(tuple[ErrorCode, FailureClass, str]):
-    """`(error_code, failure_class, reason)`; `reason` says which check decided."""
+class Classification(tuple[ErrorCode, FailureClass, str, str, str]):
+    """What decided a failure's code and class: `(error_code, failure_class, reason, rule, where)`.
+
+    `rule` names the rule (or the exit-code meaning) that decided, "" when nothing did;
+    `where` is the input it matched: "timed_out", "exit_code", "message", "log" or "none".
+    `reason` is the sentence for people. `classified_by` in incident.json records these.
+    (A tuple subclass rather than `typing.NamedTuple`: capture does not import `typing`.)
+    """
 
     __slots__ = ()
 
     def __new__(
-        cls, error_code: ErrorCode, failure_class: FailureClass, reason: str
+        cls,
+        error_code: ErrorCode,
+        failure_class: FailureClass,
+        reason: str,
+        rule: str = "",
+        where: str = "none",
     ) -> Classification:
-        return super().__new__(cls, (error_code, failure_class, reason))
+        return super().__new__(cls, (error_code, failure_class, reason, rule, where))
 
     @property
     def error_code(self) -> ErrorCode:
@@ -378,6 +389,14 @@ class Classification(tuple[ErrorCode, FailureClass, str]):
     @property
     def reason(self) -> str:
         return self[2]
+
+    @property
+    def rule(self) -> str:
+        return self[3]
+
+    @property
+    def where(self) -> str:
+        return self[4]
 
     def __repr__(self) -> str:
         return f"Classification({self[0].value}, {self[1].value}, {self[2]!r})"
@@ -404,20 +423,32 @@ def classify(
 ) -> Classification:
     """Classify one failure from its message, its log, its exit code and whether it timed out."""
     if timed_out:
-        return Classification(ErrorCode.TIMEOUT, _T, "timed_out -> TIMEOUT")
+        return Classification(ErrorCode.TIMEOUT, _T, "timed_out -> TIMEOUT", "timed out", "timed_out")
     if exit_code == 124:
-        return Classification(ErrorCode.TIMEOUT, _T, "exit code 124 (timeout) -> TIMEOUT")
+        return Classification(
+            ErrorCode.TIMEOUT, _T, "exit code 124 (timeout) -> TIMEOUT", "exit 124", "exit_code"
+        )
     if exit_code in (137, -9):
-        return Classification(ErrorCode.TIMEOUT, _T, f"exit code {exit_code} (SIGKILL) -> TIMEOUT")
+        return Classification(
+            ErrorCode.TIMEOUT,
+            _T,
+            f"exit code {exit_code} (SIGKILL) -> TIMEOUT",
+            f"exit {exit_code}",
+            "exit_code",
+        )
     if exit_code == 127:
-        return Classification(ErrorCode.UNKNOWN, _E, "exit code 127 (command not found) -> env")
+        return Classification(
+            ErrorCode.UNKNOWN, _E, "exit code 127 (command not found) -> env", "exit 127", "exit_code"
+        )
     for where, text in (("message", message), ("log", log_text[-LOG_WINDOW:])):
         if not text:
             continue
         found = _match(text)
         if found is not None:
             label, code, cls = found
-            return Classification(code, cls, f"pattern {label!r} in {where} -> {code}/{cls}")
+            return Classification(
+                code, cls, f"pattern {label!r} in {where} -> {code}/{cls}", label, where
+            )
     if exit_code:
         return Classification(
             ErrorCode.UNKNOWN, FailureClass.UNKNOWN, f"exit code {exit_code}, no rule matched"
