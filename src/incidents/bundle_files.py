@@ -16,6 +16,8 @@ every entry of the folder is judged, without following a symlink (`O_NOFOLLOW`, 
 | decisions.json     | 1 MiB    | a JSON array                                             |
 | metadata.json      | 1 MiB    | a JSON object                                            |
 | reason.txt         | 64 KiB   | text                                                     |
+| events.jsonl       | 9 MiB    | the bundle's journal (eventlog; its reader skips a line  |
+|                    |          | that does not parse)                                     |
 | any other file     | 16 MiB   | anything                                                 |
 
 Every entry, known or not: a regular file with one link (no symlink, FIFO, socket, device,
@@ -33,11 +35,12 @@ import json
 import os
 import stat
 
-from incidents import artifacts
+from incidents import artifacts, eventlog
 from incidents.errors import IncidentsError, UnsafeFile
 from incidents.fsutil import JSON_MAX_BYTES, atomic_temp_pid, parse_json_strict, read_regular_file
 
 TEXT, OBJECT, ARRAY, JSONL, SEALED, ANY = "text", "object", "array", "jsonl", "sealed", "any"
+JOURNAL = "journal"  # events.jsonl: only its size is judged here, its lines by eventlog
 MiB = 1 << 20
 LOG_MAX_BYTES = 16 * MiB  # capture's [capture] log_tail_bytes is at most this
 OTHER_MAX_BYTES = 16 * MiB
@@ -55,6 +58,7 @@ RULES: dict[str, tuple[int, str]] = {
     artifacts.DECISIONS: (JSON_MAX_BYTES, ARRAY),
     artifacts.METADATA: (JSON_MAX_BYTES, OBJECT),
     artifacts.REASON: (64 * 1024, TEXT),
+    eventlog.EVENTS: (eventlog.READ_MAX, JOURNAL),
 }
 _KINDS = {
     stat.S_IFLNK: "a symbolic link",

@@ -48,6 +48,9 @@ if TYPE_CHECKING:
 EVENTS = "events.jsonl"
 LINE_MAX = 64 * 1024
 FILE_MAX = 8 << 20
+# what a reader accepts (bundle_files' cap for the file): the writer's cap, its last note,
+# and room; a larger file was not written by us, and its bundle is set aside
+READ_MAX = 9 << 20
 _HEAD = 2048
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -175,7 +178,7 @@ def read(path: Path, offset: int = 0) -> tuple[list[dict[str, Any]], int, int]:
     from incidents.fsutil import read_regular_file
 
     try:
-        data = read_regular_file(path, FILE_MAX + LINE_MAX)
+        data = read_regular_file(path, READ_MAX)
     except FileNotFoundError:
         return [], 0, 0
     if offset > len(data):

@@ -128,6 +128,23 @@ def _line_before(text: str, start: int) -> str:
     return before[before.rfind("\n") + 1 :]
 
 
+_word_res: dict[str, re.Pattern[str]] = {}
+
+
+def _says(before: str, word: str) -> bool:
+    """Whether `before` has `word` as a word of its own, in any of the ways names are
+    written: `key`, `storage_key`, `AccountKey`, `KEY`; not inside another word
+    (`monkey`, `secrets.yaml`): a digest after `monkey patched` is no storage key."""
+    pattern = _word_res.get(word)
+    if pattern is None:
+        low, cap, up = word, word.capitalize(), word.upper()
+        pattern = _word_res[word] = re.compile(
+            rf"(?<![A-Za-z])(?:{low}|{cap}|{up})(?![a-z])|(?<=[a-z]){cap}(?![a-z])"
+            rf"|(?<![A-Za-z]){up}(?![A-Za-z])"
+        )
+    return pattern.search(before) is not None
+
+
 def _not_an_aws_secret(m: re.Match[str], text: str) -> bool:
     """Veto for a bare 40-character token: it is an AWS secret access key only when it looks
     random (upper and lower case and a digit, so no git SHA or other hex digest) and an AWS
@@ -137,7 +154,7 @@ def _not_an_aws_secret(m: re.Match[str], text: str) -> bool:
     if not _looks_random(value, 15) or value.count("/") >= 4:
         return True  # a path (`/home/User1/app/conf/Value42`); 4 "/" in a key: 1 in 250
     start, end = m.span("val")
-    if "secret" in _line_before(text, start).lower():
+    if _says(_line_before(text, start), "secret"):
         return False
     if _aws_key_id_re is None:
         _aws_key_id_re = re.compile(rf"(?<![A-Z0-9]){_AWS_KEY_ID}(?![A-Z0-9])")
@@ -150,7 +167,7 @@ def _not_an_azure_key(m: re.Match[str], text: str) -> bool:
     "key" (a SHA-512 in base64 has the same shape: `sha512-...` integrity strings are kept)."""
     if not _looks_random(m.group("val"), 24):
         return True
-    return "key" not in _line_before(text, m.start("val")).lower()
+    return not _says(_line_before(text, m.start("val")), "key")
 
 
 def _after_space(m: re.Match[str], text: str) -> bool:

@@ -155,6 +155,16 @@ def test_a_randomized_run_then_reindex_gives_every_table_row_by_row(
     assert p.returncode == 0, p.stderr
     assert incidents("pause", "--reason", "maintenance", env=env).returncode == 0
     assert incidents("resume", env=env).returncode == 0
+    # two the watcher sets aside, one after a step worked on it (events, a workstream, step
+    # attempts in the mirror): a link where log_tail.txt was, an incident.json that is a list
+    worked = capture(tmp_path, env, "worked", BROKEN, dedupe=False)
+    assert "AWAIT_HANDOFF" in incidents("drive", worked, env=env_handoff).stdout
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not the bundle's\n")
+    (root.inbox / worked / "log_tail.txt").unlink(missing_ok=True)
+    (root.inbox / worked / "log_tail.txt").symlink_to(outside)
+    typed = capture(tmp_path, env, "typed", CLEAN, dedupe=False)
+    (root.inbox / typed / "incident.json").write_text("[1, 2]\n")
 
     for _ in range(4):  # the watcher SIGKILLed at random moments, then restarted
         proc = watch(tmp_path, env, "--workers", "2", "--poll", "0.3")
@@ -163,6 +173,7 @@ def test_a_randomized_run_then_reindex_gives_every_table_row_by_row(
         proc.wait()
     until_idle(tmp_path, env)
     assert closed(root, ids)
+    assert places(root)[worked] == ["error_rejected"] and places(root)[typed] == ["error_rejected"]
 
     escalated = sorted(i for i, w in places(root).items() if w == ["error_archive/escalated"])
     assert len(escalated) >= 3, places(root)
@@ -275,3 +286,53 @@ def test_status_rebuilds_an_empty_database_left_by_another_process(
     p = incidents("status", "--all", "--json", env=env)
     assert p.returncode == 0, p.stderr
     assert {d["incident_id"] for d in json.loads(p.stdout)["incidents"]} == set(ids)
+
+
+def _closed_root_without_hints(tmp_path: Path, root: Root) -> tuple[dict[str, str], list[str]]:
+    (tmp_path / "incidents.toml").write_text(CONFIG)
+    env = env_for(tmp_path)
+    ids = [capture(tmp_path, env, f"z{i}", CLEAN, dedupe=False) for i in range(2)]
+    for incident_id in ids:
+        assert incidents("drive", incident_id, env=env).returncode == 0
+    assert closed(root, ids)
+    shutil.rmtree(root.state / "dirty")  # no hints: only the folders tell
+    (root.state / "dirty").mkdir(mode=0o700)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{root.db_path}{suffix}").unlink(missing_ok=True)
+    return env, ids
+
+
+def _listed(env: dict[str, str]) -> set[str]:
+    p = incidents("status", "--all", "--json", env=env)
+    assert p.returncode == 0, p.stderr
+    return {d["incident_id"] for d in json.loads(p.stdout)["incidents"]}
+
+
+def test_status_rebuilds_a_zero_byte_database_file(tmp_path: Path, root: Root) -> None:
+    """A zero-byte file where the database was (truncated, or put there by hand) is not an
+    empty root: SQLite opens it as an empty database, and status rebuilds it first."""
+    env, ids = _closed_root_without_hints(tmp_path, root)
+    fd = os.open(root.db_path, os.O_CREAT | os.O_WRONLY, 0o600)
+    os.close(fd)
+    assert _listed(env) == set(ids)
+
+
+def test_status_rebuilds_a_database_whose_creator_was_killed(tmp_path: Path, root: Root) -> None:
+    """The process that created the file was killed after the schema, before anything else
+    was written: every table, no rows, no marks (the state is made here by killing a
+    process right after `connect` and clearing `meta`, which an older version's creator
+    killed between its migration and its marker left). Only a rebuild's own mark says a
+    database is derived, so status rebuilds it."""
+    env, ids = _closed_root_without_hints(tmp_path, root)
+    code = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from incidents.mirror import connect\n"
+        "connect(Path(sys.argv[1])).execute('DELETE FROM meta')\n"
+        "os.kill(os.getpid(), 9)\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code, str(root.db_path)], env=env, timeout=60)
+    assert p.returncode == -signal.SIGKILL
+    with sqlite3.connect(root.db_path) as conn:
+        assert conn.execute("SELECT count(*) FROM incidents").fetchone() == (0,)
+    assert _listed(env) == set(ids)

@@ -91,6 +91,8 @@ CORPUS: dict[str, tuple[Make, str]] = {
     "incident_folder": (_incident_folder, "incident.json: is a folder (a file is expected)"),
     "subfolder_link": (_link_in_subfolder, "extra/log.txt: is a symbolic link"),
     "decisions_object": (_content("decisions.json", b"{}"), "decisions.json: must be a JSON array, not dict"),
+    "events_12mb": (_sized("events.jsonl", 12 << 20), "events.jsonl: is 12582912 bytes, over its cap of 9437184"),
+    "incident_array": (_content("incident.json", b"[1, 2]\n"), "incident.json"),
 }  # fmt: skip
 
 

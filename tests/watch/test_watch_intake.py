@@ -117,3 +117,24 @@ def test_the_grace_counts_from_arrival_for_a_copy_that_keeps_old_mtimes(root: Ro
     later = seen_at(now + 61 * 10**9)
     assert later.verdict is Verdict.REJECT and "missing status.txt" in later.reason
     assert folder.is_dir()  # examine only judges; the watcher moves it
+
+
+def test_an_incident_json_of_another_json_type_is_set_aside_at_once(root: Root) -> None:
+    """A whole JSON list (or number, or string) is no copy in progress, since a part of an
+    object never parses as one: rejected in the pass that sees it, not after the grace."""
+    root.ensure()
+    for n, text in enumerate(("[1, 2]\n", "42\n", '"incident"\n')):
+        folder = root.inbox / f"incident_20261125_000000_typed_{n:012x}"
+        folder.mkdir()
+        (folder / "incident.json").write_text(text)
+        (folder / "status.txt").write_text("new\n")
+        seen = examine(folder, now_ns=time.time_ns(), whole_ns=None, stable_s=0.5, grace_s=3600)
+        assert seen.verdict is Verdict.REJECT, seen
+        assert "incident.json is a JSON" in seen.reason and "not an object" in seen.reason
+    # a part of an object still waits for the rest of the copy
+    folder = root.inbox / "incident_20261125_000000_typed_partial00000"
+    folder.mkdir()
+    (folder / "incident.json").write_text('{"incident_id": "incident_2026')
+    (folder / "status.txt").write_text("new\n")
+    seen = examine(folder, now_ns=time.time_ns(), whole_ns=None, stable_s=0.5, grace_s=3600)
+    assert seen.verdict is Verdict.WAIT, seen

@@ -7,7 +7,7 @@ no transaction of their own beyond one statement, except where they write severa
 (then they nest inside the caller's `write()` as a savepoint). Wrap a batch in `write()`.
 
 The doors callers use to write (`transaction`, `best_effort`) are in `mirror.door`: they
-rebuild a database this module created empty before anything uses it.
+rebuild a database that carries no mark of a rebuild (`DERIVED`) before anything uses it.
 
 Timestamps are ISO 8601 text in UTC (`2026-02-17T03:00:00+00:00`) and compare as text.
 """
@@ -39,7 +39,7 @@ __all__ = [
     "Connection",
     "MirrorCorrupt",
     "MirrorError",
-    "REBUILD_PENDING",
+    "DERIVED",
     "check_integrity",
     "connect",
     "rebuild_pending",
@@ -146,7 +146,7 @@ def connect(db_path: Path, *, busy_timeout_ms: int = 5000) -> sqlite3.Connection
         ensure_dir(db_path.parent)
     except OSError as exc:
         raise MirrorError(f"cannot create {db_path.parent}: {exc.strerror or exc}") from exc
-    created = _create_private(db_path)
+    _create_private(db_path)
     conn = sqlite3.connect(
         db_path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=True
     )
@@ -167,10 +167,6 @@ def connect(db_path: Path, *, busy_timeout_ms: int = 5000) -> sqlite3.Connection
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
         _migrate(conn, db_path)
-        if created:  # empty: the door rebuilds it from the folders before it is used
-            conn.execute(
-                "INSERT OR IGNORE INTO meta (key, value) VALUES (?, '1')", (REBUILD_PENDING,)
-            )
     except sqlite3.DatabaseError as exc:
         conn.close()
         if _is_corruption(exc):
@@ -182,14 +178,16 @@ def connect(db_path: Path, *, busy_timeout_ms: int = 5000) -> sqlite3.Connection
     return conn
 
 
-# set in a database file `connect` has just created: nothing in it is derived yet
-REBUILD_PENDING = "rebuild_pending"
+# written by `reindex` in the transaction that fills the tables, and only there: a database
+# without it (new, a zero-byte file, one whose creator was killed, one put in place of the
+# old under a running process) has not been derived from the folders and answers nothing
+DERIVED = "reindexed_at"
 
 
 def rebuild_pending(conn: sqlite3.Connection) -> bool:
-    """Whether the database was created empty and not rebuilt from the folders since."""
-    row = conn.execute("SELECT 1 FROM meta WHERE key = ?", (REBUILD_PENDING,)).fetchone()
-    return row is not None
+    """Whether the database has never been rebuilt from the folders (no `DERIVED` mark)."""
+    row = conn.execute("SELECT 1 FROM meta WHERE key = ?", (DERIVED,)).fetchone()
+    return row is None
 
 
 # one open connection per (process, thread, database), for callers that write often (the

@@ -6,7 +6,7 @@ Callers redact secrets before they hand payloads to `add_event` (the mirror is a
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +22,8 @@ __all__ = [
     "add_event",
     "add_meta",
     "add_run",
-    "delete_incident",
+    "forget_incident",
+    "sync_rejected",
     "get_incident",
     "get_meta",
     "inbox_ids",
@@ -190,8 +191,58 @@ def insert_rows(conn: sqlite3.Connection, rows: Iterable[IncidentRow]) -> None:
 
 
 @translating
-def delete_incident(conn: sqlite3.Connection, incident_id: str) -> None:
-    conn.execute("DELETE FROM incidents WHERE incident_id = ?", (incident_id,))
+def forget_incident(conn: sqlite3.Connection, incident_id: str) -> None:
+    """Every row that describes an incident whose folder is in no mirrored bucket any more
+    (set aside in `error_rejected/`, or gone): what `reindex` would not rebuild for it.
+    Rows imported from a legacy task file are history and stay, as in `reindex`. Its
+    `event_files` mark goes too, so the events are read again if the folder comes back."""
+    row = conn.execute(
+        "SELECT run_id FROM incidents WHERE incident_id = ?", (incident_id,)
+    ).fetchone()
+    with write(conn):
+        conn.execute("DELETE FROM incidents WHERE incident_id = ?", (incident_id,))
+        conn.execute(
+            "DELETE FROM events WHERE incident_id = ? "
+            "AND event_type NOT IN ('legacy_task', 'legacy_attempt')",
+            (incident_id,),
+        )
+        conn.execute(
+            "DELETE FROM step_attempts WHERE ws_id = ? AND run_id NOT LIKE 'legacy\\_%' ESCAPE '\\'",
+            (incident_id,),
+        )
+        conn.execute("DELETE FROM escalations WHERE incident_id = ?", (incident_id,))
+        conn.execute("DELETE FROM workstreams WHERE ws_id = ?", (incident_id,))
+        conn.execute("DELETE FROM event_files WHERE file_id = ?", (incident_id,))
+        if row is not None:
+            conn.execute(
+                "DELETE FROM runs WHERE run_id = ? AND run_id NOT LIKE 'legacy\\_%' ESCAPE '\\' "
+                "AND NOT EXISTS (SELECT 1 FROM incidents WHERE run_id = runs.run_id)",
+                (row[0],),
+            )
+
+
+@translating
+def sync_rejected(conn: sqlite3.Connection, listed: set[str], read: Callable[[str], Any]) -> None:
+    """Make `rejected` hold one row per entry of `error_rejected/` (`listed`), as reindex
+    builds it; `read(name)` gives a new entry's row. A row that had no reason yet (its
+    reason.txt is written just after the move) is read again."""
+    known = {
+        name: bool(stamp) for name, stamp in conn.execute("SELECT name, rejected_at FROM rejected")
+    }
+    with write(conn):
+        for name in set(known) - listed:
+            conn.execute("DELETE FROM rejected WHERE name = ?", (name,))
+        for name in sorted(listed):
+            if known.get(name):
+                continue
+            r = read(name)
+            conn.execute(
+                "INSERT INTO rejected (name, location, reason, rejected_at, incident_id) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET "
+                "location = excluded.location, reason = excluded.reason, "
+                "rejected_at = excluded.rejected_at, incident_id = excluded.incident_id",
+                (r.name, r.location, r.reason, r.rejected_at, r.incident_id),
+            )
 
 
 @translating

@@ -18,7 +18,7 @@ from incidents.errors import IncidentsError
 from incidents.layout import Root
 from incidents.mirror.budget import derive_errors, note_incident, refresh_budget
 from incidents.mirror.db import (
-    REBUILD_PENDING,
+    DERIVED,
     MirrorCorrupt,
     MirrorError,
     check_integrity,
@@ -31,18 +31,20 @@ from incidents.mirror.ingest import ingest_file, ingest_incident, ingest_root, r
 from incidents.mirror.queries import (
     Context,
     IncidentRow,
-    delete_incident,
+    forget_incident,
     get_incident,
     get_meta,
     inbox_ids,
     insert_rows,
     save_workstream,
     set_meta,
+    sync_rejected,
     upsert_incident,
 )
 from incidents.mirror.scan import (
     RejectedRow,
     Scanned,
+    rejected_row,
     row_from_bundle,
     scan_bundles,
     scan_rejected,
@@ -123,8 +125,7 @@ def reindex(root: Root) -> ReindexResult:
             _refill(conn, scanned, rejected, result)
             _rebuild_escalations(conn, scanned)
             result.step_attempts, result.events_kept = _refill_journals(conn, root, scanned)
-            set_meta(conn, "reindexed_at", clock.iso_precise())
-            conn.execute("DELETE FROM meta WHERE key = ?", (REBUILD_PENDING,))
+            set_meta(conn, DERIVED, clock.iso_precise())  # the mark of a derived database
     finally:
         conn.close()
     result.seconds = round(time.monotonic() - started, 3)
@@ -136,8 +137,7 @@ _LEGACY_RUN = "run_id LIKE 'legacy\\_%' ESCAPE '\\'"
 
 
 def ensure_derived(root: Root, conn: sqlite3.Connection) -> bool:
-    """Rebuild the root's mirror when `conn`'s database was created empty and not rebuilt
-    since (`reindex` runs on its own connection; `conn` then sees the rows). Returns
+    """Rebuild the root's mirror when `conn`'s database has no mark of a rebuild (`reindex` runs on its own connection; `conn` then sees the rows). Returns
     whether it rebuilt."""
     if not rebuild_pending(conn):
         return False
@@ -318,8 +318,12 @@ def _refresh(
     found = _locate(root, name)
     old = get_incident(conn, name)
     if found is None:
+        # once more: a folder moved from a later bucket to an earlier one (a requeue) while
+        # the buckets were looked in is in neither at the moment it is looked for
+        found = _locate(root, name)
+    if found is None:
         if old is not None:
-            delete_incident(conn, name)
+            forget_incident(conn, name)
             derive_errors(conn, [old.signature])
             result.removed.append(name)
         return
@@ -382,9 +386,14 @@ def catch_up(conn: sqlite3.Connection, root: Root) -> CatchUp:
         listed = {n for n in os.listdir(root.inbox) if not n.startswith(".")}
     except FileNotFoundError:
         listed = set()
+    try:
+        set_aside = {n for n in os.listdir(root.rejected) if not n.startswith(".")}
+    except FileNotFoundError:
+        set_aside = set()
     with write(conn):
         for name in sorted(names | (listed ^ inbox_ids(conn))):
             _refresh(conn, root, name, result)
+        sync_rejected(conn, set_aside, lambda name: rejected_row(root, name))
     for path in claimed:
         path.unlink(missing_ok=True)
     return result

@@ -24,6 +24,7 @@ from incidents.mirror.schema import MIRROR_BUCKETS
 __all__ = [
     "EscalationRecord",
     "RejectedRow",
+    "rejected_row",
     "Scanned",
     "agent_holding",
     "row_from_bundle",
@@ -253,33 +254,32 @@ class RejectedRow:
 
 
 def scan_rejected(root: Root) -> list[RejectedRow]:
-    rows: list[RejectedRow] = []
-    for entry in _entries(root.rejected):
-        if entry.name.startswith("."):
-            continue
-        folder = Path(entry.path)
-        reason, rejected_at, incident_id = "", None, None
-        if entry.is_dir(follow_symlinks=False):
-            for name in (artifacts.REASON, "reason.rejected.txt"):
-                try:
-                    text = read_regular_file(folder / name, 64 * 1024).decode("utf-8", "replace")
-                except (FileNotFoundError, UnsafeFile):
-                    continue
-                stamp, _, rest = text.strip().partition(" ")
-                rejected_at, reason = (stamp, rest) if stamp[:1].isdigit() else (None, text.strip())
-                break
+    """A row for every entry of `error_rejected/` (reindex, and catch_up for new ones)."""
+    return [
+        rejected_row(root, entry.name)
+        for entry in _entries(root.rejected)
+        if not entry.name.startswith(".")
+    ]
+
+
+def rejected_row(root: Root, name: str) -> RejectedRow:
+    """What `error_rejected/<name>` says of itself: its reason.txt and incident id."""
+    folder = root.rejected / name
+    reason, rejected_at, incident_id = "", None, None
+    if folder.is_dir() and not folder.is_symlink():
+        for file_name in (artifacts.REASON, "reason.rejected.txt"):
             try:
-                doc = read_json_object(folder / artifacts.INCIDENT)
-                incident_id = _optional_text(doc, "incident_id")
-            except (IncidentsError, OSError):
-                pass
-        rows.append(
-            RejectedRow(
-                entry.name,
-                f"{REJECTED}/{entry.name}",
-                reason or "no reason recorded",
-                rejected_at,
-                incident_id,
-            )
-        )
-    return rows
+                text = read_regular_file(folder / file_name, 64 * 1024).decode("utf-8", "replace")
+            except (FileNotFoundError, UnsafeFile):
+                continue
+            stamp, _, rest = text.strip().partition(" ")
+            rejected_at, reason = (stamp, rest) if stamp[:1].isdigit() else (None, text.strip())
+            break
+        try:
+            doc = read_json_object(folder / artifacts.INCIDENT)
+            incident_id = _optional_text(doc, "incident_id")
+        except (IncidentsError, OSError):
+            pass
+    return RejectedRow(
+        name, f"{REJECTED}/{name}", reason or "no reason recorded", rejected_at, incident_id
+    )

@@ -143,17 +143,22 @@ def _unlink(path: Path, removed: set[str]) -> None:
     removed.add(path.name)
 
 
-def _document_problem(folder: Path, names: frozenset[str]) -> str | None:
+def _document_problem(folder: Path, names: frozenset[str]) -> tuple[str | None, bool]:
+    """What keeps the bundle's documents from being read, and whether it is final: a
+    whole JSON document of another type than an object is no copy in progress (a part
+    of an object never parses as a list or a number), so it is set aside at once."""
     missing = [n for n in REQUIRED if n not in names]
     if missing:
-        return f"missing {', '.join(missing)}"
+        return f"missing {', '.join(missing)}", False
     try:
-        doc = fsutil.read_json_object(folder / artifacts.INCIDENT)
+        doc = fsutil.read_json(folder / artifacts.INCIDENT)
     except (IncidentsError, OSError, ValueError) as exc:
-        return f"incident.json does not parse: {exc}"
+        return f"incident.json does not parse: {exc}", False
+    if not isinstance(doc, dict):
+        return f"incident.json is a JSON {type(doc).__name__}, not an object", True
     if doc.get("incident_id") != folder.name:
-        return "incident.json names another incident than its folder"
-    return None
+        return "incident.json names another incident than its folder", False
+    return None, False
 
 
 def examine(
@@ -191,7 +196,9 @@ def examine(
         # a link, FIFO, device, hard link or oversize file is no copy in progress
         return Examined(Verdict.REJECT, f"breaks the bundle-file rules: {'; '.join(broken)}")
     else:
-        problem = _document_problem(folder, listing.names)
+        problem, final = _document_problem(folder, listing.names)
+        if final:
+            return Examined(Verdict.REJECT, f"breaks the bundle rules: {problem}")
     whole = whole_ns is not None and listing.newest_ns <= whole_ns
     quiet = now_ns - listing.newest_ns >= stable_s * 1e9
     if problem is None and (whole or quiet):  # whole: nothing changed since it arrived
