@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from incidents.checks.cache import FindingsCache
 from incidents.layout import Root
 from tests.helpers import BROKEN, CLEAN, FAST, FIXTURES, TIERS_OFF, Cli, capture, use_config
 
@@ -45,6 +46,8 @@ def test_every_folder_is_0700_and_every_file_0600_after_each_command(
     cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, umask_022: None
 ) -> None:
     use_config(tmp_path, monkeypatch, FAST + TIERS_OFF)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     ws = tmp_path / "ws"
     ws.mkdir()
     broken = capture(cli, ws=ws, target="b.py", content=BROKEN)
@@ -78,6 +81,19 @@ def test_every_folder_is_0700_and_every_file_0600_after_each_command(
         root.bucket("escalated") / broken
     ).is_dir()
     assert (root.bucket("escalated") / nested).is_dir()
+    # the checks' cache: ours is 0700/0600; the tools (ruff, mypy) write their own caches
+    # with their own modes, each in a 0700 folder we made for it
+    checks = cache / "incidents" / "checks"
+    tools = [p for p in (checks / "tools").iterdir()]
+    assert tools, "no tool cache was made: the test shows nothing"
+    assert [
+        f"{p} {stat.S_IMODE(p.stat().st_mode):o}"
+        for p in tools
+        if stat.S_IMODE(p.stat().st_mode) != 0o700
+    ] == []
+    assert loose(FindingsCache(checks).root) == []
+    for folder in (cache, cache / "incidents", checks, checks / "tools"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
 
 
 def test_a_crash_log_is_0600_in_a_0700_folder(tmp_path: Path, umask_022: None) -> None:

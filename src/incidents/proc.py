@@ -50,6 +50,36 @@ def _cap(data: bytes, cap: int) -> tuple[bytes, bool]:
     return data[-cap:], True
 
 
+_PR_SET_PDEATHSIG = 1
+_prctl: list[Callable[..., int] | None] = []  # looked up once, before any fork
+
+
+def _death_request() -> Callable[[], None] | None:
+    """A `preexec_fn` that asks the kernel to SIGKILL the child when the thread that
+    started it ends (`prctl(PR_SET_PDEATHSIG)`, Linux; None elsewhere). `run` waits for
+    its child in the thread that started it, so that is: when this process dies, even
+    by SIGKILL (a watcher's worker killed with its watcher), its checks and fixers die
+    with it instead of running on to their own timeouts. Only the command itself is
+    asked: what it starts in turn is in its process group, which `kill_running` and the
+    timeout kill. The function is looked up here, before the fork: the child only calls
+    it (no import, no lookup, no lock between fork and exec)."""
+    if not _prctl:
+        try:
+            import ctypes
+
+            _prctl.append(ctypes.CDLL(None, use_errno=True).prctl)
+        except (OSError, AttributeError):
+            _prctl.append(None)
+    prctl = _prctl[0]
+    if prctl is None:
+        return None
+
+    def request() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+    return request
+
+
 # Every command running now: a watcher told to stop at once kills their process groups
 # (each runs in its own session, so nothing else would reach them).
 _RUNNING: set[subprocess.Popen[bytes]] = set()
@@ -153,6 +183,7 @@ def run(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            preexec_fn=_death_request(),  # see there: no lock between fork and exec
         )
     except FileNotFoundError:
         return ProcResult(args, None, error=f"program not found: {args[0]}")

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.watch.helpers import FAST_TOML, start_watch, workspace
+from incidents.layout import Root
+from tests.watch.helpers import FAST_TOML, capture_step, start_watch, wait_until, workspace
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="/proc and prctl are Linux's")
 
@@ -70,3 +71,37 @@ def test_no_worker_outlives_a_sigkilled_watcher_by_a_second(tmp_path: Path, when
         for pid in workers:
             if _alive(pid):  # do not leave them behind for the next test
                 os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.timeout(120)
+def test_a_check_process_does_not_outlive_its_sigkilled_watcher_by_a_second(
+    tmp_path: Path, root: Root
+) -> None:
+    """The chain watcher -> worker -> a check's process: SIGKILL of the watcher kills the
+    worker (its death signal), and the worker's death kills the command it was running
+    (the same request, made for every process `proc.run` starts), instead of leaving it
+    to run until its own timeout."""
+    workspace(tmp_path, FAST_TOML)
+    (tmp_path / "sleeper.py").write_text(
+        "import os, pathlib, time\n"
+        "pathlib.Path('sleeper.pid').write_text(str(os.getpid()))\n"
+        "time.sleep(60)\n"
+    )
+    capture_step(tmp_path, "k", verify=f"{sys.executable} sleeper.py")
+    pidfile = tmp_path / "work" / "k" / "sleeper.pid"
+    proc = start_watch(tmp_path, "--workers", "1")
+    sleeper = 0
+    try:
+        assert wait_until(lambda: pidfile.is_file() and pidfile.read_text().strip(), 60)
+        sleeper = int(pidfile.read_text())
+        assert _alive(sleeper)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        time.sleep(1.0)
+        assert not _alive(sleeper), "the check's process outlived its watcher by a second"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if sleeper and _alive(sleeper):
+            os.kill(sleeper, signal.SIGKILL)

@@ -9,6 +9,7 @@ which the caller may pass in to learn what this run used.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import sysconfig
@@ -33,6 +34,7 @@ from incidents.checks.profiles import GUARD, ToolProfile, resolve_profiles, scri
 from incidents.checks.selection import Target as Target
 from incidents.checks.selection import TestSelection, select_tests
 from incidents.checks.settings import ChecksSettings
+from incidents.fsutil import ensure_dir
 from incidents.models.report import ErrorReport, Finding, InfraFailure, ReportSummary, ToolRun
 from incidents.vocab import HARD_CATEGORIES, Category, Severity
 
@@ -298,8 +300,12 @@ class Engine:
     # -- argv templates ------------------------------------------------------------
 
     def tools_cache_dir(self) -> str:
-        """The tools' own caches (mypy's, ruff's), one per working directory."""
-        return str(self.cache.root.parent / "tools" / make_key(str(self.cwd))[:16])
+        """The tools' own caches (mypy's, ruff's), one per working directory: made here,
+        0700, so whatever modes the tools give what they write in it, nobody else reads it."""
+        path = self.cache.root.parent / "tools" / make_key(str(self.cwd))[:16]
+        with contextlib.suppress(OSError):  # else the tool makes it, or runs without one
+            ensure_dir(path)
+        return str(path)
 
     def expand_one(self, arg: str) -> str:
         if arg.startswith("{script:") and arg.endswith("}"):
