@@ -105,3 +105,20 @@ def test_a_crash_log_is_0600_in_a_0700_folder(tmp_path: Path, umask_022: None) -
     assert Path(r.stdout.strip()).is_file(), r.stdout + r.stderr
     assert "boom" in Path(r.stdout.strip()).read_text()
     assert loose(tmp_path / "deep") == []
+
+
+def test_the_default_crash_folder_is_made_private_again(tmp_path: Path, umask_022: None) -> None:
+    """A crash folder an older version (or a person) left 0755 is put back to 0700 before
+    a crash log is written in it."""
+    home = tmp_path / "home"
+    crash = home / ".cache" / "incidents" / "crash"
+    crash.mkdir(parents=True, mode=0o755)
+    os.chmod(crash, 0o755)
+    env = {k: v for k, v in os.environ.items() if k != "INCIDENTS_CRASH_DIR"}
+    env["HOME"] = str(home)
+    code = "from incidents import cli; print(cli._crash_log(RuntimeError('boom')))"
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    log = Path(r.stdout.strip())
+    assert log.parent == crash and log.is_file(), r.stdout + r.stderr
+    assert stat.S_IMODE(crash.stat().st_mode) == 0o700
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600

@@ -74,13 +74,14 @@ def build_app(only: str | None = None) -> typer.Typer:
 def _crash_log(exc: BaseException) -> str:
     import traceback
 
-    base = os.environ.get("INCIDENTS_CRASH_DIR") or os.path.join(
-        os.path.expanduser("~"), ".cache", "incidents"
-    )
+    given = os.environ.get("INCIDENTS_CRASH_DIR")
+    base = given or os.path.join(os.path.expanduser("~"), ".cache", "incidents", "crash")
     try:
         from incidents.fsutil import ensure_dir, write_new_file
 
         ensure_dir(base)  # 0700, the missing parents too: a traceback may show secrets
+        if not given and os.stat(base).st_mode & 0o077:
+            os.chmod(base, 0o700)  # ours by name: made looser by hand, or by an old version
         path = os.path.join(base, f"crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log")
         write_new_file(path, "".join(traceback.format_exception(exc)).encode("utf-8"))
         return path

@@ -41,6 +41,8 @@ def test_one_pass_sets_aside_bundles_that_break_the_file_rules(tmp_path: Path, r
     assert "Traceback" not in done.stderr
     everything = [folder_doc, status_link, big_status, fifo, linked, newline]
     assert places(root) == {f.name: ["error_rejected"] for f in everything}
+    stopped = [json.loads(x) for x in done.stderr.splitlines() if '"watch_stopped"' in x]
+    assert stopped and stopped[-1].get("rejected") == len(everything), stopped
     assert (
         "a symbolic link, not a bundle folder"
         in (root.rejected / linked.name / "reason.txt").read_text()

@@ -219,16 +219,23 @@ def show_one(session: Session, incident_id: str, as_json: bool) -> int:
     return 0
 
 
-def _flaky_count(root: Root, signature: str) -> int:
+def _flaky_count(root: Root, signature: str) -> int | None:
     """Incidents of `signature` closed as not reproduced (the mirror's count, the mirror
-    rebuilt from the folders when it is missing; 0 when it cannot be opened)."""
-    if unwritable(root) is not None:
-        return 0
-    conn = open_mirror(root)
-    try:
-        return mirror.flaky_counts(conn, [signature]).get(signature, 0)
-    finally:
-        conn.close()
+    rebuilt from the folders when it is missing); None, and a warning, when the mirror
+    cannot be opened (a full or read-only disk): the incident is shown all the same."""
+    why = unwritable(root)
+    if why is None:
+        try:
+            conn = open_mirror(root)
+        except mirror.MirrorError as exc:
+            why = str(exc)
+        else:
+            try:
+                return mirror.flaky_counts(conn, [signature]).get(signature, 0)
+            finally:
+                conn.close()
+    output.err(f"incidents: {why}: the count of flaky incidents of this signature is left out")
+    return None
 
 
 def pause_json(root: Root) -> dict[str, Any] | None:

@@ -55,7 +55,6 @@ _RETRIED = frozenset({PickupResult.BUSY, PickupResult.LOST, PickupResult.PAUSED}
 class Stats:
     results: Counter[PickupResult] = field(default_factory=Counter)
     dispatched: int = 0
-    rejected: int = 0
     crashed: int = 0
 
 
@@ -133,7 +132,8 @@ class Schedule:
         self.taken.pop(incident_id, None)
 
     def rejected(self, incident_id: str) -> None:
-        self.stats.rejected += 1
+        # set aside by the watcher itself (not by a worker's pickup): counted with those
+        self.stats.results[PickupResult.REJECTED] += 1
         self.first_pass.discard(incident_id)
 
     # -- time -----------------------------------------------------------------------------
