@@ -164,6 +164,37 @@ def test_audit_lines_that_do_not_decode_are_tolerated_up_to_a_tenth(
     assert "error_rejected" not in r.err, r.err
 
 
+def test_the_read_after_the_listing_never_follows_what_replaced_the_file(
+    tmp_path: Path,
+) -> None:
+    """The deterministic half of the race below: whatever the listing saw, the read itself
+    opens without following a link and takes only a regular file under its cap, so a file
+    swapped for a link, a FIFO or a larger file between the two is refused, not read."""
+    from incidents import bundle_files
+    from incidents.errors import UnsafeFile
+
+    folder = tmp_path / "b"
+    folder.mkdir()
+    outside = tmp_path / "outside.txt"
+    outside.write_text(SECRET)
+    log = folder / "log_tail.txt"
+    log.write_text("ruff failed\n")
+    assert bundle_files.listing_problems(folder) == []  # the listing: all well
+    log.unlink()
+    log.symlink_to(outside)  # ... then swapped before the read
+    with pytest.raises(UnsafeFile, match="symbolic link"):
+        bundle_files.read(folder, "log_tail.txt")
+    log.unlink()
+    os.mkfifo(log)  # a FIFO would block a plain open for ever
+    with pytest.raises(UnsafeFile):
+        bundle_files.read(folder, "log_tail.txt")
+    log.unlink()
+    with open(log, "wb") as fh:
+        fh.truncate(bundle_files.LOG_MAX_BYTES + 1)
+    with pytest.raises(UnsafeFile, match="cap"):
+        bundle_files.read(folder, "log_tail.txt")
+
+
 @pytest.mark.timeout(120)
 def test_a_bundle_that_changes_while_it_is_read_never_reads_outside_and_never_crashes(
     cli: Cli, root: Root, setup: tuple[Path, Path]
