@@ -223,7 +223,7 @@ def mirror_bundle(
     path = folder / eventlog.EVENTS
     eventlog.append_events(folder, folder.name, [(event, payload)], eventlog.unique_key("b"))
     eventlog.sync(path)
-    with mirror.best_effort(root, busy_timeout_ms=2000) as conn:
+    with mirror.best_effort(root, busy_timeout_ms=2000, incident=folder.name) as conn:
         if conn is not None:
             mirror.refresh(conn, root, folder.name)
             mirror.ingest_incident(conn, root, folder.name)

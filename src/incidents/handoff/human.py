@@ -85,7 +85,7 @@ def _record_decision(
     # the decision is in the bundle already: a mirror that cannot be opened or locked is
     # warned about (reindex rebuilds the decision from decisions.json); a failing write
     # inside the transaction is raised
-    with mirror.best_effort(root, errors=()) as conn:
+    with mirror.best_effort(root, errors=(), incident=incident_id) as conn:
         if conn is not None:
             mirror.resolve_escalation(conn, incident_id, signature, guidance, now)
             mirror.refresh(conn, root, incident_id)

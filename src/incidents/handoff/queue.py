@@ -187,6 +187,6 @@ def mirror_progress(
         return
     eventlog.append_events(folder, incident_id, events, eventlog.unique_key("h"))
     eventlog.sync(folder / eventlog.EVENTS)
-    with mirror.best_effort(root) as conn:
+    with mirror.best_effort(root, incident=incident_id) as conn:
         if conn is not None:
             mirror.sync(conn, root, incident_id, state)

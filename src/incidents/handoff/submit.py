@@ -133,7 +133,7 @@ def record_attempt(root: Root, incident_id: str, path: Path) -> Path:
         folder = root.inbox / incident_id
         eventlog.append(folder / eventlog.EVENTS, lines)
         eventlog.sync(folder / eventlog.EVENTS)
-    with mirror.best_effort(root) as conn:  # reindex rebuilds what is not written
+    with mirror.best_effort(root, incident=incident_id) as conn:  # else a hint: caught up
         if conn is not None:
             mirror.ingest_incident(conn, root, incident_id)
     return target

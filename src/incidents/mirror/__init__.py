@@ -46,6 +46,7 @@ from incidents.mirror.db import (
 )
 from incidents.mirror.door import best_effort, ensure_derived, transaction
 from incidents.mirror.ingest import ingest_incident, ingest_root, root_events_path
+from incidents.mirror.live import CatchUp, catch_up, catch_up_root, refresh, sync
 from incidents.mirror.queries import (
     Context,
     Event,
@@ -62,16 +63,7 @@ from incidents.mirror.queries import (
     save_workstream,
     upsert_incident,
 )
-from incidents.mirror.rebuild import (
-    CatchUp,
-    ReindexResult,
-    catch_up,
-    catch_up_root,
-    export_history,
-    refresh,
-    reindex,
-    sync,
-)
+from incidents.mirror.rebuild import ReindexResult, export_history, reindex
 from incidents.mirror.scan import agent_holding, row_from_bundle
 from incidents.mirror.schema import EVENT_TYPES, MIGRATIONS, MIRROR_BUCKETS
 

@@ -14,6 +14,7 @@ folders first (`ensure_derived`), so no process fills an empty file with a few r
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -59,6 +60,7 @@ def best_effort(
     errors: tuple[type[Exception], ...] = (Exception,),
     kept: bool = False,
     busy_timeout_ms: int = 5000,
+    incident: str | None = None,
 ) -> BestEffort:
     """A write to the mirror that must never fail its caller: the folders are the truth.
 
@@ -68,10 +70,12 @@ def best_effort(
     `errors` raised by the block or its commit rolls back and is reported instead of
     raised: to `on_error`, by default as `warn(exc, what)`; others propagate. Afterwards
     `.written` tells whether the block's writes were committed. `kept` and
-    `busy_timeout_ms` as for `transaction`.
+    `busy_timeout_ms` as for `transaction`. `incident`: the incident whose rows the block
+    writes; when they could not be written, a hint (`.state/dirty/<id>`) makes the next
+    catch-up (any `status`, any watcher pass) derive them from its folder.
     """
     return BestEffort(
-        root, on_error or (lambda exc: warn(exc, what)), errors, kept, busy_timeout_ms
+        root, on_error or (lambda exc: warn(exc, what)), errors, kept, busy_timeout_ms, incident
     )
 
 
@@ -85,11 +89,20 @@ class BestEffort:
         errors: tuple[type[Exception], ...],
         kept: bool,
         busy_timeout_ms: int,
+        incident: str | None = None,
     ) -> None:
-        self.root, self.report, self.errors = root, report, errors
+        self.root, self._report, self.errors = root, report, errors
+        self.incident = incident
         self.kept, self.busy_timeout_ms = kept, busy_timeout_ms
         self.written = False
         self._stack: contextlib.ExitStack | None = None
+
+    def report(self, exc: BaseException) -> None:
+        if self.incident is not None:
+            with contextlib.suppress(OSError):  # a lost hint: the inbox listing still tells
+                hint = self.root.state / "dirty" / self.incident
+                os.close(os.open(hint, os.O_WRONLY | os.O_CREAT, 0o600))
+        self._report(exc)
 
     def __enter__(self) -> sqlite3.Connection | None:
         stack = contextlib.ExitStack()

@@ -213,10 +213,16 @@ def forget_incident(conn: sqlite3.Connection, incident_id: str) -> None:
         conn.execute("DELETE FROM escalations WHERE incident_id = ?", (incident_id,))
         conn.execute("DELETE FROM workstreams WHERE ws_id = ?", (incident_id,))
         conn.execute("DELETE FROM event_files WHERE file_id = ?", (incident_id,))
-        if row is not None:
+        if row is not None:  # the run as its other incidents make it (`_UPSERT_RUN`), or none
             conn.execute(
                 "DELETE FROM runs WHERE run_id = ? AND run_id NOT LIKE 'legacy\\_%' ESCAPE '\\' "
                 "AND NOT EXISTS (SELECT 1 FROM incidents WHERE run_id = runs.run_id)",
+                (row[0],),
+            )
+            conn.execute(
+                "UPDATE runs SET (created_at, source) = (SELECT created_at, step FROM incidents "
+                "WHERE run_id = runs.run_id ORDER BY created_at, step LIMIT 1) "
+                "WHERE run_id = ? AND EXISTS (SELECT 1 FROM incidents WHERE run_id = runs.run_id)",
                 (row[0],),
             )
 

@@ -8,60 +8,38 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from incidents import clock, eventlog, fsutil
-from incidents.errors import IncidentsError
 from incidents.layout import Root
-from incidents.mirror.budget import derive_errors, note_incident, refresh_budget
+from incidents.mirror.budget import derive_errors
 from incidents.mirror.db import (
     DERIVED,
     MirrorCorrupt,
-    MirrorError,
     check_integrity,
     connect,
     dumps,
     rebuild_pending,
     write,
 )
-from incidents.mirror.ingest import ingest_file, ingest_incident, ingest_root, root_events_path
+from incidents.mirror.ingest import ingest_file, ingest_root, root_events_path
 from incidents.mirror.queries import (
-    Context,
     IncidentRow,
-    forget_incident,
-    get_incident,
     get_meta,
-    inbox_ids,
     insert_rows,
-    save_workstream,
     set_meta,
-    sync_rejected,
-    upsert_incident,
 )
 from incidents.mirror.scan import (
     RejectedRow,
     Scanned,
-    rejected_row,
-    row_from_bundle,
     scan_bundles,
     scan_rejected,
 )
 from incidents.mirror.schema import MIRROR_BUCKETS
 
-__all__ = [
-    "CatchUp",
-    "ensure_derived",
-    "export_history",
-    "ReindexResult",
-    "catch_up",
-    "catch_up_root",
-    "refresh",
-    "reindex",
-    "sync",
-]
+__all__ = ["ReindexResult", "ensure_derived", "export_history", "reindex"]
 
 REINDEX_BUSY_TIMEOUT_MS = 30_000
 
@@ -280,156 +258,3 @@ def _rebuild_escalations(conn: sqlite3.Connection, scanned: dict[str, Scanned]) 
         records,
     )
     derive_errors(conn)
-
-
-# --- catching up with the folders ---------------------------------------------------------
-#
-# Capture does not open the database (it must stay near a bare interpreter start): it drops
-# a hint, an empty file `.state/dirty/<id>`, after every bundle it creates or changes.
-# `catch_up` folds those hints into the mirror and compares the inbox listing (one
-# `listdir`, not a walk) with the mirror's inbox rows, so nothing a capture did is missed
-# even when its hint was lost to a crash.
-
-
-@dataclass
-class CatchUp:
-    """What a catch-up or refresh changed, and what it could not read."""
-
-    updated: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-    unreadable: list[tuple[str, str]] = field(default_factory=list)
-
-
-def _locate(root: Root, name: str) -> tuple[str, Path] | None:
-    for bucket in MIRROR_BUCKETS:
-        folder = root.bucket(bucket) / name
-        if folder.is_dir() and not folder.is_symlink():
-            return bucket, folder
-    return None
-
-
-def _refresh(
-    conn: sqlite3.Connection,
-    root: Root,
-    name: str,
-    result: CatchUp,
-    state: Context | None = None,
-) -> None:
-    found = _locate(root, name)
-    old = get_incident(conn, name)
-    if found is None:
-        # once more: a folder moved from a later bucket to an earlier one (a requeue) while
-        # the buckets were looked in is in neither at the moment it is looked for
-        found = _locate(root, name)
-    if found is None:
-        if old is not None:
-            forget_incident(conn, name)
-            derive_errors(conn, [old.signature])
-            result.removed.append(name)
-        return
-    bucket, folder = found
-    try:
-        row = row_from_bundle(root, bucket, folder, state=state)
-    except (IncidentsError, OSError, ValueError) as exc:
-        result.unreadable.append((f"{bucket}/{name}", str(exc)))
-        return
-    if ingest_file(conn, folder / eventlog.EVENTS, name):
-        result.updated.append(name)
-    if row == old:
-        return
-    upsert_incident(conn, row)
-    # a workstream's time is its incident's (what `reindex` reads from incident.json)
-    conn.execute("UPDATE workstreams SET updated_at = ? WHERE ws_id = ?", (row.updated_at, name))
-    note_incident(conn, row, old)
-    if name not in result.updated:
-        result.updated.append(name)
-
-
-def refresh(
-    conn: sqlite3.Connection, root: Root, name: str, *, state: Context | None = None
-) -> CatchUp:
-    """Bring one incident's row up to date with its folder (wherever it is now). `state`:
-    the context the caller has just committed to the folder's state.json (not read back)."""
-    result = CatchUp()
-    with write(conn):
-        _refresh(conn, root, name, result, state)
-    return result
-
-
-def catch_up(conn: sqlite3.Connection, root: Root) -> CatchUp:
-    """Bring the mirror up to date with captures (their hints) and the inbox listing.
-
-    It commits its own transaction before it deletes the hints it consumed, so it must not
-    run inside a caller's transaction: a hint deleted before the outer commit would be
-    lost with it (a crash, a failed commit)."""
-    if conn.in_transaction:
-        raise MirrorError(
-            "catch_up must run outside a transaction (it commits before it deletes hints)"
-        )
-    result = CatchUp()
-    ensure_derived(root, conn)  # created empty under us: rebuilt from the folders first
-    dirty = root.state / "dirty"
-    claimed: dict[Path, str] = {}
-    if dirty.is_dir():
-        for name in os.listdir(dirty):
-            if name.startswith("."):
-                continue
-            # claim the hint first: a capture that touches it again meanwhile makes a new one
-            mine = dirty / f".{name}.{os.getpid()}.{os.urandom(3).hex()}"
-            try:
-                os.rename(dirty / name, mine)
-            except FileNotFoundError:
-                continue
-            claimed[mine] = name
-    names = set(claimed.values())
-    try:
-        listed = {n for n in os.listdir(root.inbox) if not n.startswith(".")}
-    except FileNotFoundError:
-        listed = set()
-    try:
-        set_aside = {n for n in os.listdir(root.rejected) if not n.startswith(".")}
-    except FileNotFoundError:
-        set_aside = set()
-    with write(conn):
-        for name in sorted(names | (listed ^ inbox_ids(conn))):
-            _refresh(conn, root, name, result)
-        sync_rejected(conn, set_aside, lambda name: rejected_row(root, name))
-    for path in claimed:
-        path.unlink(missing_ok=True)
-    return result
-
-
-def catch_up_root(root: Root, report: Callable[[BaseException], None]) -> CatchUp | None:
-    """`catch_up` on its own connection, a failure handed to `report` instead of raised
-    (the mirror is derivable: a watcher never stops for it)."""
-    try:
-        conn = connect(root.db_path)
-        try:
-            return catch_up(conn, root)
-        finally:
-            conn.close()
-    except Exception as exc:
-        report(exc)
-        return None
-
-
-def sync(conn: sqlite3.Connection, root: Root, incident_id: str, state: Context | None) -> None:
-    """One incident's committed progress, in one transaction: its context `state` (as
-    committed to state.json; None: read the folder) as workstream and row, and the lines
-    of its events.jsonl not mirrored yet (events, step attempts)."""
-    with write(conn):
-        refresh(conn, root, incident_id, state=state)
-        row = get_incident(conn, incident_id)
-        run_id = state.run_id if state is not None else None
-        if state is not None and run_id is not None and row is not None:
-            before = conn.execute(
-                "SELECT json_array_length(metadata_json, '$.error_pipeline.ai_attempts') "
-                "FROM workstreams WHERE ws_id = ?",
-                (incident_id,),
-            ).fetchone()
-            save_workstream(conn, run_id, incident_id, state, updated_at=row.updated_at)
-            attempts = state.doc.get("ai_attempts")
-            now = len(attempts) if isinstance(attempts, list) else 0
-            if ((before[0] if before else None) or 0) != now:
-                refresh_budget(conn, row.signature)  # its attempts count in the budget
-        ingest_incident(conn, root, incident_id)

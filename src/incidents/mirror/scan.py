@@ -25,6 +25,7 @@ __all__ = [
     "EscalationRecord",
     "RejectedRow",
     "rejected_row",
+    "scan_one",
     "Scanned",
     "agent_holding",
     "row_from_bundle",
@@ -83,6 +84,15 @@ def agent_holding(leases_dir: Path, incident_id: str) -> str | None:
     agent, expires = doc.get("agent"), doc.get("expires_at")
     live = isinstance(expires, int | float) and expires > time.time()
     return agent if isinstance(agent, str) and agent and live else None
+
+
+def scan_one(
+    root: Root, bucket: str, folder: Path, state: Context | None = None
+) -> tuple[IncidentRow, Context | None, list[EscalationRecord]]:
+    """What `reindex` derives from one bundle: its row, its context (`state`: the one its
+    writer has just committed, not read back) and the escalation records it proves."""
+    row, context = _bundle(bucket, folder, root.state / "leases", state)
+    return row, context, _escalation_records(bucket, folder, row)
 
 
 def _bundle(

@@ -42,7 +42,7 @@ class Backlog:
     def sync(self, state: mirror.Context | None) -> None:
         """One transaction: the workstream's context, the incident's row, and the lines of
         its events.jsonl not mirrored yet."""
-        door = mirror.best_effort(self.root, kept=True)
+        door = mirror.best_effort(self.root, kept=True, incident=self.id)
         with door as conn:
             if conn is not None:
                 mirror.sync(conn, self.root, self.id, state)
