@@ -50,6 +50,7 @@ from incidents.mirror.queries import (
     Context,
     Event,
     IncidentRow,
+    SignatureGroup,
     add_event,
     add_meta,
     add_run,
@@ -60,6 +61,7 @@ from incidents.mirror.queries import (
     list_incidents,
     record_step_attempt,
     save_workstream,
+    signature_group,
     upsert_incident,
 )
 from incidents.mirror.rebuild import (
@@ -89,6 +91,7 @@ __all__ = [
     "MirrorCorrupt",
     "MirrorError",
     "ReindexResult",
+    "SignatureGroup",
     "add_escalation",
     "add_event",
     "add_meta",
@@ -126,6 +129,7 @@ __all__ = [
     "shared",
     "ensure_derived",
     "rebuild_pending",
+    "signature_group",
     "signature_history",
     "flaky_counts",
     "outcomes",
