@@ -37,8 +37,9 @@ from incidents.vocab import FailureClass
         ("FAILED tests/test_x.py::test_y", "FAILED <path>::test_y"),
         (r"at C:\Users\bob\app\main.ps1:14 char", "at <path> char"),
         (r"share \\server\share\dir\f.txt gone", "share <path> gone"),
-        ("KeyError: 'user_id'", "KeyError: <str>"),
-        ('File "/x/y.py", line 3', "File <str>, line <n>"),
+        ("KeyError: 'user_id'", "KeyError: 'user_id'"),
+        ('File "/x/y.py", line 3', 'File "<path>", line <n>'),
+        ("id '7f3c2a1b-1234-4abc-9def-0123456789ab'", "id '<uuid>'"),
         ("can't reach host's box", "can't reach host's box"),
         ("took 30s", "took <n>"),
         ("took 12.5 seconds", "took <n>"),
@@ -72,7 +73,6 @@ SAME = [
         "2025-12-31T23:59:59Z request 00000000-0000-4000-8000-000000000000 failed",
     ),
     ('File "/home/a/app.py", line 12', 'File "/srv/b/app.py", line 912'),
-    ("KeyError: 'user_id'", "KeyError: 'order_id'"),
     ("connect to 10.0.0.1:5432 refused", "connect to 10.0.0.2:6543 refused"),
     ("segfault at 0x7ffde4a1 pid 4242", "segfault at 0x55aa01 pid 17"),
     ("commit 3f2a9c1 broke tests/test_a.py:12", "commit 9e8d7c6b5 broke tests/test_b.py:40"),
@@ -87,6 +87,7 @@ DIFFERENT = [
     ("No module named 'x'", "cannot import name 'x'"),
     ("https://api.example.com/x failed", "https://auth.example.com/x failed"),
     ("F401 unused import", "F811 redefinition"),
+    ("KeyError: 'user_id'", "KeyError: 'order_id'"),
 ]
 
 

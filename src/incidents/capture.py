@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from incidents import artifacts, clock, eventlog, fsutil, store
+from incidents import artifacts, clock, eventlog, fsutil, sigindex, store
 from incidents.bundle_rules import workdirs_problem
 from incidents.capture_inputs import (
     check_targets,
@@ -186,8 +186,9 @@ def _period(context: dict[str, Any], now_year: int, now_month: int) -> tuple[int
 def capture(root: Root, inp: CaptureInput, max_message_chars: int = 2000) -> CaptureResult:
     from incidents.classify import classify
     from incidents.digests import target_digests
+    from incidents.fingerprint import classified_by, signature_fields
     from incidents.redact import redact, redact_json
-    from incidents.signature import make_signature, signature_key
+    from incidents.signature import signature_key
 
     message = redact(inp.message.strip())[:max_message_chars]
     if not message:
@@ -196,7 +197,10 @@ def capture(root: Root, inp: CaptureInput, max_message_chars: int = 2000) -> Cap
     verdict = classify(message, log_text, inp.exit_code, inp.timed_out)
     failure_class = inp.failure_class or verdict.failure_class.value
     error_code = inp.error_code or verdict.error_code.value
-    signature = make_signature(failure_class, inp.step, message)
+    signature, signature_inputs = signature_fields(failure_class, inp.step, message)
+    given = [
+        f for f, v in (("failure_class", inp.failure_class), ("error_code", inp.error_code)) if v
+    ]
     ts = time.time()
     now = clock.iso_at(ts)
     year, month = _period(inp.context, *time.gmtime(ts)[:2])
@@ -213,7 +217,9 @@ def capture(root: Root, inp: CaptureInput, max_message_chars: int = 2000) -> Cap
         "failure_class": failure_class,
         "message": message,
         "error_signature": signature,
+        "signature_inputs": signature_inputs,
         "error_code": error_code,
+        "classified_by": classified_by(verdict, given),
         "exit_code": inp.exit_code,
         "occurrences": 1,
         "last_seen": now,
@@ -232,7 +238,6 @@ def capture(root: Root, inp: CaptureInput, max_message_chars: int = 2000) -> Cap
             "cwd": os.getcwd(),
             "host": os.uname().nodename,
             "pid": os.getppid(),
-            "classified_by": verdict.reason,
             **inp.context,
         }
     )
@@ -240,15 +245,12 @@ def capture(root: Root, inp: CaptureInput, max_message_chars: int = 2000) -> Cap
     key = signature_key(signature)
     if not inp.dedupe:
         return _create(root, incident, log_text, inp.audit_lines, context, None)
+    sigindex.rekey_once(root)  # once per root after the normalisation rules change
     with flocked(store.lock_path(root, f"sig-{key}")):
         found = _fold_into_open(root, key, signature, incident, log_text)
         if found is not None:
             return found
         return _create(root, incident, log_text, inp.audit_lines, context, key)
-
-
-def _index_path(root: Root, key: str) -> Path:
-    return root.state / "signatures" / key
 
 
 def _create(
@@ -273,10 +275,8 @@ def _create(
         ),  # fmt: skip
     }
     store.write_bundle(root, incident["incident_id"], files)
-    if key is not None:  # a hint (a lost one costs a duplicate incident, never data): no fsync
-        fsutil.atomic_write_bytes(
-            _index_path(root, key), (incident["incident_id"] + "\n").encode(), durable=False
-        )
+    if key is not None:
+        sigindex.write_entry(root, key, incident["incident_id"])
     store.mark_dirty(root, incident["incident_id"])
     return CaptureResult(incident["incident_id"], False, incident)
 
@@ -300,9 +300,10 @@ def _fold_into_open(
     root: Root, key: str, signature: str, fresh: dict[str, Any], log_text: str
 ) -> CaptureResult | None:
     """Add an occurrence to the open incident with this signature, if there is one."""
-    try:
-        incident_id = fsutil.read_regular_file(_index_path(root, key), 256).decode().strip()
-    except (FileNotFoundError, IncidentsError, UnicodeDecodeError):
+    from incidents.fingerprint import current_signature
+
+    incident_id = sigindex.read_entry(root, key)
+    if incident_id is None:
         return None
     folder = root.inbox / incident_id
     if not incident_id or not folder.is_dir():
@@ -313,7 +314,9 @@ def _fold_into_open(
             doc = store.read_incident(folder)
         except (IncidentsError, FileNotFoundError):
             return None
-        if doc.get("error_signature") != signature or doc["status"] in ("resolved", "escalated"):
+        # an incident signed by older normalisation rules: compared by its signature made
+        # again by the current rules (see incidents.sigindex)
+        if current_signature(doc) != signature or doc["status"] in ("resolved", "escalated"):
             return None
         from incidents import bundle_files
 
@@ -438,8 +441,6 @@ def main_run(argv: list[str], prog: str = "incidents run") -> int:
         )
     inp.exit_code = status
     inp.timed_out = result.timed_out
-    if result.timed_out:
-        inp.error_code = inp.error_code or ErrorCode.TIMEOUT.value
     if not inp.message:
         what = result.error or (f"exited with {status}")
         inp.message = f"{shlex.join(command)[:300]}: {what}"

@@ -26,6 +26,7 @@ LEAN_COMMANDS = ("capture", "run")
 COMMAND_MODULES = (
     "incidents.commands.lean",
     "incidents.commands.status",
+    "incidents.commands.explain",
     "incidents.commands.archive",
     "incidents.commands.admin",
     "incidents.commands.check",
@@ -44,6 +45,7 @@ COMMAND_HOMES = {
     "check": "incidents.commands.check",
     "fix": "incidents.commands.check",
     "status": "incidents.commands.status",
+    "explain": "incidents.commands.explain",
     "step": "incidents.commands.step",
     "drive": "incidents.commands.step",
     "error-step": "incidents.commands.step",

@@ -1,38 +1,70 @@
 """Error signatures: the same failure, repeated, gets the same signature.
 
-`normalize_message` replaces the volatile parts of a message with placeholders, in one
-left-to-right pass of one regex (so the result is deterministic and a placeholder is
-never rewritten): at each position the first alternative that matches wins, in this
-order:
+`normalize_message` replaces the volatile parts of a message with placeholders. A part is
+volatile by its *shape* (an id, a hash, a number, a time, an address, a path), never by
+being quoted: `Cannot find module 'express'` and `... 'express-session'` are two failures,
+while `'3fa2c1b8-...'` is normalised inside its quotes like anywhere else.
 
-    an existing placeholder   kept as is (normalising twice changes nothing)
-    URL                       <url:host>   (scheme and path dropped, host kept; <url> if none)
-    e-mail                    <email>
-    timestamp, date, time     <ts>         (ISO 8601, RFC 2822, syslog, 12/31/2024, 12:00:01)
-    UUID                      <uuid>
-    IPv4[:port], IPv6         <ip>
-    path                      <path>       (POSIX, ~/, ./, Windows, UNC, relative with a
-                                            file extension or two slashes, `name.ext:12`)
-    quoted '...' or "..."     <str>        (a quote after a letter is an apostrophe)
-    hex id                    <hex>        (0x..., or 7+ hex digits with at least one digit)
-    number                    <n>          (ints, floats, with a unit: 30s, 1.5GB, 80%)
+Left-to-right passes of one regex (deterministic; a placeholder is never rewritten), again
+until nothing changes (the second pass finds nothing in practice): at each position the
+first rule of `_RULES` that matches wins, in this order:
 
-then whitespace is collapsed and the result cut to `MAX_MESSAGE` characters at a word
+    keep          an existing placeholder, kept
+    url           <url:host>  scheme, path and query dropped, host kept (<url> if none)
+    email         <email>
+    keyed_id      <id>        the value after a request/trace/correlation/span/session/host
+                              id key, in any spelling: `Request ID: X`, `x-request-id: X`,
+                              `"request_id": "X"`, `RequestId=X`, `x-amz-id-2: X`, `cf-ray: X`
+    ts            <ts>        ISO 8601, RFC 2822, syslog, 12/31/2024, 12:00:01
+    uuid          <uuid>
+    ip            <ip>        IPv4[:port], IPv6 (full, compressed, [bracketed]:port)
+    hex_groups    <id>        3+ hex groups joined by one of `:` `-` `.` (GitHub's
+                              `4C32:E66A2:27EF37:4E976C:683F3085`, MAC addresses)
+    path          <path>      POSIX, ~/, ./, Windows, UNC, relative with a file extension
+                              or two slashes, `name.ext:12`
+    pod           <id>        a Kubernetes pod or ReplicaSet suffix: web-<id>
+    hex           <hex>       0x..., or 7+ hex digits with a digit and a letter
+    token         <id>        a random-looking run of 10+ letters and digits: mixed case
+                              and a digit after a `prefix_` or `prefix-` (req_, cus_,
+                              chatcmpl-), or letters and digits alternating 3+ times
+    n             <n>         ints, floats, versions, with a unit (30s, 1.5GB, 80%), Go
+                              durations (1m30s)
+
+Whitespace is collapsed first; the result is cut to `MAX_MESSAGE` characters at a word
 boundary. A number glued to letters (`py311`, `s3`, `utf8`) is part of a word and kept;
-after `_` or `-` it is volatile (`run_20260217` -> `run_<n>`).
+after `_` or `-` it is volatile (`run_20260217` -> `run_<n>`). A quoted value stays, so
+`KeyError: 'user_id'` and `KeyError: 'order_id'` are two failures.
 
-Stdlib only, imports `re`; the hash for `signature_key` comes from `_blake2` (the
-C module behind `hashlib.blake2b`, ~0.3 ms to import against ~3.5 ms for `hashlib`,
-which loads OpenSSL), falling back to `hashlib` where it is missing.
+`NORMALIZATION_VERSION` names these rules. Incidents record it (`signature_inputs`); an
+incident whose signature was made by older rules is matched by its signature recomputed
+from its stored message (`incidents.fingerprint.current_signature`).
+
+Stdlib only, imports `re`; patterns compiled on first use. The hash for `signature_key`
+comes from `_blake2` (the C module behind `hashlib.blake2b`, ~0.3 ms to import against
+~3.5 ms for `hashlib`, which loads OpenSSL), falling back to `hashlib` where it is missing.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_MESSAGE", "make_signature", "normalize_message", "signature_key"]
+TYPE_CHECKING = False  # typing stays off the capture path (import cost)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = [
+    "MAX_MESSAGE",
+    "NORMALIZATION_VERSION",
+    "PLACEHOLDERS",
+    "join_signature",
+    "make_signature",
+    "normalize_message",
+    "normalize_steps",
+    "signature_key",
+]
 
 MAX_MESSAGE = 200
+NORMALIZATION_VERSION = 2  # 1: every quoted value was <str>; no request ids, pods, tokens
 
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*"
 _DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*"
@@ -43,35 +75,67 @@ _UNIT = (
     r"(?:ns|us|µs|ms|s|sec|secs|seconds?|m|min|mins|minutes?|h|hrs?|hours?|d|days?"
     r"|[kKMGTP]i?B|[kKMGTP]|B|bytes?|%|x)"
 )
+_H = "[0-9A-Fa-f]"
+_K8S = "[bcdfghj-np-tv-z2-9]"  # the alphabet of Kubernetes' random name suffixes
+_ALNUM = "[A-Za-z0-9]"
+_ID_KEY = (
+    r"(?:x-)?(?:amzn?-|github-|goog-|ms-)?(?:s3[ ]extended[ ]|extended[ ]|client[-_ ]?)?"
+    r"(?:request|req|trace|correlation|span|invocation|transaction|session|host)[-_ ]?id"
+    r"|x-amz-id-2|cf-ray"
+)
+_ID_VALUE = r"[^\s\"'<>,;)\]}]"
 
-_ALTERNATIVES = (
-    ("keep", r"<(?:ts|uuid|hex|path|str|n|ip|email|url(?::[^<>\s]*)?)>"),
-    ("url", r"\b[A-Za-z][A-Za-z0-9+.-]*://(?:[^/\s@]*@)?(?P<host>[^/\s:?#'\"<>]*)[^\s'\"<>]*"),
-    ("email", r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"),
+# (name, placeholder, pattern). Order is precedence at one position; see the docstring.
+_RULES: tuple[tuple[str, str, str], ...] = (
+    ("keep", "", r"<(?:ts|uuid|hex|path|str|id|n|ip|email|url(?::[^<>\s]*)?)>"),
+    (
+        "url",
+        "<url:host>",
+        r"\b[A-Za-z][A-Za-z0-9+.-]*://(?:[^/\s@]*@)?(?P<host>[^/\s:?#'\"<>]*)[^\s'\"<>]*",
+    ),
+    ("email", "<email>", r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"),
+    (
+        "keyed_id",
+        "<id>",
+        rf"(?P<key>\b(?=[xXaAgGmMsSeEcCrRtTiIhH])(?ai:{_ID_KEY})\b[\"']?[ ]?[:=]?[ ]?[\"']?)"
+        # the value: a digit or 12 characters; or <id> (a second pass sees the key again)
+        rf"(?:<id>|(?=(?:{_ID_VALUE}*?\d|{_ID_VALUE}{{12}}))(?!<){_ID_VALUE}++(?!<))",
+    ),
     (
         "ts",
+        "<ts>",
         r"(?<![\w.])(?:"
-        rf"\d{{4}}-\d{{2}}-\d{{2}}(?:[T ]{_TIME})?{_ZONE}"  # ISO 8601
-        rf"|\d{{4}}\d{{2}}\d{{2}}T\d{{6}}Z?"  # compact ISO
-        rf"|(?:{_DAY},?[ ])?\d{{1,2}}[ ]{_MONTH}[ ]\d{{4}}(?:[ ]{_TIME})?{_ZONE}"  # RFC 2822
-        rf"|(?:{_DAY}[ ])?{_MONTH}[ ]+\d{{1,2}}(?:,?[ ]\d{{4}})?(?:[ ]{_TIME})?{_ZONE}"  # syslog
-        r"|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}(?:[ ]" + _TIME + r")?"  # 12/31/2024
+        r"(?:\d{4}-\d{2}-\d{2}"  # ISO 8601
+        rf"|(?:{_DAY},?[ ])?\d{{1,2}}[ ]{_MONTH}[ ]\d{{4}}"  # RFC 2822
+        rf"|(?:{_DAY}[ ])?{_MONTH}[ ]+\d{{1,2}}(?:,?[ ]\d{{4}})?"  # syslog
+        r"|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}"  # 12/31/2024
+        rf")(?:[T ]{_TIME})?{_ZONE}"  # ... each with a time, a zone
+        r"|\d{8}T\d{6}Z?"  # compact ISO
         rf"|{_TIME}{_ZONE}"  # 12:00:01
         r")(?![\w])",
     ),
-    ("uuid", r"(?<![\w-])[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}(?![\w-])"),
+    ("uuid", "<uuid>", rf"(?<![\w-]){_H}{{8}}-(?:{_H}{{4}}-){{3}}{_H}{{12}}(?![\w-])"),
     (
         "ip",
+        "<ip>",
         r"(?<![\w.])(?:"
         r"(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?"
         r"|\[[0-9a-fA-F:]*:[0-9a-fA-F:.]*\](?::\d{1,5})?"
-        r"|(?:[0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}"
+        rf"|(?:{_H}{{1,4}}:){{7}}{_H}{{1,4}}"
+        rf"|(?=[0-9a-fA-F:]*\d)(?:{_H}{{1,4}}:){{1,7}}:(?:{_H}{{1,4}}(?::{_H}{{1,4}})*)?"
         r"|::1"
         r")(?![\w.])",
     ),
     (
+        "hex_groups",
+        "<id>",
+        rf"(?<![\w:.-])(?=[0-9A-Fa-f:.-]{{8}})(?=[0-9A-Fa-f:.-]*?\d)(?=[0-9A-Fa-f:.-]*?[A-Fa-f])"
+        rf"{_H}+(?P<sep>[:.-]){_H}+(?:(?P=sep){_H}+)+(?!\w)(?!(?P=sep)\w)",
+    ),
+    (
         "path",
-        r"(?:"
+        "<path>",
+        r"(?=[\w.+@%~=-]*[/\\:.])(?:"  # (a quick test first: most words are no path)
         r"(?<![\w\\])[A-Za-z]:\\(?:[^\\\s:*?\"'<>|]+\\)*[^\\\s:*?\"'<>|,;)]*"  # C:\dir\file
         r"|\\\\[^\\\s]+\\[^\s:*?\"'<>|,;)]+"  # \\server\share
         rf"|(?<![\w.:/~-])(?:~|\.{{1,2}})?/{_PATH_CHAR}+(?:/{_PATH_CHAR}*)*"  # /abs, ./rel, ~/x
@@ -81,16 +145,97 @@ _ALTERNATIVES = (
         rf"|(?<![\w.:/~-]){_PATH_CHAR}+(?:/{_PATH_CHAR}+)+\.[A-Za-z]\w{{0,7}}(?![\w/])"
         r")(?::\d+(?::\d+)?)?",
     ),
-    ("str", r"(?<![A-Za-z0-9])(?:'[^'\n]{0,200}'|\"(?:[^\"\\\n]|\\.){0,200}\")(?![A-Za-z0-9])"),
-    ("hex", r"(?<![\w-])(?:0[xX][0-9a-fA-F]+|(?=[a-fA-F]*\d)[0-9a-fA-F]{7,})(?![\w-])"),
+    (
+        "pod",
+        "<id>",
+        rf"(?<=[a-z0-9]-)(?=[{_K8S[1:-1]}-]*?\d)(?=[{_K8S[1:-1]}-]*?[a-z])"
+        rf"(?:{_K8S}{{6,10}}-)?{_K8S}{{5,10}}(?![A-Za-z0-9.-])",
+    ),
+    (
+        "hex",
+        "<hex>",
+        rf"(?<![A-Za-z0-9])(?:0[xX]{_H}+|(?=[0-9]*[a-fA-F])(?=[a-fA-F]*\d){_H}{{7,}})"
+        r"(?![A-Za-z0-9])",
+    ),
+    (
+        "token",
+        "<id>",
+        rf"(?={_ALNUM}*?\d)(?:(?<=[A-Za-z0-9][_-])(?={_ALNUM}*?[a-z])(?={_ALNUM}*?[A-Z])"
+        rf"|(?<![A-Za-z0-9.])(?={_ALNUM}*?(?:[A-Za-z]\d++[A-Za-z]++\d|\d[A-Za-z]++\d++[A-Za-z])))"
+        rf"{_ALNUM}{{10,}}+",
+    ),
     (
         "n",
-        rf"(?<![A-Za-z0-9.])[-+]?\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?(?:[ ]?{_UNIT})?(?![A-Za-z0-9])",
+        "<n>",
+        r"(?<![A-Za-z0-9.])(?:"
+        r"(?:\d+(?:\.\d+)?(?:h|ms|us|µs|ns|m|s)){2,}"  # Go durations: 1m30s, 2h0m0.5s
+        rf"|[-+]?\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?(?:[ ]?{_UNIT})?"
+        r")(?![A-Za-z0-9])",
     ),
 )
 
-_pattern: re.Pattern[str] | None = None
+PLACEHOLDERS: dict[str, str] = {name: placeholder for name, placeholder, _ in _RULES[1:]}
+
+_MAX_PASSES = 16  # a bound, never reached: see normalize_steps
+
+# What a text must contain for a rule to match anywhere in it (rules not named: always
+# tried). Only the rules a message can need are compiled and tried: the combined pattern
+# costs ~4 ms to compile, in a process (capture) that normalises one message. Each test is
+# on characters a pass never adds (a placeholder brings `<`, `>`, `:` and lowercase
+# letters), so the rules picked for the message serve every later pass too.
+_DIGIT = r"\d"  # not a substring: any decimal digit (Unicode's, as `\d` in the rules)
+_DIGITS = (_DIGIT,)
+_NEEDS: dict[str, tuple[str, ...]] = {  # in the lowercased text
+    "keep": ("<",),
+    "url": ("://",),
+    "email": ("@",),
+    "keyed_id": (
+        "req",
+        "trace",
+        "correlation",
+        "span",
+        "invocation",
+        "transaction",
+        "session",
+        "host",
+        "amz-id",
+        "cf-ray",
+    ),
+    "ts": _DIGITS,
+    "uuid": ("-",),
+    "ip": (*_DIGITS, ":"),
+    "hex_groups": _DIGITS,
+    "path": ("/", "\\", ":"),
+    "pod": _DIGITS,
+    "hex": _DIGITS,
+    "token": _DIGITS,
+    "n": _DIGITS,
+}
+_compiled: dict[tuple[str, ...], re.Pattern[str] | None] = {}
 _space: re.Pattern[str] | None = None
+_digit: re.Pattern[str] | None = None
+
+
+def _rules_for(text: str) -> tuple[str, ...]:
+    global _digit
+    if _digit is None:
+        _digit = re.compile(r"\d")
+    lowered, digit = text.lower(), _digit.search(text) is not None
+    return tuple(
+        name
+        for name, _, _ in _RULES
+        if any(digit if part == _DIGIT else part in lowered for part in _NEEDS[name])
+    )
+
+
+def _pattern_of(names: tuple[str, ...]) -> re.Pattern[str] | None:
+    """The rules `names` in one pattern (None: no rule can match)."""
+    if names not in _compiled and names:
+        # `_replace` reads `lastgroup`, so the rule groups must be the outermost ones: an
+        # inner group (`host`, `key`, `sep`) closes before its rule's group does.
+        chosen = "|".join(f"(?P<{n}>{p})" for n, _, p in _RULES if n in names)
+        _compiled[names] = re.compile(chosen)
+    return _compiled.get(names)
 
 
 def _replace(m: re.Match[str]) -> str:
@@ -100,27 +245,68 @@ def _replace(m: re.Match[str]) -> str:
     if kind == "url":
         host = m.group("host").lower()
         return f"<url:{host}>" if host else "<url>"
-    return f"<{kind}>"
+    if kind == "keyed_id":
+        return m.group("key") + "<id>"
+    return PLACEHOLDERS[kind or "n"]
+
+
+def _cut(text: str) -> str:
+    cut = text.rfind(" ", 0, MAX_MESSAGE + 1)
+    return text[: cut if cut > 0 else MAX_MESSAGE].rstrip()
 
 
 def normalize_message(message: str) -> str:
     """Replace the volatile parts of `message` so repeats of one failure compare equal."""
-    global _pattern, _space
-    if _pattern is None or _space is None:
-        # `_replace` reads `lastgroup`, so the kind groups must be the outermost ones:
-        # `host` sits inside `url`, which closes after it.
-        _pattern = re.compile("|".join(f"(?P<{k}>{p})" for k, p in _ALTERNATIVES))
+    return normalize_steps(message, None)
+
+
+def normalize_steps(message: str, steps: list[tuple[str, str, str]] | None) -> str:
+    """`normalize_message`, appending to `steps` (when given) each replacement it made, in
+    order, as `(rule, before, after)`; collapsing whitespace is the rule `space`, cutting
+    to `MAX_MESSAGE` the rule `cut`."""
+    global _space
+    if _space is None:
         _space = re.compile(r"\s+")
-    text = _space.sub(" ", _pattern.sub(_replace, message)).strip()
-    if len(text) > MAX_MESSAGE:
-        cut = text.rfind(" ", 0, MAX_MESSAGE + 1)
-        text = text[: cut if cut > 0 else MAX_MESSAGE].rstrip()
+    text = _space.sub(" ", message).strip()
+    if steps is not None and text != message:
+        steps.append(("space", "runs of whitespace, at the ends", "one space, none"))
+    pattern = _pattern_of(_rules_for(text))
+    replace = _replace if steps is None else _recording(steps)
+    # Passes until nothing changes: a replacement can change what its neighbour looks like
+    # to a rule (in `ab12cdef/x` the `/x` follows a word; in `<hex>/x` it is a path), so
+    # the result is normalised again until it holds, which makes normalising idempotent.
+    # Every pass that changes something turns at least one character that is not part of
+    # a placeholder into one (or cuts), so this ends; the second pass is the last in practice.
+    for _ in range(_MAX_PASSES):
+        new = text if pattern is None else pattern.sub(replace, text)
+        if len(new) > MAX_MESSAGE:
+            cut = _cut(new)
+            if steps is not None:
+                steps.append(("cut", f"{len(new)} characters", f"the first {len(cut)}"))
+            new = cut
+        if new == text:
+            break
+        text = new
     return text
 
 
-def make_signature(failure_class: str, step: str, message: str) -> str:
+def _recording(steps: list[tuple[str, str, str]]) -> Callable[[re.Match[str]], str]:
+    def replace(m: re.Match[str]) -> str:
+        after = _replace(m)
+        if m.lastgroup != "keep" and after != m.group(0):
+            steps.append((m.lastgroup or "", m.group(0), after))
+        return after
+
+    return replace
+
+
+def join_signature(failure_class: str, step: str, normalized: str) -> str:
     """Seed 004's `error_signature`: `"<class> | <step> | <normalised message>"`."""
-    return f"{failure_class} | {step} | {normalize_message(message)}"
+    return f"{failure_class} | {step} | {normalized}"
+
+
+def make_signature(failure_class: str, step: str, message: str) -> str:
+    return join_signature(failure_class, step, normalize_message(message))
 
 
 def signature_key(signature: str) -> str:

@@ -51,6 +51,7 @@ from incidents.mirror.queries import (
     Context,
     Event,
     IncidentRow,
+    SignatureGroup,
     add_event,
     add_meta,
     add_run,
@@ -61,6 +62,7 @@ from incidents.mirror.queries import (
     list_incidents,
     record_step_attempt,
     save_workstream,
+    signature_group,
     upsert_incident,
 )
 from incidents.mirror.rebuild import ReindexResult, export_history, reindex
@@ -81,6 +83,7 @@ __all__ = [
     "MirrorCorrupt",
     "MirrorError",
     "ReindexResult",
+    "SignatureGroup",
     "add_escalation",
     "add_event",
     "add_meta",
@@ -118,6 +121,7 @@ __all__ = [
     "shared",
     "ensure_derived",
     "rebuild_pending",
+    "signature_group",
     "signature_history",
     "flaky_counts",
     "outcomes",

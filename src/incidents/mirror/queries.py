@@ -19,6 +19,7 @@ __all__ = [
     "Context",
     "Event",
     "IncidentRow",
+    "SignatureGroup",
     "add_event",
     "add_meta",
     "add_run",
@@ -34,6 +35,7 @@ __all__ = [
     "record_step_attempt",
     "save_workstream",
     "set_meta",
+    "signature_group",
     "upsert_incident",
 ]
 
@@ -181,6 +183,35 @@ def list_incidents(
         sql += " LIMIT ?"
         params.append(int(limit))
     return [_row(r) for r in conn.execute(sql, params)]
+
+
+@dataclass(frozen=True)
+class SignatureGroup:
+    """The incidents grouped together by their signatures (`incidents explain`).
+
+    `signatures` are the signatures whose incidents make up the group: the one asked for
+    (and, for an incident signed by older normalisation rules, the signature the current
+    rules give it). Every reader of a group asks `signature_group`, so that a decision to
+    merge or split groups (`incidents group merge/split`, issue 16) changes the answer
+    here, in one place: the merged signatures join `signatures`, and the decisions that
+    shaped the group belong beside them."""
+
+    signatures: tuple[str, ...]
+    incidents: list[IncidentRow]  # every bucket, oldest first
+
+
+@translating
+def signature_group(conn: sqlite3.Connection, signatures: Sequence[str]) -> SignatureGroup:
+    """The group of the incidents whose signature is one of `signatures`."""
+    wanted = tuple(dict.fromkeys(signatures))
+    if not wanted:
+        return SignatureGroup((), [])
+    rows = conn.execute(
+        f"{_SELECT_INCIDENT} WHERE signature IN ({', '.join('?' * len(wanted))}) "
+        "ORDER BY created_at, incident_id",
+        wanted,
+    )
+    return SignatureGroup(wanted, [_row(r) for r in rows])
 
 
 def insert_rows(conn: sqlite3.Connection, rows: Iterable[IncidentRow]) -> None:

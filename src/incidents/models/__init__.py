@@ -1,6 +1,13 @@
 """Pydantic models of every document; `schemas/` is generated from these (see incidents.schemas)."""
 
-from incidents.models.incident import AuditEntry, CaptureContext, HumanDecision, Incident
+from incidents.models.incident import (
+    AuditEntry,
+    CaptureContext,
+    ClassifiedBy,
+    HumanDecision,
+    Incident,
+    SignatureInputs,
+)
 from incidents.models.pipeline import AIAttempt, ErrorPipelineContext, QuarantineMetadata
 from incidents.models.plan import Attempt, Hypothesis, Plan, PlanAction, RunResult
 from incidents.models.report import ErrorReport, Finding, InfraFailure, ReportSummary, ToolRun
@@ -10,6 +17,7 @@ __all__ = [
     "Attempt",
     "AuditEntry",
     "CaptureContext",
+    "ClassifiedBy",
     "ErrorPipelineContext",
     "ErrorReport",
     "Finding",
@@ -22,5 +30,6 @@ __all__ = [
     "QuarantineMetadata",
     "ReportSummary",
     "RunResult",
+    "SignatureInputs",
     "ToolRun",
 ]

@@ -10,6 +10,35 @@ from incidents.models.base import IncidentId, NonEmptyStr, OpenDocument, Timesta
 from incidents.vocab import ErrorCode, FailureClass, IncidentStatus
 
 
+class ClassifiedBy(OpenDocument):
+    """How the incident's error code and failure class were decided (`incidents explain`)."""
+
+    rule: str = Field(default="", description="the classifier's rule that decided; '' if none")
+    where: str = Field(
+        default="none",
+        description="the input the rule matched: message, log, exit_code, timed_out or none",
+    )
+    reason: str = Field(default="", description="the classifier's verdict, in a sentence")
+    error_code: ErrorCode | None = Field(default=None, description="the classifier's code")
+    failure_class: FailureClass | None = Field(default=None, description="the classifier's class")
+    given: list[Literal["failure_class", "error_code"]] = Field(
+        default_factory=list,
+        description="what the caller gave (--failure-class, --error-code): the incident has "
+        "these instead of the classifier's",
+    )
+
+
+class SignatureInputs(OpenDocument):
+    """What `error_signature` is made of: `failure_class | step | normalized`."""
+
+    failure_class: FailureClass
+    step: NonEmptyStr
+    normalized: NonEmptyStr = Field(description="the message, its volatile parts replaced")
+    normalization: int = Field(
+        ge=1, description="the version of the normalisation rules (incidents.signature)"
+    )
+
+
 class Incident(OpenDocument):
     """`incident.json`. The first twelve fields are seed 004's required ones."""
 
@@ -46,6 +75,13 @@ class Incident(OpenDocument):
         "without a fix (not reproduced); empty: not recorded",
     )
     resolution: str | None = Field(default=None, description="why it was closed")
+    classified_by: ClassifiedBy | None = Field(
+        default=None, description="which rule classified it (absent: captured before issue 16)"
+    )
+    signature_inputs: SignatureInputs | None = Field(
+        default=None,
+        description="what its signature was made of (absent: made by normalisation rules 1)",
+    )
 
 
 class HumanDecision(OpenDocument):

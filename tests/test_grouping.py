@@ -1,0 +1,246 @@
+"""Grouping (issue 16): each normalisation rule groups repeats of one failure whose volatile
+parts differ, and keeps apart different failures of one step, quoted names included."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from incidents import signature
+from incidents.signature import (
+    MAX_MESSAGE,
+    PLACEHOLDERS,
+    make_signature,
+    normalize_message,
+    normalize_steps,
+)
+from tests.helpers import REPO
+
+
+def rules_applied(message: str) -> list[str]:
+    steps: list[tuple[str, str, str]] = []
+    normalize_steps(message, steps)
+    return [rule for rule, _, _ in steps]
+
+
+def same_group(a: str, b: str) -> bool:
+    return make_signature("env", "build", a) == make_signature("env", "build", b)
+
+
+# rule -> two captures of one failure that differ only in parts of that rule's shape
+PER_RULE = {
+    "url": (
+        "fetch https://api.example.com/v1/items?page=2 failed",
+        "fetch https://api.example.com/v2/orders/17 failed",
+    ),
+    "email": ("bounce for alice@example.com", "bounce for bob.smith+ci@example.co.uk"),
+    "keyed_id": (
+        "AccessDenied (Request ID: 4442587FB7D0A2F9; Proxy: null)",
+        "AccessDenied (Request ID: QW3RT7Y9ZX2K4M6N; Proxy: null)",
+    ),
+    "ts": ("lock held since 2024-05-01T12:00:00Z", "lock held since Mon, 02 Dec 2025 08:30:00 GMT"),
+    "uuid": (
+        "job 7f3c2a1b-1234-4abc-9def-0123456789ab failed",
+        "job 00000000-0000-4000-8000-000000000000 failed",
+    ),
+    "ip": ("dial tcp 10.0.0.12:5432: i/o timeout", "dial tcp [fe80::1]:6543: i/o timeout"),
+    "hex_groups": (
+        "GitHub request 4C32:E66A2:27EF37:4E976C:683F3085 failed",
+        "GitHub request 8F01:1B2C3:9A8B7C:6D5E4F:6A3F9B2C failed",
+    ),
+    "path": (
+        "cannot open /srv/app/releases/41/config.yaml",
+        "cannot open /home/ci/work/app/config.yaml",
+    ),
+    "pod": (
+        "Back-off restarting failed container in pod web-7d4b9c8f5-x2z9q",
+        "Back-off restarting failed container in pod web-5c6b7d8f9-k4l2m",
+    ),
+    "hex": ("image sha256:3f2a9c1e8b7d6a5f not found", "image sha256:9e8d7c6b5a40 not found"),
+    "token": (
+        "Request req_Ab1cD2eF3gH4iJ: Your card was declined.",
+        "Request req_Zx9yW8vU7tS6rQ: Your card was declined.",
+    ),
+    "n": ("retry 3 of 5 after 1.5s", "retry 12 of 20 after 1m30s"),
+}
+
+
+def test_every_rule_has_a_grouping_case() -> None:
+    assert set(PER_RULE) == set(PLACEHOLDERS)
+
+
+@pytest.mark.parametrize("rule", sorted(PER_RULE))
+def test_each_rule_groups_repeats_with_different_volatile_parts(rule: str) -> None:
+    a, b = PER_RULE[rule]
+    assert rule in rules_applied(a) and rule in rules_applied(b)
+    assert same_group(a, b), (normalize_message(a), normalize_message(b))
+
+
+# Different failures in one step: each pair must stay in two groups.
+APART = [
+    # issue 16: every quoted value was <str>, so these were one group
+    ("Error: Cannot find module 'express'", "Error: Cannot find module 'express-session'"),
+    ("ModuleNotFoundError: No module named 'requests'", "No module named 'yaml'"),
+    ("npm ERR! 404 Not Found - GET 'left-pad'", "npm ERR! 404 Not Found - GET 'right-pad'"),
+    ("/bin/sh: 1: 'gcc': not found", "/bin/sh: 1: 'make': not found"),
+    ('relation "users" does not exist', 'relation "orders" does not exist'),
+    ("FileNotFoundError: 'config.yaml'", "FileNotFoundError: 'settings.toml'"),
+    ("KeyError: 'user_id'", "KeyError: 'order_id'"),
+    # a volatile part never swallows the word next to it
+    ("GitHub request 4C32:E66A2:27EF37 rate limited", "GitHub request 4C32:E66A2:27EF37 not found"),
+    ("pod web-7d4b9c8f5-x2z9q OOMKilled", "pod api-7d4b9c8f5-x2z9q OOMKilled"),
+    ("Request req_Ab1cD2eF3gH4iJ: card declined", "Request cus_Ab1cD2eF3gH4iJ: card declined"),
+    ("python3.11: not found", "python3.12: not found"),
+    ("Utf8StringDecoder failed", "Latin1StringDecoder failed"),
+]
+
+
+@pytest.mark.parametrize(("a", "b"), APART)
+def test_different_failures_in_one_step_stay_apart(a: str, b: str) -> None:
+    assert not same_group(a, b), normalize_message(a)
+
+
+def test_a_quoted_value_is_normalised_by_its_shape_only() -> None:
+    assert normalize_message("Cannot find module 'express'") == "Cannot find module 'express'"
+    assert (
+        normalize_message("Cannot find module '/app/node_modules/x/index.js'")
+        == "Cannot find module '<path>'"
+    )
+    assert normalize_message("lock 'f47ac10b-58cc-4372-a567-0e02b2c3d479'") == "lock '<uuid>'"
+
+
+@pytest.mark.parametrize(
+    "request_id",
+    [
+        "4C32:E66A2:27EF37:4E976C:683F3085",  # GitHub, colon-separated hex groups
+        "4c32-e66a2-27ef37-4e976c-683f3085",  # dash-separated
+        "4C32.E66A2.27EF37.4E976C.683F3085",  # dot-separated
+        "00:1a:2b:3c:4d:5e",  # a MAC address
+    ],
+)
+def test_a_request_id_in_any_punctuation_is_one_placeholder(request_id: str) -> None:
+    assert normalize_message(f"request {request_id} failed") == "request <id> failed"
+    assert normalize_message(f"request {request_id}.") == "request <id>."
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ("x-github-request-id: 4C32:E66A2:27EF37", "x-github-request-id: <id>"),
+        ("x-request-id: abc123", "x-request-id: <id>"),
+        ("X-Amzn-RequestId: 5b1f2c3d", "X-Amzn-RequestId: <id>"),
+        ("RequestId=Q7PMFKF3B4RZ5T3V,", "RequestId=<id>,"),
+        ('"request_id": "req_6a3f9b2c1d8e"', '"request_id": "<id>"'),
+        ("trace_id=4bf92f3577b34da6 span id: 00f067aa0ba902b7", "trace_id=<id> span id: <id>"),
+        ("S3 Extended Request ID: xZ4n/8Yt+Qk3ZpLmN0v7Rr=;", "S3 Extended Request ID: <id>;"),
+        ("cf-ray: 8a1b2c3d4e5f6a7b-SJC", "cf-ray: <id>"),
+        ("x-amz-id-2: Yt+Qk3ZpLmN0v7Rr", "x-amz-id-2: <id>"),
+        ("session id expired", "session id expired"),  # a key without a value
+    ],
+)
+def test_the_value_of_a_request_id_key(message: str, expected: str) -> None:
+    assert normalize_message(message) == expected
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ("pod web-7d4b9c8f5-x2z9q_default(3)", "pod web-<id>_default(<n>)"),
+        ("job build-x2z9q failed", "job build-<id> failed"),
+        ("msg_01XFDUDYJgAACzvnptvVoYEL", "msg_<id>"),
+        ("chatcmpl-8abcDEFghi123JKLmno456", "chatcmpl-<id>"),
+        ("S3 said Q7PMFKF3B4RZ5T3V", "S3 said <id>"),
+        ("container 8f3a2c1b9d0e", "container <hex>"),
+        ("build 3f2a9c1-dirty", "build <hex>-dirty"),
+        ("took 1m30.5s", "took <n>"),
+        ("fe80::1ff:fe23:4567:890a down", "<ip> down"),
+        # words stay: no digit, or glued digits, or one letter/digit boundary only
+        ("std::vector Foo::bar", "std::vector Foo::bar"),
+        ("test_parse2numbers x86 sha256 TS2322", "test_parse2numbers x86 sha256 TS2322"),
+        ("HttpClientErrorException", "HttpClientErrorException"),
+        ("face-bead-cafe", "face-bead-cafe"),
+    ],
+)
+def test_shapes(message: str, expected: str) -> None:
+    assert normalize_message(message) == expected
+
+
+def test_steps_name_each_rule_in_order_and_rebuild_the_result() -> None:
+    message = "GET https://h.example.com/x  took 30s  (request id 4C32:E66A2:27EF37)"
+    steps: list[tuple[str, str, str]] = []
+    result = normalize_steps(message, steps)
+    assert steps == [
+        ("space", "runs of whitespace, at the ends", "one space, none"),
+        ("url", "https://h.example.com/x", "<url:h.example.com>"),
+        ("n", "30s", "<n>"),
+        ("keyed_id", "request id 4C32:E66A2:27EF37", "request id <id>"),
+    ]
+    assert result == normalize_message(message)
+    rebuilt = " ".join(message.split())
+    for _, before, after in steps[1:]:
+        rebuilt = rebuilt.replace(before, after, 1)
+    assert rebuilt == result
+
+
+def test_a_long_message_records_its_cut() -> None:
+    steps: list[tuple[str, str, str]] = []
+    out = normalize_steps("word " * 100, steps)
+    assert steps[-1][0] == "cut" and len(out) <= MAX_MESSAGE
+
+
+def test_the_readme_table_is_the_rules_in_order() -> None:
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("#### Signatures: what is volatile", 1)[1].split("\n#", 1)[0]
+    shown = re.findall(r"^\| `(\w+)` \| `(<[\w:]+>)` \|", section, re.M)
+    assert shown == list(PLACEHOLDERS.items())
+
+
+# --- properties ---------------------------------------------------------------------------
+
+SHAPES = [
+    *"aAbfFgxzZ019_-.:/ '\"<>@\\T\n\t",
+    *PLACEHOLDERS.values(),
+    "<url:h>", "0x", "req_", "Request ID: ", "2024-01-02", "12:00", "https://", "web-",
+    "::", "x2z9q", "7d4b9c8f5", "E66A2:", "Ab1cD2eF3gH4", "1.5GB", "~/", "C:\\", "@ex.co",
+]  # fmt: skip
+MESSAGES = st.lists(st.sampled_from(SHAPES), max_size=80).map("".join) | st.text(max_size=400)
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
+@given(MESSAGES)
+def test_normalising_is_idempotent_and_never_empties_a_message(message: str) -> None:
+    once = normalize_message(message)
+    assert normalize_message(once) == once
+    assert len(once) <= MAX_MESSAGE
+    if message.strip():
+        assert once
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
+@given(MESSAGES)
+def test_only_rules_that_cannot_match_are_left_out(message: str) -> None:
+    """Normalisation compiles only the rules a message can need (capture compiles once per
+    process): any rule that matches somewhere in the text is among them."""
+    text = " ".join(message.split())
+    chosen = signature._rules_for(text)
+    for name, _, pattern in signature._RULES:
+        if re.search(pattern, text):
+            assert name in chosen, name
+
+
+def test_a_long_adversarial_message_is_normalised_quickly() -> None:
+    nasty = [
+        "a1" * 1000,  # one 2,000-character run of letters and digits
+        "4C32:" * 400,  # hex groups that never end
+        "x-request-id: " * 150,  # keys without values
+        "/a" * 1000,
+        "9" * 2000,
+    ]
+    for message in nasty:
+        started = time.perf_counter()
+        normalize_message(message)
+        assert time.perf_counter() - started < 0.5, message[:20]
