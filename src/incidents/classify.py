@@ -21,7 +21,8 @@ and what each specificity level means). The order of decisions:
 
 Speed: capture classifies once per process, so nothing is compiled ahead. The text is
 encoded once, its words collected with one `bytes.translate`, and only the rules whose
-prefilter words occur are compiled and searched, on the lines holding those words.
+prefilter words occur are compiled and searched, on the distinct lines holding those words
+(a match lies within one line, so nothing else can match).
 
 Decisions on seed 002's "not retried" codes:
 
@@ -45,7 +46,6 @@ from incidents.vocab import Category, ErrorCode, FailureClass
 __all__ = ["LOG_WINDOW", "Classification", "classify", "code_of_findings"]
 
 LOG_WINDOW = 64 * 1024
-_MAX_LINES = 200  # a word on more lines than this: search the whole text instead
 
 _T = FailureClass.TRANSIENT
 
@@ -96,19 +96,30 @@ class Classification(tuple[ErrorCode, FailureClass, str, str, str]):
 
 
 class _Rule:
-    """One row of `incidents.rules`, ranked: a lower `rank` wins."""
+    """One row of `incidents.rules`, made on first use; a lower `rank` wins."""
 
     __slots__ = ("rank", "name", "ecosystem", "level", "code", "cls", "words", "source")
 
-    def __init__(self, rank: int, ecosystem: str, row: tuple[str, int, str, str, str, str, str]):
-        self.rank = rank
+    def __init__(
+        self, position: int, ecosystem: str, row: tuple[str, int, str, str, str, str, str]
+    ):
+        from incidents.rules import CLASS_ORDER, CODE_ORDER
+
         self.ecosystem = ecosystem
         self.name, self.level, self.code, self.cls, words, self.source, _ = row
         self.words = tuple(w.encode() for w in words.split())
+        # level, then the class retrying cannot fix, the more specific code, table order
+        self.rank = (
+            -self.level,
+            CLASS_ORDER.index(self.cls),
+            CODE_ORDER.index(self.code),
+            position,
+        )
 
 
-_rules: list[_Rule] = []
-_index: dict[bytes, list[int]] = {}  # prefilter word -> ranks of the rules it gates
+_rows: list[tuple[str, tuple[str, int, str, str, str, str, str]]] = []
+_made: dict[int, _Rule] = {}
+_index: dict[bytes, list[int]] = {}  # prefilter word -> positions of the rows it gates
 _compiled: dict[int, re.Pattern[str]] = {}
 _WORDS = bytes(
     c if (48 <= c <= 57 or 97 <= c <= 122 or c == 95) else 32 for c in range(256)
@@ -116,63 +127,72 @@ _WORDS = bytes(
 _exit: dict[int, tuple[str, tuple[int, ...], str, str, bool, str]] = {}
 
 
-def _load() -> list[_Rule]:
-    """Rank every row once: level, class, code, then table order (`incidents.rules`)."""
-    if _rules:
-        return _rules
+def _load() -> None:
+    """Index every row by its prefilter words, once (`incidents.rules`)."""
+    if _rows:
+        return
     from incidents import rules
 
-    rows = [(eco, row) for eco, table in rules.tables().items() for row in table]
-    order = {row[0]: i for i, (_, row) in enumerate(rows)}
-
-    def key(item: tuple[str, tuple[str, int, str, str, str, str, str]]) -> tuple[int, ...]:
-        row = item[1]
-        cls, code = rules.CLASS_ORDER.index(row[3]), rules.CODE_ORDER.index(row[2])
-        return (-row[1], cls, code, order[row[0]])
-
-    for rank, (eco, row) in enumerate(sorted(rows, key=key)):
-        rule = _Rule(rank, eco, row)
-        _rules.append(rule)
-        for word in rule.words:
-            _index.setdefault(word, []).append(rank)
+    for eco, table in rules.tables().items():
+        for row in table:
+            for word in row[4].split():
+                _index.setdefault(word.encode(), []).append(len(_rows))
+            _rows.append((eco, row))
     for entry in rules.EXIT_CODES:
         for number in entry[1]:
             _exit[number] = entry
-    return _rules
 
 
-def _lines(raw: bytes, low: bytes, words: tuple[bytes, ...]) -> str:
-    """The lines of `raw` that hold one of `words` (found in `low`, its lowercase twin)."""
-    spans: set[tuple[int, int]] = set()
-    for word in words:
-        i = low.find(word)
-        while i >= 0:
-            start = low.rfind(b"\n", 0, i) + 1
+def _rule(position: int) -> _Rule:
+    rule = _made.get(position)
+    if rule is None:
+        rule = _made[position] = _Rule(position, *_rows[position])
+    return rule
+
+
+def _lines_with(raw: bytes, low: bytes, word: bytes) -> set[bytes]:
+    """The distinct lines of `raw` that hold `word` as a whole word (found in `low`, its
+    lowercase twin: `bytes.lower` keeps every offset)."""
+    found: set[bytes] = set()
+    size, n = len(low), len(word)
+    i = low.find(word)
+    while i >= 0:
+        before = low[i - 1] if i else 32
+        after = low[i + n] if i + n < size else 32
+        if _WORDS[before] == 32 and _WORDS[after] == 32:
             end = low.find(b"\n", i)
-            end = len(low) if end < 0 else end
-            spans.add((start, end))
-            if len(spans) > _MAX_LINES:
-                return raw.decode("utf-8", "replace")
+            end = size if end < 0 else end
+            found.add(raw[low.rfind(b"\n", 0, i) + 1 : end])
             i = low.find(word, end)
-    return "\n".join(raw[s:e].decode("utf-8", "replace") for s, e in sorted(spans))
+        else:
+            i = low.find(word, i + 1)
+    return found
 
 
 def _best(text: str, code: str = "") -> _Rule | None:
     """The most specific rule that matches `text` (only rules giving `code`, if set)."""
-    rules = _load()
+    _load()
     raw = text.encode("utf-8", "replace")
     low = raw.lower()
     present = set(low.translate(_WORDS).split()) & _index.keys()
-    ranks = sorted({rank for word in present for rank in _index[word]})
-    for rank in ranks:
-        rule = rules[rank]
+    candidates = sorted(
+        (_rule(position) for position in {p for word in present for p in _index[word]}),
+        key=lambda rule: rule.rank,
+    )
+    lines: dict[bytes, set[bytes]] = {}  # per word, shared by the rules it gates
+    for rule in candidates:
         if code and rule.code != code:
             continue
-        pattern = _compiled.get(rank)
+        held: set[bytes] = set()
+        for word in rule.words:
+            if word in present:
+                if word not in lines:
+                    lines[word] = _lines_with(raw, low, word)
+                held |= lines[word]
+        pattern = _compiled.get(rule.rank[-1])
         if pattern is None:
-            pattern = _compiled[rank] = re.compile(rule.source)
-        words = tuple(w for w in rule.words if w in present)
-        if pattern.search(_lines(raw, low, words)):
+            pattern = _compiled[rule.rank[-1]] = re.compile(rule.source)
+        if pattern.search(b"\n".join(held).decode("utf-8", "replace")):
             return rule
     return None
 

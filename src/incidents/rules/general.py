@@ -80,7 +80,7 @@ RULES: dict[str, tuple[Row, ...]] = {
             GENERIC,
             UNKNOWN,
             E,
-            "space enospc quota full diskpressure 28",
+            "space enospc quota full diskpressure errno",
             r"(?i)\bno space left on device\b|\bENOSPC\b|\bdisk quota exceeded\b|\bnot enough "
             r"space on the disk\b|\binsufficient disk space\b|\b(?:database or )?disk is full\b"
             r"|\bout of disk space\b|\bDiskPressure\b|\bThe table '[^']+' is full\b|\[Errno 28\]",

@@ -32,6 +32,13 @@ _TS_SYNTAX = (
     " 1131 1134 1135 1136 1138 1141 1144 1160 1161 1185 1381 1382 1434 1435"
 )
 
+# the type and name errors tsc reports most, for a diagnostic without its file position
+_TS_CODES = (
+    "2304 2305 2306 2307 2322 2339 2345 2349 2353 2362 2367 2416 2448 2454 2531 2532 2551 2552"
+    " 2554 2559 2564 2580 2584 2614 2688 2739 2740 2741 2769 2792 6133 6196 7006 7016 7053"
+    " 18047 18048"
+)
+
 RULES: dict[str, tuple[Row, ...]] = {
     "python": (
         (
@@ -94,8 +101,8 @@ RULES: dict[str, tuple[Row, ...]] = {
             VERDICT,
             LINT,
             C,
-            "error",
-            r"(?m)^\S+:\d+(?::\d+)?: error: ",
+            "py pyi",
+            r"(?m)^\S+\.pyi?:\d+(?::\d+)?: error: ",
             "app.py:2: error: Incompatible return value type",
         ),
         (
@@ -261,7 +268,8 @@ RULES: dict[str, tuple[Row, ...]] = {
             VERDICT,
             LINT,
             C,
-            "error",
+            "undeclared declared member name implicit incompatible conversion matching conflicting"
+            " arguments",
             r"\berror: (?:'[^']+' (?:undeclared|was not declared in this scope|has no member named"
             r"|does not name a type)|unknown type name|use of undeclared identifier|implicit "
             r"declaration of function|incompatible types? |invalid conversion|no matching function"
@@ -427,8 +435,8 @@ RULES: dict[str, tuple[Row, ...]] = {
             VERDICT,
             LINT,
             C,
-            "problem problems error",
-            r"\b[1-9]\d* problems? \([1-9]\d* errors?|(?m:^\s*\d+:\d+\s+error\s+\S)",
+            "problem problems",
+            r"\b[1-9]\d* problems? \([1-9]\d* errors?",
             "✖ 3 problems (3 errors, 0 warnings)",
         ),
         (
@@ -485,8 +493,9 @@ RULES: dict[str, tuple[Row, ...]] = {
             VERDICT,
             LINT,
             C,
-            "error",
-            r"\berror TS\d{4,5}\b",
+            words_of(_TS_CODES, "ts") + " ts tsx mts cts js jsx vue",
+            r"\.(?:[cm]?tsx?|jsx?|vue)(?:\(\d+,\d+\)|:\d+:\d+)(?::| -) error TS\d{4,5}\b|"
+            + any_of(_TS_CODES, "error TS"),
             "src/app.ts(8,7): error TS2322: Type 'string' is not assignable to type 'number'.",
         ),
     ),

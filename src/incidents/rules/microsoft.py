@@ -63,8 +63,8 @@ RULES: dict[str, tuple[Row, ...]] = {
             VERDICT,
             LINT,
             C,
-            "error",
-            r"\berror (?:CS|FS|BC|CA|IDE|SA)\d{4}\b",
+            "cs vb fs",
+            r"\.(?:cs|vb|fs)\(\d+,\d+\): error (?:CS|FS|BC|CA|IDE|SA)\d{4}\b",
             "Program.cs(8,13): error CS0103: The name 'cout' does not exist in the current context",
         ),
         (

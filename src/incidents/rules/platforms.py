@@ -207,7 +207,7 @@ RULES: dict[str, tuple[Row, ...]] = {
             VERDICT,
             SYNTAX,
             C,
-            "error",
+            "argument block unclosed expression newline character unterminated separator string",
             r"Error: (?:Argument or block definition required|Invalid block definition|Unclosed "
             r"configuration block|Invalid expression|Missing newline after argument|Invalid "
             r"character|Unterminated template string|Missing item separator|Invalid multi-line "
@@ -219,7 +219,7 @@ RULES: dict[str, tuple[Row, ...]] = {
             VERDICT,
             LINT,
             C,
-            "error",
+            "unsupported missing invalid reference incorrect call count for_each duplicate cycle",
             r"Error: (?:Unsupported argument|Unsupported attribute|Unsupported block type|Missing "
             r"required argument|Invalid reference|Reference to undeclared (?:resource|input "
             r"variable|local value|module)|Invalid value for (?:input variable|module argument)"

@@ -36,7 +36,7 @@ RULES: dict[str, tuple[Row, ...]] = {
             VERDICT,
             SYNTAX,
             C,
-            "error java",
+            "expected illegal parsing unclosed statement",
             r"(?:\berror: |\.java:\[\d+,\d+\] )(?:';' expected|'\)' expected|class, interface, "
             r"(?:enum, or record|or enum) expected|illegal start of (?:expression|type)|reached end "
             r"of file while parsing|<identifier> expected|unclosed string literal|not a statement)",
@@ -47,7 +47,8 @@ RULES: dict[str, tuple[Row, ...]] = {
             VERDICT,
             LINT,
             C,
-            "error java kt scala e",
+            "symbol incompatible applied override unreported exist static initialized unresolved"
+            " mismatch kt kts",
             r"(?:\berror: |\.(?:java|kt|scala):\[?\d+[,:]\d+\]? )(?:cannot find symbol|incompatible "
             r"types|cannot be applied to|method does not override|is not abstract and does not "
             r"override|unreported exception|package [\w.]+ does not exist|non-static (?:variable"
@@ -126,7 +127,7 @@ RULES: dict[str, tuple[Row, ...]] = {
             GENERIC,
             UNKNOWN,
             E,
-            "artifact find failure cached resolvable",
+            "artifact find cached resolvable",
             r"\bCould not find artifact\b|\bCould not find [\w.-]+:[\w.-]+:[\w.-]+|\bFailure to "
             r"find [\w.-]+:|was cached in the local repository, resolution will not be reattempted"
             r"|\bNon-resolvable parent POM\b",
@@ -256,7 +257,7 @@ RULES: dict[str, tuple[Row, ...]] = {
             VERDICT,
             SYNTAX,
             C,
-            "error",
+            "expected unclosed delimiter unterminated mismatched",
             r"\berror: (?:expected (?:one of |`|item|expression|identifier|pattern|type)|this file "
             r"contains an unclosed delimiter|unexpected closing delimiter|unterminated (?:double "
             r"quote string|block comment|raw string)|mismatched closing delimiter)",

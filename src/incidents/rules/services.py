@@ -310,7 +310,8 @@ RULES: dict[str, tuple[Row, ...]] = {
             NAMED,
             UNKNOWN,
             N,
-            "authenticationerror invalid_api_key incorrect authentication_error x permissiondeniederror"
+            "authenticationerror invalid_api_key incorrect authentication_error invalid"
+            " permissiondeniederror"
             " permission_error account_deactivated gated",
             r"\bAuthenticationError\b|\binvalid_api_key\b|Incorrect API key provided"
             r"|\bauthentication_error\b|invalid x-api-key|\bPermissionDeniedError\b"
