@@ -100,12 +100,13 @@ RULES: dict[str, tuple[Row, ...]] = {
             GENERIC,
             UNKNOWN,
             E,
-            "memory exhausted allocation killed 137 bad_alloc oom",
+            "memory exhausted allocation allocate killed 137 bad_alloc oom",
             r"(?i:\bout of memory\b|\bcannot allocate memory\b|\bmemory exhausted\b|\bfailed to "
             r"allocate memory\b|\bmemory allocation (?:of \d+ bytes )?failed\b|\bnot enough memory\b"
             r"|\bexceed(?:s|ed|ing)? (?:the )?memory limit|\bKilled signal terminated program\b"
             r"|\bexit(?:ed)? (?:with )?(?:code|status):? 137\b|returned a non-zero code: 137"
-            r"|\binsufficient memory\b|\bKilled process \d+|\bError 137\b)|\bstd::bad_alloc\b"
+            r"|\binsufficient memory\b|\bKilled process \d+|\bError 137\b|\bunable to allocate [\d.]+ ?[KMGT]i?B\b)"
+            r"|\bstd::bad_alloc\b"
             r"|\bOOM\b|(?m:^Killed$)|\b\d+ Killed\s",
             "c++: fatal error: Killed signal terminated program cc1plus",
         ),

@@ -62,14 +62,15 @@ RULES: dict[str, tuple[Row, ...]] = {
             GENERIC,
             TIMEOUT,
             T,
-            "timeout time deadline",
+            "timeout time deadline exceeded",
             r"(?i)\btime-?out (?:during|while|when|after|of \d|on|occurred|exceeded|expired|reached"
             r"|error|waiting|elapsed|awaiting)\b|\b(?:network|read|write|connect|connection|request"
             r"|socket|operation|response|idle|handshake|i/o|lock|lock wait|statement|query"
             r"|execution|session|dial|client|job|step|test|deploy(?:ment)?) time-?out\b(?!=)"
             r"|\btime-?out (?:exceeded|expired)|\btime limit (?:exceeded|reached)\b"
             r"|\btimeout of \d+ ?m?s\b|\bTimeout \d+ ?ms exceeded|\bdeadline exceeded\b"
-            r"|\bClient\.Timeout exceeded|\btimeout exceeded\b",
+            r"|\bClient\.Timeout exceeded|\btimeout exceeded\b|\btimeout was reached\b"
+            r"|\bTimeout performing\b|\bexceeded (?:its|the) (?:progress )?deadline\b",
             "dial tcp 140.82.112.3:443: i/o timeout",
         ),
         (

@@ -26,7 +26,7 @@ RULES: dict[str, tuple[Row, ...]] = {
             "docker daemon not running",
             NAMED,
             UNKNOWN,
-            E,
+            T,
             "docker docker_engine pipe",
             r"Cannot connect to the Docker daemon|Is the docker daemon running\?|open //\./pipe/"
             r"docker\w*|docker_engine: The system cannot find the file specified",
@@ -140,11 +140,10 @@ RULES: dict[str, tuple[Row, ...]] = {
             UNKNOWN,
             E,
             "localhost configuration context",
-            r"The connection to the server localhost:8080 was refused|no configuration has been "
+            r"no configuration has been "
             r"provided|no context exists with the name|current-context is not set|invalid "
             r"configuration: no configuration",
-            "The connection to the server localhost:8080 was refused - did you specify the right"
-            " host or port?",
+            "error: no configuration has been provided, try setting KUBERNETES_MASTER",
         ),
         (
             "resource quota",
@@ -431,16 +430,23 @@ RULES: dict[str, tuple[Row, ...]] = {
             'ERROR:  syntax error at or near "FORM"',
         ),
         (
-            "SQL schema mismatch",
+            "SQL column missing",
             NAMED,
             UNKNOWN,
             C,
-            "relation column table undefinedtable undefinedcolumn 42p01 42703 er_no_such_table"
-            " er_bad_field_error unknown",
-            r"relation \"[^\"]+\" does not exist|column \"[^\"]+\" (?:of relation \"[^\"]+\" )?does "
-            r"not exist|no such (?:table|column): |Table '[^']+' doesn't exist|Unknown column "
-            r"'[^']+'|\bUndefined(?:Table|Column)\b|\b42P01\b|\b42703\b|\bER_NO_SUCH_TABLE\b"
-            r"|\bER_BAD_FIELD_ERROR\b",
+            "column undefinedcolumn 42703 er_bad_field_error",
+            r"column \"[^\"]+\" (?:of relation \"[^\"]+\" )?does not exist|no such column: "
+            r"|Unknown column '[^']+'|\bUndefinedColumn\b|\b42703\b|\bER_BAD_FIELD_ERROR\b",
+            'psycopg2.errors.UndefinedColumn: column "emial" does not exist',
+        ),
+        (
+            "SQL table missing",
+            NAMED,
+            UNKNOWN,
+            E,
+            "relation table undefinedtable 42p01 er_no_such_table",
+            r"relation \"[^\"]+\" does not exist|no such table: |Table '[^']+' doesn't exist"
+            r"|\bUndefinedTable\b|\b42P01\b|\bER_NO_SUCH_TABLE\b",
             'psycopg2.errors.UndefinedTable: relation "users" does not exist',
         ),
         (
@@ -461,8 +467,10 @@ RULES: dict[str, tuple[Row, ...]] = {
             NAMED,
             UNKNOWN,
             E,
-            "database sqlite_cantopen sqlite_corrupt sqlite_full sqlite_readonly",
-            r"unable to open database file|database disk image is malformed|\bSQLITE_(?:CANTOPEN"
+            "database sqlite_cantopen sqlite_corrupt sqlite_full sqlite_readonly disk sqlite_ioerr"
+            " sqlite_ioerr_write sqlite_ioerr_read sqlite_ioerr_fsync",
+            r"unable to open database file|database disk image is malformed|disk I/O error"
+            r"|\bSQLITE_IOERR\w*|\bSQLITE_(?:CANTOPEN"
             r"|CORRUPT|FULL|READONLY)\b",
             "sqlite3.OperationalError: unable to open database file",
         ),

@@ -1,4 +1,4 @@
-"""Rules for the JVM (javac, Kotlin, Maven, Gradle), Go and Rust/cargo.
+"""Rules for make/gcc/clang/CMake, the JVM (javac, Kotlin, Maven, Gradle), Go and Rust/cargo.
 Row format: `incidents.rules`."""
 
 from __future__ import annotations
@@ -30,6 +30,101 @@ _JAVA_RUNTIME = (
 )
 
 RULES: dict[str, tuple[Row, ...]] = {
+    "make, gcc, cmake": (
+        (
+            "missing header or library",
+            VERDICT,
+            UNKNOWN,
+            E,
+            "directory found find",
+            r"\bfatal error: [^\n:]+\.(?:h|hpp|hh|hxx): No such file or directory|\bfatal error: "
+            r"'[^']+\.(?:h|hpp|hh|hxx)' file not found\b|\bcannot find -l[\w.+-]+",
+            "src/tls.c:1:10: fatal error: openssl/ssl.h: No such file or directory",
+        ),
+        (
+            "C/C++ syntax",
+            VERDICT,
+            SYNTAX,
+            C,
+            "expected stray missing",
+            r"\berror: expected [^\n]*(?:before|after|at end of input|at end of declaration)"
+            r"|\berror: expected (?:';'|'\)'|'\}'|'\]'|'\{'|identifier|expression|declaration"
+            r"|unqualified-id|primary-expression)|\berror: stray '\\\d+' in program|\berror: "
+            r"missing terminating .{1,3} character",
+            "main.c:5:3: error: expected ';' before 'return'",
+        ),
+        (
+            "C/C++ name or type error",
+            VERDICT,
+            LINT,
+            C,
+            "undeclared declared member name implicit incompatible conversion matching conflicting"
+            " arguments",
+            r"\berror: (?:'[^']+' (?:undeclared|was not declared in this scope|has no member named"
+            r"|does not name a type)|unknown type name|use of undeclared identifier|implicit "
+            r"declaration of function|incompatible types? |invalid conversion|no matching function"
+            r" for call to|conflicting types for|too (?:few|many) arguments to function|no member "
+            r"named)",
+            "error: 'count' undeclared (first use in this function)",
+        ),
+        (
+            "undefined reference",
+            VERDICT,
+            LINT,
+            C,
+            "undefined unresolved symbol symbols",
+            r"\bundefined reference to [`']|\bundefined symbols? for architecture|\bunresolved "
+            r"external symbol\b|\bld: symbol\(s\) not found",
+            "main.c:(.text+0x1e): undefined reference to `compute'",
+        ),
+        (
+            "warnings as errors",
+            VERDICT,
+            LINT,
+            C,
+            "warnings werror",
+            r"all warnings being treated as errors|\[-Werror(?:=[\w-]+)?\]",
+            "cc1: all warnings being treated as errors",
+        ),
+        (
+            "make missing separator",
+            VERDICT,
+            SYNTAX,
+            C,
+            "separator",
+            r"\*\*\* missing separator\b",
+            "Makefile:3: *** missing separator.  Stop.",
+        ),
+        (
+            "make no rule",
+            NAMED,
+            UNKNOWN,
+            C,
+            "rule",
+            r"\bNo rule to make target\b",
+            "make: *** No rule to make target 'src/main.o', needed by 'app'.  Stop.",
+        ),
+        (
+            "cmake missing package",
+            NAMED,
+            UNKNOWN,
+            E,
+            "could configuration providing compile",
+            r"\bCould NOT find \w+|\bCould not find a package configuration file\b|\bBy not "
+            r"providing \"Find\w+\.cmake\"|\bNo CMAKE_\w+_COMPILER could be found\b|\bis not able "
+            r"to compile a simple test program\b",
+            "Could NOT find OpenSSL, try to set the path to OpenSSL root folder",
+        ),
+        (
+            "CMake error",
+            BARE,
+            UNKNOWN,
+            C,
+            "cmake",
+            r"\bCMake Error\b",
+            "CMake Error at CMakeLists.txt:10 (add_executable):",
+        ),
+    ),
     "jvm": (
         (
             "javac syntax",
@@ -188,7 +283,7 @@ RULES: dict[str, tuple[Row, ...]] = {
             LINT,
             C,
             "go",
-            r"(?m)^\S+\.go:\d+:\d+: \S",
+            r"(?m)^\S+\.go:\d+(?::\d+)?: \S",
             "./main.go:5:2: undefined: helper",
         ),
         (
@@ -292,6 +387,15 @@ RULES: dict[str, tuple[Row, ...]] = {
             "Diff in /src/main.rs at line 3:",
         ),
         (
+            "Rust assertion failed",
+            REFINED,
+            TEST,
+            C,
+            "assertion",
+            r"\bassertion failed\b|\bassertion `left [=!]= right` failed",
+            "thread 'tests::parse' panicked at 'assertion failed: `(left == right)`",
+        ),
+        (
             "rust panic",
             NAMED,
             UNKNOWN,
@@ -308,7 +412,8 @@ RULES: dict[str, tuple[Row, ...]] = {
             "matching select find rustc toolchain linker library openssl",
             r"\bno matching package named\b|\bfailed to select a version for\b|\bcould not find `"
             r"[^`]+` in registry\b|\brequires rustc [\d.]+ or newer\b|\btoolchain '[^']+' is not "
-            r"installed\b|\blinker `[^`]+` not found\b|\bcould not find system library\b|\bCould "
+            r"installed\b|\blinker `[^`]+` not found\b|\bcould not exec the linker\b"
+            r"|\bcould not find system library\b|\bCould "
             r"not find directory of OpenSSL installation\b",
             "error: linker `cc` not found",
         ),

@@ -209,7 +209,7 @@ RULES: dict[str, tuple[Row, ...]] = {
         ),
         (
             "Azure credentials missing",
-            NAMED,
+            REFINED,
             UNKNOWN,
             E,
             "az defaultazurecredential credentialunavailableerror environmentcredential"
@@ -412,7 +412,7 @@ RULES: dict[str, tuple[Row, ...]] = {
             UNKNOWN,
             E,
             "cuda driver nvidia torch kernel cuda_error_no_device cudaerrornodevice"
-            " cudaerrorinsufficientdriver select libcuda cuinit nvml runtime aten_cuda",
+            " cudaerrorinsufficientdriver select libcuda cuinit nvml runtime aten_cuda gpus",
             r"CUDA driver version is insufficient|no CUDA-capable device is detected|NVIDIA-SMI has "
             r"failed|couldn't communicate with the NVIDIA driver|Found no NVIDIA driver|Torch not "
             r"compiled with CUDA enabled|no kernel image is available for execution on the device"
@@ -421,7 +421,7 @@ RULES: dict[str, tuple[Row, ...]] = {
             r"cli: (?:initialization|requirement) error|libcuda\.so\.1: cannot open shared object "
             r"file|failed call to cuInit|NVIDIA driver on your system is too old|NVML: Driver/library"
             r" version mismatch|Failed to initialize NVML|unknown or invalid runtime name: nvidia"
-            r"|Cannot initialize CUDA without ATen_cuda library",
+            r"|Cannot initialize CUDA without ATen_cuda library|No CUDA GPUs are available",
             "AssertionError: Torch not compiled with CUDA enabled",
         ),
         (
