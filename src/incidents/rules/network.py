@@ -104,7 +104,7 @@ RULES: dict[str, tuple[Row, ...]] = {
             r"(?i)\bconnection (?:reset|refused|aborted|closed (?:by|unexpectedly|before)|was (?:"
             r"forcibly )?closed|lost|broken)\b|couldn't connect to server|\b(?:failed|unable) to "
             r"connect to\b|\bfailed to establish a new connection\b|\bcould not connect to\b"
-            r"|\bbroken pipe\b|\bsocket hang up\b|\bremote end closed connection\b|\bserver closed "
+            r"|\bconnection to the server \S+ was refused\b|\bbroken pipe\b|\bsocket hang up\b|\bremote end closed connection\b|\bserver closed "
             r"the connection unexpectedly\b|\bunexpected EOF\b(?! while)|\bearly EOF\b|\bremote end "
             r"hung up unexpectedly\b|\bclosed by remote host\b",
             "curl: (7) Failed to connect to localhost port 8080: Connection refused",
