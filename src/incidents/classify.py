@@ -1,39 +1,40 @@
 """Classify a failure: an error code (seed 002) and a failure class (seed 003).
 
-Pure and table-driven; stdlib only (`re`, plus the enums of `incidents.vocab`), patterns
-compiled on first use. The order of checks:
+Pure and table-driven; stdlib only (`re`, the enums of `incidents.vocab`). The rules are
+data in `incidents.rules` (one table per ecosystem; read its docstring for the row format
+and what each specificity level means). The order of decisions:
 
 1. `timed_out` -> TIMEOUT / transient.
-2. The exit code: 124 (`timeout(1)`) and 137 or -9 (SIGKILL, as `timeout -s KILL` sends)
-   -> TIMEOUT / transient; 127 (command not found) -> UNKNOWN / env.
-3. `_RULES`, first match wins (each gated by literal `_TRIGGERS`, see there), over the message first and then over the log text (the
-   last `LOG_WINDOW` characters of it): the caller's own summary says what failed more
-   surely than whatever else the log holds. The groups, in order:
-   a. what a tool reports about the code: SYNTAX, TEST_FAILURE, LINT_FAILURE (code);
-      a failing test or lint run wins over the words it happens to contain;
-   b. HOOK_FAILURE (never_retry): a hook that failed *without* test or lint output
-      (those are (a), as seed 002 says of `post_done_hook`);
-   c. never_retry: credentials, permissions, licences, exhausted quotas;
-   d. env: missing modules and programs, unset variables, full disk, no memory;
-   e. RATE_LIMIT (transient), then TIMEOUT (transient), then other transient network
-      and server failures;
-   f. TASK_FAILED (code): the task's own marker; then Python runtime errors (code).
-4. Nothing matched: UNKNOWN / unknown. A non-zero exit alone is *not* TASK_FAILED:
+2. A decisive exit code: 124 (`timeout(1)`) -> TIMEOUT, 126 (not executable) and 127
+   (not found) -> env.
+3. The text rules, over the message and over the log (its last `LOG_WINDOW` characters).
+   In each, the most specific matching rule wins (`incidents.rules`: level, then the
+   class retrying cannot fix, then the more specific code, then table order). The
+   message is the caller's own summary: when it names a cause (a rule above BARE
+   matches), it decides; otherwise the log's best rule decides if it is more specific.
+4. A signal exit (137 SIGKILL -> env, most often the OOM killer; 143 SIGTERM ->
+   transient) says how the process ended, not why: the text decides only when it names a
+   TIMEOUT or a cause of the exit's own class.
+5. Nothing matched: UNKNOWN / unknown. A non-zero exit alone is *not* TASK_FAILED:
    seed 002 keeps TASK_FAILED for the literal marker and says "everything else" is
    UNKNOWN, and both are retried alike; the reason names the exit code.
+
+Speed: capture classifies once per process, so nothing is compiled ahead. The text is
+encoded once, its words collected with one `bytes.translate`, and only the rules whose
+prefilter words occur are compiled and searched, on the distinct lines holding those words
+(a match lies within one line, so nothing else can match).
 
 Decisions on seed 002's "not retried" codes:
 
 - RATE_LIMIT -> **transient**. Seed 002 does not re-run the task at once ("return
   API_ERROR immediately"); a rate limit still clears by itself, which is what transient
-  means here: the check is retried with backoff and no code is touched. So the
-  immediate retry seed 002 forbids never happens, and no human is paged for a limit
-  that lifts in a minute. The exception is a quota that only a human can lift
-  (`insufficient_quota`, billing): RATE_LIMIT / never_retry.
+  means here: the check is retried with backoff and no code is touched. The exception is
+  a quota that only a human can lift (`insufficient_quota`, billing): RATE_LIMIT /
+  never_retry.
 - HOOK_FAILURE -> **never_retry**. Seed 002: "infrastructure problem, fail fast", and
   no fixer can repair a broken hook; it escalates at once. Hook output that shows test
   or lint failures, or a formatter hook that modified files, is classified by what it
-  shows (TEST_FAILURE / LINT_FAILURE, code) because those rules come first.
+  shows (TEST_FAILURE / LINT_FAILURE, code): those are verdicts, hooks are BARE.
 """
 
 from __future__ import annotations
@@ -42,319 +43,11 @@ import re
 
 from incidents.vocab import Category, ErrorCode, FailureClass
 
-__all__ = ["LOG_WINDOW", "Classification", "classify"]
+__all__ = ["LOG_WINDOW", "Classification", "classify", "code_of_findings"]
 
 LOG_WINDOW = 64 * 1024
 
-_C, _T, _E, _N = (
-    FailureClass.CODE,
-    FailureClass.TRANSIENT,
-    FailureClass.ENV,
-    FailureClass.NEVER_RETRY,
-)
-
-
-def _http(codes: str) -> str:
-    """An HTTP status among `codes` (`401|403`), only where a status is being reported."""
-    return rf"(?i:\b(?:http|status|error|code|returned|response)\b[^\n\d]{{0,12}}\b(?:{codes})\b)"
-
-
-# (label, pattern, error code, failure class). Order is the documented precedence.
-_RULES: tuple[tuple[str, str, ErrorCode, FailureClass], ...] = (
-    # a. the code, as tools report it
-    ("SyntaxError", r"\b(?:SyntaxError|IndentationError|TabError)\b", ErrorCode.SYNTAX, _C),
-    ("invalid syntax", r"(?i)\binvalid syntax\b", ErrorCode.SYNTAX, _C),
-    ("shell syntax error", r"\bsyntax error near unexpected token\b", ErrorCode.SYNTAX, _C),
-    ("PowerShell ParserError", r"\bParserError\b|\bParseException\b", ErrorCode.SYNTAX, _C),
-    ("pytest N failed", r"\b[1-9]\d* failed(?:,| in \d)", ErrorCode.TEST_FAILURE, _C),
-    ("FAILED tests/...", r"(?m)^FAILED \S", ErrorCode.TEST_FAILURE, _C),
-    ("AssertionError", r"\bAssertionError\b", ErrorCode.TEST_FAILURE, _C),
-    (
-        "Pester Failed:",
-        r"(?m)\bTests Passed: \d+, Failed: [1-9]|^\s*Failed: [1-9]|^\s*\[-\] \S",
-        ErrorCode.TEST_FAILURE,
-        _C,
-    ),
-    (
-        "lint rule code",
-        r"(?m)^\S+:\d+:\d+: [A-Z]{1,4}\d{3,4}\b|^[A-Z]{1,4}\d{3,4} (?:\[\*\] )?\S.*\n\s*--> ",
-        ErrorCode.LINT_FAILURE,
-        _C,
-    ),
-    ("mypy error:", r"(?m)^\S+:\d+(?::\d+)?: error: ", ErrorCode.LINT_FAILURE, _C),
-    (
-        "would reformat",
-        r"(?i)\bwould reformat\b|\bwould be reformatted\b",
-        ErrorCode.LINT_FAILURE,
-        _C,
-    ),
-    ("Found N errors", r"\bFound [1-9]\d* errors?\b", ErrorCode.LINT_FAILURE, _C),
-    ("hook modified files", r"(?i)files were modified by this hook", ErrorCode.LINT_FAILURE, _C),
-    # seed 002: "post_done_hook fail + test errors" / "+ lint errors", in a summary's words
-    (
-        "tests failed",
-        r"(?i)\btests? (?:failed|failing)\b|\btest failures?\b",
-        ErrorCode.TEST_FAILURE,
-        _C,
-    ),
-    (
-        "lint errors",
-        r"(?i)\blint(?:ing)? (?:errors?|failed|failures?)\b",
-        ErrorCode.LINT_FAILURE,
-        _C,
-    ),
-    # b. hooks
-    ("pre-commit hook id", r"(?m)^- hook id: \S", ErrorCode.HOOK_FAILURE, _N),
-    ("pre_start_hook", r"(?i)\bpre[_-]start[_-]hook\b", ErrorCode.HOOK_FAILURE, _N),
-    (
-        "hook failed",
-        r"(?i)\bhook\b[^\n]{0,60}\b(?:failed|declined|rejected)\b|\bpre-commit\b[^\n]{0,60}\bfail",
-        ErrorCode.HOOK_FAILURE,
-        _N,
-    ),
-    # c. never retry
-    (
-        "quota exhausted permanently",
-        r"(?i)\binsufficient_quota\b|check your plan and billing|credit balance is too low"
-        r"|quota (?:exhausted|exceeded) permanently",
-        ErrorCode.RATE_LIMIT,
-        _N,
-    ),
-    (
-        "HTTP 401/403",
-        _http("401|403") + r"|\b401 Unauthorized\b|\b403 Forbidden\b",
-        ErrorCode.UNKNOWN,
-        _N,
-    ),
-    (
-        "permission denied",
-        r"(?i)\bpermission denied\b|\boperation not permitted\b|\bPermissionError\b|\bEACCES\b",
-        ErrorCode.UNKNOWN,
-        _N,
-    ),
-    (
-        "authentication failed",
-        r"(?i)\bauthentication (?:failed|failure|required)\b|\binvalid (?:credentials|api[ _-]?key)\b"
-        r"|\bbad credentials\b|\bnot authori[sz]ed\b|\bunauthori[sz]ed\b|\baccess denied\b"
-        r"|\binvalid username or password\b",
-        ErrorCode.UNKNOWN,
-        _N,
-    ),
-    (
-        "license",
-        r"(?i)\blicen[cs]e\b[^\n]{0,30}\b(?:expired|invalid|required|not found|missing)\b"
-        r"|\b(?:invalid|expired|no valid) licen[cs]e\b",
-        ErrorCode.UNKNOWN,
-        _N,
-    ),
-    # d. environment
-    (
-        "disk full",
-        r"(?i)\bno space left on device\b|\bENOSPC\b|\bdisk quota exceeded\b",
-        ErrorCode.UNKNOWN,
-        _E,
-    ),
-    (
-        "out of memory",
-        r"\bMemoryError\b|(?i:cannot allocate memory)|\bENOMEM\b|\bOOMKilled\b",
-        ErrorCode.UNKNOWN,
-        _E,
-    ),
-    ("cannot import name", r"\bImportError: cannot import name\b", ErrorCode.UNKNOWN, _C),
-    (
-        "missing module",
-        r"\bModuleNotFoundError\b|\bNo module named\b|\bImportError\b",
-        ErrorCode.UNKNOWN,
-        _E,
-    ),
-    (
-        "pwsh not found",
-        r"(?i)\b(?:pwsh|powershell)\b[^\n]{0,20}\bnot (?:found|installed)\b",
-        ErrorCode.UNKNOWN,
-        _E,
-    ),
-    (
-        "command not found",
-        r"(?i)\bcommand not found\b|is not recognized as (?:an internal or external command|the name of a cmdlet)"
-        r"|\bCommandNotFoundException\b",
-        ErrorCode.UNKNOWN,
-        _E,
-    ),
-    (
-        "program not found",
-        r"(?m)^(?:\S*/)?(?:ba|z|da|k)?sh: (?:line \d+: )?\S+: No such file or directory"
-        r"|FileNotFoundError: \[Errno 2\] No such file or directory: '[^'/.]+'"
-        r"|\bspawn \S+ ENOENT\b",
-        ErrorCode.UNKNOWN,
-        _E,
-    ),
-    (
-        "missing environment variable",
-        r"(?i:environment variable\b[^\n]{0,60}\b(?:not set|not defined|missing|required|unset))"
-        r"|(?i:missing (?:required )?environment variable)|\bunbound variable\b"
-        r"|\bKeyError: '[A-Z][A-Z0-9_]{2,}'",
-        ErrorCode.UNKNOWN,
-        _E,
-    ),
-    # e. transient
-    ("HTTP 429", _http("429") + r"|\b429 Too Many Requests\b", ErrorCode.RATE_LIMIT, _T),
-    (
-        "rate limit",
-        r"(?i)\brate[ _-]?limit(?:ed|ing|s)?\b|\btoo many requests\b|\bquota exceeded\b"
-        r"|\bRESOURCE_EXHAUSTED\b|\bResourceExhausted\b|\boverloaded(?:_error)?\b",
-        ErrorCode.RATE_LIMIT,
-        _T,
-    ),
-    (
-        "timed out",
-        r"(?i:\btimed out\b|\bdeadline exceeded\b|\bDEADLINE_EXCEEDED\b|\bETIMEDOUT\b)"
-        r"|(?<![\w-])(?:[A-Z]\w*)?Timeout(?:Error|Exception|Expired)?(?![\w=.-])"
-        # lowercase "timeout" only in prose: it is also every other argument name in code
-        r"|(?i:\btime-?out (?:during|while|when|after|of|on|occurred|exceeded|expired|reached|error)\b"
-        r"|\b(?:network|read|connect|connection|request|socket|operation|response|idle) time-?out\b)",
-        ErrorCode.TIMEOUT,
-        _T,
-    ),
-    (
-        "connection refused/reset",
-        r"(?i)\bconnection (?:reset|refused|aborted|closed by peer)\b|\bECONN(?:RESET|REFUSED|ABORTED)\b"
-        r"|couldn't connect to server|\bfailed to connect to\b|\bRemoteDisconnected\b|\bbroken pipe\b",
-        ErrorCode.UNKNOWN,
-        _T,
-    ),
-    (
-        "DNS failure",
-        r"(?i)\bname or service not known\b|temporary failure in name resolution|\bgetaddrinfo failed\b"
-        r"|nodename nor servname|could not resolve host|\bEAI_AGAIN\b|\bENOTFOUND\b",
-        ErrorCode.UNKNOWN,
-        _T,
-    ),
-    (
-        "network unreachable",
-        r"(?i)\bnetwork is unreachable\b|\bno route to host\b|\bE(?:NET|HOST)UNREACH\b",
-        ErrorCode.UNKNOWN,
-        _T,
-    ),
-    (
-        "HTTP 502/503/504",
-        _http("502|503|504")
-        + r"|(?i:\bbad gateway\b|\bservice unavailable\b|\bgateway time-?out\b)",
-        ErrorCode.UNKNOWN,
-        _T,
-    ),
-    (
-        "temporarily unavailable",
-        r"(?i)\btemporarily unavailable\b|\bEAGAIN\b",
-        ErrorCode.UNKNOWN,
-        _T,
-    ),
-    # f. the task and the code at run time
-    ("TASK_FAILED", r"\bTASK_FAILED\b", ErrorCode.TASK_FAILED, _C),
-    (
-        "Python runtime error",
-        r"\b(?:TypeError|NameError|AttributeError|KeyError|IndexError|ValueError|ZeroDivisionError"
-        r"|UnboundLocalError|RecursionError|NotImplementedError|JSONDecodeError):",
-        ErrorCode.UNKNOWN,
-        _C,
-    ),
-)
-
-# Literal prefilters (lowercase): a rule's pattern is compiled and searched only when one
-# of its triggers is in the lowercased text. Every match of a pattern contains one of its
-# triggers (tests/test_classify.py checks this on every fixture and case), so this only
-# saves time: compiling all patterns costs ~7 ms, more than half a bare interpreter start.
-_TRIGGERS: dict[str, tuple[str, ...]] = {
-    "SyntaxError": ("syntaxerror", "indentationerror", "taberror"),
-    "invalid syntax": ("invalid syntax",),
-    "shell syntax error": ("syntax error near",),
-    "PowerShell ParserError": ("parsererror", "parseexception"),
-    "pytest N failed": (" failed",),
-    "FAILED tests/...": ("failed ",),
-    "AssertionError": ("assertionerror",),
-    "Pester Failed:": ("failed: ", "[-] "),
-    "lint rule code": (": ", "--> "),
-    "mypy error:": (": error: ",),
-    "would reformat": ("would reformat", "would be reformatted"),
-    "Found N errors": ("found ",),
-    "hook modified files": ("files were modified by this hook",),
-    "tests failed": (
-        "test failed",
-        "tests failed",
-        "test failing",
-        "tests failing",
-        "test failure",
-    ),
-    "lint errors": ("lint error", "lint failed", "lint failure", "linting error", "linting failed",
-                    "linting failure"),  # fmt: skip
-    "pre-commit hook id": ("- hook id: ",),
-    "pre_start_hook": ("start_hook", "start-hook"),
-    "hook failed": ("hook", "pre-commit"),
-    "quota exhausted permanently": (
-        "insufficient_quota",
-        "check your plan and billing",
-        "credit balance is too low",
-        "permanently",
-    ),
-    "HTTP 401/403": ("401", "403"),
-    "permission denied": (
-        "permission denied",
-        "operation not permitted",
-        "permissionerror",
-        "eacces",
-    ),
-    "authentication failed": (
-        "authentication",
-        "invalid credentials",
-        "invalid api",
-        "bad credentials",
-        "authori",
-        "access denied",
-        "invalid username or password",
-    ),
-    "license": ("licen",),
-    "disk full": ("no space left on device", "enospc", "disk quota exceeded"),
-    "out of memory": ("memoryerror", "cannot allocate memory", "enomem", "oomkilled"),
-    "cannot import name": ("cannot import name",),
-    "missing module": ("modulenotfounderror", "no module named", "importerror"),
-    "pwsh not found": ("pwsh", "powershell"),
-    "command not found": ("command not found", "is not recognized as", "commandnotfoundexception"),
-    "program not found": ("no such file or directory", "enoent"),
-    "missing environment variable": ("environment variable", "unbound variable", "keyerror: '"),
-    "HTTP 429": ("429",),
-    "rate limit": (
-        "rate",
-        "too many requests",
-        "quota exceeded",
-        "resource_exhausted",
-        "resourceexhausted",
-        "overloaded",
-    ),
-    "timed out": ("timed out", "deadline", "etimedout", "timeout", "time-out"),
-    "connection refused/reset": (
-        "connection ",
-        "econn",
-        "couldn't connect to server",
-        "failed to connect to",
-        "remotedisconnected",
-        "broken pipe",
-    ),
-    "DNS failure": (
-        "name or service not known",
-        "name resolution",
-        "getaddrinfo failed",
-        "nodename nor servname",
-        "could not resolve host",
-        "eai_again",
-        "enotfound",
-    ),
-    "network unreachable": ("unreach", "no route to host"),
-    "HTTP 502/503/504": ("502", "503", "504", "bad gateway", "service unavailable", "gateway time"),
-    "temporarily unavailable": ("temporarily unavailable", "eagain"),
-    "TASK_FAILED": ("task_failed",),
-    "Python runtime error": ("error:",),
-}
-
-_compiled: dict[str, re.Pattern[str]] = {}
+_T = FailureClass.TRANSIENT
 
 
 class Classification(tuple[ErrorCode, FailureClass, str, str, str]):
@@ -402,19 +95,130 @@ class Classification(tuple[ErrorCode, FailureClass, str, str, str]):
         return f"Classification({self[0].value}, {self[1].value}, {self[2]!r})"
 
 
-def _pattern(label: str, source: str) -> re.Pattern[str]:
-    pattern = _compiled.get(label)
-    if pattern is None:
-        pattern = _compiled[label] = re.compile(source)
-    return pattern
+class _Rule:
+    """One row of `incidents.rules`, made on first use; a lower `rank` wins."""
+
+    __slots__ = ("rank", "name", "ecosystem", "level", "code", "cls", "words", "source")
+
+    def __init__(
+        self, position: int, ecosystem: str, row: tuple[str, int, str, str, str, str, str]
+    ):
+        from incidents.rules import CLASS_ORDER, CODE_ORDER
+
+        self.ecosystem = ecosystem
+        self.name, self.level, self.code, self.cls, words, self.source, _ = row
+        self.words = tuple(w.encode() for w in words.split())
+        # level, then the class retrying cannot fix, the more specific code, table order
+        self.rank = (
+            -self.level,
+            CLASS_ORDER.index(self.cls),
+            CODE_ORDER.index(self.code),
+            position,
+        )
 
 
-def _match(text: str) -> tuple[str, ErrorCode, FailureClass] | None:
-    """The first rule of `_RULES` that matches `text`: (label, code, class)."""
-    lowered = text.lower()
-    for label, source, code, cls in _RULES:
-        if any(t in lowered for t in _TRIGGERS[label]) and _pattern(label, source).search(text):
-            return label, code, cls
+_rows: list[tuple[str, tuple[str, int, str, str, str, str, str]]] = []
+_made: dict[int, _Rule] = {}
+_index: dict[bytes, list[int]] = {}  # prefilter word -> positions of the rows it gates
+_compiled: dict[int, re.Pattern[str]] = {}
+_WORDS = bytes(
+    c if (48 <= c <= 57 or 97 <= c <= 122 or c == 95) else 32 for c in range(256)
+)  # fmt: skip
+_exit: dict[int, tuple[str, tuple[int, ...], str, str, bool, str]] = {}
+
+
+def _load() -> None:
+    """Index every row by its prefilter words, once (`incidents.rules`)."""
+    if _rows:
+        return
+    from incidents import rules
+
+    for eco, table in rules.tables().items():
+        for row in table:
+            for word in row[4].split():
+                _index.setdefault(word.encode(), []).append(len(_rows))
+            _rows.append((eco, row))
+    for entry in rules.EXIT_CODES:
+        for number in entry[1]:
+            _exit[number] = entry
+
+
+def _rule(position: int) -> _Rule:
+    rule = _made.get(position)
+    if rule is None:
+        rule = _made[position] = _Rule(position, *_rows[position])
+    return rule
+
+
+def _lines_with(raw: bytes, low: bytes, word: bytes) -> set[bytes]:
+    """The distinct lines of `raw` that hold `word` as a whole word (found in `low`, its
+    lowercase twin: `bytes.lower` keeps every offset)."""
+    found: set[bytes] = set()
+    size, n = len(low), len(word)
+    i = low.find(word)
+    while i >= 0:
+        before = low[i - 1] if i else 32
+        after = low[i + n] if i + n < size else 32
+        if _WORDS[before] == 32 and _WORDS[after] == 32:
+            end = low.find(b"\n", i)
+            end = size if end < 0 else end
+            found.add(raw[low.rfind(b"\n", 0, i) + 1 : end])
+            i = low.find(word, end)
+        else:
+            i = low.find(word, i + 1)
+    return found
+
+
+def _best(text: str, code: str = "") -> _Rule | None:
+    """The most specific rule that matches `text` (only rules giving `code`, if set)."""
+    _load()
+    raw = text.encode("utf-8", "replace")
+    low = raw.lower()
+    present = set(low.translate(_WORDS).split()) & _index.keys()
+    candidates = sorted(
+        (_rule(position) for position in {p for word in present for p in _index[word]}),
+        key=lambda rule: rule.rank,
+    )
+    lines: dict[bytes, set[bytes]] = {}  # per word, shared by the rules it gates
+    for rule in candidates:
+        if code and rule.code != code:
+            continue
+        held: set[bytes] = set()
+        for word in rule.words:
+            if word in present:
+                if word not in lines:
+                    lines[word] = _lines_with(raw, low, word)
+                held |= lines[word]
+        pattern = _compiled.get(rule.rank[-1])
+        if pattern is None:
+            pattern = _compiled[rule.rank[-1]] = re.compile(rule.source)
+        if pattern.search(b"\n".join(held).decode("utf-8", "replace")):
+            return rule
+    return None
+
+
+def _verdict(rule: _Rule, where: str) -> Classification:
+    code, cls = ErrorCode(rule.code), FailureClass(rule.cls)
+    reason = f"pattern {rule.name!r} in {where} -> {code}/{cls}"
+    return Classification(code, cls, reason, rule.name, where)
+
+
+def _text(message: str, log_text: str) -> tuple[_Rule, str] | None:
+    """The deciding text rule and where it matched: the message when it names a cause."""
+    in_message = _best(message) if message else None
+    if in_message is not None and in_message.level > 1:
+        return in_message, "message"
+    in_log = _best(log_text[-LOG_WINDOW:]) if log_text else None
+    if in_log is not None and (in_message is None or in_log.rank < in_message.rank):
+        return in_log, "log"
+    return (in_message, "message") if in_message is not None else None
+
+
+def _timeout_in(message: str, log_text: str) -> tuple[_Rule, str] | None:
+    for where, text in (("message", message), ("log", log_text[-LOG_WINDOW:])):
+        rule = _best(text, "TIMEOUT") if text else None
+        if rule is not None:
+            return rule, where
     return None
 
 
@@ -426,40 +230,32 @@ def classify(
         return Classification(
             ErrorCode.TIMEOUT, _T, "timed_out -> TIMEOUT", "timed out", "timed_out"
         )
-    if exit_code == 124:
-        return Classification(
-            ErrorCode.TIMEOUT, _T, "exit code 124 (timeout) -> TIMEOUT", "exit 124", "exit_code"
-        )
-    if exit_code in (137, -9):
-        return Classification(
-            ErrorCode.TIMEOUT,
-            _T,
-            f"exit code {exit_code} (SIGKILL) -> TIMEOUT",
-            f"exit {exit_code}",
-            "exit_code",
-        )
-    if exit_code == 127:
-        return Classification(
-            ErrorCode.UNKNOWN,
-            _E,
-            "exit code 127 (command not found) -> env",
-            "exit 127",
-            "exit_code",
-        )
-    for where, text in (("message", message), ("log", log_text[-LOG_WINDOW:])):
-        if not text:
-            continue
-        found = _match(text)
-        if found is not None:
-            label, code, cls = found
-            return Classification(
-                code, cls, f"pattern {label!r} in {where} -> {code}/{cls}", label, where
-            )
+    _load()
+    entry = _exit.get(exit_code) if exit_code else None
+    if entry is not None and entry[4]:
+        return _by_exit(entry, exit_code)
+    found = _text(message, log_text)
+    if entry is not None:
+        if found is None or not (found[0].code == "TIMEOUT" or found[0].cls == entry[3]):
+            found = _timeout_in(message, log_text)
+        if found is None:
+            return _by_exit(entry, exit_code)
+    if found is not None:
+        return _verdict(*found)
     if exit_code:
         return Classification(
             ErrorCode.UNKNOWN, FailureClass.UNKNOWN, f"exit code {exit_code}, no rule matched"
         )
     return Classification(ErrorCode.UNKNOWN, FailureClass.UNKNOWN, "no rule matched")
+
+
+def _by_exit(
+    entry: tuple[str, tuple[int, ...], str, str, bool, str], exit_code: int | None
+) -> Classification:
+    name, _, code, cls, _, meaning = entry
+    error_code, failure_class = ErrorCode(code), FailureClass(cls)
+    reason = f"exit code {exit_code} ({meaning}) -> {error_code}/{failure_class}"
+    return Classification(error_code, failure_class, reason, name, "exit_code")
 
 
 # What a check's findings say, in seed 002's codes, most telling first: a file that does
