@@ -66,6 +66,10 @@ class IncidentRow:
     not_before: float | None = None
     waiting: bool = False
     lease_owner: str | None = None
+    group_key: str = ""  # "": the signature (incidents.grouping)
+    group_decisions: str = "[]"  # incident.json `group.decisions`, as JSON text
+    regression_of: str | None = None
+    regression_count: int = 0
 
 
 _INCIDENT_COLUMNS = (
@@ -87,6 +91,10 @@ _INCIDENT_COLUMNS = (
     "not_before",
     "waiting",
     "lease_owner",
+    "group_key",
+    "group_decisions",
+    "regression_of",
+    "regression_count",
 )
 _SELECT_INCIDENT = f"SELECT {', '.join(_INCIDENT_COLUMNS)} FROM incidents"
 _UPSERT_INCIDENT = (
@@ -133,6 +141,10 @@ def _params(row: IncidentRow) -> tuple[Any, ...]:
         row.not_before,
         int(row.waiting),
         row.lease_owner,
+        row.group_key or row.signature,
+        row.group_decisions,  # redacted by its reader (mirror.scan)
+        row.regression_of,
+        row.regression_count,
     )
 
 

@@ -75,6 +75,7 @@ class ReindexResult:
     step_attempts: int = 0  # rows rebuilt from error_runs/ files (new or already there)
     events_kept: int = 0
     moved_aside: str | None = None  # where a corrupt database went
+    group_hints: tuple[int, int] = (0, 0)  # merged signatures, groups with a resolved incident
     seconds: float = 0.0
 
 
@@ -125,6 +126,9 @@ def reindex(root: Root) -> ReindexResult:
             result.step_attempts, result.events_kept = _refill_journals(conn, root, scanned)
             set_meta(conn, "reindexed_at", clock.iso_precise())
             conn.execute("DELETE FROM meta WHERE key = ?", (REBUILD_PENDING,))
+        from incidents.groups import rebuild_hints  # capture's hints follow the bundles too
+
+        result.group_hints = rebuild_hints(root, conn)
     finally:
         conn.close()
     result.seconds = round(time.monotonic() - started, 3)
@@ -422,5 +426,5 @@ def sync(conn: sqlite3.Connection, root: Root, incident_id: str, state: Context 
             attempts = state.doc.get("ai_attempts")
             now = len(attempts) if isinstance(attempts, list) else 0
             if ((before[0] if before else None) or 0) != now:
-                refresh_budget(conn, row.signature)  # its attempts count in the budget
+                refresh_budget(conn, row.group_key)  # its attempts count in its group's budget
         ingest_incident(conn, root, incident_id)

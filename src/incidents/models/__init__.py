@@ -1,6 +1,13 @@
 """Pydantic models of every document; `schemas/` is generated from these (see incidents.schemas)."""
 
-from incidents.models.incident import AuditEntry, CaptureContext, HumanDecision, Incident
+from incidents.models.incident import (
+    AuditEntry,
+    CaptureContext,
+    Group,
+    GroupDecision,
+    HumanDecision,
+    Incident,
+)
 from incidents.models.pipeline import AIAttempt, ErrorPipelineContext, QuarantineMetadata
 from incidents.models.plan import Attempt, Hypothesis, Plan, PlanAction, RunResult
 from incidents.models.report import ErrorReport, Finding, InfraFailure, ReportSummary, ToolRun
@@ -14,6 +21,8 @@ __all__ = [
     "ErrorReport",
     "Finding",
     "Hypothesis",
+    "Group",
+    "GroupDecision",
     "HumanDecision",
     "Incident",
     "InfraFailure",
