@@ -92,6 +92,9 @@ def _diff(folder: Path, earlier: dict[str, Any], judged: dict[str, Any]) -> str:
             + ("unchanged since the earlier verdict: this is the earlier fix\n" if held
                else "changed since the earlier verdict: the earlier fix and what came after\n")
         )  # fmt: skip
+        if before == after:
+            parts.append(f"# {target}: as it was before the earlier fix (the fix is undone)\n")
+            continue
         parts.extend(
             difflib.unified_diff(
                 before.splitlines(keepends=True),

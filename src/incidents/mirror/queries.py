@@ -71,6 +71,10 @@ class IncidentRow:
     regression_of: str | None = None
     regression_count: int = 0
 
+    def __post_init__(self) -> None:
+        if not self.group_key:  # a row made without one: its signature's group
+            object.__setattr__(self, "group_key", self.signature)
+
 
 _INCIDENT_COLUMNS = (
     "incident_id",
@@ -141,7 +145,7 @@ def _params(row: IncidentRow) -> tuple[Any, ...]:
         row.not_before,
         int(row.waiting),
         row.lease_owner,
-        row.group_key or row.signature,
+        row.group_key,
         row.group_decisions,  # redacted by its reader (mirror.scan)
         row.regression_of,
         row.regression_count,
