@@ -11,12 +11,9 @@ interrupted is finished by giving it again: the incidents still in the old group
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sqlite3
-from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from incidents import clock, eventlog, grouping, mirror, store
@@ -26,7 +23,7 @@ from incidents.locks import flocked
 from incidents.redact import redact
 from incidents.signature import signature_key
 
-__all__ = ["check_reason", "group_record", "merge", "rebuild_hints", "resolve_side", "split"]
+__all__ = ["check_reason", "group_record", "merge", "resolve_side", "split"]
 
 _HEX_KEY = re.compile(r"[0-9a-f]{24}")
 
@@ -70,24 +67,18 @@ def resolve_side(conn: sqlite3.Connection, text: str, what: str) -> str:
     row = mirror.get_incident(conn, text)
     if row is not None:
         return row.group_key
-    if conn.execute("SELECT 1 FROM incidents WHERE group_key = ? LIMIT 1", (text,)).fetchone():
+    if mirror.group_members(conn, text):
         return text
-    rows = conn.execute(
-        "SELECT group_key, group_decisions FROM incidents WHERE signature = ? "
-        "ORDER BY created_at DESC, incident_id DESC",
-        (text,),
-    ).fetchall()
-    for group, decisions in rows:
-        if not grouping.detached(json.loads(decisions)):
-            return str(group)
-    if rows:  # every incident of the signature was split from it: its captures' own group
+    groups = mirror.groups_of_signature(conn, text)
+    for group, split_from_it in groups:
+        if not split_from_it:
+            return group
+    if groups:  # every incident of the signature was split from it: its captures' own group
         return text
     if _HEX_KEY.fullmatch(text):
-        for group, signature in conn.execute(
-            "SELECT DISTINCT group_key, signature FROM incidents"
-        ).fetchall():
+        for group, signature in mirror.group_keys(conn):
             if signature_key(group) == text:
-                return str(group)
+                return group
             if signature_key(signature) == text:
                 return resolve_side(conn, signature, what)
     raise UsageError(f"group: {what} {text[:200]!r}: no incident, group or signature of that name")
@@ -104,18 +95,6 @@ def _rewrite(root: Root, incident_id: str, group: str, decision: dict[str, Any])
             folder, incident_id, [("group_decision", decision)], eventlog.unique_key("g")
         )
     store.mark_dirty(root, incident_id)
-
-
-def _members(conn: sqlite3.Connection, group: str) -> list[tuple[str, str, bool]]:
-    """(incident id, signature, split from its signature) of every incident in `group`."""
-    return [
-        (str(i), str(s), grouping.detached(json.loads(d)))
-        for i, s, d in conn.execute(
-            "SELECT incident_id, signature, group_decisions FROM incidents WHERE group_key = ? "
-            "ORDER BY created_at, incident_id",
-            (group,),
-        ).fetchall()
-    ]
 
 
 def _capture_lock(root: Root, group: str) -> Any:
@@ -140,15 +119,15 @@ def merge(root: Root, into: str, source_text: str, reason: str | None) -> dict[s
             decision = _decision("merge", source, target, reason)
             with _capture_lock(root, source):
                 mirror.catch_up(conn, root)  # captures that finished before the lock
-                members = _members(conn, source)
+                members = mirror.group_members(conn, source)
                 for incident_id, _, _ in members:
                     _rewrite(root, incident_id, target, decision)
                 signatures = sorted({s for _, s, split in members if not split})
                 for signature in signatures:
                     grouping.write_alias(root, signature, target, decision)
             mirror.catch_up(conn, root)
-            _refresh_hints(root, conn, target)
-            _refresh_hints(root, conn, source)
+            mirror.refresh_hints(root, conn, target)
+            mirror.refresh_hints(root, conn, source)
             mirror.derive_errors(conn, sorted({target, source, *signatures}))
         finally:
             conn.close()
@@ -174,87 +153,12 @@ def split(root: Root, incident_id: str, reason: str | None) -> dict[str, Any]:
             with _capture_lock(root, row.group_key):
                 _rewrite(root, incident_id, new, decision)
             mirror.catch_up(conn, root)
-            _refresh_hints(root, conn, row.group_key)
-            _refresh_hints(root, conn, new)
+            mirror.refresh_hints(root, conn, row.group_key)
+            mirror.refresh_hints(root, conn, new)
             mirror.derive_errors(conn, sorted({row.signature, row.group_key}))
         finally:
             conn.close()
     return {**decision, "incidents": [incident_id], "signatures": []}
-
-
-# --- capture's hints, from the mirror ------------------------------------------------------
-
-
-def _closed_ts(updated_at: str) -> float:
-    try:
-        return datetime.fromisoformat(updated_at).timestamp()
-    except ValueError:
-        return 0.0
-
-
-def _refresh_hints(root: Root, conn: sqlite3.Connection, group: str) -> None:
-    """The group's open incident and latest resolved one, as the mirror sees them now."""
-    current = grouping.read_open(root, group)
-    open_ids = [
-        str(r[0])
-        for r in conn.execute(
-            "SELECT incident_id FROM incidents WHERE group_key = ? AND bucket = 'inbox' "
-            "ORDER BY created_at DESC, incident_id DESC",
-            (group,),
-        ).fetchall()
-    ]
-    if current not in open_ids:
-        grouping.write_open(root, group, open_ids[0] if open_ids else None)
-    latest = conn.execute(
-        "SELECT incident_id, updated_at FROM incidents WHERE group_key = ? AND bucket = "
-        "'resolved' ORDER BY updated_at DESC, incident_id DESC LIMIT 1",
-        (group,),
-    ).fetchone()
-    grouping.write_resolved(root, group, _resolved_entry(*latest) if latest else None)
-
-
-def _resolved_entry(incident_id: str, updated_at: str) -> dict[str, Any]:
-    # a closed incident's updated_at is its close (group decisions leave it alone)
-    return {"incident_id": incident_id, "closed_at": updated_at,
-            "closed_ts": _closed_ts(updated_at)}  # fmt: skip
-
-
-def rebuild_hints(root: Root, conn: sqlite3.Connection) -> tuple[int, int]:
-    """`reindex`: where merged signatures' captures go and each group's latest resolved
-    incident, from the mirror just rebuilt from the bundles. Returns (aliases, resolved)."""
-    aliases: dict[str, tuple[str, dict[str, Any]]] = {}
-    for signature, group, decisions in conn.execute(
-        "SELECT signature, group_key, group_decisions FROM incidents "
-        "WHERE group_key != signature ORDER BY created_at, incident_id"
-    ).fetchall():
-        taken = json.loads(decisions)
-        if grouping.detached(taken):
-            continue
-        merges = [d for d in taken if d.get("kind") == "merge"]
-        aliases[str(signature)] = (str(group), merges[-1] if merges else {})
-    resolved: dict[str, dict[str, Any]] = {}
-    for incident_id, group, updated_at in conn.execute(
-        "SELECT incident_id, group_key, updated_at FROM incidents WHERE bucket = 'resolved' "
-        "ORDER BY updated_at, incident_id"
-    ).fetchall():
-        resolved[str(group)] = _resolved_entry(str(incident_id), str(updated_at))
-    _prune(root.state / grouping.ALIAS_DIR, {signature_key(s) for s in aliases})
-    _prune(root.state / grouping.RESOLVED_DIR, {signature_key(g) for g in resolved})
-    for signature, (group, decision) in aliases.items():
-        grouping.write_alias(root, signature, group, decision)
-    for group, entry in resolved.items():
-        grouping.write_resolved(root, group, entry)
-    return len(aliases), len(resolved)
-
-
-def _prune(folder: Path, keep: set[str]) -> None:
-    try:
-        names = os.listdir(folder)
-    except FileNotFoundError:
-        return
-    for name in names:
-        if name not in keep:
-            (folder / name).unlink(missing_ok=True)
 
 
 # --- for readers (status, explain) --------------------------------------------------------

@@ -27,6 +27,7 @@ from incidents.mirror.db import (
     rebuild_pending,
     write,
 )
+from incidents.mirror.groups import rebuild_hints
 from incidents.mirror.ingest import ingest_file, ingest_incident, ingest_root, root_events_path
 from incidents.mirror.queries import (
     Context,
@@ -126,9 +127,7 @@ def reindex(root: Root) -> ReindexResult:
             result.step_attempts, result.events_kept = _refill_journals(conn, root, scanned)
             set_meta(conn, "reindexed_at", clock.iso_precise())
             conn.execute("DELETE FROM meta WHERE key = ?", (REBUILD_PENDING,))
-        from incidents.groups import rebuild_hints  # capture's hints follow the bundles too
-
-        result.group_hints = rebuild_hints(root, conn)
+        result.group_hints = rebuild_hints(root, conn)  # capture's hints follow the bundles
     finally:
         conn.close()
     result.seconds = round(time.monotonic() - started, 3)
