@@ -423,7 +423,9 @@ def classify(
 ) -> Classification:
     """Classify one failure from its message, its log, its exit code and whether it timed out."""
     if timed_out:
-        return Classification(ErrorCode.TIMEOUT, _T, "timed_out -> TIMEOUT", "timed out", "timed_out")
+        return Classification(
+            ErrorCode.TIMEOUT, _T, "timed_out -> TIMEOUT", "timed out", "timed_out"
+        )
     if exit_code == 124:
         return Classification(
             ErrorCode.TIMEOUT, _T, "exit code 124 (timeout) -> TIMEOUT", "exit 124", "exit_code"
@@ -438,7 +440,11 @@ def classify(
         )
     if exit_code == 127:
         return Classification(
-            ErrorCode.UNKNOWN, _E, "exit code 127 (command not found) -> env", "exit 127", "exit_code"
+            ErrorCode.UNKNOWN,
+            _E,
+            "exit code 127 (command not found) -> env",
+            "exit 127",
+            "exit_code",
         )
     for where, text in (("message", message), ("log", log_text[-LOG_WINDOW:])):
         if not text:
