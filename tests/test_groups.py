@@ -201,3 +201,17 @@ def test_a_review_card_shows_the_merge(cli: Cli, root: Root) -> None:
     assert r.code == 0
     assert f"group: {doc(root, a)['error_signature']}" in r.out
     assert "same outage" in r.out and "1 group decision(s)" in r.out
+
+
+def test_a_signature_whose_incidents_were_all_split_can_still_be_merged(
+    cli: Cli, root: Root
+) -> None:
+    """Its captures open its own group again; a merge of it sends them to the target."""
+    a = cap(cli, A_MSG)
+    b = cap(cli, B_MSG)
+    assert cli("group", "split", b, "--reason", "a one-off").code == 0
+    signature_b = doc(root, b)["error_signature"]
+    r = cli("group", "merge", a, signature_b, "--reason", "the rest are the outage")
+    assert r.code == 0, r.err
+    assert "group" in doc(root, b) and doc(root, b)["group"]["key"] == f"split:{b}"
+    assert cap(cli, B_MSG) == a

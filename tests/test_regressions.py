@@ -17,7 +17,9 @@ from incidents.layout import Root
 from tests.helpers import MESSY, Cli, ctx_of, use_config
 
 MSG = "nightly export failed"
-TIERS_OFF = '[tiers.aider]\nmode = "off"\n[tiers.codex]\nmode = "off"\n[tiers.claude]\nmode = "off"\n'
+TIERS_OFF = (
+    '[tiers.aider]\nmode = "off"\n[tiers.codex]\nmode = "off"\n[tiers.claude]\nmode = "off"\n'
+)
 
 
 def cap(cli: Cli, *extra: str) -> str:

@@ -122,8 +122,10 @@ def merge(root: Root, into: str, source_text: str, reason: str | None) -> dict[s
                 members = mirror.group_members(conn, source)
                 for incident_id, _, _ in members:
                     _rewrite(root, incident_id, target, decision)
-                signatures = sorted({s for _, s, split in members if not split})
-                for signature in signatures:
+                signatures = {s for _, s, split in members if not split}
+                if not source.startswith(grouping.SPLIT_PREFIX):  # a signature's own group
+                    signatures.add(source)
+                for signature in sorted(signatures):
                     grouping.write_alias(root, signature, target, decision)
             mirror.catch_up(conn, root)
             mirror.refresh_hints(root, conn, target)
@@ -131,7 +133,7 @@ def merge(root: Root, into: str, source_text: str, reason: str | None) -> dict[s
             mirror.derive_errors(conn, sorted({target, source, *signatures}))
         finally:
             conn.close()
-    return {**decision, "incidents": [m[0] for m in members], "signatures": signatures}
+    return {**decision, "incidents": [m[0] for m in members], "signatures": sorted(signatures)}
 
 
 def split(root: Root, incident_id: str, reason: str | None) -> dict[str, Any]:
