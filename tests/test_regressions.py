@@ -167,3 +167,10 @@ def test_a_regression_of_a_merged_group_counts_the_group(cli: Cli, root: Root) -
     back = cli("capture", "--step", "export", "--message", "export crashed").out.strip()
     assert doc(root, back)["regression_of"] == first  # the group's latest resolved
     assert doc(root, back)["group"]["key"] == doc(root, first)["error_signature"]
+
+
+def test_no_dedupe_opens_an_incident_on_its_own_never_a_regression(cli: Cli, root: Root) -> None:
+    first = cap(cli)
+    resolve(cli, first)
+    assert "regression_of" not in doc(root, cap(cli, "--no-dedupe"))
+    assert doc(root, cap(cli))["regression_of"] == first

@@ -262,8 +262,7 @@ def _capture_in_group(
     signature = incident["error_signature"]
     for _ in range(3):  # a merge may move the signature while we wait for its lock
         group = _join_group(root, incident, signature)
-        if not inp.dedupe:
-            _mark_regression(root, incident, group, window)
+        if not inp.dedupe:  # a new incident on its own: no fold, not a regression
             return _create(root, incident, log_text, inp.audit_lines, context, None)
         with flocked(store.lock_path(root, f"sig-{signature_key(group)}")):
             if _join_group(root, incident, signature) != group:
