@@ -23,10 +23,12 @@ from incidents.capture_inputs import (
     check_verify,
     check_workdir,
     clip,
+    context_bytes,
     decode,
     read_audit_tail,
     read_context_json,
     read_log_tail,
+    reproduce_problem,
 )
 from incidents.config_check import check_whole
 from incidents.config_file import find_config, read_raw, read_str_list, read_table, root_from_raw
@@ -47,9 +49,9 @@ CAPTURE_KEYS: dict[str, tuple[Any, int | None, int | None]] = {
     "dedupe": (True, None, None),
     "max_message_chars": (2000, 80, 100_000),
     "reproduce": (False, None, None),
+    "regression_window_days": (30, 0, 3650),
 }
 DEFAULTS: dict[str, Any] = {key: spec[0] for key, spec in CAPTURE_KEYS.items()}
-MAX_OCCURRENCE_LOG = 256 * 1024  # log_tail.txt of a deduped incident stays under this
 
 
 class _Parser(argparse.ArgumentParser):
@@ -183,12 +185,14 @@ def _period(context: dict[str, Any], now_year: int, now_month: int) -> tuple[int
     return now_year, now_month
 
 
-def capture(root: Root, inp: CaptureInput, max_message_chars: int = 2000) -> CaptureResult:
+def capture(
+    root: Root, inp: CaptureInput, max_message_chars: int = 2000, window: int = 30
+) -> CaptureResult:
+    """`window`: `[capture] regression_window_days`."""
     from incidents.classify import classify
     from incidents.digests import target_digests
     from incidents.fingerprint import classified_by, signature_fields
     from incidents.redact import redact, redact_json
-    from incidents.signature import signature_key
 
     message = redact(inp.message.strip())[:max_message_chars]
     if not message:
@@ -242,15 +246,59 @@ def capture(root: Root, inp: CaptureInput, max_message_chars: int = 2000) -> Cap
         }
     )
     root.ensure_fast()
-    key = signature_key(signature)
-    if not inp.dedupe:
-        return _create(root, incident, log_text, inp.audit_lines, context, None)
-    sigindex.rekey_once(root)  # once per root after the normalisation rules change
-    with flocked(store.lock_path(root, f"sig-{key}")):
-        found = _fold_into_open(root, key, signature, incident, log_text)
-        if found is not None:
-            return found
-        return _create(root, incident, log_text, inp.audit_lines, context, key)
+    return _capture_in_group(root, incident, log_text, inp, context, window)
+
+
+def _capture_in_group(
+    root: Root,
+    incident: dict[str, Any],
+    log_text: str,
+    inp: CaptureInput,
+    context: dict[str, Any],
+    window: int,
+) -> CaptureResult:
+    """Fold into the open incident of the capture's group (its signature's, or the group a
+    merge sent its signature to: `incidents.grouping`), or open a new one, marked as a
+    regression when the group's latest resolved incident closed within `window` days."""
+    from incidents.capture_fold import fold_into_open
+    from incidents.signature import signature_key
+
+    signature = incident["error_signature"]
+    if inp.dedupe:
+        sigindex.rekey_once(root)  # once per root after the normalisation rules change
+    for _ in range(3):  # a merge may move the signature while we wait for its lock
+        group = _join_group(root, incident, signature)
+        if not inp.dedupe:  # a new incident on its own: no fold, not a regression
+            return _create(root, incident, log_text, inp.audit_lines, context, None)
+        with flocked(store.lock_path(root, f"sig-{signature_key(group)}")):
+            if _join_group(root, incident, signature) != group:
+                continue
+            found = fold_into_open(root, group, incident, log_text)
+            if found is not None:
+                return CaptureResult(found[0], True, found[1])
+            _mark_regression(root, incident, group, window)
+            return _create(root, incident, log_text, inp.audit_lines, context, group)
+    raise IncidentsError(f"the group of {signature!r} kept changing during the capture")
+
+
+def _join_group(root: Root, incident: dict[str, Any], signature: str) -> str:
+    """The capture's group key; a merged signature's new incident records the merge."""
+    from incidents import grouping
+
+    alias = grouping.read_alias(root, signature)
+    if alias is None:
+        incident.pop("group", None)
+        return signature
+    incident["group"] = {"key": alias[0], "decisions": [alias[1]] if alias[1] else []}
+    return alias[0]
+
+
+def _mark_regression(root: Root, incident: dict[str, Any], group: str, window: int) -> None:
+    from incidents.grouping import find_regression
+
+    found = find_regression(root, group, window, time.time())
+    if found is not None:
+        incident.update(found)
 
 
 def _create(
@@ -259,91 +307,31 @@ def _create(
     log_text: str,
     audit_lines: list[str],
     context: dict[str, Any],
-    key: str | None,
+    group: str | None,
 ) -> CaptureResult:
+    captured: dict[str, Any] = {"occurrences": 1}
+    if incident.get("regression_of"):
+        captured["regression_of"] = incident["regression_of"]
     files = {
         artifacts.INCIDENT: fsutil.dump_json(incident),
         artifacts.STATUS: b"new\n",
         artifacts.LOG_TAIL: log_text.encode("utf-8"),
         artifacts.AUDIT_TAIL: "".join(f"{line}\n" for line in audit_lines).encode("utf-8"),
-        artifacts.CONTEXT: _context_bytes(context),
+        artifacts.CONTEXT: context_bytes(context),
         # the bundle's own record of its events, from its first line (incidents.eventlog)
         eventlog.EVENTS: eventlog.encode(
             eventlog.event("captured", incident["created_at"], incident["incident_id"],
-                           "captured", {"occurrences": 1}),
+                           "captured", captured),
             redact=False,
         ),  # fmt: skip
     }
     store.write_bundle(root, incident["incident_id"], files)
-    if key is not None:
-        sigindex.write_entry(root, key, incident["incident_id"])
+    if group is not None:
+        from incidents.grouping import write_open
+
+        write_open(root, group, incident["incident_id"])
     store.mark_dirty(root, incident["incident_id"])
     return CaptureResult(incident["incident_id"], False, incident)
-
-
-def _context_bytes(context: dict[str, Any]) -> bytes:
-    """context.json as laid out for people, or compact when that is over its cap in the
-    bundle-file table (1 MiB of --context-json, indented, can be three times that)."""
-    from incidents.bundle_files import cap_of
-
-    data = fsutil.dump_json(context)
-    if len(data) <= cap_of(artifacts.CONTEXT):
-        return data
-    compact = json.dumps(context, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    data = (compact + "\n").encode("utf-8")
-    if len(data) > cap_of(artifacts.CONTEXT):
-        raise UsageError(f"--context-json: over {cap_of(artifacts.CONTEXT)} bytes in context.json")
-    return data
-
-
-def _fold_into_open(
-    root: Root, key: str, signature: str, fresh: dict[str, Any], log_text: str
-) -> CaptureResult | None:
-    """Add an occurrence to the open incident with this signature, if there is one."""
-    from incidents.fingerprint import current_signature
-
-    incident_id = sigindex.read_entry(root, key)
-    if incident_id is None:
-        return None
-    folder = root.inbox / incident_id
-    if not incident_id or not folder.is_dir():
-        return None
-    with store.incident_lock(root, incident_id):
-        fsutil.remove_orphan_temps(folder)
-        try:
-            doc = store.read_incident(folder)
-        except (IncidentsError, FileNotFoundError):
-            return None
-        # an incident signed by older normalisation rules: compared by its signature made
-        # again by the current rules (see incidents.sigindex)
-        if current_signature(doc) != signature or doc["status"] in ("resolved", "escalated"):
-            return None
-        from incidents import bundle_files
-
-        if bundle_files.listing_problems(folder):
-            return None  # not ours to fold into: its pickup sets it aside; this one is new
-        now = fresh["last_seen"]
-        count = int(doc.get("occurrences", 1)) + 1
-        doc = {**doc, "occurrences": count, "last_seen": now, "updated_at": now}
-        if log_text:
-            try:  # through the door: never a link, a FIFO, a hard link, an oversize file
-                old = bundle_files.read(folder, artifacts.LOG_TAIL)
-            except FileNotFoundError:
-                old = b""
-            except (IncidentsError, OSError):
-                return None
-            add = f"\n--- occurrence {count} at {now} ---\n{log_text}".encode()
-            fsutil.atomic_write_bytes(
-                folder / artifacts.LOG_TAIL, (old + add)[-MAX_OCCURRENCE_LOG:]
-            )
-        # keyed by the occurrence: written again by a capture killed before it saved
-        occurrence = eventlog.event(
-            f"o{count}", now, incident_id, "occurrence", {"occurrences": count}
-        )
-        eventlog.append(folder / eventlog.EVENTS, [occurrence], redact=False)
-        store.save_incident(folder, doc)
-    store.mark_dirty(root, incident_id)
-    return CaptureResult(incident_id, True, doc)
 
 
 # --- command lines ------------------------------------------------------------------------
@@ -408,7 +396,7 @@ def main_capture(argv: list[str], prog: str = "incidents capture") -> int:
     _validate_common(args)
     root, cfg = _root_for(args)
     inp = _inputs_from_args(args, cfg)
-    result = capture(root, inp, cfg.table["max_message_chars"])
+    result = capture(root, inp, cfg.table["max_message_chars"], cfg.table["regression_window_days"])
     _print_result(result, args.json)
     return 0
 
@@ -427,7 +415,7 @@ def main_run(argv: list[str], prog: str = "incidents run") -> int:
     settings = cfg.table
     inp = _inputs_from_args(args, cfg)  # validate everything before the command runs
     reproduce = args.reproduce or settings["reproduce"]
-    refused = reproduce_problem(command, cfg, inp.workdir) if reproduce else None
+    refused = reproduce_problem(command, cfg.allow, inp.workdir) if reproduce else None
     result = run_tee(command, timeout=args.timeout, tail_bytes=settings["log_tail_bytes"])
     status = result.exit_status
     if status == 0:
@@ -453,32 +441,13 @@ def main_run(argv: list[str], prog: str = "incidents run") -> int:
         "duration_s": round(result.duration_s, 3),
         "timed_out": result.timed_out,
     }
-    captured = capture(root, inp, settings["max_message_chars"])
+    captured = capture(root, inp, settings["max_message_chars"], settings["regression_window_days"])
     sys.stderr.write(
         f"incidents: {command[0]} failed ({status}); incident {captured.incident_id}\n"
     )
     if args.json:
         _print_result(captured, True)
     return status
-
-
-def reproduce_problem(command: list[str], cfg: CaptureConfig, workdir: str) -> str | None:
-    """Why the failed command of `incidents run` cannot be re-run as the incident's
-    verification command, or None. The rules of `--verify` (`bundle_rules`, the allowlist,
-    applied again at pickup), and two of its own: the check runs commands in the workdir,
-    so the command must have run there; and a command a secret was redacted from is not
-    the command that failed."""
-    from incidents.bundle_rules import command_problems
-    from incidents.redact import redact
-
-    line = shlex.join(command)
-    if os.path.realpath(os.getcwd()) != os.path.realpath(workdir):
-        return f"it ran in {os.getcwd()}, and verification runs in the workdir {workdir}"
-    if redact(line) != line:
-        return "it contains a secret, which is redacted from the incident"
-    for problem in command_problems([line], cfg.allow, workdir):
-        return f"[verification] allowlist: {problem.rule}"
-    return None
 
 
 def main(argv: list[str]) -> int:

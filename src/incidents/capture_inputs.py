@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -177,3 +178,37 @@ def check_workdir(workdir: Path, allowed: list[str]) -> Path:
     if problem is not None:
         raise UsageError(f"--workdir {workdir}: {problem}")
     return workdir
+
+
+def context_bytes(context: dict[str, Any]) -> bytes:
+    """context.json as laid out for people, or compact when that is over its cap in the
+    bundle-file table (1 MiB of --context-json, indented, can be three times that)."""
+    from incidents.bundle_files import cap_of
+
+    data = fsutil.dump_json(context)
+    if len(data) <= cap_of(artifacts.CONTEXT):
+        return data
+    compact = json.dumps(context, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    data = (compact + "\n").encode("utf-8")
+    if len(data) > cap_of(artifacts.CONTEXT):
+        raise UsageError(f"--context-json: over {cap_of(artifacts.CONTEXT)} bytes in context.json")
+    return data
+
+
+def reproduce_problem(command: list[str], allow: list[str], workdir: str) -> str | None:
+    """Why the failed command of `incidents run` cannot be re-run as the incident's
+    verification command, or None. The rules of `--verify` (`bundle_rules`, the allowlist
+    `allow`, applied again at pickup), and two of its own: the check runs commands in the
+    workdir, so the command must have run there; and a command a secret was redacted from
+    is not the command that failed."""
+    from incidents.bundle_rules import command_problems
+    from incidents.redact import redact
+
+    line = shlex.join(command)
+    if os.path.realpath(os.getcwd()) != os.path.realpath(workdir):
+        return f"it ran in {os.getcwd()}, and verification runs in the workdir {workdir}"
+    if redact(line) != line:
+        return "it contains a secret, which is redacted from the incident"
+    for problem in command_problems([line], allow, workdir):
+        return f"[verification] allowlist: {problem.rule}"
+    return None

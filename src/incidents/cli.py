@@ -36,6 +36,7 @@ COMMAND_MODULES = (
     "incidents.commands.watch",
     "incidents.commands.review",
     "incidents.commands.verify_archive",
+    "incidents.commands.group",
 )
 
 
@@ -50,6 +51,7 @@ COMMAND_HOMES = {
     "drive": "incidents.commands.step",
     "error-step": "incidents.commands.step",
     "verify-archive": "incidents.commands.verify_archive",
+    "group": "incidents.commands.group",
 }
 
 

@@ -46,6 +46,11 @@ class CaptureSettings(Section):
     reproduce: bool = _capture(
         "reproduce", "`incidents run`: the failed command becomes a verification command"
     )
+    regression_window_days: int = _capture(
+        "regression_window_days",
+        "a capture whose group has an incident resolved within this many days opens a new "
+        "incident marked as its regression (0: off)",
+    )
 
 
 def _known_kind(kind: str) -> str:
@@ -73,6 +78,13 @@ class PolicySettings(Section):
         default=5, ge=0, description="escalations within the window that pause everything (0: off)"
     )
     escalation_window_s: float = Field(default=3600.0, gt=0)
+    max_regressions: int = Field(
+        default=3,
+        ge=0,
+        le=1000,
+        description="an incident whose group regressed more times than this escalates at "
+        "once instead of going to the fixers",
+    )
     lease_ttl_s: float = Field(default=600.0, gt=0, description="how long a worker's lease lasts")
     confirm_runs: int = Field(
         default=1,

@@ -174,6 +174,12 @@ def _from_init(ctx: ErrorPipelineContext) -> NextAction:
             EscalationKind.NEVER_RETRY,
             f"failure class never_retry ({ctx.error_code or 'no code'}): escalate at once",
         )
+    if ctx.max_regressions is not None and ctx.regression_count > ctx.max_regressions:
+        return _quarantine(
+            EscalationKind.REGRESSIONS,
+            f"regressed {ctx.regression_count} times, more than [policy] max_regressions = "
+            f"{ctx.max_regressions}: the fixes do not hold, a person must look",
+        )
     if not ctx.planned:
         return NextAction(State.S_INIT, Action.PLAN, "plan before the baseline check")
     if not ctx.has_something_to_check():

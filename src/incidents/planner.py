@@ -23,7 +23,7 @@ from incidents import artifacts, fsutil
 from incidents.errors import InvalidDocument, explain_validation
 from incidents.layout import Root
 from incidents.models import Hypothesis, Incident, Plan, PlanAction
-from incidents.models.plan import Level
+from incidents.models.plan import Level, RegressionLink
 from incidents.redact import redact, redact_json
 from incidents.vocab import ErrorCode, FailureClass, IncidentStatus
 
@@ -188,20 +188,49 @@ def summarize(incident: Incident) -> str:
     return text if len(text) <= SUMMARY_MAX else text[: SUMMARY_MAX - 1] + "…"
 
 
-def make_plan(incident: Incident, history: SignatureHistory | None, now: datetime) -> Plan:
-    """The planner's plan for an incident (pure)."""
+def make_plan(
+    incident: Incident,
+    history: SignatureHistory | None,
+    now: datetime,
+    regression: RegressionLink | None = None,
+) -> Plan:
+    """The planner's plan for an incident (pure); `regression`: the incident it regresses."""
     failure_class = incident.failure_class.value
     error_code = incident.error_code.value if incident.error_code else None
     actions = _actions(incident, failure_class, error_code)
+    hypotheses = hypotheses_for(failure_class, error_code, history)
+    if regression is not None:
+        hypotheses.insert(0, _regression_hypothesis(regression))
+        for n, h in enumerate(hypotheses, 1):
+            h.id = f"H{n}"
     return Plan(
         incident_id=incident.incident_id,
         generated_at=now,
         summary=summarize(incident),
-        root_cause_hypotheses=hypotheses_for(failure_class, error_code, history),
+        regression=regression,
+        root_cause_hypotheses=hypotheses,
         actions=actions,
         verification_commands=_verify(incident),
         done_criteria=_done_criteria(incident, failure_class),
         source="planner",
+    )
+
+
+def _regression_hypothesis(link: RegressionLink) -> Hypothesis:
+    closed = f"closed {link.closed_at}" if link.closed_at else "closed"
+    how = f" ({link.outcome})" if link.outcome else ""
+    where = "; ".join(
+        f"{what}: {path}" for what, path in (("its verdict", link.verdict),
+                                              ("its fix", link.diff)) if path
+    )  # fmt: skip
+    return Hypothesis(
+        id="H0",
+        confidence="high",
+        reason=redact(
+            f"a regression (#{link.count} of its group) of {link.of}, {closed}{how}: the "
+            f"earlier fix no longer holds, or what it fixed came back"
+            + (f" ({where})" if where else "")
+        ),
     )
 
 
@@ -227,7 +256,15 @@ def render_plan_md(plan: Plan) -> str:
     """`plan.md`: the same plan, for a person."""
     lines = [f"# Plan for {plan.incident_id}", ""]
     lines.append(f"Generated {plan.generated_at.isoformat()} by {plan.source or 'unknown'}.")
-    lines += ["", "## Summary", "", plan.summary, "", "## Root-cause hypotheses", ""]
+    lines += ["", "## Summary", "", plan.summary]
+    if plan.regression is not None:
+        r = plan.regression
+        lines += ["", "## Regression", "", f"A regression (#{r.count}) of {_code(r.of)}, "
+                  f"{r.bucket}" + (f", closed {r.closed_at}" if r.closed_at else "")
+                  + (f" ({r.outcome})" if r.outcome else "") + "."]  # fmt: skip
+        lines += [f"- {what}: {_code(path)}" for what, path in
+                  (("Earlier verdict", r.verdict), ("Earlier fix (diff)", r.diff)) if path]  # fmt: skip
+    lines += ["", "## Root-cause hypotheses", ""]
     lines += [f"- **{h.id}** ({h.confidence}): {h.reason}" for h in plan.root_cause_hypotheses]
     lines += ["", "## Actions"]
     for a in plan.actions:

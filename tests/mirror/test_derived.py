@@ -141,6 +141,12 @@ def test_a_randomized_run_then_reindex_gives_every_table_row_by_row(
     by_hand = capture(tmp_path, env, "by_hand", CLEAN, dedupe=False)
     p = incidents("archive", by_hand, "--resolved", "--reason", "a duplicate", env=env)
     assert p.returncode == 0, p.stderr
+    # issue 16: it comes back, a regression; a merge and a split move incidents' groups
+    regressed = capture(tmp_path, env, "by_hand", CLEAN, dedupe=True)
+    ids.append(regressed)
+    for args in (["merge", ids[0], ids[1]], ["merge", ids[0], by_hand], ["split", ids[2]]):
+        p = incidents("group", *args, "--reason", "decided by a person", env=env)
+        assert p.returncode == 0, p.stderr
     # one handed off to an outside agent (aider's tier in handoff mode when it began):
     # next, claim, submit; the watcher does the recheck
     (tmp_path / "handoff.toml").write_text(CONFIG.replace('mode = "on"', 'mode = "handoff"'))
@@ -194,6 +200,10 @@ def test_a_randomized_run_then_reindex_gives_every_table_row_by_row(
     before = tables(live)
     assert len(before["events"]) > 100 and len(before["step_attempts"]) > 20
     assert len(before["escalations"]) >= 3 and before["errors"]
+    grouped = {r[0]: r for r in before["incidents"]}
+    assert any("merge" in str(r) for r in grouped.values())
+    assert any("split:" in str(r) for r in grouped.values())
+    assert any(by_hand in str(r) and r[0] == regressed for r in grouped.values())
     for suffix in ("", "-wal", "-shm"):
         Path(f"{root.db_path}{suffix}").unlink(missing_ok=True)
     p = incidents("reindex", env=env)

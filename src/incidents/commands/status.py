@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -12,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from incidents import artifacts, clock, fsutil, mirror, output, pause, store
+from incidents import artifacts, clock, fsutil, groups, mirror, output, pause, store
 from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, Session, open_root
 from incidents.errors import UsageError
 from incidents.layout import Root, validate_id
@@ -86,7 +87,37 @@ def _quiet_for(folder: Path) -> float:
 
 
 def row_json(row: mirror.IncidentRow, now: datetime) -> dict[str, Any]:
-    return {**asdict(row), "age": age(row.created_at, now)}
+    return {
+        **asdict(row),
+        "group_decisions": json.loads(row.group_decisions),
+        "age": age(row.created_at, now),
+    }
+
+
+def group_note(row: mirror.IncidentRow) -> str:
+    """The list's NOTE: a regression, or the last group decision that moved it."""
+    if row.regression_of:
+        return f"regression #{row.regression_count} of {row.regression_of}"
+    decisions = json.loads(row.group_decisions)
+    return f"{decisions[-1].get('kind', '?')}d" if decisions else ""
+
+
+def group_lines(record: dict[str, Any]) -> list[str]:
+    """`status ID`'s lines about its group (incidents.groups.group_record)."""
+    lines = []
+    if record["group"] != record["signature"] or record["decisions"]:
+        lines.append(f"{'group:':16} {record['group']}")
+    for d in record["decisions"]:
+        lines.append(
+            f"{'':16} {d.get('kind')} at {d.get('at')} by {d.get('by')}: {d.get('from')!r} "
+            f"-> {d.get('to')!r}: {d.get('reason')}"
+        )
+    if record["regression_of"]:
+        lines.append(
+            f"{'regression:':16} #{record['regression_count']} of its group, of "
+            f"{record['regression_of']} (resolved)"
+        )
+    return lines
 
 
 OUTCOME_SHOWN = {
@@ -192,6 +223,7 @@ def show_one(session: Session, incident_id: str, as_json: bool) -> int:
         "runs": runs,
         "outcome": closed_outcome(bucket, outcome) if isinstance(outcome, str) else None,
         "flaky_count": _flaky_count(root, doc["error_signature"]),
+        "group": groups.group_record(root, incident_id),
     }
     if as_json:
         output.out_json(detail)
@@ -199,6 +231,8 @@ def show_one(session: Session, incident_id: str, as_json: bool) -> int:
     for key in ("incident_id", "status", "step", "failure_class", "error_code", "message"):
         output.out(f"{key + ':':16} {doc.get(key)}")
     output.out(f"{'signature:':16} {doc['error_signature']}")
+    for line in group_lines(groups.group_record(root, incident_id)):
+        output.out(line)
     output.out(f"{'occurrences:':16} {doc.get('occurrences', 1)} (last {doc.get('last_seen')})")
     output.out(f"{'created:':16} {doc['created_at']}  updated: {doc.get('updated_at')}")
     output.out(f"{'state:':16} {state or '-'}")
@@ -308,13 +342,18 @@ def register(app: typer.Typer) -> None:
         headers = ["ID", "STATUS", "STEP", "CLASS", "AGE", "SEEN"]
         if show_all:
             headers += ["WHERE", "OUTCOME"]
-        table = []
+        notes = [group_note(r) for r in rows]
+        if any(notes):  # regressions, merges and splits
+            headers.append("NOTE")
+        table: list[list[str]] = []
         for r in rows:
             cells = [r.incident_id, r.status, r.step, r.failure_class, age(r.created_at, now)]
             cells.append(str(r.occurrences))
             if show_all:
                 outcome = outcomes.get(r.incident_id)
                 cells += [r.bucket, OUTCOME_SHOWN.get(outcome, outcome) if outcome else "-"]
+            if any(notes):
+                cells.append(notes[len(table)] or "-")
             table.append(cells)
         output.out(output.table(headers, table))
         if show_all and outcomes:

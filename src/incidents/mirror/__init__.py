@@ -9,6 +9,7 @@ any time. This package is the only code that speaks SQL. Its modules:
   `transaction(root)` and `best_effort(root)` (the only way to write on the side);
 - `queries`: incident rows, events, step attempts, workstreams, meta;
 - `budget`: errors, escalations, budgets, signature history;
+- `groups`: who is in a group, and capture's group hints kept in step with it;
 - `scan`: what is read from the bundle folders (rows, leases, rejected, run files);
 - `rebuild`: `reindex` and the catch-up (`catch_up`, `refresh`, `sync`).
 
@@ -45,6 +46,13 @@ from incidents.mirror.db import (
     write,
 )
 from incidents.mirror.door import best_effort, ensure_derived, transaction
+from incidents.mirror.groups import (
+    group_keys,
+    group_members,
+    groups_of_signature,
+    rebuild_hints,
+    refresh_hints,
+)
 from incidents.mirror.ingest import ingest_incident, ingest_root, root_events_path
 from incidents.mirror.live import CatchUp, catch_up, catch_up_root, refresh, sync
 from incidents.mirror.queries import (
@@ -106,13 +114,18 @@ __all__ = [
     "escalations_since",
     "get_incident",
     "get_meta",
+    "group_keys",
+    "group_members",
+    "groups_of_signature",
     "incident_buckets",
     "last_event_ts",
     "list_incidents",
     "open_escalation",
     "record_step_attempt",
     "refresh",
+    "rebuild_hints",
     "refresh_budget",
+    "refresh_hints",
     "reindex",
     "export_history",
     "resolve_escalation",

@@ -72,7 +72,7 @@ _BUDGET_SQL = """
     SELECT count(*) FROM incidents AS i
     JOIN workstreams AS w ON w.ws_id = i.incident_id,
          json_each(w.metadata_json, '$.error_pipeline.ai_attempts') AS a
-    WHERE i.signature = ? AND i.incident_id != ?
+    WHERE i.group_key = ? AND i.incident_id != ?
       AND coalesce(json_extract(a.value, '$.started_at'),
                    json_extract(a.value, '$.finished_at'), '') > ?
 """
@@ -80,16 +80,20 @@ _BUDGET_SQL = """
 
 @translating
 def budget_reset_at(conn: sqlite3.Connection, signature: str) -> str | None:
-    """When a human last reset `signature`'s budget (resolve-escalation), or None."""
+    """When a human last reset the budget of the group `signature` names (resolve-escalation
+    of any incident in it), or None."""
     row = conn.execute(
-        "SELECT max(resolved_at) FROM escalations WHERE signature = ?", (signature,)
+        "SELECT max(resolved_at) FROM escalations WHERE signature = ? OR incident_id IN "
+        "(SELECT incident_id FROM incidents WHERE group_key = ?)",
+        (signature, signature),
     ).fetchone()
     return str(row[0]) if row and row[0] else None
 
 
 @translating
 def budget_used(conn: sqlite3.Connection, signature: str, *, exclude: str = "") -> int:
-    """AI attempts made on `signature` since its last reset, over every incident with it
+    """AI attempts made on the group `signature` names (its signature's until a person
+    merges or splits: `incidents.grouping`) since its last reset, over every incident in it
     (`exclude`: an incident whose own attempts the caller counts from its context)."""
     since = budget_reset_at(conn, signature) or ""
     row = conn.execute(_BUDGET_SQL, (signature, exclude, since)).fetchone()
@@ -300,9 +304,10 @@ def escalations_in_window(conn: sqlite3.Connection, start: str) -> int:
 
 @translating
 def signature_history(conn: sqlite3.Connection, signature: str, *, exclude: str) -> dict[str, int]:
-    """How many incidents with `signature` (other than `exclude`) each bucket holds."""
+    """How many incidents of the group `signature` names (other than `exclude`) each
+    bucket holds."""
     rows = conn.execute(
-        "SELECT bucket, count(*) FROM incidents WHERE signature = ? "
+        "SELECT bucket, count(*) FROM incidents WHERE group_key = ? "
         "AND incident_id != ? GROUP BY bucket",
         (signature, exclude),
     ).fetchall()

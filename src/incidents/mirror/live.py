@@ -129,7 +129,7 @@ def _workstream(
         )
     before = have[3] if have else None
     if want is None or before is None or _attempts(before) != _attempts(want[3]):
-        refresh_budget(conn, _signature(conn, name))  # its attempts count in the budget
+        refresh_budget(conn, _group(conn, name))  # its attempts count in its group's budget
     return True
 
 
@@ -141,8 +141,8 @@ def _attempts(metadata_json: str) -> int:
     return len(attempts) if isinstance(attempts, list) else 0
 
 
-def _signature(conn: sqlite3.Connection, name: str) -> str:
-    row = conn.execute("SELECT signature FROM incidents WHERE incident_id = ?", (name,)).fetchone()
+def _group(conn: sqlite3.Connection, name: str) -> str:
+    row = conn.execute("SELECT group_key FROM incidents WHERE incident_id = ?", (name,)).fetchone()
     return str(row[0]) if row else ""
 
 

@@ -69,6 +69,14 @@ class IncidentRow:
     not_before: float | None = None
     waiting: bool = False
     lease_owner: str | None = None
+    group_key: str = ""  # "": the signature (incidents.grouping)
+    group_decisions: str = "[]"  # incident.json `group.decisions`, as JSON text
+    regression_of: str | None = None
+    regression_count: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.group_key:  # a row made without one: its signature's group
+            object.__setattr__(self, "group_key", self.signature)
 
 
 _INCIDENT_COLUMNS = (
@@ -90,6 +98,10 @@ _INCIDENT_COLUMNS = (
     "not_before",
     "waiting",
     "lease_owner",
+    "group_key",
+    "group_decisions",
+    "regression_of",
+    "regression_count",
 )
 _SELECT_INCIDENT = f"SELECT {', '.join(_INCIDENT_COLUMNS)} FROM incidents"
 _UPSERT_INCIDENT = (
@@ -136,6 +148,10 @@ def _params(row: IncidentRow) -> tuple[Any, ...]:
         row.not_before,
         int(row.waiting),
         row.lease_owner,
+        row.group_key,
+        row.group_decisions,  # redacted by its reader (mirror.scan)
+        row.regression_of,
+        row.regression_count,
     )
 
 

@@ -24,6 +24,7 @@ from incidents.mirror.db import (
     rebuild_pending,
     write,
 )
+from incidents.mirror.groups import rebuild_hints
 from incidents.mirror.ingest import ingest_file, ingest_root, root_events_path
 from incidents.mirror.queries import (
     IncidentRow,
@@ -55,6 +56,7 @@ class ReindexResult:
     step_attempts: int = 0  # rows rebuilt from error_runs/ files (new or already there)
     events_kept: int = 0
     moved_aside: str | None = None  # where a corrupt database went
+    group_hints: tuple[int, int] = (0, 0)  # merged signatures, groups with a resolved incident
     seconds: float = 0.0
 
 
@@ -104,6 +106,7 @@ def reindex(root: Root) -> ReindexResult:
             _rebuild_escalations(conn, scanned)
             result.step_attempts, result.events_kept = _refill_journals(conn, root, scanned)
             set_meta(conn, DERIVED, clock.iso_precise())  # the mark of a derived database
+        result.group_hints = rebuild_hints(root, conn)  # capture's hints follow the bundles
     finally:
         conn.close()
     result.seconds = round(time.monotonic() - started, 3)

@@ -8,6 +8,7 @@ raises or reports what cannot be read, for `reindex` and the catch-up to decide.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -139,8 +140,27 @@ def _bundle(
         not_before=state.not_before if state else None,
         waiting=state.waiting if state else False,
         lease_owner=agent_holding(leases_dir, incident_id) if bucket == "inbox" else None,
+        **_group_fields(doc),
     )
     return row, state
+
+
+def _group_fields(doc: dict[str, Any]) -> dict[str, Any]:
+    """The row's group and regression columns (lenient: what does not parse is absent)."""
+    from incidents.grouping import decisions_of, group_of
+    from incidents.redact import redact_json
+
+    decisions = redact_json(decisions_of(doc))  # a person's reasons; a hand-written bundle
+    regression_of, count = doc.get("regression_of"), doc.get("regression_count", 0)
+    ok_count = isinstance(count, int) and not isinstance(count, bool) and count >= 0
+    return {
+        "group_key": group_of(doc),
+        "group_decisions": json.dumps(decisions, ensure_ascii=False, sort_keys=True),
+        "regression_of": (
+            regression_of if isinstance(regression_of, str) and regression_of else None
+        ),
+        "regression_count": count if ok_count else 0,
+    }
 
 
 _Fingerprint = tuple[tuple[int, int, int] | None, ...]

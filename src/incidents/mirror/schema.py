@@ -3,7 +3,7 @@
 Tables:
 
 - derived from the folders, rebuilt by `reindex`: `incidents` (one row per bundle in the
-  inbox or an archive bucket), `rejected` (one row per folder in `error_rejected/`),
+  inbox or an archive bucket, with its group and regression from incident.json), `rejected` (one row per folder in `error_rejected/`),
   `workstreams` (from `state.json`), `runs`, `errors` (counts from the incidents),
   `escalations` (from `decisions.json` and the quarantine bundles' `metadata.json`),
   `events` and `step_attempts` (from each bundle's `events.jsonl` and `.state/events.jsonl`);
@@ -50,6 +50,7 @@ EVENT_TYPES = frozenset(
         "stale_artifacts",  # a new bundle's runs folder held step artifacts: set aside
         "planted_artifacts",  # a fixer wrote step artifacts of later steps: set aside
         "events_capped",  # an events.jsonl reached its cap (incidents.eventlog)
+        "group_decision",  # `incidents group merge|split` moved the incident (incidents.groups)
     }
 )
 MIRROR_BUCKETS = ("inbox", "resolved", "escalated")
@@ -179,5 +180,18 @@ MIGRATIONS: tuple[str, ...] = (
         offset  INTEGER NOT NULL,
         inode   INTEGER NOT NULL
     );
+    """,
+    # issue 16: groups and regressions, from incident.json (`group`, `regression_of`,
+    # `regression_count`): the group key budgets count by (the signature until a person
+    # merges or splits), the decisions that made it (a JSON array), and regressions
+    """
+    ALTER TABLE incidents ADD COLUMN group_key TEXT;
+    ALTER TABLE incidents ADD COLUMN group_decisions TEXT NOT NULL DEFAULT '[]'
+        CHECK (json_valid(group_decisions));
+    ALTER TABLE incidents ADD COLUMN regression_of TEXT;
+    ALTER TABLE incidents ADD COLUMN regression_count INTEGER NOT NULL DEFAULT 0;
+    UPDATE incidents SET group_key = signature;
+    CREATE INDEX incidents_group ON incidents (group_key);
+    CREATE INDEX incidents_regression ON incidents (regression_of);
     """,
 )

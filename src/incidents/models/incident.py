@@ -39,6 +39,24 @@ class SignatureInputs(OpenDocument):
     )
 
 
+class GroupDecision(OpenDocument):
+    """One `incidents group merge|split` decision, in every incident it moved."""
+
+    kind: Literal["merge", "split"]
+    at: Timestamp
+    by: str = "human"
+    reason: str
+    from_group: str = Field(alias="from", description="the group it left")
+    to_group: str = Field(alias="to", description="the group it joined")
+
+
+class Group(OpenDocument):
+    """incident.json `group`: its group's key and the decisions that made it."""
+
+    key: NonEmptyStr = Field(description="the group key (a signature, or split:<id>)")
+    decisions: list[GroupDecision] = Field(default_factory=list)
+
+
 class Incident(OpenDocument):
     """`incident.json`. The first twelve fields are seed 004's required ones."""
 
@@ -82,6 +100,22 @@ class Incident(OpenDocument):
         default=None,
         description="what its signature was made of (absent: made by normalisation rules 1)",
     )
+    group: Group | None = Field(
+        default=None,
+        description="the group a person's decision put it in (`incidents group`); absent: "
+        "the group of its error_signature",
+    )
+    regression_of: IncidentId | None = Field(
+        default=None, description="the resolved incident of its group that it regresses"
+    )
+    regression_count: int = Field(
+        default=0, ge=0, description="regressions of its group so far, this one included"
+    )
+
+    @property
+    def group_key(self) -> str:
+        """Its group (incidents.grouping): budgets and regressions count per group."""
+        return self.group.key if self.group is not None else self.error_signature
 
 
 class HumanDecision(OpenDocument):

@@ -72,6 +72,7 @@ class EscalationKind(StrEnum):
     TIERS_EXHAUSTED = "tiers_exhausted"
     INFRA_FAILURE = "infra_failure"
     VERDICT_MISMATCH = "verdict_mismatch"  # the close found the clean report no longer holds
+    REGRESSIONS = "regressions"  # its group regressed more than [policy] max_regressions times
 
 
 class AIAttempt(Document):
@@ -210,6 +211,13 @@ class ErrorPipelineContext(Document):
     # per-signature budget, counted across incidents by the caller
     signature_attempts_used: int = Field(default=0, ge=0)
     signature_attempt_limit: int | None = Field(default=None, ge=0)
+    # regressions (incident.json `regression_count`, `[policy] max_regressions`)
+    regression_count: int = Field(
+        default=0, ge=0, description="how many times its group failed again after a close"
+    )
+    max_regressions: int | None = Field(
+        default=None, ge=0, description="more regressions than this escalate at once"
+    )
     # the machine
     current_state: State = State.S_INIT
     step: int = Field(default=0, ge=0, description="completed steps; keys each step's effects")
@@ -426,6 +434,7 @@ class ErrorPipelineContext(Document):
             "handoff_agent": None,
             "fixer_failure": None,
             "signature_attempts_used": 0,
+            "max_regressions": None,  # a person looked at the regressions: climb again
             "final_status": None,
             "escalation_kind": None,
             "escalation_reason": None,

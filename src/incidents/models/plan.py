@@ -28,6 +28,25 @@ class PlanAction(Document):
     verification: list[str] = Field(default_factory=list)
 
 
+class RegressionLink(Document):
+    """A regression's plan: the incident it regresses, and where its fix is recorded."""
+
+    of: IncidentId = Field(description="the resolved incident of its group it regresses")
+    count: int = Field(ge=1, description="regressions of its group so far, this one included")
+    bucket: str = Field(description="where the earlier incident is now")
+    closed_at: str | None = None
+    outcome: str | None = Field(default=None, description="how the earlier one closed")
+    resolution: str | None = Field(default=None, description="why the earlier one closed")
+    verdict: str | None = Field(
+        default=None, description="the earlier verdict's run_result.json, relative to the root"
+    )
+    diff: str | None = Field(
+        default=None,
+        description="error_plans/<id>/regression.diff: each earlier target from before the "
+        "earlier fix to now",
+    )
+
+
 class Plan(Document):
     """`error_plans/<id>/plan.json`."""
 
@@ -39,6 +58,9 @@ class Plan(Document):
     verification_commands: list[str]
     done_criteria: list[NonEmptyStr]
     source: str | None = Field(default=None, description="'planner' or the skill that wrote it")
+    regression: RegressionLink | None = Field(
+        default=None, description="the earlier incident this one regresses (incidents.regressions)"
+    )
 
 
 class Attempt(OpenDocument):

@@ -93,6 +93,10 @@ class Card:
     message: str = ""
     occurrences: int = 1
     created_at: str = ""
+    group: str = ""  # its group key when a person's decision made it other than the signature
+    group_decisions: list[str] = field(default_factory=list)  # merges and splits, one line each
+    regression_of: str = ""  # the resolved incident of its group it regresses
+    regression_count: int = 0
     checks: list[Check] = field(default_factory=list)
     timeline: list[Step] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)
@@ -310,11 +314,29 @@ def read_card(folder: Path, bucket: str) -> Card:
         created_at=_text(incident, "created_at"),
         problems=problems,
     )
+    _group(card, incident)
     card.checks = _checks(folder, state, problems)
     card.notes = _notes(_load(folder, artifacts.AI_ATTEMPTS, problems) or state.get("ai_attempts"))
     card.diffs = [_diff_one(folder, t) for t in _targets(folder, meta, incident)]
     _timeline(card, folder, state, meta)
     return card
+
+
+def _group(card: Card, incident: dict[str, Any]) -> None:
+    """Its group decisions and regression (incidents.grouping), as the card shows them."""
+    from incidents.grouping import decisions_of, group_of
+
+    decisions = decisions_of(incident)
+    if decisions or group_of(incident) != card.signature:
+        card.group = group_of(incident)
+    card.group_decisions = [
+        f"{d.get('kind')} {d.get('at')} by {d.get('by')}: {d.get('from')} -> {d.get('to')}: "
+        f"{d.get('reason')}"
+        for d in decisions
+    ]
+    count = incident.get("regression_count")
+    card.regression_of = _text(incident, "regression_of")
+    card.regression_count = count if isinstance(count, int) and card.regression_of else 0
 
 
 def read_bucket(root: Root, bucket: str) -> list[Card]:

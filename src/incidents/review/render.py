@@ -87,6 +87,15 @@ def _badges(card: Card) -> str:
         (card.final_status, card.final_status),
         ("not reproduced (flaky): no fix claimed" if card.outcome == "not_reproduced" else "", ""),
         (f"flaky x{card.flaky_count} (this signature)" if card.flaky_count else "", ""),
+        (
+            (
+                f"regression #{card.regression_count} of {card.regression_of}"
+                if card.regression_of
+                else ""
+            ),
+            "regression",
+        ),
+        (f"{len(card.group_decisions)} group decision(s)" if card.group_decisions else "", ""),
         (f"step: {card.step}", ""),
         (f"class: {card.failure_class}", ""),
         (card.error_code, ""),
@@ -119,7 +128,9 @@ def card_html(card: Card, root: str) -> str:
         f'<div class="badges">{_badges(card)}</div>'
         f'<div class="reason">{escape(card.reason or "(no reason recorded)")}</div>'
         f'<div class="sig">{escape(card.signature)}</div>'
-        f'<div class="sig">{escape(card.at)} &middot; {escape(card.message)}</div></div>'
+        + (f'<div class="sig">group: {escape(card.group)}</div>' if card.group else "")
+        + "".join(f'<div class="sig">{escape(d)}</div>' for d in card.group_decisions)
+        + f'<div class="sig">{escape(card.at)} &middot; {escape(card.message)}</div></div>'
         f'<div>{chart(card.checks)}<div class="legend">{_legend(card.checks)}</div></div></div>'
         f"{cmd}"
         f'<details data-id="{escape(card.incident_id)}"><summary>Timeline, fixes, diff, AI notes'

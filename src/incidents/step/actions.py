@@ -17,6 +17,7 @@ from incidents import (
     mirror,
     planner,
     proc,
+    regressions,
     store,
 )
 from incidents.classify import code_of_findings
@@ -85,7 +86,8 @@ class Actions(TickBase):
         )
         plan = planner.load_plan(self.root, self.id)  # a skill's plan wins; resume reuses ours
         if plan is None:
-            plan = planner.make_plan(incident, self.history(incident), self.clock())
+            regression = regressions.link(self.root, incident)  # its diff beside the plan
+            plan = planner.make_plan(incident, self.history(incident), self.clock(), regression)
             with store.incident_lock(self.root, self.id):
                 planner.apply_plan(self.root, self.folder, plan, sync_dir=False)
             self.events.append(("plan_generated", {"actions": len(plan.actions)}))
@@ -451,7 +453,7 @@ class Actions(TickBase):
         """How the signature's other incidents ended (the planner's view of history)."""
         try:
             with mirror.shared(self.root.db_path) as conn:
-                counts = mirror.signature_history(conn, incident.error_signature, exclude=self.id)
+                counts = mirror.signature_history(conn, incident.group_key, exclude=self.id)
         except Exception:  # the mirror is derivable: without it the plan has no history
             return planner.SignatureHistory()
         return planner.SignatureHistory(

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from incidents import artifacts, fsutil, store
+from incidents import artifacts, fsutil, grouping, store
 from incidents.clock import iso_at
 from incidents.errors import AlreadyArchived, IncidentsError
 from incidents.layout import BUCKETS, Root, validate_id
@@ -98,6 +98,8 @@ def _close(
     else:
         fsutil.fsync_dir(folder)  # what was written in it is durable before it moves
     store.move(folder, root.bucket(bucket) / incident_id)
+    if bucket == "resolved":  # the group's latest resolved incident (regressions)
+        grouping.note_resolved(root, doc)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(root.state / "pending" / incident_id)
     return root.bucket(bucket) / incident_id
@@ -202,4 +204,5 @@ def resolve_escalated(root: Root, folder: Path, reason: str, now: str) -> Path:
             )  # fmt: skip
     target = root.bucket("resolved") / incident_id
     store.move(folder, target)
+    grouping.note_resolved(root, incident)
     return target

@@ -223,6 +223,8 @@ def new_context(incident: Incident, cfg: Config, budget_used: int) -> ErrorPipel
         retry_max_s=policy.retry_max_s,
         signature_attempts_used=budget_used,
         signature_attempt_limit=policy.signature_budget,
+        regression_count=incident.regression_count,
+        max_regressions=policy.max_regressions,
         capture_digest=(
             combined(incident.target_digests, targets)
             if incident.target_digests or not targets

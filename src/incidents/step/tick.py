@@ -53,7 +53,7 @@ class Tick(Actions):
         incident, ctx = load_bundle(self.root, self.cfg, self.folder)
         if ctx is None:
             self.set_aside_stale_artifacts()
-            ctx = new_context(incident, self.cfg, self.budget_used(incident.error_signature))
+            ctx = new_context(incident, self.cfg, self.budget_used(incident.group_key))
         return incident, ctx
 
     def set_aside_stale_artifacts(self) -> None:
@@ -88,7 +88,7 @@ class Tick(Actions):
             # budgets are shared across incidents: re-read them, but only when the decision
             # depends on one (entering a fixer tier), not on every tick (a mirror write)
             ctx.signature_attempts_used = policy_mod.budget_used(
-                self.root, ctx.error_signature, self.id, ctx.ai_attempts,
+                self.root, incident.group_key, self.id, ctx.ai_attempts,
                 ctx.signature_attempts_used,
             )  # fmt: skip
             na = decide_next_action(ctx)

@@ -1,0 +1,71 @@
+"""A repeat of an open failure: capture adds an occurrence to its group's open incident
+instead of opening another (dedupe). The caller holds the group's capture lock.
+
+Standard library only, like capture.
+"""
+
+from __future__ import annotations
+
+from incidents import artifacts, eventlog, fsutil, grouping, store
+from incidents.errors import IncidentsError
+from incidents.layout import Root
+
+TYPE_CHECKING = False  # typing stays off the capture path (import cost)
+if TYPE_CHECKING:
+    from typing import Any
+
+MAX_OCCURRENCE_LOG = 256 * 1024  # log_tail.txt of a deduped incident stays under this
+
+
+def fold_into_open(
+    root: Root, group: str, fresh: dict[str, Any], log_text: str
+) -> tuple[str, dict[str, Any]] | None:
+    """Add an occurrence to the open incident of `group`, if there is one: (its id, its
+    document), or None."""
+    incident_id = grouping.read_open(root, group)
+    if incident_id is None:
+        return None
+    folder = root.inbox / incident_id
+    if not folder.is_dir():
+        return None
+    with store.incident_lock(root, incident_id):
+        fsutil.remove_orphan_temps(folder)
+        try:
+            doc = store.read_incident(folder)
+        except (IncidentsError, FileNotFoundError):
+            return None
+        if doc["status"] in ("resolved", "escalated"):
+            return None
+        if grouping.group_of(doc) != group:
+            # an incident signed by older normalisation rules, in no group a person chose:
+            # compared by its signature made again by today's rules (incidents.sigindex)
+            from incidents.fingerprint import current_signature
+
+            if doc.get("group") or current_signature(doc) != group:
+                return None
+        from incidents import bundle_files
+
+        if bundle_files.listing_problems(folder):
+            return None  # not ours to fold into: its pickup sets it aside; this one is new
+        now = fresh["last_seen"]
+        count = int(doc.get("occurrences", 1)) + 1
+        doc = {**doc, "occurrences": count, "last_seen": now, "updated_at": now}
+        if log_text:
+            try:  # through the door: never a link, a FIFO, a hard link, an oversize file
+                old = bundle_files.read(folder, artifacts.LOG_TAIL)
+            except FileNotFoundError:
+                old = b""
+            except (IncidentsError, OSError):
+                return None
+            add = f"\n--- occurrence {count} at {now} ---\n{log_text}".encode()
+            fsutil.atomic_write_bytes(
+                folder / artifacts.LOG_TAIL, (old + add)[-MAX_OCCURRENCE_LOG:]
+            )
+        # keyed by the occurrence: written again by a capture killed before it saved
+        occurrence = eventlog.event(
+            f"o{count}", now, incident_id, "occurrence", {"occurrences": count}
+        )
+        eventlog.append(folder / eventlog.EVENTS, [occurrence], redact=False)
+        store.save_incident(folder, doc)
+    store.mark_dirty(root, incident_id)
+    return incident_id, doc

@@ -1,0 +1,204 @@
+"""Which group an incident belongs to, and the index files that let capture find a
+group's open incident, its latest resolved one and where a merged signature went.
+
+A **group** is named by a key: an incident's `error_signature` until a person decides
+otherwise (`incidents group merge|split`, `incidents.groups`), then the key its
+`incident.json` records (`group.key`). Captures fold into a group's open incident;
+fixer budgets and regressions count per group.
+
+Three kinds of hint under `.state/`, each one small file named by `signature_key`:
+
+    signatures/<key(group)>      the group's open incident id (capture's dedupe index)
+    groups/<key(signature)>      where a merged signature's captures go: {"signature",
+                                 "group", "decision"} (rebuilt by `reindex` from the
+                                 bundles' decisions; without it a capture of a merged
+                                 signature would open a group of its own)
+    resolved/<key(group)>        the group's latest resolved incident: {"group",
+                                 "incident_id", "closed_at", "closed_ts"} (written by
+                                 the close, rebuilt by `reindex`), so that finding a
+                                 regression is two small reads, not a walk or SQLite
+
+Every hint is verified against the bundle it names before capture believes it.
+Standard library only: capture imports it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from pathlib import Path
+
+from incidents import fsutil
+from incidents.errors import IncidentsError
+from incidents.layout import Root
+
+TYPE_CHECKING = False  # typing stays off the capture path (import cost)
+if TYPE_CHECKING:
+    from typing import Any
+
+OPEN_DIR, ALIAS_DIR, RESOLVED_DIR = "signatures", "groups", "resolved"
+SPLIT_PREFIX = "split:"
+_HINT_MAX = 64 * 1024
+
+
+def _key(text: str) -> str:
+    from incidents.signature import signature_key
+
+    return signature_key(text)
+
+
+def group_of(doc: dict[str, Any]) -> str:
+    """The group key of an incident document: its `group.key`, else its signature."""
+    group = doc.get("group")
+    if isinstance(group, dict):
+        key = group.get("key")
+        if isinstance(key, str) and key:
+            return key
+    return str(doc.get("error_signature") or "")
+
+
+def decisions_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The group decisions an incident document records, oldest first."""
+    group = doc.get("group")
+    found = group.get("decisions") if isinstance(group, dict) else None
+    return [d for d in found if isinstance(d, dict)] if isinstance(found, list) else []
+
+
+def detached(decisions: list[dict[str, Any]]) -> bool:
+    """Split from its signature at some point: captures of its signature never follow it."""
+    return any(d.get("kind") == "split" for d in decisions)
+
+
+def split_key(incident_id: str) -> str:
+    """The key of the group an incident starts when it is split from its own."""
+    return f"{SPLIT_PREFIX}{incident_id}"
+
+
+def hint_path(root: Root, kind: str, text: str) -> Path:
+    return root.state / kind / _key(text)
+
+
+def _read_hint(path: Path) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(fsutil.read_regular_file(path, _HINT_MAX))
+    except (FileNotFoundError, IncidentsError, OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _write_hint(path: Path, doc: dict[str, Any] | None) -> None:
+    """Replace (or with None remove) a hint. Not fsynced: `reindex` rebuilds them."""
+    if doc is None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        return
+    fsutil.ensure_dir(path.parent)
+    data = json.dumps(doc, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n"
+    fsutil.atomic_write_bytes(path, data, durable=False)
+
+
+# --- merged signatures -------------------------------------------------------------------
+
+
+def read_alias(root: Root, signature: str) -> tuple[str, dict[str, Any]] | None:
+    """(the group a merged signature's captures join, the merge decision), or None."""
+    doc = _read_hint(hint_path(root, ALIAS_DIR, signature))
+    if doc is None or doc.get("signature") != signature:
+        return None
+    group, decision = doc.get("group"), doc.get("decision")
+    if not isinstance(group, str) or not group or group == signature:
+        return None
+    return group, decision if isinstance(decision, dict) else {}
+
+
+def write_alias(root: Root, signature: str, group: str | None, decision: dict[str, Any]) -> None:
+    """`signature`'s captures join `group` from now on (None: their own again)."""
+    path = hint_path(root, ALIAS_DIR, signature)
+    if group is None or group == signature:
+        _write_hint(path, None)
+    else:
+        _write_hint(path, {"signature": signature, "group": group, "decision": decision})
+
+
+# --- a group's open incident (capture's dedupe index) -------------------------------------
+
+
+def read_open(root: Root, group: str) -> str | None:
+    try:
+        data = fsutil.read_regular_file(hint_path(root, OPEN_DIR, group), 256)
+        return data.decode().strip() or None
+    except (FileNotFoundError, IncidentsError, OSError, UnicodeDecodeError):
+        return None
+
+
+def write_open(root: Root, group: str, incident_id: str | None) -> None:
+    """A hint (a lost one costs a duplicate incident, never data): no fsync."""
+    path = hint_path(root, OPEN_DIR, group)
+    if incident_id is None:
+        _write_hint(path, None)
+        return
+    fsutil.ensure_dir(path.parent)
+    fsutil.atomic_write_bytes(path, (incident_id + "\n").encode(), durable=False)
+
+
+# --- a group's latest resolved incident (regressions) -------------------------------------
+
+
+def read_resolved(root: Root, group: str) -> dict[str, Any] | None:
+    doc = _read_hint(hint_path(root, RESOLVED_DIR, group))
+    if doc is None or doc.get("group") != group:
+        return None
+    if not isinstance(doc.get("incident_id"), str) or not isinstance(
+        doc.get("closed_ts"), int | float
+    ):
+        return None
+    return doc
+
+
+def write_resolved(root: Root, group: str, entry: dict[str, Any] | None) -> None:
+    """The group's latest resolved incident: `entry` has `incident_id`, `closed_at` (ISO)
+    and `closed_ts` (POSIX seconds); None removes it."""
+    _write_hint(hint_path(root, RESOLVED_DIR, group), None if entry is None else {
+        "group": group, **entry})  # fmt: skip
+
+
+def note_resolved(root: Root, doc: dict[str, Any], closed_ts: float | None = None) -> None:
+    """An incident closed into `resolved`: it is its group's latest (unless a later one
+    is already noted). Called by every close into `resolved`."""
+    group = group_of(doc)
+    if not group:
+        return
+    ts = time.time() if closed_ts is None else closed_ts
+    known = read_resolved(root, group)
+    if known is not None and known["closed_ts"] > ts:
+        return
+    from incidents.clock import iso_at
+
+    write_resolved(root, group, {"incident_id": doc["incident_id"], "closed_at": iso_at(ts),
+                                 "closed_ts": ts})  # fmt: skip
+
+
+def find_regression(root: Root, group: str, window_days: int, now: float) -> dict[str, Any] | None:
+    """The incident a new capture of `group` regresses: the group's latest resolved one,
+    closed within `window_days` (0: regressions are off). Returns the new incident's
+    `regression_of` and `regression_count` (the earlier one's plus one), or None."""
+    if window_days <= 0:
+        return None
+    entry = read_resolved(root, group)
+    if entry is None or now - entry["closed_ts"] > window_days * 86400:
+        return None
+    incident_id = entry["incident_id"]
+    try:  # believed only when the bundle says the same
+        from incidents.layout import validate_id
+
+        folder = root.bucket("resolved") / validate_id(incident_id)
+        earlier = fsutil.read_json_object(folder / "incident.json")
+    except (IncidentsError, OSError):
+        return None
+    if earlier.get("incident_id") != incident_id or group_of(earlier) != group:
+        return None
+    count = earlier.get("regression_count", 0)
+    count = count if isinstance(count, int) and not isinstance(count, bool) else 0
+    return {"regression_of": incident_id, "regression_count": max(count, 0) + 1}

@@ -1,0 +1,133 @@
+"""Groups in the mirror: who is in a group, and capture's hint files kept in step with it.
+
+The `incidents` columns `group_key` and `group_decisions` come from incident.json
+(`mirror.scan`); these queries serve `incidents group` (`incidents.groups`), and the hints
+(`incidents.grouping`: a group's open incident, its latest resolved one, where a merged
+signature's captures go) are rewritten from them after a decision and by `reindex`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from incidents import grouping
+from incidents.layout import Root
+from incidents.mirror.db import translating
+from incidents.signature import signature_key
+
+__all__ = ["group_keys", "group_members", "groups_of_signature", "rebuild_hints", "refresh_hints"]
+
+
+@translating
+def group_members(conn: sqlite3.Connection, group: str) -> list[tuple[str, str, bool]]:
+    """(incident id, signature, split from its signature) of every incident in `group`,
+    oldest first."""
+    return [
+        (str(i), str(s), grouping.detached(json.loads(d)))
+        for i, s, d in conn.execute(
+            "SELECT incident_id, signature, group_decisions FROM incidents WHERE group_key = ? "
+            "ORDER BY created_at, incident_id",
+            (group,),
+        ).fetchall()
+    ]
+
+
+@translating
+def groups_of_signature(conn: sqlite3.Connection, signature: str) -> list[tuple[str, bool]]:
+    """(group key, split from the signature) of each incident with `signature`, newest first."""
+    return [
+        (str(g), grouping.detached(json.loads(d)))
+        for g, d in conn.execute(
+            "SELECT group_key, group_decisions FROM incidents WHERE signature = ? "
+            "ORDER BY created_at DESC, incident_id DESC",
+            (signature,),
+        ).fetchall()
+    ]
+
+
+@translating
+def group_keys(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+    """Every distinct (group key, signature) pair."""
+    return [
+        (str(g), str(s))
+        for g, s in conn.execute("SELECT DISTINCT group_key, signature FROM incidents")
+    ]
+
+
+def _closed_ts(updated_at: str) -> float:
+    try:
+        return datetime.fromisoformat(updated_at).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def _resolved_entry(incident_id: str, updated_at: str) -> dict[str, Any]:
+    # a closed incident's updated_at is its close (group decisions leave it alone)
+    return {"incident_id": incident_id, "closed_at": updated_at,
+            "closed_ts": _closed_ts(updated_at)}  # fmt: skip
+
+
+@translating
+def refresh_hints(root: Root, conn: sqlite3.Connection, group: str) -> None:
+    """The group's open incident and latest resolved one, as the mirror sees them now."""
+    current = grouping.read_open(root, group)
+    open_ids = [
+        str(r[0])
+        for r in conn.execute(
+            "SELECT incident_id FROM incidents WHERE group_key = ? AND bucket = 'inbox' "
+            "ORDER BY created_at DESC, incident_id DESC",
+            (group,),
+        ).fetchall()
+    ]
+    if current not in open_ids:
+        grouping.write_open(root, group, open_ids[0] if open_ids else None)
+    latest = conn.execute(
+        "SELECT incident_id, updated_at FROM incidents WHERE group_key = ? AND bucket = "
+        "'resolved' ORDER BY updated_at DESC, incident_id DESC LIMIT 1",
+        (group,),
+    ).fetchone()
+    grouping.write_resolved(root, group, _resolved_entry(*latest) if latest else None)
+
+
+@translating
+def rebuild_hints(root: Root, conn: sqlite3.Connection) -> tuple[int, int]:
+    """`reindex`: where merged signatures' captures go and each group's latest resolved
+    incident, from the mirror just rebuilt from the bundles. Returns (aliases, resolved)."""
+    aliases: dict[str, tuple[str, dict[str, Any]]] = {}
+    for signature, group, decisions in conn.execute(
+        "SELECT signature, group_key, group_decisions FROM incidents "
+        "WHERE group_key != signature ORDER BY created_at, incident_id"
+    ).fetchall():
+        taken = json.loads(decisions)
+        if grouping.detached(taken):
+            continue  # split from its signature: the signature's captures do not follow it
+        merges = [d for d in taken if d.get("kind") == "merge"]
+        aliases[str(signature)] = (str(group), merges[-1] if merges else {})
+    resolved: dict[str, dict[str, Any]] = {}
+    for incident_id, group, updated_at in conn.execute(
+        "SELECT incident_id, group_key, updated_at FROM incidents WHERE bucket = 'resolved' "
+        "ORDER BY updated_at, incident_id"
+    ).fetchall():
+        resolved[str(group)] = _resolved_entry(str(incident_id), str(updated_at))
+    _prune(root.state / grouping.ALIAS_DIR, {signature_key(s) for s in aliases})
+    _prune(root.state / grouping.RESOLVED_DIR, {signature_key(g) for g in resolved})
+    for signature, (group, decision) in aliases.items():
+        grouping.write_alias(root, signature, group, decision)
+    for group, entry in resolved.items():
+        grouping.write_resolved(root, group, entry)
+    return len(aliases), len(resolved)
+
+
+def _prune(folder: Path, keep: set[str]) -> None:
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        return
+    for name in names:
+        if name not in keep and not name.startswith("."):
+            (folder / name).unlink(missing_ok=True)
