@@ -215,3 +215,20 @@ def test_a_signature_whose_incidents_were_all_split_can_still_be_merged(
     assert r.code == 0, r.err
     assert "group" in doc(root, b) and doc(root, b)["group"]["key"] == f"split:{b}"
     assert cap(cli, B_MSG) == a
+
+
+def test_explain_shows_the_group_its_decisions_and_its_members(cli: Cli, root: Root) -> None:
+    """`incidents explain` of a merged incident: the group it is in, the decision that put
+    it there, and the incidents of the whole group (not only of its own signature)."""
+    a = cap(cli, A_MSG)
+    b = cap(cli, B_MSG)
+    assert cli("group", "merge", a, b, "--reason", "one outage").code == 0
+    r = cli("explain", b, "--json")
+    assert r.code == 0, r.err
+    found = r.json()
+    (decision,) = found["decisions"]["decisions"]
+    assert decision["kind"] == "merge" and decision["reason"] == "one outage"
+    assert found["decisions"]["group"] == doc(root, a)["error_signature"]
+    assert a in {o["incident_id"] for o in found["group"]["others"]}
+    text = cli("explain", b).out
+    assert "group:" in text and "merge at" in text and "one outage" in text and a in text

@@ -68,8 +68,10 @@ def test_explain_shows_each_normalisation_the_signature_the_rule_and_the_group(
         f"by rule {verdict.rule!r} in the message"
     )
     assert lines[10].strip() == verdict.reason
-    assert lines[11] == "same group:    2 other incident(s)"
-    table = [line.split() for line in lines[12:]]
+    # the same failure resolved before: this one regresses it (incidents.regressions)
+    assert lines[11] == f"regression:    #1 of {fixed}"
+    assert lines[12] == "same group:    2 other incident(s)"
+    table = [line.split() for line in lines[13:]]
     assert table[0] == ["ID", "WHERE", "STATUS", "SEEN", "CREATED"]
     # oldest first; captured in one second they are in id order
     assert sorted(row[:3] for row in table[1:]) == sorted(

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from incidents import artifacts, fsutil, mirror, output, store
+from incidents import artifacts, fsutil, grouping, groups, mirror, output, store
 from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, Session, open_root
 from incidents.errors import IncidentsError
 from incidents.fingerprint import GIVEN_OPTIONS, current_signature, normalization_of
@@ -59,7 +59,8 @@ def explain(session: Session, incident_id: str) -> dict[str, Any]:
             and recorded != normalized,
         },
         "classified_by": _classified_by(doc, folder),
-        "group": _group(session, incident_id, (stored, current)),
+        "group": _group(session, incident_id, (stored, current, grouping.group_of(doc))),
+        "decisions": groups.group_record(session.root, incident_id),
     }
 
 
@@ -79,7 +80,7 @@ def _classified_by(doc: dict[str, Any], folder: Path) -> dict[str, Any] | None:
     return {"reason": reason, "source": artifacts.CONTEXT}
 
 
-def _group(session: Session, incident_id: str, signatures: tuple[str, str]) -> dict[str, Any]:
+def _group(session: Session, incident_id: str, signatures: tuple[str, ...]) -> dict[str, Any]:
     from incidents.commands.status import open_mirror
 
     try:
@@ -132,7 +133,20 @@ def show(found: dict[str, Any]) -> None:
         out(f"{'':14} note: the current rules normalise the message differently from its "
             f"capture, under the same version {sig['normalization']}")  # fmt: skip
     _show_classification(found)
+    _show_decisions(found["decisions"])
     _show_group(found["group"])
+
+
+def _show_decisions(record: dict[str, Any]) -> None:
+    """The group a person's decisions put it in, each decision, and what it regresses."""
+    out = output.out
+    if record["group"] != record["signature"]:
+        out(f"{'group:':14} {record['group']}")
+    for d in record["decisions"]:
+        out(f"{'':14} {d.get('kind')} at {d.get('at')} by {d.get('by')}: {d.get('reason')} "
+            f"({d.get('from')} -> {d.get('to')})")  # fmt: skip
+    if record["regression_of"]:
+        out(f"{'regression:':14} #{record['regression_count']} of {record['regression_of']}")
 
 
 def _show_classification(found: dict[str, Any]) -> None:

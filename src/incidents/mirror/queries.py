@@ -218,14 +218,15 @@ class SignatureGroup:
 
 @translating
 def signature_group(conn: sqlite3.Connection, signatures: Sequence[str]) -> SignatureGroup:
-    """The group of the incidents whose signature is one of `signatures`."""
+    """The incidents whose signature or group (`incidents group`) is one of `signatures`."""
     wanted = tuple(dict.fromkeys(signatures))
     if not wanted:
         return SignatureGroup((), [])
+    marks = ", ".join("?" * len(wanted))
     rows = conn.execute(
-        f"{_SELECT_INCIDENT} WHERE signature IN ({', '.join('?' * len(wanted))}) "
+        f"{_SELECT_INCIDENT} WHERE signature IN ({marks}) OR group_key IN ({marks}) "
         "ORDER BY created_at, incident_id",
-        wanted,
+        wanted + wanted,
     )
     return SignatureGroup(wanted, [_row(r) for r in rows])
 
