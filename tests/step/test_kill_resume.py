@@ -144,3 +144,54 @@ def test_a_fixer_left_running_by_a_killed_tick_is_killed_before_the_redo(
         not Path(f"/proc/{orphan}").exists()
         or "Z" in Path(f"/proc/{orphan}/stat").read_text().rpartition(")")[2].split()[:1]
     )
+
+
+def _running_autofix() -> bool:
+    """Whether a `ruff ... --fix` process runs now (the suite runs one test at a time)."""
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{name}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(b"ruff" in part for part in cmd[:1]) and b"--fix" in cmd:
+            return True
+    return False
+
+
+@pytest.mark.timeout(300)
+def test_an_autofix_killed_while_it_rewrote_a_target_is_redone_on_the_file_as_it_was(
+    root: Root, tmp_path: Path
+) -> None:
+    """The tick is killed while ruff --fix runs, and the target is left torn (here:
+    truncated, as a write cut short leaves it). An empty file passes every check, so a
+    redo on what the killed run left would resolve the incident with the code gone; the
+    redo puts the targets back as they were before that autofix, then runs it again."""
+    (tmp_path / "incidents.toml").write_text(CONFIG)
+    env = {**os.environ, "INCIDENTS_ROOT": str(root.path),
+           "INCIDENTS_CONFIG": str(tmp_path / "incidents.toml")}  # fmt: skip
+    reference_id = capture_messy(tmp_path / "ref", env)
+    incidents("drive", reference_id, env=env, check=True)
+    expected = (tmp_path / "ref" / "messy.py").read_text()
+    assert expected.strip() and expected != MESSY
+    for n in range(20):  # until one kill lands while the autofix runs
+        ws = tmp_path / f"ws{n}"
+        incident_id = capture_messy(ws, env)
+        proc = subprocess.Popen([sys.executable, "-m", "incidents", "drive", incident_id],
+                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        caught = False
+        while proc.poll() is None:
+            if _running_autofix():
+                proc.send_signal(signal.SIGKILL)
+                caught = True
+                break
+        proc.wait()
+        if not caught or closed(root, incident_id) is not None:
+            continue
+        (ws / "messy.py").write_bytes(b"")  # the torn write
+        incidents("drive", incident_id, env=env, check=True)
+        assert outcome(root, incident_id, ws)["bucket"] == "resolved"
+        assert (ws / "messy.py").read_text() == expected, "resolved with the code gone"
+        return
+    pytest.skip("no kill landed while the autofix ran (20 tries)")
