@@ -117,3 +117,38 @@ def test_a_read_only_root_is_read_by_status_review_and_doctor(
     assert done.returncode == 1, done.stderr
     _one_clean_line(done.stderr, "EROFS")
     assert not (tmp_path / "crash").exists()
+
+
+def test_reindex_and_doctor_on_a_full_disk_say_the_disk_is_full(
+    small: Path, cli: Cli, tmp_path: Path
+) -> None:
+    """Issue 15 review: `reindex` exited 2 with "cannot open the mirror database ...: disk
+    I/O error" and `doctor` said "FAIL database ... disk I/O error", fix: reindex. SQLite
+    gives no errno: statvfs of the folder tells the disk is full."""
+    incident_id = cli("capture", "--step", "s", "--message", "before the disk filled").out.strip()
+    assert cli("status").code == 0  # the mirror exists
+    root = Root(small / "reports")
+    _fill(small)
+    r = cli("reindex")
+    assert r.code == 1, r.err
+    _one_clean_line(r.err, "ENOSPC")
+    assert str(root.db_path.parent) in r.err
+    assert not (tmp_path / "crash").exists()
+    r = cli("doctor")
+    assert r.code == 1 and "Traceback" not in r.out + r.err
+    lines = r.out.splitlines()
+    at = next(i for i, x in enumerate(lines) if x.startswith("FAIL database:"))
+    assert "the disk is full" in lines[at] and "(ENOSPC)" in lines[at], r.out
+    fix = lines[at + 1]
+    assert "free space" in fix and "incidents reindex" not in fix, fix
+    assert (root.inbox / incident_id).is_dir()
+
+
+def test_reindex_on_a_read_only_root_says_read_only(small: Path, cli: Cli) -> None:
+    """Issue 15 review: "unable to open database file", exit 2, on EROFS."""
+    cli("capture", "--step", "s", "--message", "captured before ro")
+    assert cli("status").code == 0
+    _remount_ro(small)
+    r = cli("reindex")
+    assert r.code == 1, r.err
+    _one_clean_line(r.err, "EROFS")

@@ -182,6 +182,9 @@ def check_database(root: Root, grace_s: float) -> list[Finding]:
     try:
         conn = mirror.connect(root.db_path)
     except Exception as exc:
+        full = _disk_full(exc, root)
+        if full is not None:
+            return [full]
         return [Finding("database", "fail", f"cannot open: {exc}",
                         f"incidents reindex --root {root.path} (rebuilds it from the folders)")]  # fmt: skip
     try:
@@ -195,8 +198,9 @@ def check_database(root: Root, grace_s: float) -> list[Finding]:
         try:
             mirror.catch_up(conn, root)
         except Exception as exc:
-            return [*out, Finding("mirror", "fail", f"cannot catch up with captures: {exc}",
-                                  f"incidents reindex --root {root.path}")]  # fmt: skip
+            full = _disk_full(exc, root)
+            return [*out, full or Finding("mirror", "fail", f"cannot catch up with captures: "
+                                          f"{exc}", f"incidents reindex --root {root.path}")]  # fmt: skip
         rows = mirror.incident_buckets(conn)
     finally:
         conn.close()
@@ -214,6 +218,22 @@ def check_database(root: Root, grace_s: float) -> list[Finding]:
         late = f" (and {len(fresh)} new in the inbox, not picked up yet)" if fresh else ""
         out.append(Finding("mirror", "ok", f"{len(rows)} incident(s), same as the folders{late}"))
     return out
+
+
+def _disk_full(exc: BaseException, root: Root) -> Finding | None:
+    """The database cannot be opened or written because the disk is full (or read-only):
+    a reindex would fail the same way; room on the disk is the fix, nothing is lost."""
+    from incidents.errors import disk_failure, disk_failure_at
+
+    said = disk_failure(exc)
+    if said is None:
+        found = disk_failure_at(exc, str(root.db_path))
+        said = str(found) if found is not None else None
+    if said is None:
+        return None
+    return Finding("database", "fail", f"the disk is full or read-only: {said}",
+                   f"free space on the filesystem that holds {root.path} (df -h {root.path}); "
+                   "captures and steps fail until then, nothing is lost")  # fmt: skip
 
 
 def folder_buckets(root: Root) -> dict[str, str]:
