@@ -138,7 +138,9 @@ def check_whole(path: Path, raw: dict[str, Any], schema: dict[str, Any] | None =
         policy = raw.get("policy")
         if isinstance(policy, dict):
             base, cap = schema["x-retry-defaults"]
-            problem = retry_problem(policy.get("retry_base_s", base), policy.get("retry_max_s", cap))
+            problem = retry_problem(
+                policy.get("retry_base_s", base), policy.get("retry_max_s", cap)
+            )
             if problem:
                 raise _Bad("policy.retry_base_s", problem)
     except _Bad as bad:
