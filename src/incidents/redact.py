@@ -270,7 +270,8 @@ class _CookieValues:
             self._header = re.compile(
                 r"(?<![a-z0-9_-])(?P<set>set-)?cookie[\"']?[ \t]*:[ \t]*(?P<val>[^\r\n\"']+)"
             )
-            self._pair = re.compile(r"[ \t]*(?:[^=;\s]+=)?(?P<val>(?!\[REDACTED\])[^;\s\"']+)")
+            # name=value: a header of words after "cookie:" is prose, not a cookie
+            self._pair = re.compile(r"[^=;\s\"']+=(?P<val>(?!\[REDACTED\])[^;\s\"']+)")
         for header in self._header.finditer(text):
             start, end = header.span("val")
             for pair in self._pair.finditer(text, start, end):

@@ -162,7 +162,7 @@ def no_begin_was_cut(m: re.Match[str], _text: str) -> bool:
 def not_a_secret(m: re.Match[str], text: str) -> bool:
     """Veto for key/value pairs: placeholders, references, prose, paths and `PWD=/dir`."""
     value = m.group(m.lastindex or 0).lower()
-    if value in KEEP_VALUES or value.split("-", 1)[0] in KEEP_VALUES:  # `None-expected0`
+    if value in KEEP_VALUES:
         return True
     word = m.group("word")
     key_start = m.start("word")
