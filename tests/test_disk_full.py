@@ -83,10 +83,10 @@ def test_a_full_disk_is_one_line_exit_1_no_crash_log_and_no_staging_leftover(
     assert not (tmp_path / "crash").exists(), "a full disk wrote a crash log"
     assert (root.inbox / incident_id).is_dir(), "nothing is lost"
     # reads still answer on a full disk
-    for args in (("status", incident_id), ("status", incident_id, "--json"), ("status",)):
-        r = cli(*args)
-        assert r.code == 0, (args, r.err)
-        assert incident_id in r.out, args
+    for read in (("status", incident_id), ("status", incident_id, "--json"), ("status",)):
+        r = cli(*read)
+        assert r.code == 0, (read, r.err)
+        assert incident_id in r.out, read
 
 
 def test_a_read_only_root_is_read_by_status_review_and_doctor(
