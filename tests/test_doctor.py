@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -41,8 +42,8 @@ def test_drift_missing_tool_stale_lease_and_pause(tmp_path: Path, root: Root, cl
     (tmp_path / "incidents.toml").write_text(
         '[checks]\ntools = ["ruff", "gone"]\n[checks.profiles.gone]\n'
         'argv = ["no-such-linter-xyz", "{files}"]\nparser = "ruff-json"\nlanguage = "python"\n'
-        'globs = ["*.py"]\n'
-    )
+        'globs = ["*.py"]\n[watch]\nstaging_grace_s = 0\n'
+    )  # no grace: the folder moved in by hand is drift at once, not a bundle arriving
     root.ensure()
     r0 = cli("reindex")
     assert r0.code == 0, r0.err
@@ -168,3 +169,72 @@ def test_doctor_lists_bundles_left_unworked_and_staging_leftovers(
     assert "1 leftover(s) of killed or failed captures" in staging
     assert "3.0 MiB on disk" in staging and leftover.name in staging
     assert f"rm -rf -- {root.staging}/*" in r.out
+
+
+def test_a_link_in_staging_is_measured_as_a_link_never_followed(
+    tmp_path: Path, root: Root, cli: Cli
+) -> None:
+    """Issue 15 review: `_size` walked the target of a symlink in `.staging/` (a link to `/`
+    walked the whole filesystem). The link is one small entry; so is one further down."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "big.bin").write_bytes(os.urandom(3 << 20))
+    root.ensure()
+    (root.staging / "incident_20261124_000000_x_0123456789ab.1.link").symlink_to(outside)
+    folder = root.staging / "incident_20261124_000000_y_0123456789ab.2.abcd0123"
+    folder.mkdir()
+    (folder / "inner").symlink_to(outside)
+    r = cli("doctor")
+    staging = next(x for x in r.out.splitlines() if x.startswith("WARN staging:"))
+    assert "2 leftover(s) of killed or failed captures" in staging
+    assert "MiB" not in staging and "KiB on disk" in staging, staging
+
+
+def test_inbox_entries_that_are_no_bundle_are_named_with_their_real_age(
+    tmp_path: Path, root: Root, cli: Cli
+) -> None:
+    """Issue 15 review: a regular file in the inbox, seconds old, was 'unchanged for over
+    3600s'; a bundle still being copied in (its incident.json half written) was mirror
+    drift to fix with reindex."""
+    from tests.bundles import drop
+
+    root.ensure()
+    assert cli("reindex").code == 0
+    (root.inbox / "incident_20261124_000000_file_0123456789ab").write_text("not a folder\n")
+    (root.inbox / "notes.txt").symlink_to(tmp_path)
+    fresh = drop(root, "fresh", tmp_path)
+    (fresh / "incident.json").write_text('{"incident_id": "incident_2026')
+    r = cli("doctor", "--json")
+    by = {f["check"]: f for f in r.json()}
+    assert "unchanged for over" not in r.out
+    entries = by["inbox entries"]
+    assert entries["level"] == "warn"
+    assert "2 entr(ies) in the inbox that are no bundle folder" in entries["detail"]
+    assert re.search(
+        r"'incident_20261124_000000_file_0123456789ab' \(a regular file, [0-5]s old\)",
+        entries["detail"],
+    ), entries["detail"]
+    assert "'notes.txt' (a symbolic link, " in entries["detail"]
+    assert by["mirror"]["level"] == "ok", by["mirror"]
+    assert by["mirror"]["detail"] == (
+        "0 incident(s), same as the folders (and 1 new in the inbox, not picked up yet)"
+    )
+    assert fresh.name not in r.out
+
+
+def test_a_hidden_folder_in_the_inbox_is_reported(
+    tmp_path: Path, root: Root, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 15 review: `.name` in the inbox is never worked nor set aside; doctor skipped it."""
+    from tests.bundles import drop
+    from tests.helpers import use_config
+
+    use_config(tmp_path, monkeypatch, "[watch]\nstaging_grace_s = 0\n")
+    hidden = drop(root, "hidden", tmp_path)
+    hidden.rename(root.inbox / ".incident_copy")
+    r = cli("doctor", "--json")
+    by = {f["check"]: f for f in r.json()}
+    assert by["inbox hidden"]["level"] == "warn"
+    assert "1 hidden folder(s) in the inbox, never worked nor set aside: '.incident_copy' " in (
+        by["inbox hidden"]["detail"]
+    )

@@ -22,7 +22,7 @@ from incidents.fsm import (
     report_label,
 )
 from incidents.models.pipeline import AIAttempt, ErrorPipelineContext
-from incidents.models.report import ErrorReport, Finding, InfraFailure, ReportSummary
+from incidents.models.report import ErrorReport, Finding, InfraFailure, ReportSummary, ToolRun
 from incidents.vocab import HARD_CATEGORIES, Category, FailureClass, Outcome, Severity
 
 T0 = datetime(2026, 2, 17, 3, 0, tzinfo=UTC)
@@ -52,8 +52,9 @@ def style(*names: str) -> list[Finding]:
 
 
 def make_report(
-    issues: Iterable[Finding] = (), *, infra: bool = False, label: str = "0"
+    issues: Iterable[Finding] = (), *, infra: bool = False, label: str = "0", ran: bool = True
 ) -> ErrorReport:
+    """A check's report; `ran`: it ran a tool (ruff on a.py), as every real check does."""
     found = list(issues)
     by_tool: dict[str, int] = {}
     by_cat: dict[str, int] = {}
@@ -83,6 +84,8 @@ def make_report(
         issues=found,
         summary=summary,
         infra_failures=failures if infra else [],
+        tool_runs=[ToolRun(tool="ruff", argv=["ruff", "a.py"], exit_code=0, duration_s=0.1,
+                           files=1)] if ran else [],  # fmt: skip
     )
 
 
@@ -151,6 +154,21 @@ def test_a_plan_can_supply_the_verification() -> None:
 def test_baseline_clean_is_success() -> None:
     na = decide(at(State.S0_BASELINE_CHECK, [], enable_aider=True))
     assert (na.new_state, na.action) == (State.S_SUCCESS, Action.FINALIZE_SUCCESS)
+
+
+@pytest.mark.parametrize("state", [State.S0_BASELINE_CHECK, State.S1_AIDER_RECHECK])
+def test_a_clean_check_that_ran_no_tool_and_no_command_is_unverifiable(state: State) -> None:
+    """Issue 15 review: `[checks] tools = []` closed a syntax error as resolved "not
+    reproduced (flaky)": nothing had checked it. A clean report of a check that ran no tool
+    and no verification command is nothing checked: escalated as unverifiable."""
+    ctx = make_ctx(current_state=state, enable_aider=True)
+    ctx.record_check(make_report(ran=False), T0)
+    na = decide(ctx)
+    assert (na.new_state, na.escalation) == (State.S4_QUARANTINE, EscalationKind.UNVERIFIABLE)
+    assert "the check ran no tool and no verification command" in na.reason
+    ctx = make_ctx(current_state=state, enable_aider=True, verification_commands=["true"])
+    ctx.record_check(make_report(ran=False), T0)
+    assert decide(ctx).new_state is State.S_SUCCESS  # the command was the check
 
 
 @pytest.mark.parametrize("strict", [False, True])

@@ -191,6 +191,36 @@ def test_two_pem_blocks_are_both_redacted_and_text_between_kept() -> None:
     assert "\nmiddle\n" in out and "AAAA" not in out
 
 
+AWS_SECRET = "Qm7vT2kXr9LpZa4Wn8YcH1dFs6GjB3uE0tNq5RwV"
+AZURE_KEY = (
+    "jzgmVxwee+7xyvc7iPiLdiU6b5L3qFhejZVoeKDE3LWmVuq5Ych7oVkGyQ6roZZhp/QjkPffAsNbXVNEz33O2A=="
+)
+
+
+def test_the_word_secret_counts_on_the_whole_line_up_to_a_bound() -> None:
+    for gap, redacted in ((300, True), (390, True), (420, False)):
+        text = "the secret " + "x" * gap + " " + AWS_SECRET
+        assert (AWS_SECRET not in redact(text)) is redacted, gap
+    # On the line above, however near, the word does not name the value.
+    assert redact("the secret\n" + AWS_SECRET) == "the secret\n" + AWS_SECRET
+
+
+def _block(*entries: str) -> str:
+    return "\n".join(f'    "{entry}",' for entry in entries) + f'\n    "value": "{AZURE_KEY}"'
+
+
+def test_a_key_named_in_the_block_above_its_value_is_redacted_within_three_entries() -> None:
+    near = _block('keyName": "key1', 'permissions": "FULL', 'creationTime": "2026"')
+    assert redact(near) == near.replace(AZURE_KEY, REDACTED)
+    far = _block('keyName": "key1', 'a": "1', 'b": "2', 'c": "3')
+    assert redact(far) == far
+    # A line that is not an entry (prose, a closing brace) ends the block.
+    broken = 'the key is below\n  },\n  {\n    "value": "' + AZURE_KEY + '"'
+    assert redact(broken) == broken
+    # And only a value that is an entry itself looks above.
+    assert redact('"keyName": "key1",\nblob ' + AZURE_KEY).endswith(AZURE_KEY)
+
+
 def test_non_ascii_text_around_secrets_is_kept() -> None:
     # 'İ' lowercases to two characters; spans must still land on the right characters.
     text = "İstanbul ✓ password=şifre123 token: x ünïcode"

@@ -9,7 +9,8 @@ One rule set, standard library only, applied twice:
 
 The rules:
 - workdir: an absolute path; with `[verification] workdirs` set, its realpath lies under
-  the realpath of one of them (empty: anywhere);
+  the realpath of one of them (empty: anywhere but a system folder, `SYSTEM_FOLDERS`
+  exactly and everything under `SYSTEM_TREES`);
 - target: stored relative to the workdir in canonical form (`os.path.normpath`: no
   `./`, `//` or trailing `/`, so it compares equal to the paths findings carry), with
   no `..` component, and its realpath
@@ -33,16 +34,18 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
 TARGET_FIELDS = ("python_files", "powershell_files")
-# Folders no incident works in unless `[verification] workdirs` names them: these exactly
-# (a project may live below them: /var/lib/ci/job, /root/app), and these with all below.
+# Folders no incident works in unless `[verification] workdirs` names them (or a folder
+# above them): these exactly (projects live below them: /home/bob/app, /tmp/job, /var/tmp/x,
+# /opt/app, /srv/jobs), and these with everything below (the system's programs, its
+# configuration and state, root's home: /root/.config, /usr/local/src/app and
+# /var/lib/jenkins/workspace are allowed only when named in workdirs).
 SYSTEM_FOLDERS = frozenset(
-    ("/", "/usr", "/usr/local", "/var", "/var/lib", "/root", "/home", "/opt", "/srv", "/tmp",
-     "/mnt", "/media", "/run")
+    ("/", "/home", "/tmp", "/var", "/var/tmp", "/opt", "/srv", "/mnt", "/media")
 )  # fmt: skip
 SYSTEM_TREES = ("/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/dev",
-                "/proc", "/sys", "/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib32", "/usr/lib64",
-                "/usr/libexec", "/usr/include", "/usr/share", "/usr/src", "/var/log", "/var/cache",
-                "/var/spool", "/var/run", "/snap")  # fmt: skip
+                "/proc", "/sys", "/run", "/root", "/usr", "/snap", "/lost+found", "/var/lib",
+                "/var/log", "/var/cache", "/var/spool", "/var/run", "/var/lock", "/var/mail",
+                "/var/backups", "/var/opt", "/var/local")  # fmt: skip
 _SEPARATORS = re.compile(r"[\\/]")
 
 

@@ -21,7 +21,7 @@ from incidents.capture import CAPTURE_KEYS
 from incidents.checks.profiles import BUILTIN_PROFILES
 from incidents.checks.settings import ChecksSettings
 from incidents.checks.tamper import KINDS as SUPPRESSION_KINDS
-from incidents.config_check import TABLE_NAME, check_whole, tools_problem
+from incidents.config_check import TABLE_NAME, check_whole, retry_problem, tools_problem
 from incidents.config_file import find_config, read_raw, root_from_raw
 from incidents.config_section import Section
 from incidents.errors import ConfigError, explain_validation
@@ -120,6 +120,9 @@ class Config(Section):
             )
             if problem:
                 raise ValueError(f"checks.tools: {problem}")
+        problem = retry_problem(self.policy.retry_base_s, self.policy.retry_max_s)
+        if problem:
+            raise ValueError(f"policy.retry_base_s: {problem}")
         return self
 
 
@@ -142,6 +145,8 @@ def config_table() -> str:
 
     table = strip(Config.model_json_schema(mode="validation"))
     table["x-builtin-tools"] = sorted(BUILTIN_PROFILES)
+    fields = PolicySettings.model_fields
+    table["x-retry-defaults"] = [fields["retry_base_s"].default, fields["retry_max_s"].default]
     return json.dumps(table, indent=1, sort_keys=True) + "\n"
 
 

@@ -10,7 +10,8 @@ here and is called by the models' validators too, so there is one source for eac
 - every table's keys (an unknown key is an error), every value's type (TOML's integers
   count as numbers, never the reverse), bounds, patterns, enumerations and list lengths;
 - numbers are finite (`inf` and `nan` are refused everywhere);
-- `checks.tools` names built-in check profiles or ones `[checks.profiles]` defines;
+- `checks.tools` names built-in check profiles or ones `[checks.profiles]` defines, each
+  once; `[policy] retry_base_s` is at most `retry_max_s`;
 - the rules `argv_template` (a fixer tier's command), `programs` (`[verification] allow`)
   and `workdirs` (`[verification] workdirs`).
 
@@ -88,11 +89,22 @@ RULES = {
 
 
 def tools_problem(tools: list[str], builtin: list[str], defined: list[str]) -> str | None:
-    """Why `checks.tools` is refused: a name that is neither built in nor defined."""
-    for name in tools:
+    """Why `checks.tools` is refused: a name that is neither built in nor defined, or one
+    named twice (its checks would run twice)."""
+    for i, name in enumerate(tools):
         if name not in builtin and name not in defined:
             known = ", ".join(sorted({*builtin, *defined}))
             return f"unknown tool {name!r} (known: {known})"
+        if name in tools[:i]:
+            return f"tool {name!r} is named twice"
+    return None
+
+
+def retry_problem(base: float, cap: float) -> str | None:
+    """Why `[policy] retry_base_s` is refused against `retry_max_s` (either may be the
+    default): the first backoff delay may not exceed the cap."""
+    if base > cap:
+        return f"{base:g}s is more than retry_max_s ({cap:g}s), the cap of every backoff delay"
     return None
 
 
@@ -123,6 +135,14 @@ def check_whole(path: Path, raw: dict[str, Any], schema: dict[str, Any] | None =
             problem = tools_problem(checks["tools"], schema["x-builtin-tools"], defined)
             if problem:
                 raise _Bad("checks.tools", problem)
+        policy = raw.get("policy")
+        if isinstance(policy, dict):
+            base, cap = schema["x-retry-defaults"]
+            problem = retry_problem(
+                policy.get("retry_base_s", base), policy.get("retry_max_s", cap)
+            )
+            if problem:
+                raise _Bad("policy.retry_base_s", problem)
     except _Bad as bad:
         raise ConfigError(str(path), bad.key, bad.reason) from None
 

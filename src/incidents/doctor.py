@@ -8,15 +8,13 @@ folded in yet is not reported as drift.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from incidents.config import Config
+from incidents.doctor_inbox import Finding, changed_within, check_staging, check_stuck
 from incidents.errors import IncidentsError
 from incidents.layout import INBOX, LAYOUT, STAGING, STATE_DIRS, Root
 
@@ -34,29 +32,13 @@ NETWORK_FS = (
 )
 
 
-@dataclass(frozen=True)
-class Finding:
-    check: str
-    level: str  # ok | warn | fail
-    detail: str
-    fix: str = ""
-
-    def line(self) -> str:
-        mark = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}[self.level]
-        text = f"{mark} {self.check}: {self.detail}"
-        return f"{text}\n     fix: {self.fix}" if self.fix and self.level != "ok" else text
-
-    def to_json(self) -> dict[str, Any]:
-        return {"check": self.check, "level": self.level, "detail": self.detail, "fix": self.fix}
-
-
 def diagnose(root: Root, cfg: Config) -> list[Finding]:
     findings = check_layout(root)
     if any(f.level == "fail" and f.check == "root" for f in findings):
         return findings
     checks: list[Callable[[], Iterable[Finding]]] = [
         lambda: check_filesystem(root),
-        lambda: check_database(root),
+        lambda: check_database(root, cfg.watch.staging_grace_s),
         lambda: check_tools(cfg),
         lambda: check_containment(cfg, root),
         lambda: check_leases(root),
@@ -184,7 +166,11 @@ def check_filesystem(root: Root) -> list[Finding]:
 # --- the database --------------------------------------------------------------------------
 
 
-def check_database(root: Root) -> list[Finding]:
+def check_database(root: Root, grace_s: float) -> list[Finding]:
+    """The mirror opens, passes integrity_check and lists what the folders hold; a bundle
+    that arrived in the inbox within `grace_s` and is not picked up yet is no drift."""
+    import time
+
     from incidents import mirror
 
     if not root.db_path.exists():
@@ -196,6 +182,9 @@ def check_database(root: Root) -> list[Finding]:
     try:
         conn = mirror.connect(root.db_path)
     except Exception as exc:
+        full = _disk_full(exc, root)
+        if full is not None:
+            return [full]
         return [Finding("database", "fail", f"cannot open: {exc}",
                         f"incidents reindex --root {root.path} (rebuilds it from the folders)")]  # fmt: skip
     try:
@@ -209,20 +198,42 @@ def check_database(root: Root) -> list[Finding]:
         try:
             mirror.catch_up(conn, root)
         except Exception as exc:
-            return [*out, Finding("mirror", "fail", f"cannot catch up with captures: {exc}",
-                                  f"incidents reindex --root {root.path}")]  # fmt: skip
+            full = _disk_full(exc, root)
+            return [*out, full or Finding("mirror", "fail", f"cannot catch up with captures: "
+                                          f"{exc}", f"incidents reindex --root {root.path}")]  # fmt: skip
         rows = mirror.incident_buckets(conn)
     finally:
         conn.close()
     folders = folder_buckets(root)
     drift = sorted(i for i in set(rows) | set(folders) if rows.get(i) != folders.get(i))
+    now = time.time()
+    fresh = [i for i in drift if i not in rows and folders.get(i) == "inbox"
+             and changed_within(root.inbox / i, now, grace_s)]  # fmt: skip
+    drift = [i for i in drift if i not in fresh]
     if drift:
         sample = ", ".join(f"{i} (db {rows.get(i)}, folder {folders.get(i)})" for i in drift[:3])
         out.append(Finding("mirror", "fail", f"{len(drift)} incident(s) differ: {sample}",
                            f"incidents reindex --root {root.path}"))  # fmt: skip
     else:
-        out.append(Finding("mirror", "ok", f"{len(rows)} incident(s), same as the folders"))
+        late = f" (and {len(fresh)} new in the inbox, not picked up yet)" if fresh else ""
+        out.append(Finding("mirror", "ok", f"{len(rows)} incident(s), same as the folders{late}"))
     return out
+
+
+def _disk_full(exc: BaseException, root: Root) -> Finding | None:
+    """The database cannot be opened or written because the disk is full (or read-only):
+    a reindex would fail the same way; room on the disk is the fix, nothing is lost."""
+    from incidents.errors import disk_failure, disk_failure_at
+
+    said = disk_failure(exc)
+    if said is None:
+        found = disk_failure_at(exc, str(root.db_path))
+        said = str(found) if found is not None else None
+    if said is None:
+        return None
+    return Finding("database", "fail", f"the disk is full or read-only: {said}",
+                   f"free space on the filesystem that holds {root.path} (df -h {root.path}); "
+                   "captures and steps fail until then, nothing is lost")  # fmt: skip
 
 
 def folder_buckets(root: Root) -> dict[str, str]:
@@ -230,9 +241,10 @@ def folder_buckets(root: Root) -> dict[str, str]:
     for bucket in ("inbox", "resolved", "escalated"):
         folder = root.bucket(bucket)
         if folder.is_dir():
-            for name in os.listdir(folder):
-                if not name.startswith(".") and (folder / name).is_dir():
-                    found[name] = bucket
+            with os.scandir(folder) as it:  # a link to a folder is no bundle: not followed
+                for entry in it:
+                    if not entry.name.startswith(".") and entry.is_dir(follow_symlinks=False):
+                        found[entry.name] = bucket
     return found
 
 
@@ -363,115 +375,3 @@ def check_seal(root: Root) -> list[Finding]:
         return [Finding("seal", "fail", str(exc),
                         f"chmod 600 {path}, owned by the user that runs the watcher")]  # fmt: skip
     return [Finding("seal", "ok", "state.json seal key present, owner-only")]
-
-
-# --- the inbox and staging ---------------------------------------------------------------------
-
-
-def _last_change(folder: Path) -> float:
-    """When anything in `folder` last changed (mtime or ctime: a copy may keep old mtimes)."""
-    st = folder.lstat()
-    newest = max(st.st_mtime, st.st_ctime)
-    with os.scandir(folder) as it:
-        for entry in it:
-            est = entry.stat(follow_symlinks=False)
-            newest = max(newest, est.st_mtime, est.st_ctime)
-    return newest
-
-
-def _why_stuck(root: Root, folder: Path, now: float) -> str | None:
-    """Why an inbox bundle is neither being worked nor waiting, or None when it is one of them."""
-    from datetime import UTC, datetime
-
-    from incidents import leases
-    from incidents.fsm import decide_next_action, is_actionable
-    from incidents.models.pipeline import Action
-    from incidents.step.documents import load_context
-
-    lease = leases.read(root, folder.name)
-    if lease is not None and not lease.expired(now) and leases.holder_alive(lease):
-        return None  # being worked (or claimed by an agent)
-    try:
-        ctx = load_context(root, folder)
-    except (IncidentsError, OSError) as exc:
-        return f"cannot be loaded: {exc}"
-    if ctx is None:
-        return "never picked up"
-    na = decide_next_action(ctx)
-    if na.action is Action.WAIT_INPUT:
-        return None  # waiting for an agent or a person
-    if not is_actionable(na, datetime.fromtimestamp(now, UTC)):
-        return None if na.not_before is not None else f"{ctx.current_state}: {na.reason}"
-    return f"{ctx.current_state}, next {na.action.value}, not taken"
-
-
-def check_stuck(root: Root, cfg: Config) -> list[Finding]:
-    """Inbox bundles unchanged for longer than `[watch] staging_grace_s` that are neither
-    being worked (a live lease) nor waiting (a hand-off, a backoff): nothing will move them
-    unless a watcher runs, and one that cannot be loaded is set aside after three passes."""
-    import time
-
-    from incidents.layout import validate_id
-
-    grace = cfg.watch.staging_grace_s
-    now = time.time()
-    stuck: list[str] = []
-    try:
-        entries = sorted(e for e in os.listdir(root.inbox) if not e.startswith("."))
-    except FileNotFoundError:
-        return []
-    for name in entries:
-        folder = root.inbox / name
-        try:
-            validate_id(name)
-            if now - _last_change(folder) < grace:
-                continue
-        except (IncidentsError, OSError) as exc:
-            stuck.append(f"{name!r} ({exc})")
-            continue
-        why = _why_stuck(root, folder, now)
-        if why is not None:
-            stuck.append(f"{name} ({why})")
-    if not stuck:
-        return [Finding("inbox", "ok", "no bundle left unworked")]
-    return [Finding("inbox", "warn", f"{len(stuck)} bundle(s) unchanged for over {grace:g}s, "
-                    f"neither worked nor waiting: {'; '.join(stuck[:10])}",
-                    f"incidents watch --once --root {root.path} works them (one that cannot be "
-                    "loaded is set aside after 3 passes); incidents step ID shows why one fails")]  # fmt: skip
-
-
-def _size(path: Path) -> int:
-    total = 0
-    for base, dirs, files in os.walk(path):
-        for name in dirs + files:
-            with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(base, name)).st_blocks * 512
-    return total
-
-
-def check_staging(root: Root, cfg: Config) -> list[Finding]:
-    """Leftovers in `.staging/`: bundles of captures killed or failed before their rename."""
-    try:
-        names = sorted(os.listdir(root.staging))
-    except FileNotFoundError:
-        return []
-    if not names:
-        return [Finding("staging", "ok", "no staging leftover")]
-    size = sum(_size(root.staging / n) for n in names)
-    shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
-    return [Finding("staging", "warn", f"{len(names)} leftover(s) of killed or failed captures "
-                    f"in {root.staging}, {_human(size)} on disk: {shown}",
-                    f"incidents watch --once --root {root.path} moves those older than "
-                    f"[watch] staging_grace_s ({cfg.watch.staging_grace_s:g}s) to error_rejected/; "
-                    f"or delete them: rm -rf -- {root.staging}/*")]  # fmt: skip
-
-
-def _human(n: int) -> str:
-    if n < 1024:
-        return f"{n} B"
-    size, unit = n / 1024, "KiB"
-    for bigger in ("MiB", "GiB"):
-        if size < 1024:
-            break
-        size, unit = size / 1024, bigger
-    return f"{size:.1f} {unit}"

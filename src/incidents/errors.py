@@ -114,6 +114,39 @@ def disk_failure(exc: BaseException) -> str | None:
     return None
 
 
+class DiskFailure(IncidentsError):
+    """A write failed because the disk is full, over quota or read-only: one line, exit 1."""
+
+    exit_code = 1
+
+
+def disk_failure_at(exc: BaseException, path: str) -> DiskFailure | None:
+    """`exc` told in `disk_failure`'s words when statvfs of `path`'s folder says that
+    filesystem is read-only or full, for failures that carry no errno (SQLite says "disk
+    I/O error" on ENOSPC and "unable to open database file" on EROFS); None when `exc`
+    already says so itself (the CLI tells it) or the filesystem is fine."""
+    import errno
+    import os
+
+    if disk_failure(exc) is not None:
+        return None
+    try:
+        st = os.statvfs(os.path.dirname(path) or ".")
+    except OSError:
+        return None
+    if st.f_flag & os.ST_RDONLY:
+        code = errno.EROFS
+    elif st.f_bavail == 0 or (st.f_files and st.f_favail == 0):  # no block, or no inode
+        code = errno.ENOSPC
+    else:
+        return None
+    said = exc.__cause__ if exc.__cause__ is not None else exc
+    cause = OSError(code, os.strerror(code), path)
+    failure = DiskFailure(f"{disk_failure(cause)}, SQLite said: {said}")
+    failure.__cause__ = cause
+    return failure
+
+
 def explain_validation(
     exc: ValidationError,
     *,

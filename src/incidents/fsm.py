@@ -390,6 +390,12 @@ def _success(ctx: ErrorPipelineContext, report: ErrorReport, why: str) -> NextAc
     recheck) was not made to pass by anyone: `not_reproduced`. A test failure whose check
     ran no test at all (the failure named tests in a form nothing recognised, or of another
     language) was not checked: unverifiable, never a success."""
+    if not report.tool_runs and not ctx.verification_commands:
+        return _quarantine(
+            EscalationKind.UNVERIFIABLE,
+            f"unverifiable: {why}, but the check ran no tool and no verification command "
+            "(no tool of [checks] tools checks the targets)",
+        )
     if ctx.error_code is ErrorCode.TEST_FAILURE and not ran_tests(ctx, report):
         return _quarantine(
             EscalationKind.UNVERIFIABLE,

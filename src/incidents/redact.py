@@ -13,9 +13,12 @@ What is redacted (replaced by `[REDACTED]`, keeping the key or scheme name visib
 - credentials in URLs (`scheme://user:[REDACTED]@host`) and `curl -u user:pass`;
 - bare cloud secret keys, by shape and neighbourhood: an AWS secret access key (40
   characters of [A-Za-z0-9/+], mixed case with a digit, not hex) within a line or two of an
-  AWS key id or after the word "secret"; an Azure storage account key (86 base64 characters
-  and `==`) after the word "key"; a GCP service-account private key is a PEM block (below)
-  or the value of `"private_key"`;
+  AWS key id or after the word "secret" on its line; an Azure storage account key (86
+  base64 characters and `==`) after the word "key" on its line or in the JSON/YAML entries
+  just above it; a GCP service-account private key is a PEM block (below) or the value of
+  `"private_key"`;
+- passwords on command lines (`mysql -pPW`, `docker login -p PW`, `sshpass -p PW`), in
+  netrc entries, and cookie values (`Cookie:`, `Set-Cookie:`);
 - vendor tokens: AWS access key ids, Google API keys, GitHub, GitLab, Slack (tokens and
   webhook paths), Stripe, OpenAI/Anthropic `sk-...`, npm, PyPI, Hugging Face, SendGrid,
   JWTs;
@@ -29,12 +32,25 @@ What is deliberately kept: hex digests, git SHAs, UUIDs, ordinary base64, paths,
 version strings, prose ("the token was invalid"), plural or prefixed words that are
 not keys (`max_tokens=4096`, `token_type=bearer`), a key with no value (`password:`),
 values that are code rather than data (`token = get_token()`, `os.environ["X"]`),
-`PWD=/some/dir` (the shell's working directory) and literal None/null/true/false.
+`PWD=/some/dir` (the shell's working directory), literal None/null/true/false, pytest ids
+(`test_x[token=None-0]`), prose after a key word (`secret: not found`), a path as the value
+of a key, token or secret, and base64 right after a digest name (`sha512 ...`).
 """
 
 from __future__ import annotations
 
 import re
+
+from incidents.redact_vetoes import (
+    AWS_KEY_ID,
+    KEEP_VALUES,
+    PEM_LABEL,
+    after_space,
+    no_begin_was_cut,
+    not_a_secret,
+    not_an_aws_secret,
+    not_an_azure_key,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,7 +60,7 @@ if TYPE_CHECKING:
     # (literal triggers, match on lowercased text?, pattern, veto: keep this match?).
     # The last capturing group of a pattern's match is the secret that is replaced.
     _Veto = Callable[[re.Match[str], str], bool]
-    _Rule = tuple[tuple[str, ...], bool, "_Lazy", _Veto | None]
+    _Rule = tuple[tuple[str, ...], bool, "_Lazy | _CookieValues", _Veto | None]
 
 __all__ = ["REDACTED", "is_secret_key", "redact", "redact_json"]
 
@@ -56,17 +72,12 @@ _SECRET_WORDS = (
     r"|secret[_.-]?key|private[_.-]?key|client[_.-]?secret|account[_.-]?key"
     r"|credentials?|shared[_.-]?access[_.-]?(?:key|signature)"
 )
-# The label of a PEM private key block: `RSA PRIVATE KEY`, `PGP PRIVATE KEY BLOCK`...
-_PEM_LABEL = r"(?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?"
-# Values of a secret-named key that are not secrets (code or config placeholders).
-_KEEP_VALUES = frozenset({"none", "null", "nil", "true", "false", "undefined"})
 
-_AWS_KEY_ID = r"(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}"
 # Vendor token formats: (literal triggers, pattern). Matched as whole tokens.
 _VENDOR_TOKENS = (
     (
         ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA"),
-        _AWS_KEY_ID,  # AWS access key id
+        AWS_KEY_ID,  # AWS access key id
     ),
     (("AIza",), r"AIza[0-9A-Za-z_-]{35}"),  # Google API key
     (
@@ -84,14 +95,10 @@ _VENDOR_TOKENS = (
     (("eyJ",), r"eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),  # JWT
 )
 
-# How far (characters) a bare cloud key may be from what names it.
-_NEAR = 80
 _rules: list[_Rule] | None = None
 _any_trigger_re: re.Pattern[str] | None = None
 _secret_keys: dict[str, bool] = {}
-_aws_key_id_re: re.Pattern[str] | None = None
 _secret_key_re: re.Pattern[str] | None = None
-_pem_begin_re: re.Pattern[str] | None = None
 
 
 class _Lazy:
@@ -111,105 +118,6 @@ class _Lazy:
         return self._pattern.finditer(text)
 
 
-def _looks_random(value: str, distinct: int) -> bool:
-    """Upper and lower case, a digit, and many distinct characters: random key material,
-    not a hex digest or repetitive data."""
-    return (
-        len(set(value)) >= distinct
-        and any(c.isupper() for c in value)
-        and any(c.islower() for c in value)
-        and any(c.isdigit() for c in value)
-    )
-
-
-def _line_before(text: str, start: int) -> str:
-    """Up to `_NEAR` characters before `start`, on its line."""
-    before = text[max(0, start - _NEAR) : start]
-    return before[before.rfind("\n") + 1 :]
-
-
-_word_res: dict[str, re.Pattern[str]] = {}
-
-
-def _says(before: str, word: str) -> bool:
-    """Whether `before` has `word` as a word of its own, in any of the ways names are
-    written: `key`, `storage_key`, `AccountKey`, `KEY`; not inside another word
-    (`monkey`, `secrets.yaml`): a digest after `monkey patched` is no storage key."""
-    pattern = _word_res.get(word)
-    if pattern is None:
-        low, cap, up = word, word.capitalize(), word.upper()
-        pattern = _word_res[word] = re.compile(
-            rf"(?<![A-Za-z])(?:{low}|{cap}|{up})(?![a-z])|(?<=[a-z]){cap}(?![a-z])"
-            rf"|(?<![A-Za-z]){up}(?![A-Za-z])"
-        )
-    return pattern.search(before) is not None
-
-
-def _not_an_aws_secret(m: re.Match[str], text: str) -> bool:
-    """Veto for a bare 40-character token: it is an AWS secret access key only when it looks
-    random (upper and lower case and a digit, so no git SHA or other hex digest) and an AWS
-    key id or the word "secret" is near it."""
-    global _aws_key_id_re
-    value = m.group("val")
-    if not _looks_random(value, 15) or value.count("/") >= 4:
-        return True  # a path (`/home/User1/app/conf/Value42`); 4 "/" in a key: 1 in 250
-    start, end = m.span("val")
-    if _says(_line_before(text, start), "secret"):
-        return False
-    if _aws_key_id_re is None:
-        _aws_key_id_re = re.compile(rf"(?<![A-Z0-9]){_AWS_KEY_ID}(?![A-Z0-9])")
-    near = text[max(0, start - _NEAR) : end + _NEAR]
-    return _aws_key_id_re.search(near) is None
-
-
-def _not_an_azure_key(m: re.Match[str], text: str) -> bool:
-    """Veto for a bare 88-character base64 value: an Azure storage key only after the word
-    "key" (a SHA-512 in base64 has the same shape: `sha512-...` integrity strings are kept)."""
-    if not _looks_random(m.group("val"), 24):
-        return True
-    return not _says(_line_before(text, m.start("val")), "key")
-
-
-def _after_space(m: re.Match[str], text: str) -> bool:
-    """Veto for options: `-u`/`--password` must start a word."""
-    start = m.start()
-    return start > 0 and not text[start - 1].isspace()
-
-
-def _no_begin_was_cut(m: re.Match[str], _text: str) -> bool:
-    """Veto for the first PEM END line: it ends a cut-off block only when nothing before it
-    is a BEGIN line (that block was redacted whole) and something before it is not blank."""
-    global _pem_begin_re
-    value = m.group("val")
-    if not value.strip():
-        return True
-    if _pem_begin_re is None:
-        _pem_begin_re = re.compile(rf"-----BEGIN {_PEM_LABEL}-----")
-    return _pem_begin_re.search(value) is not None
-
-
-def _not_a_secret(m: re.Match[str], text: str) -> bool:
-    """Veto for key/value pairs: placeholders, references, and `PWD=/dir`."""
-    value = m.group(m.lastindex or 0).lower()
-    if value in _KEEP_VALUES:
-        return True
-    word = m.group("word")
-    key_start = m.start("word")
-    while key_start > 0 and (text[key_start - 1].isalnum() or text[key_start - 1] in "_-."):
-        key_start -= 1
-    if key_start > 0 and text[key_start - 1] in "/\\":  # a file name: `/etc/passwd: missing`
-        return True
-    if value.endswith(word):  # `api_key=api_key`, `token = self.token`, `TOKEN=$TOKEN`
-        return True
-    if word == "pwd" and value.startswith(("/", "~")):  # the shell's PWD/OLDPWD: a directory
-        start = m.start("word")
-        key_start = start
-        while key_start > 0 and (text[key_start - 1].isalnum() or text[key_start - 1] == "_"):
-            key_start -= 1
-        return text[key_start:start].lower() in ("", "old")
-    return False
-
-
 def _build_rules() -> list[_Rule]:
     # Order matters: whole PEM blocks first, then one whose BEGIN was cut off, URLs, vendor
     # tokens, headers, and the generic key/value pairs last. Rules on lowercased text are
@@ -220,7 +128,7 @@ def _build_rules() -> list[_Rule]:
             ("-----BEGIN",),
             False,
             _Lazy(
-                rf"-----BEGIN (?P<label>{_PEM_LABEL})-----"
+                rf"-----BEGIN (?P<label>{PEM_LABEL})-----"
                 r"(?P<val>.*?(?=-----END (?P=label)-----)|.*\Z)",
                 re.DOTALL,
             ),
@@ -229,8 +137,8 @@ def _build_rules() -> list[_Rule]:
         (
             ("-----END",),
             False,
-            _Lazy(rf"\A(?P<val>.*?)-----END {_PEM_LABEL}-----", re.DOTALL),
-            _no_begin_was_cut,
+            _Lazy(rf"\A(?P<val>.*?)-----END {PEM_LABEL}-----", re.DOTALL),
+            no_begin_was_cut,
         ),
         (
             (
@@ -248,20 +156,20 @@ def _build_rules() -> list[_Rule]:
             ),
             False,
             _Lazy(r"(?<![A-Za-z0-9/+=_.-])(?P<val>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=_.-])"),
-            _not_an_aws_secret,
+            not_an_aws_secret,
         ),
         (
             ("==",),
             False,
             _Lazy(r"(?<![A-Za-z0-9/+=_.-])(?P<val>[A-Za-z0-9/+]{86}==)(?![A-Za-z0-9/+=_.-])"),
-            _not_an_azure_key,
+            not_an_azure_key,
         ),
         (("://",), False, _Lazy(r"://[^:/@\s]*:(?P<val>[^@/\s]+)@"), None),
         (
             ("-u", "--user"),
             False,
             _Lazy(r"-(?:u|-user)[ \t]+[^\s:]+:(?P<val>[^\s'\"]+)"),
-            _after_space,
+            after_space,
         ),
         (
             ("hooks.slack.com/services/",),
@@ -293,6 +201,36 @@ def _build_rules() -> list[_Rule]:
         ),
         (("sig=",), True, _Lazy(r"[?&]sig=(?P<val>[^&\s\"'#]+)"), None),
         (
+            ("cookie",),
+            True,
+            _CookieValues(),
+            None,
+        ),
+        (
+            ("mysql", "mariadb", "login", "sshpass"),
+            False,
+            _Lazy(
+                # mysql takes its password glued to -p (`-p pw` prompts, then names a
+                # database); registry logins and sshpass take it as the next word.
+                r"(?:\b(?:mysql|mariadb)[\w-]*[ \t][^\n]*?(?<=[ \t])-p(?=\S)"
+                r"|\b(?:docker|podman|buildah|skopeo|nerdctl|helm[ \t]+registry|oras)[ \t]+login\b"
+                r"[^\n]*?[ \t]-p[ \t]+"
+                r"|\bsshpass\b[^\n]*?[ \t]-p[ \t]*)"
+                r"(?:'(?P<sq>[^'\n]+)'|\"(?P<dq>[^\"\n]+)\"|(?P<val>(?![-\[])[^\s'\"]+))"
+            ),
+            None,
+        ),
+        (
+            ("machine", "default"),
+            False,
+            _Lazy(
+                # A netrc entry: `machine host login bob password pw`, on one line or many.
+                r"\b(?:machine[ \t\n]+\S+|default)(?:[ \t\n]+(?:login|account|port)[ \t\n]+\S+)+"
+                r"[ \t\n]+password[ \t\n]+(?P<val>(?!\[REDACTED\])\S+)"
+            ),
+            None,
+        ),
+        (
             ("pass", "pwd", "secret", "token", "key", "credential", "shared"),
             True,
             _Lazy(
@@ -306,15 +244,41 @@ def _build_rules() -> list[_Rule]:
                 r"|(?P<val>(?:[^\s&\"'\\,;()\[\]{}<>]|&(?![\w.-]+=))++)(?![(\[])"
                 r")"
             ),
-            _not_a_secret,
+            not_a_secret,
         ),
         (
             ("--",),
             True,
             _Lazy(rf"--?[a-z0-9_-]*?(?P<word>{_SECRET_WORDS})[ \t]+(?P<val>(?!-)[^\s\"']+)"),
-            lambda m, text: _after_space(m, text) or _not_a_secret(m, text),
+            lambda m, text: after_space(m, text) or not_a_secret(m, text),
         ),
     ]
+
+
+class _CookieValues:
+    """The values of `Cookie:` headers (each `name=value` of the line, names kept) and of
+    `Set-Cookie:` headers (the first pair: the attributes after it are no secret)."""
+
+    __slots__ = ("_header", "_pair")
+
+    def __init__(self) -> None:
+        self._header: re.Pattern[str] | None = None
+        self._pair: re.Pattern[str] | None = None
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        if self._header is None or self._pair is None:
+            self._header = re.compile(
+                r"(?<![a-z0-9_-])(?P<set>set-)?cookie[\"']?[ \t]*:[ \t]*(?P<val>[^\r\n\"']+)"
+            )
+            # name=value: a header of words after "cookie:" is prose, not a cookie
+            self._pair = re.compile(r"[^=;\s\"']+=(?P<val>(?!\[REDACTED\])[^;\s\"']+)")
+        for header in self._header.finditer(text):
+            start, end = header.span("val")
+            for pair in self._pair.finditer(text, start, end):
+                if pair.group("val").lower() not in KEEP_VALUES:
+                    yield pair
+                if header.group("set"):
+                    break
 
 
 def _apply(rule: _Rule, text: str, haystack: str) -> str:

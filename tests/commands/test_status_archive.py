@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -202,6 +203,26 @@ def test_a_malformed_bundle_is_reported_and_moved_aside_with_a_reason(
     assert not bad.exists() and (moved / "incident.json").is_file()
     assert "not valid JSON" in (moved / "reason.txt").read_text()
     assert bad.name not in cli("status", "--all").out
+
+
+def test_a_broken_bundle_copied_in_with_old_mtimes_is_left_within_the_grace_period(
+    cli: Cli, root: Root, tmp_path: Path
+) -> None:
+    """Issue 15 review: status set an unloadable bundle aside by its mtimes alone, so one
+    just copied in by `cp -a` or `mv` (old mtimes kept) was set aside at once, while the
+    watcher (mtime or ctime, whichever is later) still waited for it to settle."""
+    capture(cli, step="s", message="m")
+    (tmp_path / "incidents.toml").write_text("[watch]\nreject_grace_s = 60\n")
+    arriving = root.inbox / "incident_20260101_000000_copying_cccccc"
+    arriving.mkdir()
+    (arriving / "incident.json").write_text('{"incident_id": "incident_2026')
+    (arriving / "status.txt").write_text("new\n")
+    old = time.time() - 3600  # as the source had them: an hour old
+    for path in (arriving / "incident.json", arriving / "status.txt", arriving):
+        os.utime(path, (old, old))
+    r = cli("status")
+    assert r.code == 0 and str(arriving) in r.err and "moved to" not in r.err, r.err
+    assert arriving.is_dir() and not (root.rejected / arriving.name).exists()
 
 
 def test_an_incomplete_folder_is_reported_but_left_within_the_grace_period(

@@ -30,6 +30,10 @@ BAD = [
     ('[policy]\nallow_suppressions = ["noqa-everything"]\n', "policy.allow_suppressions.0"),
     ("[policy]\nbogus = 1\n", "policy.bogus"),
     ('[checks]\ntools = ["rufff"]\n', "checks.tools"),
+    ('[checks]\ntools = ["ruff", "mypy", "ruff"]\n', "checks.tools"),
+    ("[policy]\nretry_base_s = 10\nretry_max_s = 5\n", "policy.retry_base_s"),
+    ("[policy]\nretry_base_s = 500\n", "policy.retry_base_s"),  # over the default cap
+    ("[policy]\nretry_max_s = 1\n", "policy.retry_base_s"),  # under the default base
     ('[checks]\ntools = "ruff"\n', "checks.tools"),
     ("[checks]\nmax_workers = 0\n", "checks.max_workers"),
     ("[checks]\ndefault_timeout = inf\n", "checks.default_timeout"),
@@ -57,6 +61,7 @@ BAD = [
 GOOD = [
     "",
     '[policy]\nretry_max_s = 600\nallow_suppressions = ["noqa"]\n',
+    "[policy]\nretry_base_s = 7\nretry_max_s = 7\n",
     '[checks]\ntools = ["ruff", "mypy"]\nmax_workers = 2\n',
     '[checks.profiles.mine]\nargv = ["mine"]\nparser = "ruff"\nglobs = ["*.py"]\n'
     '[checks]\ntools = ["mine"]\n',

@@ -187,7 +187,10 @@ def test_a_normal_capture_still_resolves_with_a_sealed_state(
     assert json.loads(state)["seal"] and ErrorPipelineContext.model_validate_json(state)
 
 
-@pytest.mark.parametrize("system", ["/", "/etc", "/usr", "/usr/lib/python3", "/proc/sys", "/root"])
+@pytest.mark.parametrize(
+    "system",
+    ["/", "/etc", "/usr", "/usr/lib/python3", "/proc/sys", "/root", "/root/.config", "/var/lib"],
+)
 def test_a_system_folder_is_no_workdir_unless_verification_workdirs_allows_it(
     cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, system: str
 ) -> None:
@@ -206,14 +209,24 @@ def test_a_system_folder_is_no_workdir_unless_verification_workdirs_allows_it(
     assert r.code == 0, r.err
 
 
-def test_a_project_under_a_system_prefix_is_a_workdir(
+def test_below_a_system_tree_is_refused_and_below_a_system_folder_a_project(
     cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Only the system's own folders are refused: /var/lib/ci/job or /root/app are projects."""
+    """Issue 15 review: `--workdir /root/.config` was accepted (only the folders themselves
+    were listed). Everything under /root, /usr, /etc, /proc, /var/lib... is the system's
+    unless `[verification] workdirs` names it; projects live under /home, /tmp, /var/tmp,
+    /opt and /srv."""
     use_config(tmp_path, monkeypatch, FAST + TIERS_OFF)
     from incidents.bundle_rules import workdir_problem
 
-    for workdir in ("/var/lib/jenkins/workspace/app", "/root/app", "/usr/local/src/app", "/opt/x"):
+    for workdir in ("/home/bob/app", "/tmp/job", "/var/tmp/build", "/opt/x", "/srv/jobs/a"):
         assert workdir_problem(workdir, []) is None, workdir
+    refused = ("/root/.config", "/root/app", "/usr/local/src/app", "/etc/nginx/conf.d",
+               "/var/lib/jenkins/workspace/app", "/proc/sys/kernel", "/run/secrets")  # fmt: skip
+    for workdir in refused:
+        assert workdir_problem(workdir, []) == (
+            "a system folder (name it in [verification] workdirs to allow it)"
+        ), workdir
+    assert workdir_problem("/var/lib/jenkins/workspace/app", ["/var/lib/jenkins"]) is None
     r = cli("capture", "--step", "lint", "--message", "m", "--workdir", str(tmp_path))
     assert r.code == 0, r.err

@@ -241,6 +241,22 @@ def test_nothing_to_check_is_escalated_as_unverifiable(cli: Cli, root: Root) -> 
     assert "unverifiable" in meta["reason"]
 
 
+def test_a_syntax_error_no_tool_checks_is_unverifiable_not_flaky(
+    cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 15 review: with `[checks] tools = []` a file with a syntax error was closed as
+    resolved "not reproduced (flaky)" although nothing had checked it."""
+    use_config(tmp_path, monkeypatch, "[checks]\ntools = []\n" + TIERS_OFF)
+    incident_id = capture(cli, ws=ws, target="f.py", content="def f(:\n    pass\n")
+    r = cli("drive", incident_id)
+    assert r.code == 0, r.err
+    assert "-> S4_QUARANTINE" in r.out, r.out
+    assert not (root.bucket("resolved") / incident_id).exists()
+    meta = load(root.bucket("escalated") / incident_id / "metadata.json")
+    assert "unverifiable" in meta["reason"], meta["reason"]
+    assert "the check ran no tool and no verification command" in meta["reason"]
+
+
 def test_a_verification_command_off_the_allowlist_is_refused(
     cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

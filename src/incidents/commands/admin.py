@@ -10,7 +10,7 @@ import typer
 
 from incidents import mirror, output, pause
 from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, Session, open_root
-from incidents.errors import UsageError
+from incidents.errors import UsageError, disk_failure_at
 
 
 def register(app: typer.Typer) -> None:
@@ -21,7 +21,10 @@ def register(app: typer.Typer) -> None:
     def reindex(root: RootOpt = None, config: ConfigOpt = None, as_json: JsonOpt = False) -> int:
         """Rebuild the SQLite mirror from the folders (the folders are the truth)."""
         session = open_root(root, config)
-        result = mirror.reindex(session.root)
+        try:
+            result = mirror.reindex(session.root)
+        except mirror.MirrorError as exc:  # SQLite names no errno: statvfs tells full/ro
+            raise disk_failure_at(exc, str(session.root.db_path)) or exc from exc
         if as_json:
             output.out_json(asdict(result))
             return 0

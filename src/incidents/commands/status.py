@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import time
 from dataclasses import asdict, replace
 from datetime import UTC, datetime, timedelta
@@ -78,9 +79,18 @@ def open_mirror(root: Root, reject_grace_s: float | None = None) -> Any:
 
 
 def _quiet_for(folder: Path) -> float:
-    """Seconds since anything in `folder` last changed."""
+    """Seconds since anything in `folder` last changed or arrived: the newest mtime or
+    ctime of the folder and its entries, links not followed, as the watcher reads it
+    (`watch/intake.py`). A copy that keeps the source's mtimes (`cp -a`, `tar x`, `mv`)
+    has only its ctimes to say it has just arrived."""
     try:
-        newest = max([folder.stat().st_mtime, *(p.lstat().st_mtime for p in folder.iterdir())])
+        st = folder.lstat()
+        newest = max(st.st_mtime, st.st_ctime)
+        if stat.S_ISDIR(st.st_mode):
+            with os.scandir(folder) as it:
+                for entry in it:
+                    est = entry.stat(follow_symlinks=False)
+                    newest = max(newest, est.st_mtime, est.st_ctime)
     except OSError:
         return 0.0
     return time.time() - newest
