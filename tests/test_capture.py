@@ -364,3 +364,13 @@ def test_an_audit_tail_is_kept_within_its_bundle_cap(cli: Cli, root: Root, tmp_p
     from incidents.bundle_files import problems
 
     assert problems(folder) == []
+
+
+def test_a_workdir_that_may_not_be_looked_into_is_a_usage_error(cli: Cli) -> None:
+    """`/proc/1/root/etc` (another process's root: permission denied even to look): one
+    line, exit 2, no crash log."""
+    r = cli("capture", "--step", "s", "--message", "m", "--workdir", "/proc/1/root/etc")
+    if r.code == 0:
+        pytest.skip("this process may look into /proc/1/root")
+    assert r.code == 2 and "internal error" not in r.err, r.err
+    assert r.err.startswith("incidents: --workdir /proc/1/root/etc:"), r.err

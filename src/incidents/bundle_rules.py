@@ -114,7 +114,10 @@ def workdir_problem(workdir: str, allowed: Sequence[str]) -> str | None:
     when it is a system folder)."""
     if not workdir or not os.path.isabs(workdir):
         return "not an absolute path"
-    real = os.path.realpath(workdir)
+    try:
+        real = os.path.realpath(workdir)
+    except OSError as exc:  # a link that may not be followed (/proc/1/root/...)
+        return f"cannot be resolved: {exc.strerror or exc}"
     if not allowed:
         if system_folder(real):
             return "a system folder (name it in [verification] workdirs to allow it)"

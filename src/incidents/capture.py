@@ -340,9 +340,12 @@ def _create(
 def _inputs_from_args(args: argparse.Namespace, cfg: CaptureConfig) -> CaptureInput:
     settings, allow, workdirs = cfg.table, cfg.allow, cfg.workdirs
     workdir = Path(args.workdir or os.getcwd())
-    if not workdir.is_dir():
-        raise UsageError(f"--workdir {workdir}: not a directory")
-    workdir = check_workdir(workdir.resolve(), workdirs)
+    try:
+        if not workdir.is_dir():
+            raise UsageError(f"--workdir {workdir}: not a directory")
+        workdir = check_workdir(workdir.resolve(), workdirs)
+    except OSError as exc:  # not ours to look into (/proc/1/root/...)
+        raise UsageError(f"--workdir {workdir}: {exc.strerror or exc}") from exc
     return CaptureInput(
         step=args.step,
         message=args.message or "",
