@@ -6,6 +6,7 @@ a mirror write that failed. Real processes on a real root; every table compared.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -122,4 +123,28 @@ def test_a_mirror_write_that_failed_is_caught_up_later(tmp_path: Path, root: Roo
     p = incidents("status", "--json", env=env)
     rows = {d["incident_id"]: d for d in json.loads(p.stdout)["incidents"]}
     assert rows[incident_id]["status"] == status != "new"
+    same_as_rebuilt(tmp_path, root, env)
+
+
+def test_a_backup_of_the_database_moved_into_place_is_rebuilt(tmp_path: Path, root: Root) -> None:
+    """A copy made before a human decision, moved over the database (a new file): its mark
+    was written in another file, so the first reader rebuilds it. (The decision moved an
+    escalated incident to resolved: no inbox listing would tell a catch-up.)"""
+    env = setup(tmp_path)
+    incident_id = capture(tmp_path, env, "bk", BROKEN, dedupe=False)
+    assert incidents("drive", incident_id, env=env).returncode == 0
+    assert incidents("status", env=env).returncode == 0
+    backup = tmp_path / "backup.db"
+    src, dst = sqlite3.connect(root.db_path), sqlite3.connect(backup)
+    src.backup(dst)
+    dst.close()
+    src.close()
+    p = incidents("resolve-escalation", incident_id, "--guidance", "fixed upstream", env=env)
+    assert p.returncode == 0, p.stderr
+    for suffix in ("-wal", "-shm"):
+        Path(f"{root.db_path}{suffix}").unlink(missing_ok=True)
+    os.replace(backup, root.db_path)
+    p = incidents("status", "--all", "--json", env=env)
+    rows = {d["incident_id"]: d for d in json.loads(p.stdout)["incidents"]}
+    assert rows[incident_id]["bucket"] == "resolved"
     same_as_rebuilt(tmp_path, root, env)

@@ -40,6 +40,8 @@ __all__ = [
     "MirrorCorrupt",
     "MirrorError",
     "DERIVED",
+    "DERIVED_INODE",
+    "file_identity",
     "check_integrity",
     "connect",
     "rebuild_pending",
@@ -184,10 +186,35 @@ def connect(db_path: Path, *, busy_timeout_ms: int = 5000) -> sqlite3.Connection
 DERIVED = "reindexed_at"
 
 
+# the inode of the file the mark was written in: a database file put in place of another
+# (moved or copied to a new file: a backup restored, a copy from another machine) carries
+# a mark that is not its own, and is rebuilt too
+DERIVED_INODE = "reindexed_inode"
+
+
+def file_identity(conn: sqlite3.Connection) -> str | None:
+    """The inode of the main database file `conn` has open, as text (None: in memory)."""
+    for _seq, name, path in conn.execute("PRAGMA database_list").fetchall():
+        if name == "main" and path:
+            try:
+                return str(os.stat(path).st_ino)
+            except OSError:
+                return None
+    return None
+
+
 def rebuild_pending(conn: sqlite3.Connection) -> bool:
-    """Whether the database has never been rebuilt from the folders (no `DERIVED` mark)."""
-    row = conn.execute("SELECT 1 FROM meta WHERE key = ?", (DERIVED,)).fetchone()
-    return row is None
+    """Whether the database was never rebuilt from the folders in this file: no `DERIVED`
+    mark, or one written in another file (`DERIVED_INODE`)."""
+    marks = dict(
+        conn.execute(
+            "SELECT key, value FROM meta WHERE key IN (?, ?)", (DERIVED, DERIVED_INODE)
+        ).fetchall()
+    )
+    if DERIVED not in marks:
+        return True
+    inode = marks.get(DERIVED_INODE)
+    return inode is not None and inode != file_identity(conn)
 
 
 # one open connection per (process, thread, database), for callers that write often (the

@@ -17,10 +17,12 @@ from incidents.layout import Root
 from incidents.mirror.budget import derive_errors
 from incidents.mirror.db import (
     DERIVED,
+    DERIVED_INODE,
     MirrorCorrupt,
     check_integrity,
     connect,
     dumps,
+    file_identity,
     rebuild_pending,
     write,
 )
@@ -106,6 +108,9 @@ def reindex(root: Root) -> ReindexResult:
             _rebuild_escalations(conn, scanned)
             result.step_attempts, result.events_kept = _refill_journals(conn, root, scanned)
             set_meta(conn, DERIVED, clock.iso_precise())  # the mark of a derived database
+            identity = file_identity(conn)
+            if identity is not None:
+                set_meta(conn, DERIVED_INODE, identity)
         result.group_hints = rebuild_hints(root, conn)  # capture's hints follow the bundles
     finally:
         conn.close()
