@@ -8,7 +8,6 @@ folds into an open incident with the same signature (dedupe, under a per-signatu
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shlex
@@ -37,7 +36,11 @@ from incidents.vocab import ErrorCode, FailureClass
 
 TYPE_CHECKING = False  # typing stays off the capture path (import cost)
 if TYPE_CHECKING:
+    import argparse
+    from types import SimpleNamespace
     from typing import Any, NoReturn
+
+    Args = argparse.Namespace | SimpleNamespace
 
 # `[capture]`: default and bounds of each key. The pydantic `config.CaptureSettings` is
 # built from this same table, so capture's lean check and the full model cannot disagree.
@@ -52,12 +55,14 @@ DEFAULTS: dict[str, Any] = {key: spec[0] for key, spec in CAPTURE_KEYS.items()}
 MAX_OCCURRENCE_LOG = 256 * 1024  # log_tail.txt of a deduped incident stays under this
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message}")
-
-
 def build_parser(prog: str, for_run: bool = False) -> argparse.ArgumentParser:
+    """The parser of `capture` and `run` (capture's plain lines: `incidents.capture_argv`)."""
+    import argparse
+
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            raise UsageError(f"{self.prog}: {message}")
+
     p = _Parser(
         prog=prog,
         description=(
@@ -349,7 +354,7 @@ def _fold_into_open(
 # --- command lines ------------------------------------------------------------------------
 
 
-def _inputs_from_args(args: argparse.Namespace, cfg: CaptureConfig) -> CaptureInput:
+def _inputs_from_args(args: Args, cfg: CaptureConfig) -> CaptureInput:
     settings, allow, workdirs = cfg.table, cfg.allow, cfg.workdirs
     workdir = Path(args.workdir or os.getcwd())
     if not workdir.is_dir():
@@ -377,7 +382,7 @@ def _inputs_from_args(args: argparse.Namespace, cfg: CaptureConfig) -> CaptureIn
     )
 
 
-def _validate_common(args: argparse.Namespace) -> None:
+def _validate_common(args: Args) -> None:
     if not args.step.strip():
         raise UsageError("--step: must not be empty")
     if len(args.step) > 200:
@@ -388,7 +393,7 @@ def _validate_common(args: argparse.Namespace) -> None:
         raise UsageError("--message: must not be empty")
 
 
-def _root_for(args: argparse.Namespace) -> tuple[Root, CaptureConfig]:
+def _root_for(args: Args) -> tuple[Root, CaptureConfig]:
     cfg = read_settings(args.config)
     root = resolve_root(args.root, cfg.root)
     if root.path.exists() and not root.path.is_dir():
@@ -404,7 +409,9 @@ def _print_result(result: CaptureResult, as_json: bool) -> None:
 
 
 def main_capture(argv: list[str], prog: str = "incidents capture") -> int:
-    args = build_parser(prog).parse_args(argv)
+    from incidents import capture_argv
+
+    args = capture_argv.parse(argv) or build_parser(prog).parse_args(argv)
     _validate_common(args)
     root, cfg = _root_for(args)
     inp = _inputs_from_args(args, cfg)
