@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import sys
 import time
 from pathlib import Path
 
-from incidents import artifacts, clock, eventlog, fsutil, sigindex, store
+from incidents import artifacts, capture_argv, clock, eventlog, fsutil, sigindex, store
 from incidents.bundle_rules import workdirs_problem
 from incidents.capture_inputs import (
     check_targets,
@@ -40,7 +39,7 @@ if TYPE_CHECKING:
     from types import SimpleNamespace
     from typing import Any, NoReturn
 
-    Args = argparse.Namespace | SimpleNamespace
+    Args = argparse.Namespace | SimpleNamespace  # argparse, or capture_argv
 
 # `[capture]`: default and bounds of each key. The pydantic `config.CaptureSettings` is
 # built from this same table, so capture's lean check and the full model cannot disagree.
@@ -56,8 +55,7 @@ MAX_OCCURRENCE_LOG = 256 * 1024  # log_tail.txt of a deduped incident stays unde
 
 
 def build_parser(prog: str, for_run: bool = False) -> argparse.ArgumentParser:
-    """The parser of `capture` and `run` (capture's plain lines: `incidents.capture_argv`)."""
-    import argparse
+    import argparse  # capture's plain lines skip it: incidents.capture_argv
 
     class _Parser(argparse.ArgumentParser):
         def error(self, message: str) -> NoReturn:
@@ -409,8 +407,6 @@ def _print_result(result: CaptureResult, as_json: bool) -> None:
 
 
 def main_capture(argv: list[str], prog: str = "incidents capture") -> int:
-    from incidents import capture_argv
-
     args = capture_argv.parse(argv) or build_parser(prog).parse_args(argv)
     _validate_common(args)
     root, cfg = _root_for(args)
@@ -421,6 +417,8 @@ def main_capture(argv: list[str], prog: str = "incidents capture") -> int:
 
 
 def main_run(argv: list[str], prog: str = "incidents run") -> int:
+    import shlex
+
     from incidents.proc import run_tee
 
     args = build_parser(prog, for_run=True).parse_args(argv)
@@ -475,6 +473,8 @@ def reproduce_problem(command: list[str], cfg: CaptureConfig, workdir: str) -> s
     applied again at pickup), and two of its own: the check runs commands in the workdir,
     so the command must have run there; and a command a secret was redacted from is not
     the command that failed."""
+    import shlex
+
     from incidents.bundle_rules import command_problems
     from incidents.redact import redact
 
