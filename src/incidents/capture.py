@@ -8,15 +8,13 @@ folds into an open incident with the same signature (dedupe, under a per-signatu
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import shlex
 import sys
 import time
 from pathlib import Path
 
-from incidents import artifacts, clock, eventlog, fsutil, sigindex, store
+from incidents import artifacts, capture_argv, clock, eventlog, fsutil, sigindex, store
 from incidents.bundle_rules import workdirs_problem
 from incidents.capture_inputs import (
     check_targets,
@@ -39,7 +37,11 @@ from incidents.vocab import ErrorCode, FailureClass
 
 TYPE_CHECKING = False  # typing stays off the capture path (import cost)
 if TYPE_CHECKING:
+    import argparse
+    from types import SimpleNamespace
     from typing import Any, NoReturn
+
+    Args = argparse.Namespace | SimpleNamespace  # argparse, or capture_argv
 
 # `[capture]`: default and bounds of each key. The pydantic `config.CaptureSettings` is
 # built from this same table, so capture's lean check and the full model cannot disagree.
@@ -54,12 +56,13 @@ CAPTURE_KEYS: dict[str, tuple[Any, int | None, int | None]] = {
 DEFAULTS: dict[str, Any] = {key: spec[0] for key, spec in CAPTURE_KEYS.items()}
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message}")
-
-
 def build_parser(prog: str, for_run: bool = False) -> argparse.ArgumentParser:
+    import argparse  # capture's plain lines skip it: incidents.capture_argv
+
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            raise UsageError(f"{self.prog}: {message}")
+
     p = _Parser(
         prog=prog,
         description=(
@@ -337,7 +340,7 @@ def _create(
 # --- command lines ------------------------------------------------------------------------
 
 
-def _inputs_from_args(args: argparse.Namespace, cfg: CaptureConfig) -> CaptureInput:
+def _inputs_from_args(args: Args, cfg: CaptureConfig) -> CaptureInput:
     settings, allow, workdirs = cfg.table, cfg.allow, cfg.workdirs
     workdir = Path(args.workdir or os.getcwd())
     try:
@@ -368,7 +371,7 @@ def _inputs_from_args(args: argparse.Namespace, cfg: CaptureConfig) -> CaptureIn
     )
 
 
-def _validate_common(args: argparse.Namespace) -> None:
+def _validate_common(args: Args) -> None:
     if not args.step.strip():
         raise UsageError("--step: must not be empty")
     if len(args.step) > 200:
@@ -379,7 +382,7 @@ def _validate_common(args: argparse.Namespace) -> None:
         raise UsageError("--message: must not be empty")
 
 
-def _root_for(args: argparse.Namespace) -> tuple[Root, CaptureConfig]:
+def _root_for(args: Args) -> tuple[Root, CaptureConfig]:
     cfg = read_settings(args.config)
     root = resolve_root(args.root, cfg.root)
     if root.path.exists() and not root.path.is_dir():
@@ -395,7 +398,7 @@ def _print_result(result: CaptureResult, as_json: bool) -> None:
 
 
 def main_capture(argv: list[str], prog: str = "incidents capture") -> int:
-    args = build_parser(prog).parse_args(argv)
+    args = capture_argv.parse(argv) or build_parser(prog).parse_args(argv)
     _validate_common(args)
     root, cfg = _root_for(args)
     inp = _inputs_from_args(args, cfg)
@@ -405,6 +408,8 @@ def main_capture(argv: list[str], prog: str = "incidents capture") -> int:
 
 
 def main_run(argv: list[str], prog: str = "incidents run") -> int:
+    import shlex
+
     from incidents.proc import run_tee
 
     args = build_parser(prog, for_run=True).parse_args(argv)

@@ -19,8 +19,9 @@ and what each specificity level means). The order of decisions:
    seed 002 keeps TASK_FAILED for the literal marker and says "everything else" is
    UNKNOWN, and both are retried alike; the reason names the exit code.
 
-Speed: capture classifies once per process, so nothing is compiled ahead. The text is
-encoded once, its words collected with one `bytes.translate`, and only the rules whose
+Speed: capture classifies once per process, so nothing is compiled ahead, and only the
+rule modules holding rules the text's words gate are imported (the word index is
+generated: `python -m incidents.classify_index`). The text is encoded once, its words collected with one `bytes.translate`, and only the rules whose
 prefilter words occur are compiled and searched, on the distinct lines holding those words
 (a match lies within one line, so nothing else can match).
 
@@ -117,30 +118,64 @@ class _Rule:
         )
 
 
-_rows: list[tuple[str, tuple[str, int, str, str, str, str, str]]] = []
+_rows: dict[int, tuple[str, tuple[str, int, str, str, str, str, str]]] = {}  # as loaded
 _made: dict[int, _Rule] = {}
-_index: dict[bytes, list[int]] = {}  # prefilter word -> positions of the rows it gates
+_index: dict[bytes, tuple[int, ...]] = {}  # prefilter word -> rows it gates
 _compiled: dict[int, re.Pattern[str]] = {}
 _WORDS = bytes(
     c if (48 <= c <= 57 or 97 <= c <= 122 or c == 95) else 32 for c in range(256)
 )  # fmt: skip
 _exit: dict[int, tuple[str, tuple[int, ...], str, str, bool, str]] = {}
+_full: list[bool] = []  # [True]: every table indexed as it is (no generated index)
 
 
 def _load() -> None:
-    """Index every row by its prefilter words, once (`incidents.rules`)."""
-    if _rows:
+    """The exit codes and the prefilter word index, once. The index is generated
+    (`incidents.rules_index`), so only the rule modules a text needs are imported."""
+    if _exit:
         return
-    from incidents import rules
+    from incidents import rules, rules_index
 
-    for eco, table in rules.tables().items():
-        for row in table:
-            for word in row[4].split():
-                _index.setdefault(word.encode(), []).append(len(_rows))
-            _rows.append((eco, row))
+    _index.update(rules_index.WORDS)
     for entry in rules.EXIT_CODES:
         for number in entry[1]:
             _exit[number] = entry
+
+
+def _load_all() -> None:
+    """Index every table as it is: the generated index is stale (tests catch that)."""
+    from incidents import rules
+
+    for cache in (_index, _rows, _made, _compiled):
+        cache.clear()
+    index: dict[bytes, list[int]] = {}
+    for eco, table in rules.tables().items():
+        for row in table:
+            for word in row[4].split():
+                index.setdefault(word.encode(), []).append(len(_rows))
+            _rows[len(_rows)] = (eco, row)
+    _index.update((word, tuple(positions)) for word, positions in index.items())
+    _full.append(True)
+
+
+def _fetch(positions: set[int]) -> bool:
+    """Import the tables holding the rows at `positions`; False: the generated index does
+    not describe them (an ecosystem's rows or their prefilter words differ)."""
+    import importlib
+
+    from incidents.rules_index import ECOSYSTEMS
+
+    for position in positions - _rows.keys():
+        eco, module, first, words = next(e for e in reversed(ECOSYSTEMS) if e[2] <= position)
+        try:
+            table = getattr(importlib.import_module(f"incidents.rules.{module}"), "RULES", {})
+        except ImportError:
+            return False
+        rows = table.get(eco, ())
+        if tuple(row[4] for row in rows) != words:
+            return False
+        _rows.update((first + i, (eco, row)) for i, row in enumerate(rows))
+    return True
 
 
 def _rule(position: int) -> _Rule:
@@ -175,10 +210,11 @@ def _best(text: str, code: str = "") -> _Rule | None:
     raw = text.encode("utf-8", "replace")
     low = raw.lower()
     present = set(low.translate(_WORDS).split()) & _index.keys()
-    candidates = sorted(
-        (_rule(position) for position in {p for word in present for p in _index[word]}),
-        key=lambda rule: rule.rank,
-    )
+    positions = {p for word in present for p in _index[word]}
+    if not _full and not _fetch(positions):
+        _load_all()
+        return _best(text, code)
+    candidates = sorted((_rule(position) for position in positions), key=lambda r: r.rank)
     lines: dict[bytes, set[bytes]] = {}  # per word, shared by the rules it gates
     for rule in candidates:
         if code and rule.code != code:

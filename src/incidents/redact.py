@@ -306,17 +306,36 @@ def _lower(text: str) -> str:
     return lowered
 
 
+# Up to this length, `redact` looks for its triggers one by one rather than compiling
+# them into one pattern (~1 ms, more than the tests cost on a message of a capture).
+_SCAN_BY_WORD = 4096
+_every: tuple[str, ...] = ()
+
+
+def _triggers(rules: list[_Rule]) -> tuple[str, ...]:
+    """Every rule's triggers, lowercased, the longest first."""
+    global _every
+    if not _every:
+        _every = tuple(
+            sorted({t.lower() for rule in rules for t in rule[0]}, key=len, reverse=True)
+        )
+    return _every
+
+
 def redact(text: str) -> str:
     """Return `text` with every recognised secret replaced by `[REDACTED]`."""
     global _rules, _any_trigger_re
     if _rules is None:
         _rules = _build_rules()
-    if _any_trigger_re is None:  # one scan: most texts of a document hold no trigger
-        every = sorted({t.lower() for rule in _rules for t in rule[0]}, key=len, reverse=True)
-        _any_trigger_re = re.compile("|".join(map(re.escape, every)))
     first = _lower(text)
-    if _any_trigger_re.search(first) is None:
-        return text
+    if len(first) <= _SCAN_BY_WORD:  # a message, a key: a few substring tests, no compile
+        if not any(t in first for t in _triggers(_rules)):
+            return text
+    else:  # one scan: most texts of a document hold no trigger
+        if _any_trigger_re is None:
+            _any_trigger_re = re.compile("|".join(map(re.escape, _triggers(_rules))))
+        if _any_trigger_re.search(first) is None:
+            return text
     lowered: str | None = first
     for rule in _rules:
         triggers, on_lower = rule[0], rule[1]
@@ -334,12 +353,20 @@ def redact(text: str) -> str:
     return text
 
 
+# What every secret key name holds (ASCII, lowercased): each alternative of the
+# `is_secret_key` pattern ends with one of these words.
+_KEY_WORDS = ("pass", "pwd", "secret", "token", "key", "credential", "signature", "auth",
+              "cookie")  # fmt: skip
+
+
 def is_secret_key(key: str) -> bool:
     """True when a mapping key names a secret (`password`, `api_token`, `X-Api-Key`...)."""
     global _secret_key_re
     known = _secret_keys.get(key)
     if known is not None:
         return known
+    if key.isascii() and not any(w in key.lower() for w in _KEY_WORDS):
+        return False  # `cwd`, `host`, `pid`: no pattern to compile for them
     if _secret_key_re is None:
         _secret_key_re = re.compile(
             rf".*(?:{_SECRET_WORDS})|_?auth|(?:proxy[_-]?)?authorization|(?:set[_-]?)?cookie",
