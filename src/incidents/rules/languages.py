@@ -73,8 +73,8 @@ RULES: dict[str, tuple[Row, ...]] = {
             VERDICT,
             TEST,
             C,
-            "failed",
-            r"(?m)^FAILED \S",
+            "failed error",
+            r"(?m)^FAILED \S|^ERROR \S+::\S",
             "FAILED tests/test_a.py::test_b - assert 1 == 2",
         ),
         (
@@ -343,6 +343,15 @@ RULES: dict[str, tuple[Row, ...]] = {
             r"failing\b|^\s*FAIL\s+\S+\.(?:[cm]?[jt]sx?)\b|^\s*Test Files\s+[1-9]\d* failed\b"
             r"|^\s*Tests\s+[1-9]\d* failed\b|^# fail\s+[1-9]|^not ok \d+ ",
             "  2 failing",
+        ),
+        (
+            "JS parser error",
+            VERDICT,
+            SYNTAX,
+            C,
+            "unexpected",
+            r": Unexpected token(?:,? [^\n()]{1,60})? \(\d+:\d+\)",
+            "/app/App.test.js: Unexpected token (7:35)",
         ),
         (
             "eslint problems",

@@ -171,7 +171,7 @@ RULES: dict[str, tuple[Row, ...]] = {
             UNKNOWN,
             C,
             "validating validationerror field strict",
-            r"error validating data: |\bValidationError\(|unknown field \"[^\"]+\"|strict decoding"
+            r"error validating data: (?!failed to )|\bValidationError\(|unknown field \"[^\"]+\"|strict decoding"
             r" error",
             'error: error validating "deploy.yaml": error validating data:'
             ' ValidationError(Deployment.spec): unknown field "replica"',
