@@ -184,7 +184,8 @@ RULES: dict[str, tuple[Row, ...]] = {
             E,
             "directory found enoent program winerror",
             r"(?m)^(?:\S*/)?(?:ba|z|da|k)?sh: (?:line \d+: |\d+: )?\S+: (?:No such file or directory"
-            r"|not found)$|\benv: [‘'\"]?[\w.-]+[’'\"]?: No such file or directory"
+            r"|not found)$|^g?make(?:\[\d+\])?: [\w.+-]+: (?:No such file or directory|Command not "
+            r"found)$|\benv: [‘'\"]?[\w.-]+[’'\"]?: No such file or directory"
             r"|(?:FileNotFoundError|OSError|error): \[(?:Errno|WinError) 2\] [^\n]*: '[^'/.\\]+'$"
             r"|\berror: command '[^']+' failed: No such file or directory"
             r"|\bspawn \S+ ENOENT\b|Cannot run program \"[^\"]+\"|\[WinError 2\] The system cannot "
@@ -305,6 +306,15 @@ RULES: dict[str, tuple[Row, ...]] = {
             r"(?i)\bhook\b[^\n]{0,60}\b(?:failed|declined|rejected)\b|\bpre-commit\b[^\n]{0,60}"
             r"\bfail",
             "remote: pre-receive hook declined",
+        ),
+        (
+            "git hook declined",
+            REFINED,
+            HOOK,
+            N,
+            "declined",
+            r"\[remote rejected\] [^\n]*\([\w -]*hook declined\)",
+            " ! [remote rejected] main -> main (pre-receive hook declined)",
         ),
         (
             "hook modified files",

@@ -220,7 +220,8 @@ RULES: dict[str, tuple[Row, ...]] = {
             UNKNOWN,
             T,
             "500 502 503 504 529 internal gateway unavailable",
-            http("500|502|503|504|529") + r"|\b50[0234] Server Error\b"
+            http("500|502|503|504|529")
+            + r"|\b50[0234] Server Error\b|\bgot (?:500|502|503|504|529)\b"
             r"|(?i:\binternal server error\b|\bbad gateway\b|\bservice (?:temporarily )?"
             r"unavailable\b|\bgateway time-?out\b)",
             "HTTP Error 503: Service Unavailable",
@@ -234,10 +235,10 @@ RULES: dict[str, tuple[Row, ...]] = {
             T,
             "rate rate_limit rate_limited rate_limiting rate_limits ratelimit ratelimited"
             " ratelimiting ratelimits requests quota throttled throttling quickly"
-            " calls abuse",
+            " calls abuse request limit",
             r"(?i:\brate[ _-]?limit(?:ed|ing|s)?\b|\btoo many requests\b|\bquota exceeded\b"
             r"|\bexceeded (?:your |the )?(?:[\w-]+ )?quota\b|\brate exceeded\b|\bthrottl(?:ed|ing)\b"
-            r"|\brequest limit exceeded\b|\btoo many (?:api )?calls\b|\bsubmitted too quickly\b"
+            r"|request limit exceeded\b|\btoo many (?:api )?calls\b|\bsubmitted too quickly\b"
             r"|\babuse detection\b)",
             "API rate limit exceeded for 140.82.112.3.",
         ),

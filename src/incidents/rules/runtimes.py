@@ -60,7 +60,7 @@ RULES: dict[str, tuple[Row, ...]] = {
             C,
             "undeclared declared member name implicit incompatible conversion matching conflicting"
             " arguments",
-            r"\berror: (?:'[^']+' (?:undeclared|was not declared in this scope|has no member named"
+            r"\berror: (?:['‘][^'’]+['’] (?:undeclared|was not declared in this scope|has no member named"
             r"|does not name a type)|unknown type name|use of undeclared identifier|implicit "
             r"declaration of function|incompatible types? |invalid conversion|no matching function"
             r" for call to|conflicting types for|too (?:few|many) arguments to function|no member "
