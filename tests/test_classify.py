@@ -217,12 +217,9 @@ UNIT_CASES = [
     ("You have hit the rate limit", ErrorCode.RATE_LIMIT, FailureClass.TRANSIENT, "rate limit"),
     ("Too Many Requests", ErrorCode.RATE_LIMIT, FailureClass.TRANSIENT, "rate limit"),
     ("Quota exceeded for metric", ErrorCode.RATE_LIMIT, FailureClass.TRANSIENT, "rate limit"),
-    (
-        "overloaded_error: Overloaded",
-        ErrorCode.RATE_LIMIT,
-        FailureClass.TRANSIENT,
-        "named rate limit",
-    ),
+    # an overloaded service is not a limit on requests (README): UNKNOWN, transient
+    ("overloaded_error: Overloaded", ErrorCode.UNKNOWN, FailureClass.TRANSIENT, "overloaded"),
+    ("API Error: 529 Overloaded", ErrorCode.UNKNOWN, FailureClass.TRANSIENT, "HTTP 5xx"),
     ("Read timed out. (read timeout=30)", ErrorCode.TIMEOUT, FailureClass.TRANSIENT, "timed out"),
     (
         "requests.exceptions.ConnectTimeout",

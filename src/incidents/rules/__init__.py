@@ -89,6 +89,7 @@ def any_of(names: str, prefix: str = "") -> str:
 def tables() -> dict[str, tuple[Row, ...]]:
     """Every ecosystem's rows, in table order (imports the rule modules)."""
     from incidents.rules import (
+        checkers,
         general,
         languages,
         microsoft,
@@ -99,7 +100,7 @@ def tables() -> dict[str, tuple[Row, ...]]:
     )
 
     out: dict[str, tuple[Row, ...]] = {}
-    for module in (network, general, languages, runtimes, microsoft, platforms, services):
+    for module in (network, general, languages, runtimes, microsoft, platforms, services, checkers):
         out.update(module.RULES)
     return out
 

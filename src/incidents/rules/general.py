@@ -34,6 +34,8 @@ RULES: dict[str, tuple[Row, ...]] = {
             r"(?i)\bauthentication (?:failed|failure|required|error)\b|\binvalid (?:credentials"
             r"|api[ _-]?key|(?:access |auth |bearer |refresh )?token|client secret|password)\b"
             r"|\b(?:token|credentials?|session|password|key) (?:has |have )?(?:expired|been revoked)"
+            r"|\b(?:token|credentials|password|key|secret) (?:is|are) (?:invalid|not valid"
+            r"|expired|revoked)\b"
             r"|\bexpired (?:token|credentials)\b|\bbad credentials\b|\bnot authori[sz]ed\b"
             r"|\bunauthori[sz]ed\b|\baccess denied\b|\b(?:invalid|incorrect) (?:username or "
             r"(?:password|token)|password)\b|\blogin failed\b|\bmust be logged in\b"
@@ -100,13 +102,14 @@ RULES: dict[str, tuple[Row, ...]] = {
             GENERIC,
             UNKNOWN,
             E,
-            "memory exhausted allocation allocate killed 137 bad_alloc oom",
+            "memory exhausted allocation allocate killed 137 bad_alloc oom signal",
             r"(?i:\bout of memory\b|\bcannot allocate memory\b|\bmemory exhausted\b|\bfailed to "
             r"allocate memory\b|\bmemory allocation (?:of \d+ bytes )?failed\b|\bnot enough memory\b"
             r"|\bexceed(?:s|ed|ing)? (?:the )?memory limit|\bKilled signal terminated program\b"
             r"|\bexit(?:ed)? (?:with )?(?:code|status):? 137\b|returned a non-zero code: 137"
             r"|\binsufficient memory\b|\bKilled process \d+|\bError 137\b|\bunable to allocate [\d.]+ ?[KMGT]i?B\b)"
-            r"|\bstd::bad_alloc\b"
+            r"|\bstd::bad_alloc\b|(?m:^(?!.*(?:internal compiler error|Segmentation fault|Abort))"
+            r".*\bsignal terminated program\b)"
             r"|\bOOM\b|(?m:^Killed$)|\b\d+ Killed\s",
             "c++: fatal error: Killed signal terminated program cc1plus",
         ),
@@ -181,8 +184,10 @@ RULES: dict[str, tuple[Row, ...]] = {
             E,
             "directory found enoent program winerror",
             r"(?m)^(?:\S*/)?(?:ba|z|da|k)?sh: (?:line \d+: |\d+: )?\S+: (?:No such file or directory"
-            r"|not found)$|\benv: [‘'\"]?[\w.-]+[’'\"]?: No such file or directory"
-            r"|FileNotFoundError: \[(?:Errno|WinError) 2\] [^\n]*: '[^'/.\\]+'$"
+            r"|not found)$|^g?make(?:\[\d+\])?: [\w.+-]+: (?:No such file or directory|Command not "
+            r"found)$|\benv: [‘'\"]?[\w.-]+[’'\"]?: No such file or directory"
+            r"|(?:FileNotFoundError|OSError|error): \[(?:Errno|WinError) 2\] [^\n]*: '[^'/.\\]+'$"
+            r"|\berror: command '[^']+' failed: No such file or directory"
             r"|\bspawn \S+ ENOENT\b|Cannot run program \"[^\"]+\"|\[WinError 2\] The system cannot "
             r"find the file specified",
             "/bin/sh: 1: gcc: not found",
@@ -250,7 +255,7 @@ RULES: dict[str, tuple[Row, ...]] = {
             GENERIC,
             SYNTAX,
             C,
-            "syntax syntaxerror parse parsing",
+            "syntax syntaxerror parse parsing unexpected",
             r"(?i)\bsyntax ?error\b|\bparse error\b|\bparsing error\b|\bunexpected token\b",
             "Error: Parse error on line 12: unexpected '}'",
         ),
@@ -301,6 +306,15 @@ RULES: dict[str, tuple[Row, ...]] = {
             r"(?i)\bhook\b[^\n]{0,60}\b(?:failed|declined|rejected)\b|\bpre-commit\b[^\n]{0,60}"
             r"\bfail",
             "remote: pre-receive hook declined",
+        ),
+        (
+            "git hook declined",
+            REFINED,
+            HOOK,
+            N,
+            "declined",
+            r"\[remote rejected\] [^\n]*\([\w -]*hook declined\)",
+            " ! [remote rejected] main -> main (pre-receive hook declined)",
         ),
         (
             "hook modified files",

@@ -73,8 +73,8 @@ RULES: dict[str, tuple[Row, ...]] = {
             VERDICT,
             TEST,
             C,
-            "failed",
-            r"(?m)^FAILED \S",
+            "failed error",
+            r"(?m)^FAILED \S|^ERROR \S+::\S",
             "FAILED tests/test_a.py::test_b - assert 1 == 2",
         ),
         (
@@ -83,7 +83,7 @@ RULES: dict[str, tuple[Row, ...]] = {
             TEST,
             C,
             "test tests failures failure failing",
-            r"(?i)\btests? (?:failed|failing)\b|\btest failures?\b|\bthere (?:are|were) (?:test "
+            r"(?i)(?<!ERR! )(?<!error )\btests? (?:failed|failing)\b|\btest failures?\b|\bthere (?:are|were) (?:test "
             r"failures|failing tests)\b",
             "post_done_hook failed: 2 tests failed",
         ),
@@ -343,6 +343,33 @@ RULES: dict[str, tuple[Row, ...]] = {
             r"failing\b|^\s*FAIL\s+\S+\.(?:[cm]?[jt]sx?)\b|^\s*Test Files\s+[1-9]\d* failed\b"
             r"|^\s*Tests\s+[1-9]\d* failed\b|^# fail\s+[1-9]|^not ok \d+ ",
             "  2 failing",
+        ),
+        (
+            "npm test script failed",
+            BARE,
+            TEST,
+            C,
+            "test",
+            r"\bnpm (?:ERR!|error) Test failed\.",
+            "npm ERR! Test failed.  See above for more details.",
+        ),
+        (
+            "eslint stylish finding",
+            VERDICT,
+            LINT,
+            C,
+            "error",
+            r"(?m)^\s+\d+:\d+\s+error\s+\S[^\n]*\s{2}(?:@?[\w-]+/)?[\w-]+$",
+            "  71:42  error  'ev' is defined but never used  no-unused-vars",
+        ),
+        (
+            "JS parser error",
+            VERDICT,
+            SYNTAX,
+            C,
+            "unexpected",
+            r": Unexpected token(?:,? [^\n()]{1,60})? \(\d+:\d+\)",
+            "/app/App.test.js: Unexpected token (7:35)",
         ),
         (
             "eslint problems",

@@ -153,8 +153,9 @@ RULES: dict[str, tuple[Row, ...]] = {
             VERDICT,
             TEST,
             C,
-            "failed",
-            r"(?m)\bTests Passed: \d+, Failed: [1-9]|^\s*Failed: [1-9]",
+            "failed was",
+            r"(?m)\bTests Passed: \d+, Failed: [1-9]|^\s*Failed:\s+[1-9]\d*(?:,|\s*$)"
+            r"|^\s*But was:\s",
             "Tests Passed: 4, Failed: 2, Skipped: 0",
         ),
         (

@@ -33,7 +33,7 @@ _NAMED_RATE_LIMITS = (
     "RateLimitError RateLimitExceeded RateLimited RESOURCE_EXHAUSTED ResourceExhausted"
     " TooManyRequests TooManyRequestsException rate_limit_exceeded rate_limit_error"
     " toomanyrequests rateLimitExceeded userRateLimitExceeded RATE_LIMIT_EXCEEDED"
-    " SubscriptionRequestsThrottled overloaded_error"
+    " SubscriptionRequestsThrottled"
 )
 _NAMED_CONNECTION = (
     "ECONNRESET ECONNREFUSED ECONNABORTED EPIPE EHOSTDOWN ConnectionResetError"
@@ -210,8 +210,8 @@ RULES: dict[str, tuple[Row, ...]] = {
             GENERIC,
             RATE_LIMIT,
             T,
-            "429 529",
-            http("429|529") + r"|\b429 Too Many Requests\b",
+            "429",
+            http("429") + r"|\b429 Too Many Requests\b",
             "HTTP Error 429: Too Many Requests",
         ),
         (
@@ -219,9 +219,10 @@ RULES: dict[str, tuple[Row, ...]] = {
             GENERIC,
             UNKNOWN,
             T,
-            "500 502 503 504 internal gateway unavailable",
-            http("500|502|503|504")
-            + r"|(?i:\binternal server error\b|\bbad gateway\b|\bservice (?:temporarily )?"
+            "500 502 503 504 529 internal gateway unavailable",
+            http("500|502|503|504|529")
+            + r"|\b50[0234] Server Error\b|\bgot (?:500|502|503|504|529)\b"
+            r"|(?i:\binternal server error\b|\bbad gateway\b|\bservice (?:temporarily )?"
             r"unavailable\b|\bgateway time-?out\b)",
             "HTTP Error 503: Service Unavailable",
         ),
@@ -233,13 +234,12 @@ RULES: dict[str, tuple[Row, ...]] = {
             RATE_LIMIT,
             T,
             "rate rate_limit rate_limited rate_limiting rate_limits ratelimit ratelimited"
-            " ratelimiting ratelimits requests quota throttled throttling overloaded quickly"
-            " calls abuse",
+            " ratelimiting ratelimits requests quota throttled throttling quickly"
+            " calls abuse request limit",
             r"(?i:\brate[ _-]?limit(?:ed|ing|s)?\b|\btoo many requests\b|\bquota exceeded\b"
             r"|\bexceeded (?:your |the )?(?:[\w-]+ )?quota\b|\brate exceeded\b|\bthrottl(?:ed|ing)\b"
-            r"|\brequest limit exceeded\b|\btoo many (?:api )?calls\b|\bsubmitted too quickly\b"
-            r"|\babuse detection\b|\b(?:is|are|server|service|currently|model|engine|api) "
-            r"overloaded\b)|\bOverloaded\b",
+            r"|request limit exceeded\b|\btoo many (?:api )?calls\b|\bsubmitted too quickly\b"
+            r"|\babuse detection\b)",
             "API rate limit exceeded for 140.82.112.3.",
         ),
         (
@@ -250,6 +250,16 @@ RULES: dict[str, tuple[Row, ...]] = {
             words_of(_NAMED_RATE_LIMITS),
             any_of(_NAMED_RATE_LIMITS),
             "grpc: RESOURCE_EXHAUSTED",
+        ),
+        (
+            "overloaded",
+            GENERIC,
+            UNKNOWN,
+            T,
+            "overloaded overloaded_error",
+            r"(?i:\b(?:is|are|server|service|currently|model|engine|api) overloaded\b)"
+            r"|\bOverloaded\b|\boverloaded_error\b",
+            '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}',
         ),
         (
             "quota exhausted permanently",

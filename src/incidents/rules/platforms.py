@@ -28,7 +28,9 @@ RULES: dict[str, tuple[Row, ...]] = {
             UNKNOWN,
             T,
             "docker docker_engine pipe",
-            r"Cannot connect to the Docker daemon|Is the docker daemon running\?|open //\./pipe/"
+            r"Cannot connect to the Docker daemon|Is (?:the|your) docker daemon (?:up and )?running\?"
+            r"|dial unix \S*docker\.sock: (?:connect: )?(?:no such file or directory|connection "
+            r"refused)|open //\./pipe/"
             r"docker\w*|docker_engine: The system cannot find the file specified",
             "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker"
             " daemon running?",
@@ -171,7 +173,7 @@ RULES: dict[str, tuple[Row, ...]] = {
             UNKNOWN,
             C,
             "validating validationerror field strict",
-            r"error validating data: |\bValidationError\(|unknown field \"[^\"]+\"|strict decoding"
+            r"error validating data: (?!failed to )|\bValidationError\(|unknown field \"[^\"]+\"|strict decoding"
             r" error",
             'error: error validating "deploy.yaml": error validating data:'
             ' ValidationError(Deployment.spec): unknown field "replica"',
@@ -181,12 +183,15 @@ RULES: dict[str, tuple[Row, ...]] = {
             VERDICT,
             SYNTAX,
             C,
-            "yaml scannererror parsererror parsing character",
+            "yaml json scannererror parsererror parsing character find mapping",
             r"yaml: line \d+: (?:mapping values are not allowed|did not find expected|found "
             r"character that cannot start|could not find expected)|error converting YAML to JSON: "
             r"yaml:|YAML parse error|yaml\.(?:scanner|parser)\.(?:ScannerError|ParserError)"
             r"|while parsing a (?:block|flow) (?:mapping|collection)|found character that cannot "
-            r"start any token|error in your yaml syntax",
+            r"start any token|error in your yaml syntax|Syntax Error while loading YAML"
+            r"|\b(?:YAML|JSON) not well-formed\b|(?m:^\s*(?:did not find expected (?:key|'-' "
+            r"indicator|<document start>|node content)|could not find expected ':'|mapping values "
+            r"are not allowed (?:here|in this context))\s*$)",
             "error: error parsing deploy.yaml: error converting YAML to JSON: yaml: line 7: mapping"
             " values are not allowed in this context",
         ),

@@ -60,7 +60,7 @@ RULES: dict[str, tuple[Row, ...]] = {
             C,
             "undeclared declared member name implicit incompatible conversion matching conflicting"
             " arguments",
-            r"\berror: (?:'[^']+' (?:undeclared|was not declared in this scope|has no member named"
+            r"\berror: (?:['‘][^'’]+['’] (?:undeclared|was not declared in this scope|has no member named"
             r"|does not name a type)|unknown type name|use of undeclared identifier|implicit "
             r"declaration of function|incompatible types? |invalid conversion|no matching function"
             r" for call to|conflicting types for|too (?:few|many) arguments to function|no member "
@@ -153,7 +153,7 @@ RULES: dict[str, tuple[Row, ...]] = {
         ),
         (
             "JVM compilation failed",
-            VERDICT,
+            GENERIC,
             LINT,
             C,
             "compilation execution task",
@@ -263,8 +263,9 @@ RULES: dict[str, tuple[Row, ...]] = {
             VERDICT,
             TEST,
             C,
-            "fail",
-            r"(?m)^--- FAIL: |^FAIL\s+\S+\s+[\d.]+s$|^FAIL$",
+            "fail panic oops",
+            r"(?m)^--- FAIL: |^FAIL\s+\S+\s+[\d.]+s$|^FAIL$|^(?:FAIL|PANIC): \S+\.go:\d+: \S"
+            r"|^OOPS: \d+ passed, [1-9]\d* (?:FAILED|PANICKED)",
             "--- FAIL: TestParse (0.00s)",
         ),
         (
@@ -392,7 +393,8 @@ RULES: dict[str, tuple[Row, ...]] = {
             TEST,
             C,
             "assertion",
-            r"\bassertion failed\b|\bassertion `left [=!]= right` failed",
+            r"(?<!thread 'main' panicked at ')\bassertion failed\b"
+            r"|(?<!thread 'main' panicked at ')\bassertion `left [=!]= right` failed",
             "thread 'tests::parse' panicked at 'assertion failed: `(left == right)`",
         ),
         (

@@ -162,12 +162,25 @@ RULES: dict[str, tuple[Row, ...]] = {
             NAMED,
             UNKNOWN,
             E,
-            "automatically defaultcredentialserror default active google_application_credentials",
+            "automatically defaultcredentialserror default active google_application_credentials"
+            " application",
             r"Could not automatically determine credentials|\bDefaultCredentialsError\b|Your "
             r"default credentials were not found|You do not currently have an active account "
-            r"selected|\bGOOGLE_APPLICATION_CREDENTIALS\b[^\n]*(?:not set|not found|does not exist)",
+            r"selected|\bGOOGLE_APPLICATION_CREDENTIALS\b[^\n]*(?:not set|not found|does not exist)"
+            r"|[Aa]pplication [Dd]efault [Cc]redentials (?:have|has) not been set up",
             "google.auth.exceptions.DefaultCredentialsError: Your default credentials were not"
             " found.",
+        ),
+        (
+            "GCP resource quota",
+            REFINED,
+            RATE_LIMIT,
+            N,
+            "quota",
+            r"\bQuota '[\w-]+' exceeded\.\s+Limit: [\d.]+|\bquota metrics? exceeds? quota limits?"
+            r"|Quota exceeded for quota metric '[^']+' and limit '(?![^']*\bper\b)[^']+'",
+            "ERROR: (gcloud.compute.instances.create) Could not fetch resource: - Quota"
+            " 'GPUS_ALL_REGIONS' exceeded. Limit: 0.0 globally.",
         ),
         (
             "GCP API disabled",
