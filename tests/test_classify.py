@@ -620,3 +620,26 @@ def test_the_code_a_checks_findings_amount_to(
     categories: set[str], timed_out: bool, code: ErrorCode | None
 ) -> None:
     assert code_of_findings(categories, timed_out) == code
+
+
+@pytest.mark.parametrize(
+    ("log", "code", "failure_class"),
+    [
+        # an HTTP status inside an exception's arguments (elasticsearch-py; YelpArchive/elastalert#1228)
+        ("Traceback (most recent call last):\n  File \"run.py\", line 3, in <module>\n"
+         "elasticsearch.exceptions.TransportError: TransportError(429, "
+         "u'es_rejected_execution_exception', u'rejected execution')",
+         ErrorCode.RATE_LIMIT, FailureClass.TRANSIENT),
+        # a memory quota is memory, not a limit on requests (Heroku; OWASP-BLT/BLT#3190)
+        ("heroku[web.1]: Process running mem=1063M(207.6%)\n"
+         "heroku[web.1]: Error R14 (Memory quota exceeded)",
+         ErrorCode.UNKNOWN, FailureClass.ENV),
+        ("Error: Quota exceeded for quota metric 'Read requests' and limit 'Read requests per "
+         "minute'", ErrorCode.RATE_LIMIT, FailureClass.TRANSIENT),
+    ],  # fmt: skip
+)
+def test_wordings_an_adversarial_tester_found(
+    log: str, code: ErrorCode, failure_class: FailureClass
+) -> None:
+    result = classify("step failed", log)
+    assert (result.error_code, result.failure_class) == (code, failure_class), result

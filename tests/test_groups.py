@@ -147,6 +147,8 @@ def test_split_starts_a_group_of_its_own_and_repeats_go_to_the_old_group(
     assert cli("group", "split", a, "--reason", "a different cause").code == 0
     group = doc(root, a)["group"]
     assert group["key"] == f"split:{a}"
+    line = next(ln for ln in cli("status").out.splitlines() if ln.startswith(a))
+    assert line.endswith(" split"), line  # not "splitd"
     assert group["decisions"][0]["from"] == doc(root, a)["error_signature"]
     # a repeat of its signature no longer folds into it: a new incident of the old group
     again = cap(cli, A_MSG)

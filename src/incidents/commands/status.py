@@ -109,7 +109,8 @@ def group_note(row: mirror.IncidentRow) -> str:
     if row.regression_of:
         return f"regression #{row.regression_count} of {row.regression_of}"
     decisions = json.loads(row.group_decisions)
-    return f"{decisions[-1].get('kind', '?')}d" if decisions else ""
+    shown = {"merge": "merged", "split": "split"}
+    return shown.get(decisions[-1].get("kind", "?"), "?") if decisions else ""
 
 
 def group_lines(record: dict[str, Any]) -> list[str]:

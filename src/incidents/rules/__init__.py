@@ -68,10 +68,11 @@ Row = tuple[str, int, str, str, str, str, str]
 
 
 def http(codes: str) -> str:
-    """An HTTP status among `codes` (`401|403`), only where a status is being reported."""
+    """An HTTP status among `codes` (`401|403`), only where a status is being reported
+    (`error` also as the end of a name: `TransportError(429, ...)`)."""
     return (
-        r"(?i:\b(?:http(?:/[\d.]+)?|status(?: code)?|error|code|returned|response|statuscode)"
-        rf"\b[^\n\d]{{0,12}}\b(?:{codes})\b)"
+        r"(?i:(?:\b(?:http(?:/[\d.]+)?|status(?: code)?|code|returned|response|statuscode)|error)"
+        rf"\b[^\n\d]{{0,12}}\b(?:{codes})\b)"  # error: also ending a name, TransportError(429
     )
 
 

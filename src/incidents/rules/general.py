@@ -103,7 +103,8 @@ RULES: dict[str, tuple[Row, ...]] = {
             UNKNOWN,
             E,
             "memory exhausted allocation allocate killed 137 bad_alloc oom signal",
-            r"(?i:\bout of memory\b|\bcannot allocate memory\b|\bmemory exhausted\b|\bfailed to "
+            r"(?i:\bout of memory\b|\bcannot allocate memory\b|\bmemory (?:exhausted|quota exceeded)\b"
+            r"|\bfailed to "
             r"allocate memory\b|\bmemory allocation (?:of \d+ bytes )?failed\b|\bnot enough memory\b"
             r"|\bexceed(?:s|ed|ing)? (?:the )?memory limit|\bKilled signal terminated program\b"
             r"|\bexit(?:ed)? (?:with )?(?:code|status):? 137\b|returned a non-zero code: 137"

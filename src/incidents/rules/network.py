@@ -236,7 +236,7 @@ RULES: dict[str, tuple[Row, ...]] = {
             "rate rate_limit rate_limited rate_limiting rate_limits ratelimit ratelimited"
             " ratelimiting ratelimits requests quota throttled throttling quickly"
             " calls abuse request limit",
-            r"(?i:\brate[ _-]?limit(?:ed|ing|s)?\b|\btoo many requests\b|\bquota exceeded\b"
+            r"(?i:\brate[ _-]?limit(?:ed|ing|s)?\b|\btoo many requests\b|(?<!memory )(?<!disk )\bquota exceeded\b"
             r"|\bexceeded (?:your |the )?(?:[\w-]+ )?quota\b|\brate exceeded\b|\bthrottl(?:ed|ing)\b"
             r"|request limit exceeded\b|\btoo many (?:api )?calls\b|\bsubmitted too quickly\b"
             r"|\babuse detection\b)",
