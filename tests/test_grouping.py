@@ -244,3 +244,18 @@ def test_a_long_adversarial_message_is_normalised_quickly() -> None:
         started = time.perf_counter()
         normalize_message(message)
         assert time.perf_counter() - started < 0.5, message[:20]
+
+
+def test_a_host_and_its_port_keep_the_host_and_lose_the_port() -> None:
+    """`db.internal:5432` is an address, not `name.ext:line`: the host says which service
+    failed (kept, as a URL's host is), the port is a number (an adversarial run found two
+    services' refusals in one group)."""
+    norm = signature.normalize_message
+    assert norm("connect ECONNREFUSED db.internal:5432") != norm(
+        "connect ECONNREFUSED cache.internal:6379"
+    )
+    assert norm("connect ECONNREFUSED db.internal:5432") == norm(
+        "connect ECONNREFUSED db.internal:5433"
+    )
+    assert norm("SyntaxError in main.py:12") == norm("SyntaxError in main.py:40")
+    assert norm("bad key in config.yaml:3") == "bad key in <path>"

@@ -64,13 +64,22 @@ __all__ = [
 ]
 
 MAX_MESSAGE = 200
-NORMALIZATION_VERSION = 2  # 1: every quoted value was <str>; no request ids, pods, tokens
+NORMALIZATION_VERSION = 3  # 1: every quoted value was <str>; no request ids, pods, tokens
+# 2: `host.name:5432` was a path (a bare file name with a line number)
 
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*"
 _DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*"
 _TIME = r"\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:[ ]?[AaPp][Mm])?"
 _ZONE = r"(?:[ ]?(?:Z|UTC|GMT|[+-]\d{2}:?\d{2})(?![A-Za-z]))?"
 _PATH_CHAR = r"[\w.+@%~=-]"
+# the extensions a bare `name.ext:12` is taken as a file for (anything else may be a host)
+_SOURCE_EXT = (
+    r"(?i:py|pyi|pyx|js|mjs|cjs|jsx|ts|tsx|go|rs|java|kt|kts|scala|groovy|gradle|c|h|cc|cpp"
+    r"|cxx|hpp|hh|cs|fs|vb|rb|erb|php|pl|pm|lua|r|jl|swift|m|mm|dart|ex|exs|erl|hrl|elm|clj"
+    r"|hs|ml|nim|zig|sh|bash|zsh|fish|ps1|psm1|psd1|bat|cmd|sql|tf|tfvars|hcl|yaml|yml|json"
+    r"|jsonc|toml|ini|cfg|conf|xml|html|htm|css|scss|sass|less|vue|svelte|md|rst|txt|csv"
+    r"|proto|graphql|mk|cmake|lock|env|ipynb|pxd|tpl|j2|jinja|twig)(?![\w.])"
+)
 _UNIT = (
     r"(?:ns|us|µs|ms|s|sec|secs|seconds?|m|min|mins|minutes?|h|hrs?|hours?|d|days?"
     r"|[kKMGTP]i?B|[kKMGTP]|B|bytes?|%|x)"
@@ -140,8 +149,10 @@ _RULES: tuple[tuple[str, str, str], ...] = (
         r"|\\\\[^\\\s]+\\[^\s:*?\"'<>|,;)]+"  # \\server\share
         rf"|(?<![\w.:/~-])(?:~|\.{{1,2}})?/{_PATH_CHAR}+(?:/{_PATH_CHAR}*)*"  # /abs, ./rel, ~/x
         rf"|(?<![\w.:/~-]){_PATH_CHAR}+(?:/{_PATH_CHAR}+){{2,}}/?"  # a/b/c
-        rf"|(?<![\w.:/~-]){_PATH_CHAR}+(?:/{_PATH_CHAR}+)*\.[A-Za-z]\w{{0,7}}"  # a/b.py, b.py
-        r"(?=:\d)"  # ... a bare file name only with a line number
+        rf"|(?<![\w.:/~-]){_PATH_CHAR}+(?:/{_PATH_CHAR}+)+\.[A-Za-z]\w{{0,7}}(?=:\d)"  # a/b.py:3
+        # a bare file name only with a line number and a source file's extension: a host
+        # and its port (`db.internal:5432`) is an address, whose host is kept like a URL's
+        rf"|(?<![\w.:/~-]){_PATH_CHAR}+\.(?:{_SOURCE_EXT})(?=:\d)"
         rf"|(?<![\w.:/~-]){_PATH_CHAR}+(?:/{_PATH_CHAR}+)+\.[A-Za-z]\w{{0,7}}(?![\w/])"
         r")(?::\d+(?::\d+)?)?",
     ),
