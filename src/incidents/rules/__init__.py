@@ -95,13 +95,24 @@ def tables() -> dict[str, tuple[Row, ...]]:
         languages,
         microsoft,
         network,
+        others,
         platforms,
         runtimes,
         services,
     )
 
     out: dict[str, tuple[Row, ...]] = {}
-    for module in (network, general, languages, runtimes, microsoft, platforms, services, checkers):
+    for module in (
+        network,
+        general,
+        languages,
+        runtimes,
+        microsoft,
+        platforms,
+        services,
+        checkers,
+        others,
+    ):
         out.update(module.RULES)
     return out
 
