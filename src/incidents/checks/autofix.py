@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from incidents import proc
+from incidents import fsutil, proc
 from incidents.checks.cache import FindingsCache, VersionCache, default_cache_dir
 from incidents.checks.engine import Engine, Target, display_path, file_digest, which
 from incidents.checks.parsers import tail
@@ -145,3 +145,33 @@ def _changed_neighbours(snap: dict[str, tuple[int, int]]) -> list[str]:
         if (st.st_mtime_ns, st.st_size) != before:
             changed.append(path)
     return sorted(changed)
+
+
+def keep_targets(workdir: Path, targets: list[str]) -> dict[str, list[object] | None]:
+    """Each target as `put_targets_back` takes it: [its bytes in base64, its mode], None: absent."""
+    import base64
+
+    found: dict[str, list[object] | None] = {}
+    for rel in targets:
+        try:
+            data = fsutil.read_regular_file(workdir / rel)
+        except FileNotFoundError:
+            found[rel] = None
+            continue
+        found[rel] = [base64.b64encode(data).decode(), os.stat(workdir / rel).st_mode & 0o7777]
+    return found
+
+
+def put_targets_back(workdir: Path, contents: dict[str, object]) -> None:
+    """The targets as `keep_targets` kept them, through the fixers' one way of putting a path
+    back (`fixers.snapshot.put_back`)."""
+    import base64
+
+    from incidents.fixers.snapshot import ABSENT, Entry, put_back
+
+    for rel, kept in contents.items():
+        if isinstance(kept, list) and len(kept) == 2 and isinstance(kept[0], str):
+            mode = kept[1] if isinstance(kept[1], int) else 0o644
+            put_back(str(workdir / rel), Entry("file", data=base64.b64decode(kept[0]), mode=mode))
+        elif kept is None:
+            put_back(str(workdir / rel), ABSENT)

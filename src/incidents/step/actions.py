@@ -326,7 +326,7 @@ class Actions(TickBase):
         fsutil.atomic_write_json(path, doc)
 
     def autofix(self, incident: Incident, ctx: ErrorPipelineContext) -> None:
-        from incidents.checks.autofix import apply_mechanical_fixes
+        from incidents.checks.autofix import apply_mechanical_fixes, keep_targets, put_targets_back
 
         path = self.artifact(artifacts.autofix_step_name(ctx.step))
         if path.exists():
@@ -338,9 +338,9 @@ class Actions(TickBase):
             # redone on the files as they were, never on what the killed run left
             before = self.artifact(artifacts.autofix_step_name(ctx.step) + ".before")
             if before.exists():
-                _put_back(workdir, fsutil.read_json_object(before))
+                put_targets_back(workdir, fsutil.read_json_object(before))
             else:
-                fsutil.atomic_write_json(before, _contents(workdir, ctx.python_files))
+                fsutil.atomic_write_json(before, keep_targets(workdir, ctx.python_files))
             result = apply_mechanical_fixes(ctx.python_files, settings=self.cfg.checks, cwd=workdir)
             log = {"ok": result.ok, **result.to_json()}
             fsutil.atomic_write_json(path, log)
@@ -468,28 +468,3 @@ class Actions(TickBase):
             resolved=counts.get("resolved", 0),
             escalated=counts.get("escalated", 0),
         )
-
-
-def _contents(workdir: Path, targets: list[str]) -> dict[str, str | None]:
-    """Each target's bytes (base64; None: absent), as `_put_back` takes them."""
-    import base64
-
-    found: dict[str, str | None] = {}
-    for rel in targets:
-        try:
-            found[rel] = base64.b64encode(fsutil.read_regular_file(workdir / rel)).decode()
-        except FileNotFoundError:
-            found[rel] = None
-    return found
-
-
-def _put_back(workdir: Path, contents: dict[str, object]) -> None:
-    import base64
-
-    for rel, data in contents.items():
-        target = workdir / rel
-        if isinstance(data, str):
-            mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
-            fsutil.atomic_write_bytes(target, base64.b64decode(data), mode=mode)
-        elif data is None:
-            target.unlink(missing_ok=True)
