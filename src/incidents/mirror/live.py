@@ -27,7 +27,7 @@ from incidents import eventlog
 from incidents.errors import IncidentsError
 from incidents.layout import Root
 from incidents.mirror.budget import derive_errors, note_incident, refresh_budget
-from incidents.mirror.db import MirrorError, connect, dumps, write
+from incidents.mirror.db import MirrorError, connect, write
 from incidents.mirror.ingest import ingest_file
 from incidents.mirror.queries import (
     Context,
@@ -38,7 +38,7 @@ from incidents.mirror.queries import (
     upsert_incident,
 )
 from incidents.mirror.rebuild import ensure_derived
-from incidents.mirror.scan import rejected_row, scan_one
+from incidents.mirror.scan import rejected_row, scan_one, workstream_row
 from incidents.mirror.schema import MIRROR_BUCKETS
 
 __all__ = ["CatchUp", "catch_up", "catch_up_root", "refresh", "sync"]
@@ -91,7 +91,7 @@ def _derive(
         upsert_incident(conn, row)
         note_incident(conn, row, old)
         changed = True
-    changed |= _workstream(conn, row.run_id, name, row.state, context, row.updated_at)
+    changed |= _workstream(conn, name, workstream_row(row, context))
     if _escalations(conn, name, records):
         derive_errors(conn, [row.signature, *([old.signature] if old else [])])
         changed = True
@@ -100,19 +100,9 @@ def _derive(
 
 
 def _workstream(
-    conn: sqlite3.Connection,
-    run_id: str,
-    name: str,
-    current_state: str | None,
-    context: Context | None,
-    updated_at: str,
+    conn: sqlite3.Connection, name: str, want: tuple[str, str, str, str, str] | None
 ) -> bool:
-    """The workstream row as `reindex` makes it (none without a state); True if it moved."""
-    want = (
-        (run_id, name, current_state, dumps({"error_pipeline": context.doc}), updated_at)
-        if context is not None and current_state
-        else None
-    )
+    """The workstream row as `reindex` makes it (`want`); True if it moved."""
     have = conn.execute(
         "SELECT run_id, ws_id, current_state, metadata_json, updated_at FROM workstreams "
         "WHERE ws_id = ?",

@@ -21,7 +21,6 @@ from incidents.mirror.db import (
     MirrorCorrupt,
     check_integrity,
     connect,
-    dumps,
     file_identity,
     rebuild_pending,
     write,
@@ -39,6 +38,7 @@ from incidents.mirror.scan import (
     Scanned,
     scan_bundles,
     scan_rejected,
+    workstream_row,
 )
 from incidents.mirror.schema import MIRROR_BUCKETS
 
@@ -228,12 +228,11 @@ def _refill(
     conn.execute("DELETE FROM rejected")
     insert_rows(conn, seen.values())
     workstreams = [
-        (r.run_id, r.incident_id, r.state, dumps({"error_pipeline": s.state.doc}), r.updated_at)
+        w
         for s in scanned.values()
         if (r := s.row) is not None
-        and s.state is not None
-        and r.state
         and seen.get(r.incident_id) is r
+        and (w := workstream_row(r, s.state)) is not None
     ]
     conn.executemany(
         "INSERT INTO workstreams (run_id, ws_id, current_state, metadata_json, updated_at) "

@@ -19,6 +19,7 @@ from incidents import artifacts, clock
 from incidents.errors import IncidentsError, InvalidDocument, UnsafeFile
 from incidents.fsutil import read_json_object, read_regular_file
 from incidents.layout import BUCKETS, REJECTED, Root, validate_id
+from incidents.mirror.db import dumps
 from incidents.mirror.queries import Context, IncidentRow
 from incidents.mirror.schema import MIRROR_BUCKETS
 
@@ -27,6 +28,7 @@ __all__ = [
     "RejectedRow",
     "rejected_row",
     "scan_one",
+    "workstream_row",
     "Scanned",
     "agent_holding",
     "row_from_bundle",
@@ -85,6 +87,22 @@ def agent_holding(leases_dir: Path, incident_id: str) -> str | None:
     agent, expires = doc.get("agent"), doc.get("expires_at")
     live = isinstance(expires, int | float) and expires > time.time()
     return agent if isinstance(agent, str) and agent and live else None
+
+
+def workstream_row(
+    row: IncidentRow, context: Context | None
+) -> tuple[str, str, str, str, str] | None:
+    """The `workstreams` row of an incident (None: it has no state yet), the one shape both
+    `reindex` and the live mirror write."""
+    if context is None or not row.state:
+        return None
+    return (
+        row.run_id,
+        row.incident_id,
+        row.state,
+        dumps({"error_pipeline": context.doc}),
+        row.updated_at,
+    )
 
 
 def scan_one(
