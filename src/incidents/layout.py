@@ -5,6 +5,7 @@ Stdlib only: capture imports it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -81,6 +82,13 @@ class Root:
     @property
     def rejected(self) -> Path:
         return self.path / REJECTED
+
+    def mark_dirty(self, incident_id: str) -> None:
+        """Tell the mirror that this bundle changed, or that its rows could not be written
+        (an empty hint file; see mirror.catch_up). Cheap and best effort: a lost hint is
+        found by catch_up's inbox listing."""
+        with contextlib.suppress(OSError):
+            os.close(os.open(self.state / "dirty" / incident_id, os.O_WRONLY | os.O_CREAT, 0o600))
 
     @property
     def db_path(self) -> Path:

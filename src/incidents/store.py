@@ -12,7 +12,6 @@ Stdlib only (capture uses it). The filesystem is the source of truth:
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import re
@@ -205,10 +204,8 @@ def sweep_staging(root: Root, grace_s: float = STAGING_GRACE_S) -> list[Path]:
 
 
 def mark_dirty(root: Root, incident_id: str) -> None:
-    """Tell the mirror that this bundle changed (an empty hint file; see mirror.catch_up).
-    Cheap and best effort: a lost hint is found by catch_up's inbox listing."""
-    with contextlib.suppress(OSError):
-        os.close(os.open(root.state / "dirty" / incident_id, os.O_WRONLY | os.O_CREAT, 0o600))
+    """Tell the mirror that this bundle changed (`Root.mark_dirty`)."""
+    root.mark_dirty(incident_id)
 
 
 def mirror_bundle(

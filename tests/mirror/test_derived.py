@@ -281,16 +281,7 @@ def test_status_rebuilds_an_empty_database_left_by_another_process(
 ) -> None:
     """A database some process created empty (deleted under it) is rebuilt before status
     answers: never an empty list for a root that has bundles."""
-    (tmp_path / "incidents.toml").write_text(CONFIG)
-    env = env_for(tmp_path)
-    ids = [capture(tmp_path, env, f"s{i}", CLEAN, dedupe=False) for i in range(3)]
-    for incident_id in ids:  # closed: no longer in the inbox listing a catch-up compares
-        assert incidents("drive", incident_id, env=env).returncode == 0
-    assert closed(root, ids)
-    shutil.rmtree(root.state / "dirty")  # no hints: only the folders tell
-    (root.state / "dirty").mkdir(mode=0o700)
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{root.db_path}{suffix}").unlink(missing_ok=True)
+    env, ids = _closed_root_without_hints(tmp_path, root)
     # what a writer does on its side of the real work: opens (creating) the file
     assert incidents("pause", "--reason", "x", env=env).returncode == 0
     p = incidents("status", "--all", "--json", env=env)
@@ -299,6 +290,8 @@ def test_status_rebuilds_an_empty_database_left_by_another_process(
 
 
 def _closed_root_without_hints(tmp_path: Path, root: Root) -> tuple[dict[str, str], list[str]]:
+    """Closed incidents (no longer in the inbox listing a catch-up compares), no capture
+    hints, and no database: only the folders tell."""
     (tmp_path / "incidents.toml").write_text(CONFIG)
     env = env_for(tmp_path)
     ids = [capture(tmp_path, env, f"z{i}", CLEAN, dedupe=False) for i in range(2)]

@@ -14,7 +14,6 @@ folders first (`ensure_derived`), so no process fills an empty file with a few r
 from __future__ import annotations
 
 import contextlib
-import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -99,9 +98,7 @@ class BestEffort:
 
     def report(self, exc: BaseException) -> None:
         if self.incident is not None:
-            with contextlib.suppress(OSError):  # a lost hint: the inbox listing still tells
-                hint = self.root.state / "dirty" / self.incident
-                os.close(os.open(hint, os.O_WRONLY | os.O_CREAT, 0o600))
+            self.root.mark_dirty(self.incident)
         self._report(exc)
 
     def __enter__(self) -> sqlite3.Connection | None:
