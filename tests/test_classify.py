@@ -636,6 +636,19 @@ def test_the_code_a_checks_findings_amount_to(
          ErrorCode.UNKNOWN, FailureClass.ENV),
         ("Error: Quota exceeded for quota metric 'Read requests' and limit 'Read requests per "
          "minute'", ErrorCode.RATE_LIMIT, FailureClass.TRANSIENT),
+        # a blind run (tests/fixtures/corpus_blind/README.md): Go's `log` prefix is not a
+        # compiler's diagnostic (helm --debug; helm/helm#9094)
+        ("Error: UPGRADE FAILED: create: failed to create: context deadline exceeded\n"
+         "helm.go:84: [debug] context deadline exceeded",
+         ErrorCode.TIMEOUT, FailureClass.TRANSIENT),
+        # a generic exception class whose words say memory ran out (vllm-project/vllm#10439)
+        ("ValueError: No available memory for the cache blocks. Try increasing "
+         "`gpu_memory_utilization` when initializing the engine.",
+         ErrorCode.UNKNOWN, FailureClass.ENV),
+        # libcurl's words under a bare CMake error (microsoft/vcpkg#1482)
+        ('-- Downloading https://x/boost.tar.bz2... Failed. Status: 56;"Failure when receiving '
+         'data from the peer"\nCMake Error at scripts/cmake/vcpkg_download_distfile.cmake:82 '
+         "(message):", ErrorCode.UNKNOWN, FailureClass.TRANSIENT),
     ],  # fmt: skip
 )
 def test_wordings_an_adversarial_tester_found(

@@ -99,6 +99,7 @@ def tables() -> dict[str, tuple[Row, ...]]:
         platforms,
         runtimes,
         services,
+        toolchains,
     )
 
     out: dict[str, tuple[Row, ...]] = {}
@@ -112,6 +113,7 @@ def tables() -> dict[str, tuple[Row, ...]]:
         services,
         checkers,
         others,
+        toolchains,
     ):
         out.update(module.RULES)
     return out

@@ -125,6 +125,21 @@ RULES: dict[str, tuple[Row, ...]] = {
             r"|ERR_WORKER_OUT_OF_MEMORY)\b",
             "MemoryError",
         ),
+        (
+            # an exception whose own words say memory ran out (vllm `ValueError: No available
+            # memory for the cache blocks`, `RuntimeError: ... not enough memory`): at the
+            # level of the class name, env wins the tie with "Python runtime error" (code)
+            "exception naming memory exhaustion",
+            NAMED,
+            UNKNOWN,
+            E,
+            "memory",
+            r"\b[A-Z]\w*(?:Error|Exception): [^\n]{0,120}\b(?i:no (?:available|free)"
+            r" (?:\w+ )?memory|not enough (?:\w+ )?memory|insufficient (?:\w+ )?memory"
+            r"|cannot allocate memory|memory (?:is )?exhausted)\b",
+            "ValueError: No available memory for the cache blocks. Try increasing"
+            " `gpu_memory_utilization` when initializing the engine.",
+        ),
     ),
     "locks and busy services": (
         (
@@ -224,6 +239,19 @@ RULES: dict[str, tuple[Row, ...]] = {
             r"|\bcould not load library\b",
             "python3: error while loading shared libraries: libssl.so.3: cannot open shared object"
             " file",
+        ),
+        (
+            # a client that finds no credential to send (pulumi `unable to discover AWS
+            # AccessKeyID`, `could not find default credentials`): set-up, not authority
+            "credentials not found",
+            GENERIC,
+            UNKNOWN,
+            E,
+            "credentials credential accesskeyid secretaccesskey key",
+            r"(?i)\b(?:unable to|could not|couldn't|cannot|failed to) (?:discover|find|locate)"
+            r" (?:any |valid |default |the )*(?:[\w-]+ ){0,2}(?:credentials?|access ?key ?id"
+            r"|secret ?access ?key|api[ _-]?key)\b",
+            "error: unable to discover AWS AccessKeyID and/or SecretAccessKey",
         ),
         (
             "missing environment variable",

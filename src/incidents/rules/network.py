@@ -70,7 +70,8 @@ RULES: dict[str, tuple[Row, ...]] = {
             r"|\btime-?out (?:exceeded|expired)|\btime limit (?:exceeded|reached)\b"
             r"|\btimeout of \d+ ?m?s\b|\bTimeout \d+ ?ms exceeded|\bdeadline exceeded\b"
             r"|\bClient\.Timeout exceeded|\btimeout exceeded\b|\btimeout was reached\b"
-            r"|\bTimeout performing\b|\bexceeded (?:its|the) (?:progress )?deadline\b",
+            r"|\bTimeout performing\b|\bexceeded (?:its|the) (?:progress )?deadline\b"
+            r"|\bwould exceed (?:the )?(?:context )?deadline\b",
             "dial tcp 140.82.112.3:443: i/o timeout",
         ),
         (
@@ -100,13 +101,18 @@ RULES: dict[str, tuple[Row, ...]] = {
             GENERIC,
             UNKNOWN,
             T,
-            "connection connect couldn pipe hang hung eof closed",
+            "connection connect couldn pipe hang hung eof closed established failure failed"
+            " server transferred",
             r"(?i)\bconnection (?:reset|refused|aborted|closed (?:by|unexpectedly|before)|was (?:"
             r"forcibly )?closed|lost|broken)\b|couldn't connect to server|\b(?:failed|unable) to "
             r"connect to\b|\bfailed to establish a new connection\b|\bcould not connect to\b"
             r"|\bconnection to the server \S+ was refused\b|\bbroken pipe\b|\bsocket hang up\b|\bremote end closed connection\b|\bserver closed "
             r"the connection unexpectedly\b|\bunexpected EOF\b(?! while)|\bearly EOF\b|\bremote end "
-            r"hung up unexpectedly\b|\bclosed by remote host\b",
+            r"hung up unexpectedly\b|\bclosed by remote host\b|\bconnection (?:was )?unexpectedly "
+            r"closed\b|\bcould not be established\. (?:Broker|Node) may not be available\b"
+            # libcurl's error strings (lib/strerror.c), which git, cmake, vcpkg and R print
+            r"|\bFailure when receiving data from the peer\b|\bFailed sending data to the peer\b"
+            r"|\bServer returned nothing \(no headers, no data\)|\bTransferred a partial file\b",
             "curl: (7) Failed to connect to localhost port 8080: Connection refused",
         ),
         (
@@ -123,12 +129,13 @@ RULES: dict[str, tuple[Row, ...]] = {
             GENERIC,
             UNKNOWN,
             T,
-            "known resolution getaddrinfo nodename resolve host misbehaving hostname",
+            "known resolution getaddrinfo nodename resolve host misbehaving hostname resolving",
             r"(?i)\bname or service not known\b|\btemporary failure in name resolution\b"
             r"|\bgetaddrinfo (?:failed|ENOTFOUND|EAI_AGAIN)\b|\bnodename nor servname\b"
             r"|\bcould not resolve (?:host|hostname|proxy)\b|\bno such host\b|\bserver misbehaving\b"
             r"|\bname resolution failed\b|\bfailed to resolve '[\w.-]+'|\bunknown host\b"
-            r"|\bno address associated with hostname\b",
+            r"|\bno address associated with hostname\b|\btemporary failure resolving\b"
+            r"|\bcould not resolve '[\w.-]+'",
             "dial tcp: lookup proxy.golang.org on 127.0.0.53:53: server misbehaving",
         ),
         (

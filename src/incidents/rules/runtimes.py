@@ -284,7 +284,9 @@ RULES: dict[str, tuple[Row, ...]] = {
             LINT,
             C,
             "go",
-            r"(?m)^\S+\.go:\d+(?::\d+)?: \S",
+            # a column, or a directory (old compilers): `file.go:84: msg` alone is a log
+            # line of Go's `log` package (Lshortfile), as helm --debug prints
+            r"(?m)^(?:\S+\.go:\d+:\d+|\S*/\S+\.go:\d+): \S",
             "./main.go:5:2: undefined: helper",
         ),
         (
