@@ -345,6 +345,18 @@ RULES: dict[str, tuple[Row, ...]] = {
             "  2 failing",
         ),
         (
+            # jest-matcher-utils' hint, the head of every failed expectation (a reporter
+            # may print it without jest's own `●` and summary lines)
+            "jest failed expectation",
+            VERDICT,
+            TEST,
+            C,
+            "expect",
+            r"\bexpect\((?:received|jest\.fn\(\)|value|function|mock)\)\.(?:not\.|resolves\."
+            r"|rejects\.)?to[A-Z]\w*\(",
+            "Error: expect(received).toBe(expected) // Object.is equality",
+        ),
+        (
             "npm test script failed",
             BARE,
             TEST,

@@ -204,6 +204,20 @@ RULES: dict[str, tuple[Row, ...]] = {
             "status code 403",
         ),
         (
+            # a client that reports the server's refusal as a failure to connect (the
+            # Snowflake connector: `Failed to connect to DB ... 403: HTTP 403: Forbidden`):
+            # the server answered, so the refusal decides, not the connection words
+            "refused while connecting",
+            REFINED,
+            UNKNOWN,
+            N,
+            "connect",
+            r"(?i)\b(?:failed|unable) to connect\b[^\n]{0,200}?\b(?:40[13]\b[^\n]{0,20}?"
+            r"(?:forbidden|unauthori[sz]ed)|(?:forbidden|unauthori[sz]ed)\b)",
+            "Failed to connect to DB: acme.snowflakecomputing.com:443. 000403: 403: HTTP 403:"
+            " Forbidden",
+        ),
+        (
             "HTTP 408",
             GENERIC,
             TIMEOUT,
