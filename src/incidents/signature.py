@@ -64,14 +64,15 @@ __all__ = [
 ]
 
 MAX_MESSAGE = 200
-NORMALIZATION_VERSION = 3  # 1: every quoted value was <str>; no request ids, pods, tokens
+NORMALIZATION_VERSION = 4  # 1: every quoted value was <str>; no request ids, pods, tokens
 # 2: `host.name:5432` was a path (a bare file name with a line number)
+# 3: a URL kept only its host, every path was <path>, every number <n> (error codes too)
 
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*"
 _DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*"
 _TIME = r"\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:[ ]?[AaPp][Mm])?"
 _ZONE = r"(?:[ ]?(?:Z|UTC|GMT|[+-]\d{2}:?\d{2})(?![A-Za-z]))?"
-_PATH_CHAR = r"[\w.+@%~=-]"
+_PATH_CHAR = r"[\w.+@%~={}-]"  # {} for the placeholders inside a kept path: a/{n}/b
 # the extensions a bare `name.ext:12` is taken as a file for (anything else may be a host)
 _SOURCE_EXT = (
     r"(?i:py|pyi|pyx|js|mjs|cjs|jsx|ts|tsx|go|rs|java|kt|kts|scala|groovy|gradle|c|h|cc|cpp"
@@ -94,13 +95,46 @@ _ID_KEY = (
 )
 _ID_VALUE = r"[^\s\"'<>,;)\]}]"
 
+# An error or status code is the failure's identity, never <n>: the number after a word
+# that names one (`exit status 2`, `Error 1045 (28000)`, `[Errno 13]`, `SQLSTATE 23505`,
+# `status code 404`, `HTTP 502`, `signal 9`, `returned 1 exit status`, `HRESULT: 0x8007...`),
+# an upper-case prefix's number (`ORA-12154`, `TNS-12541`), an HTTP status before its
+# reason phrase (`404 Not Found`). Counts, durations, sizes, ports, pids, lines stay <n>.
+_CODE_WORD = (
+    r"(?<![A-Za-z])(?i:exit[ _-]?(?:status|code)|exited(?:[ ]with)?(?:[ ]code)?|exit"
+    r"|return[ _-]?code|returncode|rc|errno|error[ _-]?code|err[ _-]?code|status[ _-]?code"
+    r"|response[ _-]?code|status|code|signal|sqlcode|hresult"
+    r"|http(?:/\d(?:\.\d)?)?(?:[ ](?:status|error|code))?"
+    r"|returned(?:[ ]a)?(?:[ ]non-zero)?(?:[ ]exit)?(?:[ ](?:status|code))?)"
+    r"|(?<![A-Za-z])[A-Za-z]*?(?:error|Error|ERROR)(?=[ ]\d|:[ ]\d+[ ]?\([0-9A-Z]{5}\))"
+)
+_SQLSTATE = r"[ ]?\((?:[0-9A-Z]{5})\)"
+_HTTP_REASON = (
+    r"(?i:Bad[ ]Request|Unauthorized|Payment[ ]Required|Forbidden|Not[ ]Found|Method[ ]Not"
+    r"|Not[ ]Acceptable|Proxy[ ]Auth|Request[ ]Time-?out|Conflict|Gone|Length[ ]Required"
+    r"|Precondition|Payload[ ]Too|Request[ ]Entity|URI[ ]Too|Unsupported[ ]Media"
+    r"|Unprocessable|Too[ ]Many|Internal[ ]Server|Not[ ]Implemented|Bad[ ]Gateway"
+    r"|Service[ ]Unavailable|Gateway[ ]Time-?out|HTTP[ ]Version)"
+)
+_CODE = (
+    rf"(?:(?:{_CODE_WORD})[\"']?[ ]?[:=]?[ ]?[\[(]?[ ]?(?:-?\d++|0[xX]{_H}++)"
+    rf"(?![\w.]\d|[ ]?(?:of|/)[ ]?\d)(?:{_SQLSTATE})?"
+    r"|(?<![\w-])[A-Z][A-Z0-9]{1,7}-\d+(?:-\d+)?"  # ORA-12154, ISO-8859-1
+    r"|(?i:sqlstate)[ ]?[:=]?[ ]?\[?[0-9A-Z]{5}\]?(?:[ ]\[\d+\])?"
+    rf"|(?<![\w.])[1-5]\d\d(?=[ ]{_HTTP_REASON})"
+    r")(?![A-Za-z0-9])"
+)
+
 # (name, placeholder, pattern). Order is precedence at one position; see the docstring.
 _RULES: tuple[tuple[str, str, str], ...] = (
-    ("keep", "", r"<(?:ts|uuid|hex|path|str|id|n|ip|email|url(?::[^<>\s]*)?)>"),
+    ("keep", "", r"<(?:ts|uuid|hex|str|id|n|ip|email|(?:url|path)(?::[^<>\s]*)?)>"),
     (
         "url",
-        "<url:host>",
-        r"\b[A-Za-z][A-Za-z0-9+.-]*://(?:[^/\s@]*@)?(?P<host>[^/\s:?#'\"<>]*)[^\s'\"<>]*",
+        "<url:host/path>",
+        # (punctuation that ends a sentence is not the URL's: `see https://x.io/a.`)
+        r"\b[A-Za-z][A-Za-z0-9+.-]*://(?:[^/\s@'\"<>]*@)?(?P<host>[^/\s:?#'\"<>]*(?<![.,;!)]))"
+        r"(?::\d*)?(?P<upath>/[^\s'\"<>?#]*(?<![.,;:!)\]}]))?"
+        r"(?P<query>[?#][^\s'\"<>]*(?<![.,;:!)\]}]))?",
     ),
     ("email", "<email>", r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"),
     (
@@ -110,6 +144,7 @@ _RULES: tuple[tuple[str, str, str], ...] = (
         # the value: a digit or 12 characters; or <id> (a second pass sees the key again)
         rf"(?:<id>|(?=(?:{_ID_VALUE}*?\d|{_ID_VALUE}{{12}}))(?!<){_ID_VALUE}++(?!<))",
     ),
+    ("code", "", _CODE),
     (
         "ts",
         "<ts>",
@@ -143,7 +178,7 @@ _RULES: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "path",
-        "<path>",
+        "<path:name>",
         r"(?=[\w.+@%~=-]*[/\\:.])(?:"  # (a quick test first: most words are no path)
         r"(?<![\w\\])[A-Za-z]:\\(?:[^\\\s:*?\"'<>|]+\\)*[^\\\s:*?\"'<>|,;)]*"  # C:\dir\file
         r"|\\\\[^\\\s]+\\[^\s:*?\"'<>|,;)]+"  # \\server\share
@@ -185,7 +220,12 @@ _RULES: tuple[tuple[str, str, str], ...] = (
     ),
 )
 
-PLACEHOLDERS: dict[str, str] = {name: placeholder for name, placeholder, _ in _RULES[1:]}
+PLACEHOLDERS: dict[str, str] = {name: placeholder for name, placeholder, _ in _RULES if placeholder}
+KEPT = ("keep", "code")  # rules that keep what they match (a placeholder, an error code)
+# the rules that normalise one segment of a URL's or a path's name (placeholders in braces)
+_SEGMENT_RULES = ("ts", "uuid", "ip", "hex_groups", "pod", "hex", "token", "n")
+_HOST_RULES = ("uuid", "ip", "hex_groups", "pod", "hex", "token")
+_MAX_NAME = 120  # the characters of a URL's or an absolute path's name kept in its placeholder
 
 _MAX_PASSES = 16  # a bound, never reached: see normalize_steps
 
@@ -197,7 +237,7 @@ _MAX_PASSES = 16  # a bound, never reached: see normalize_steps
 _DIGIT = r"\d"  # not a substring: any decimal digit (Unicode's, as `\d` in the rules)
 _DIGITS = (_DIGIT,)
 _NEEDS: dict[str, tuple[str, ...]] = {  # in the lowercased text
-    "keep": ("<",),
+    "keep": ("",),  # always: a placeholder a pass adds may hold a path's `/` or a `.`
     "url": ("://",),
     "email": ("@",),
     "keyed_id": (
@@ -212,6 +252,7 @@ _NEEDS: dict[str, tuple[str, ...]] = {  # in the lowercased text
         "amz-id",
         "cf-ray",
     ),
+    "code": (_DIGIT, "sqlstate"),
     "ts": _DIGITS,
     "uuid": ("-",),
     "ip": (*_DIGITS, ":"),
@@ -251,14 +292,73 @@ def _pattern_of(names: tuple[str, ...]) -> re.Pattern[str] | None:
 
 def _replace(m: re.Match[str]) -> str:
     kind = m.lastgroup
-    if kind == "keep":
+    if kind in KEPT:
         return m.group(0)
     if kind == "url":
-        host = m.group("host").lower()
-        return f"<url:{host}>" if host else "<url>"
+        return _url(m)
+    if kind == "path":
+        return _path(m.group(0))
     if kind == "keyed_id":
         return m.group("key") + "<id>"
     return PLACEHOLDERS[kind or "n"]
+
+
+_segment_pattern: dict[tuple[str, ...], re.Pattern[str]] = {}
+_version: re.Pattern[str] | None = None
+_line: re.Pattern[str] | None = None
+
+
+def _segment(text: str, rules: tuple[str, ...] = _SEGMENT_RULES) -> str:
+    """One segment of a URL's path or a path's name, its volatile parts in braces:
+    `left-pad-1.3.0.tgz` -> `left-pad-{n}.tgz`, `v2.1.0` -> `{n}`, `123` -> `{n}`."""
+    global _version
+    if _version is None:
+        _version = re.compile(r"[vV]\d+(?:\.\d+)+")
+    if _version.fullmatch(text):
+        return "{n}"
+    pattern = _segment_pattern.get(rules)
+    if pattern is None:
+        pattern = _segment_pattern[rules] = re.compile(
+            "|".join(f"(?P<{n}>{p})" for n, _, p in _RULES if n in rules)
+        )
+    return pattern.sub(lambda s: "{" + PLACEHOLDERS[s.lastgroup or "n"][1:-1] + "}", text)
+
+
+def _name(text: str) -> str:
+    return text if len(text) <= _MAX_NAME else text[:_MAX_NAME] + "..."
+
+
+def _url(m: re.Match[str]) -> str:
+    """`<url:host/path>`: the host and the path's names kept, their volatile segments in
+    braces, the port dropped, a query or fragment `?{query}`. Without a host (`file:///`)
+    the path is a local one: its last two names, as for an absolute path."""
+    host = _segment(m.group("host").lower(), _HOST_RULES)
+    segments = [_segment(part) for part in (m.group("upath") or "").split("/") if part]
+    if not host:
+        segments = ["", *segments[-2:]] if segments else []
+    name = "/".join([host, *segments] if host else segments)
+    name += "?{query}" if m.group("query") else ""
+    return f"<url:{_name(name)}>" if name else "<url>"
+
+
+def _path(text: str) -> str:
+    """A path: relative (`./routes/users`, `src/app/models.py`) it is a name, kept with its
+    volatile segments in braces; absolute (`/srv/app/x.py`, `~/x`, `C:\\Users\\bob\\x.ps1`)
+    its start is the machine's (a home, a checkout, a temp folder), so only its last two
+    names are kept: `<path:app/x.py>`. A line and column (`:12:5`) go."""
+    global _line
+    if _line is None:
+        _line = re.compile(r"(?::\d+){1,2}$")
+    text = _line.sub("", text)
+    absolute = text[:1] in ("/", "~", "\\") or text[1:3] == ":\\"
+    parts = [p for p in text.replace("\\", "/").split("/") if p and p not in (".", "~")]
+    if not absolute:
+        sep = "\\" if "\\" in text else "/"
+        return sep.join(p if p in ("", ".", "..", "~") else _segment(p) for p in text.split(sep))
+    if text[1:3] == ":\\":
+        parts = parts[1:]  # the drive
+    names = [_segment(p) for p in parts[-2:]]
+    return f"<path:{_name('/'.join(names))}>" if names else "<path>"
 
 
 def _cut(text: str) -> str:
@@ -304,7 +404,7 @@ def normalize_steps(message: str, steps: list[tuple[str, str, str]] | None) -> s
 def _recording(steps: list[tuple[str, str, str]]) -> Callable[[re.Match[str]], str]:
     def replace(m: re.Match[str]) -> str:
         after = _replace(m)
-        if m.lastgroup != "keep" and after != m.group(0):
+        if m.lastgroup not in KEPT and after != m.group(0):
             steps.append((m.lastgroup or "", m.group(0), after))
         return after
 

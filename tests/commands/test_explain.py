@@ -21,7 +21,7 @@ REPEAT = (
     " timed out"
 )
 NORMALIZED = (
-    "Upload to <url:uploads.example.com> failed: job <uuid> (x-github-request-id: <id>) timed out"
+    "Upload to <url:uploads.example.com/v1/blobs/{n}> failed: job <uuid> (x-github-request-id: <id>) timed out"
 )
 
 
@@ -55,7 +55,7 @@ def test_explain_shows_each_normalisation_the_signature_the_rule_and_the_group(
         f"incident:      {current} (inbox, new)",
         f"message:       {FIRST.replace('17', '18')}",
         f"normalization (rules {NORMALIZATION_VERSION}), in order:",
-        "  url: https://uploads.example.com/v1/blobs/18 -> <url:uploads.example.com>",
+        "  url: https://uploads.example.com/v1/blobs/18 -> <url:uploads.example.com/v1/blobs/{n}>",
         "  uuid: 7f3c2a1b-1234-4abc-9def-0123456789ab -> <uuid>",
         "  keyed_id: x-github-request-id: 4C32:E66A2:27EF37:4E976C:683F3085"
         " -> x-github-request-id: <id>",
@@ -83,7 +83,7 @@ def test_explain_shows_each_normalisation_the_signature_the_rule_and_the_group(
     assert doc["normalization"]["steps"][0] == {
         "rule": "url",
         "before": "https://uploads.example.com/v1/blobs/18",
-        "after": "<url:uploads.example.com>",
+        "after": "<url:uploads.example.com/v1/blobs/{n}>",
     }
     assert doc["signature"]["signature"] == doc["signature"]["current"] == signature
     assert doc["signature"]["inputs"]["normalized"] == NORMALIZED
