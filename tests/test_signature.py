@@ -52,7 +52,7 @@ from incidents.vocab import FailureClass
         ("connect [::1]:5432 failed", "connect <ip> failed"),
         ("GET https://api.example.com/v1/x?id=3 -> 503", "GET <url:api.example.com/v1/x?{query}> -> <n>"),
         ("GET https://bob:pw@API.example.com:8443/x", "GET <url:api.example.com/x>"),
-        ("mail bob.smith+ci@example.co.uk failed", "mail <email> failed"),
+        ("mail bob.smith+ci@example.co.uk failed", "mail <email:example.co.uk> failed"),
         ("a   b\t\tc\n\nd", "a b c d"),
         ("  padded  ", "padded"),
         ("<module> and <lambda> stay", "<module> and <lambda> stay"),

@@ -106,7 +106,7 @@ _CODE_WORD = (
     r"|response[ _-]?code|status|code|signal|sqlcode|hresult"
     r"|http(?:/\d(?:\.\d)?)?(?:[ ](?:status|error|code))?"
     r"|returned(?:[ ]a)?(?:[ ]non-zero)?(?:[ ]exit)?(?:[ ](?:status|code))?)"
-    r"|(?<![A-Za-z])[A-Za-z]*?(?:error|Error|ERROR)(?=[ ]\d|:[ ]\d+[ ]?\([0-9A-Z]{5}\))"
+    r"|(?<![A-Za-z])[A-Za-z]*?(?:error|Error|ERROR)(?=[ ]\(?\d|:[ ]\d+[ ]?\([0-9A-Z]{5}\))"
 )
 _SQLSTATE = r"[ ]?\((?:[0-9A-Z]{5})\)"
 _HTTP_REASON = (
@@ -119,7 +119,8 @@ _HTTP_REASON = (
 _CODE = (
     rf"(?:(?:{_CODE_WORD})[\"']?[ ]?[:=]?[ ]?[\[(]?[ ]?(?:-?\d++|0[xX]{_H}++)"
     rf"(?![\w.]\d|[ ]?(?:of|/)[ ]?\d)(?:{_SQLSTATE})?"
-    r"|(?<![\w-])[A-Z][A-Z0-9]{1,7}-\d+(?:-\d+)?"  # ORA-12154, ISO-8859-1
+    r"|(?<![\w-])[A-Z][A-Z0-9_]{1,30}[-_]\d+(?:-\d+)?"  # ORA-12154, ERR_PNPM_FETCH_404
+    r"|curl:[ ]\(\d+\)"  # curl's exit code: curl: (28)
     r"|(?i:sqlstate)[ ]?[:=]?[ ]?\[?[0-9A-Z]{5}\]?(?:[ ]\[\d+\])?"
     rf"|(?<![\w.])[1-5]\d\d(?=[ ]{_HTTP_REASON})"
     r")(?![A-Za-z0-9])"
@@ -127,16 +128,22 @@ _CODE = (
 
 # (name, placeholder, pattern). Order is precedence at one position; see the docstring.
 _RULES: tuple[tuple[str, str, str], ...] = (
-    ("keep", "", r"<(?:ts|uuid|hex|str|id|n|ip|email|(?:url|path)(?::[^<>\s]*)?)>"),
+    ("keep", "", r"<(?:ts|uuid|hex|str|id|n|ip|(?:url|path|email)(?::[^<>\s]*)?)>"),
     (
         "url",
         "<url:host/path>",
         # (punctuation that ends a sentence is not the URL's: `see https://x.io/a.`)
-        r"\b[A-Za-z][A-Za-z0-9+.-]*://(?:[^/\s@'\"<>]*@)?(?P<host>[^/\s:?#'\"<>]*(?<![.,;!)]))"
+        r"\b[A-Za-z][A-Za-z0-9+.-]*://(?:[^/\s@'\"<>]*@)?(?P<host>\[[0-9A-Fa-f:.]*(?:%\w+)?\]|[^/\s:?#'\"<>]*(?<![.,;!)]))"
         r"(?::\d*)?(?P<upath>/[^\s'\"<>?#]*(?<![.,;:!)\]}]))?"
         r"(?P<query>[?#][^\s'\"<>]*(?<![.,;:!)\]}]))?",
     ),
-    ("email", "<email>", r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"),
+    (  # the domain is kept like a URL's host (git@github.com, git@gitlab.com); its last
+        # label is letters: `eslint@6.1.0` is a package and its version, not an address
+        "email",
+        "<email:domain>",
+        r"(?<![\w.+-])[\w.+-]+@(?P<domain>[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,})"
+        r"(?![\w-]|\.\w)",
+    ),
     (
         "keyed_id",
         "<id>",
@@ -156,15 +163,19 @@ _RULES: tuple[tuple[str, str, str], ...] = (
         rf")(?:[T ]{_TIME})?{_ZONE}"  # ... each with a time, a zone
         r"|\d{8}T\d{6}Z?"  # compact ISO
         rf"|{_TIME}{_ZONE}"  # 12:00:01
-        r")(?![\w])",
+        r")(?![\w]|[.,]\d)",  # not the start of a duration: 2:48.217s
     ),
-    ("uuid", "<uuid>", rf"(?<![\w-]){_H}{{8}}-(?:{_H}{{4}}-){{3}}{_H}{{12}}(?![\w-])"),
+    (  # after a letter that is no hex digit too: x75113e78-4911-... is x<uuid>
+        "uuid",
+        "<uuid>",
+        rf"(?<![0-9A-Fa-f-]){_H}{{8}}-(?:{_H}{{4}}-){{3}}{_H}{{12}}(?![\w-])",
+    ),
     (
         "ip",
         "<ip>",
         r"(?<![\w.])(?:"
         r"(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?"
-        r"|\[[0-9a-fA-F:]*:[0-9a-fA-F:.]*\](?::\d{1,5})?"
+        r"|\[(?=[0-9a-fA-F:.]*::|(?:[0-9a-fA-F]{1,4}:){7})[0-9a-fA-F:.]+\](?::\d{1,5})?"
         rf"|(?:{_H}{{1,4}}:){{7}}{_H}{{1,4}}"
         rf"|(?=[0-9a-fA-F:]*\d)(?:{_H}{{1,4}}:){{1,7}}:(?:{_H}{{1,4}}(?::{_H}{{1,4}})*)?"
         r"|::1"
@@ -180,15 +191,15 @@ _RULES: tuple[tuple[str, str, str], ...] = (
         "path",
         "<path:name>",
         r"(?=[\w.+@%~=-]*[/\\:.])(?:"  # (a quick test first: most words are no path)
-        r"(?<![\w\\])[A-Za-z]:\\(?:[^\\\s:*?\"'<>|]+\\)*[^\\\s:*?\"'<>|,;)]*"  # C:\dir\file
+        r"(?<![\w\\])[A-Za-z]:\\(?:[^\\\s:*?\"'<>|]+\\)*[^\\\s:*?\"'<>|,;)\]]*"  # C:\dir\file
         r"|\\\\[^\\\s]+\\[^\s:*?\"'<>|,;)]+"  # \\server\share
-        rf"|(?<![\w.:/~-])(?:~|\.{{1,2}})?/{_PATH_CHAR}+(?:/{_PATH_CHAR}*)*"  # /abs, ./rel, ~/x
-        rf"|(?<![\w.:/~-]){_PATH_CHAR}+(?:/{_PATH_CHAR}+){{2,}}/?"  # a/b/c
-        rf"|(?<![\w.:/~-]){_PATH_CHAR}+(?:/{_PATH_CHAR}+)+\.[A-Za-z]\w{{0,7}}(?=:\d)"  # a/b.py:3
+        rf"|(?<![\w.:/~<>-])(?:~|\.{{1,2}}|[A-Za-z]:)?/{_PATH_CHAR}+(?:/{_PATH_CHAR}*)*"  # /a, ./r, ~/x
+        rf"|(?<![\w.:/~<>-]){_PATH_CHAR}+(?:/{_PATH_CHAR}+){{2,}}/?"  # a/b/c
+        rf"|(?<![\w.:/~<>-]){_PATH_CHAR}+(?:/{_PATH_CHAR}+)+\.[A-Za-z]\w{{0,7}}(?=:\d)"  # a/b.py:3
         # a bare file name only with a line number and a source file's extension: a host
         # and its port (`db.internal:5432`) is an address, whose host is kept like a URL's
-        rf"|(?<![\w.:/~-]){_PATH_CHAR}+\.(?:{_SOURCE_EXT})(?=:\d)"
-        rf"|(?<![\w.:/~-]){_PATH_CHAR}+(?:/{_PATH_CHAR}+)+\.[A-Za-z]\w{{0,7}}(?![\w/])"
+        rf"|(?<![\w.:/~<>-]){_PATH_CHAR}+\.(?:{_SOURCE_EXT})(?=:\d)"
+        rf"|(?<![\w.:/~<>-]){_PATH_CHAR}+(?:/{_PATH_CHAR}+)+\.[A-Za-z]\w{{0,7}}(?![\w/])"
         r")(?::\d+(?::\d+)?)?",
     ),
     (
@@ -300,6 +311,8 @@ def _replace(m: re.Match[str]) -> str:
         return _path(m.group(0))
     if kind == "keyed_id":
         return m.group("key") + "<id>"
+    if kind == "email":
+        return f"<email:{m.group('domain').lower()}>"
     return PLACEHOLDERS[kind or "n"]
 
 
@@ -309,18 +322,21 @@ _line: re.Pattern[str] | None = None
 
 
 def _segment(text: str, rules: tuple[str, ...] = _SEGMENT_RULES) -> str:
-    """One segment of a URL's path or a path's name, its volatile parts in braces:
-    `left-pad-1.3.0.tgz` -> `left-pad-{n}.tgz`, `v2.1.0` -> `{n}`, `123` -> `{n}`."""
+    """One segment of a URL's path or a path's name, its volatile parts in braces: a
+    number or a version that is the whole segment (`123`, `v2.1.0`; `v1` stays) or a dotted version in
+    it (`left-pad-1.3.0.tgz` -> `left-pad-{n}.tgz`), and the random shapes (hashes, ids,
+    uuids, times); a number in a name stays (`file_1.py`, `12.go`: files of those names)."""
     global _version
     if _version is None:
-        _version = re.compile(r"[vV]\d+(?:\.\d+)+")
-    if _version.fullmatch(text):
+        _version = re.compile(r"\d+(?:\.\d+)*|[vV]\d+(?:\.\d+)+")  # not an API's v1
+    if "n" in rules and _version.fullmatch(text):
         return "{n}"
     pattern = _segment_pattern.get(rules)
     if pattern is None:
-        pattern = _segment_pattern[rules] = re.compile(
-            "|".join(f"(?P<{n}>{p})" for n, _, p in _RULES if n in rules)
-        )
+        chosen = [f"(?P<{n}>{p})" for n, _, p in _RULES if n in rules and n != "n"]
+        if "n" in rules:
+            chosen.append(r"(?P<n>(?<![A-Za-z0-9.])\d+(?:\.\d+)+(?![A-Za-z0-9]|\.\d))")
+        pattern = _segment_pattern[rules] = re.compile("|".join(chosen))
     return pattern.sub(lambda s: "{" + PLACEHOLDERS[s.lastgroup or "n"][1:-1] + "}", text)
 
 
@@ -333,7 +349,11 @@ def _url(m: re.Match[str]) -> str:
     braces, the port dropped, a query or fragment `?{query}`. Without a host (`file:///`)
     the path is a local one: its last two names, as for an absolute path."""
     host = _segment(m.group("host").lower(), _HOST_RULES)
-    segments = [_segment(part) for part in (m.group("upath") or "").split("/") if part]
+    global _line
+    if _line is None:
+        _line = re.compile(r"(?::\d+){1,2}$")
+    upath = _line.sub("", m.group("upath") or "")  # a stack frame's line and column
+    segments = [_segment(part) for part in upath.split("/") if part]
     if not host:
         segments = ["", *segments[-2:]] if segments else []
     name = "/".join([host, *segments] if host else segments)
@@ -344,21 +364,32 @@ def _url(m: re.Match[str]) -> str:
 def _path(text: str) -> str:
     """A path: relative (`./routes/users`, `src/app/models.py`) it is a name, kept with its
     volatile segments in braces; absolute (`/srv/app/x.py`, `~/x`, `C:\\Users\\bob\\x.ps1`)
-    its start is the machine's (a home, a checkout, a temp folder), so only its last two
-    names are kept: `<path:app/x.py>`. A line and column (`:12:5`) go."""
+    its start is the machine's (a checkout, a home, a temp folder), so only its last two
+    names below any home or temp folder are kept: `<path:app/x.py>`. A line and column
+    (`:12:5`) go."""
     global _line
     if _line is None:
         _line = re.compile(r"(?::\d+){1,2}$")
     text = _line.sub("", text)
-    absolute = text[:1] in ("/", "~", "\\") or text[1:3] == ":\\"
-    parts = [p for p in text.replace("\\", "/").split("/") if p and p not in (".", "~")]
-    if not absolute:
+    drive = text[1:3] in (":\\", ":/")
+    if not (drive or text[:1] in ("/", "~", "\\")):
         sep = "\\" if "\\" in text else "/"
         return sep.join(p if p in ("", ".", "..", "~") else _segment(p) for p in text.split(sep))
-    if text[1:3] == ":\\":
-        parts = parts[1:]  # the drive
-    names = [_segment(p) for p in parts[-2:]]
+    parts = [p for p in text.replace("\\", "/").split("/") if p and p not in (".", "~")]
+    names = [_segment(p) for p in _below_machine(parts[1:] if drive else parts)[-2:]]
     return f"<path:{_name('/'.join(names))}>" if names else "<path>"
+
+
+def _below_machine(parts: list[str]) -> list[str]:
+    """An absolute path's names below a home (`/home/<user>`, `/Users/<user>`, `/root`) or a
+    temp folder's own folder (`/tmp/<random>/...`, `...\\Temp\\<random>\\...`); the
+    last name when nothing is below them."""
+    lowered = [p.lower() for p in parts]
+    start = 2 if lowered[:1] in (["home"], ["users"]) else 1 if lowered[:1] == ["root"] else 0
+    for i, name in enumerate(lowered):
+        if name in ("tmp", "temp") and i + 2 < len(parts):
+            start = max(start, i + 2)
+    return parts[start:] or parts[-1:]
 
 
 def _cut(text: str) -> str:
