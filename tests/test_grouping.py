@@ -315,13 +315,22 @@ NAMES_APART = [
         "npm ERR! 404 Not Found - GET https://registry.npmjs.org/left-pad",
         "npm ERR! 404 Not Found - GET https://registry.npmjs.org/right-pad",
     ),
-    ("GET https://api.github.com/repos/acme/app failed", "GET https://api.github.com/repos/acme/web failed"),
+    (
+        "GET https://api.github.com/repos/acme/app failed",
+        "GET https://api.github.com/repos/acme/web failed",
+    ),
     # 2. a relative module path is a name
     ("Error: Cannot find module './routes/users'", "Error: Cannot find module './routes/orders'"),
     ("ImportError in src/app/models.py:12", "ImportError in src/app/views.py:12"),
-    ("FileNotFoundError: '/srv/app/conf/users.yaml'", "FileNotFoundError: '/srv/app/conf/orders.yaml'"),
+    (
+        "FileNotFoundError: '/srv/app/conf/users.yaml'",
+        "FileNotFoundError: '/srv/app/conf/orders.yaml'",
+    ),
     # 3. an error or status code is the failure's identity
-    ("ORA-12154: TNS:could not resolve the connect identifier", "ORA-12541: TNS:could not resolve the connect identifier"),
+    (
+        "ORA-12154: TNS:could not resolve the connect identifier",
+        "ORA-12541: TNS:could not resolve the connect identifier",
+    ),
     ("ERROR 1045 (28000): Access denied for user", "ERROR 1049 (42000): Access denied for user"),
     ("mysql said Error 1045", "mysql said Error 1049"),
     ("PermissionError: [Errno 13] cannot open", "PermissionError: [Errno 2] cannot open"),
@@ -368,21 +377,35 @@ NAMES_SAME = [
     ),
     ("GET http://10.0.0.12:9200/_bulk failed", "GET http://10.0.0.99:9201/_bulk failed"),
     ("ImportError in src/app/models.py:12:5", "ImportError in src/app/models.py:240:1"),
-    ("Cannot find module './dist/main.3f2a9c1e.js'", "Cannot find module './dist/main.9e8d7c6b.js'"),
+    (
+        "Cannot find module './dist/main.3f2a9c1e.js'",
+        "Cannot find module './dist/main.9e8d7c6b.js'",
+    ),
     (
         'File "/home/alice/proj/app/models.py", line 12',
         'File "/home/runner/work/proj/proj/app/models.py", line 40',
     ),
     ("cannot write /tmp/tmpk3j2h1x9/out.json", "cannot write /tmp/tmpz8q7w6e5/out.json"),
-    (r"at C:\Users\bob\src\app\main.ps1:14 char:5", r"at C:\Users\alice\work\app\main.ps1:20 char:9"),
-    ("ERROR 1045 (28000): Access denied for user 'bob'@'10.0.0.1'", "ERROR 1045 (28000): Access denied for user 'bob'@'10.0.0.2'"),
+    (
+        r"at C:\Users\bob\src\app\main.ps1:14 char:5",
+        r"at C:\Users\alice\work\app\main.ps1:20 char:9",
+    ),
+    (
+        "ERROR 1045 (28000): Access denied for user 'bob'@'10.0.0.1'",
+        "ERROR 1045 (28000): Access denied for user 'bob'@'10.0.0.2'",
+    ),
     ("exit status 2 after 31s (pid 4242)", "exit status 2 after 12s (pid 17)"),
-    ("listen tcp :8080: bind: address already in use, errno 98", "listen tcp :9090: bind: address already in use, errno 98"),
+    (
+        "listen tcp :8080: bind: address already in use, errno 98",
+        "listen tcp :9090: bind: address already in use, errno 98",
+    ),
     ("3 errors, exit code 1", "12 errors, exit code 1"),
     # found in the corpus: a time, a tag, a rate were taken for an address or a path
     ("[22:50:52][scan_engine] database is locked", "[09:01:13][scan_engine] database is locked"),
-    ("<RequestId>689b4496-ca92-11e5-9a31-4932678efe5c</RequestId>",
-     "<RequestId>ec3dfa7f-6b83-11e4-adb9-63c309e27d3f</RequestId>"),
+    (
+        "<RequestId>689b4496-ca92-11e5-9a31-4932678efe5c</RequestId>",
+        "<RequestId>ec3dfa7f-6b83-11e4-adb9-63c309e27d3f</RequestId>",
+    ),
     ("Less than 10 bytes/sec transferred", "Less than 1 bytes/sec transferred"),
 ]
 
@@ -395,8 +418,10 @@ def test_volatile_parts_beside_names_and_codes_still_go(a: str, b: str) -> None:
 @pytest.mark.parametrize(
     ("message", "expected"),
     [
-        ("<RequestId>689b4496-ca92-11e5-9a31-4932678efe5c</RequestId>",
-         "<RequestId><uuid></RequestId>"),
+        (
+            "<RequestId>689b4496-ca92-11e5-9a31-4932678efe5c</RequestId>",
+            "<RequestId><uuid></RequestId>",
+        ),
         ("[22:50:52][scan_engine] x", "[<ts>][scan_engine] x"),
         ("Less than 10 bytes/sec", "Less than <n>/sec"),
         (r"expected [C:\Users\lcp3n\app\app.csproj]", "expected [<path:app/app.csproj>]"),
@@ -407,5 +432,7 @@ def test_what_was_misread_reads_right(message: str, expected: str) -> None:
 
 
 def test_an_address_as_a_url_host_is_a_placeholder() -> None:
-    assert normalize_message("GET http://192.168.0.24/acme/app.git") == "GET <url:{ip}/acme/app.git>"
+    assert (
+        normalize_message("GET http://192.168.0.24/acme/app.git") == "GET <url:{ip}/acme/app.git>"
+    )
     assert normalize_message("GET http://[::1]:8080/a failed") == "GET <url:{ip}/a> failed"

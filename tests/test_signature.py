@@ -50,7 +50,10 @@ from incidents.vocab import FailureClass
         ("connect 127.0.0.1:8080 failed", "connect <ip> failed"),
         ("connect 10.0.0.12 failed", "connect <ip> failed"),
         ("connect [::1]:5432 failed", "connect <ip> failed"),
-        ("GET https://api.example.com/v1/x?id=3 -> 503", "GET <url:api.example.com/v1/x?{query}> -> <n>"),
+        (
+            "GET https://api.example.com/v1/x?id=3 -> 503",
+            "GET <url:api.example.com/v1/x?{query}> -> <n>",
+        ),
         ("GET https://bob:pw@API.example.com:8443/x", "GET <url:api.example.com/x>"),
         ("mail bob.smith+ci@example.co.uk failed", "mail <email:example.co.uk> failed"),
         ("a   b\t\tc\n\nd", "a b c d"),

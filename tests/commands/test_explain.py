@@ -20,9 +20,7 @@ REPEAT = (
     "00000000-0000-4000-8000-000000000000 (x-github-request-id: 8F01:1B2C3:9A8B7C:6D5E4F:6A3F9B2C)"
     " timed out"
 )
-NORMALIZED = (
-    "Upload to <url:uploads.example.com/v1/blobs/{n}> failed: job <uuid> (x-github-request-id: <id>) timed out"
-)
+NORMALIZED = "Upload to <url:uploads.example.com/v1/blobs/{n}> failed: job <uuid> (x-github-request-id: <id>) timed out"
 
 
 def captured(cli: Cli, *args: str) -> str:
