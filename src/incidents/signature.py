@@ -233,9 +233,17 @@ _RULES: tuple[tuple[str, str, str], ...] = (
 
 PLACEHOLDERS: dict[str, str] = {name: placeholder for name, placeholder, _ in _RULES if placeholder}
 KEPT = ("keep", "code")  # rules that keep what they match (a placeholder, an error code)
-# the rules that normalise one segment of a URL's or a path's name (placeholders in braces)
-_SEGMENT_RULES = ("ts", "uuid", "ip", "hex_groups", "pod", "hex", "token", "n")
-_HOST_RULES = ("uuid", "ip", "hex_groups", "pod", "hex", "token")
+# The volatile parts of one segment of a URL's or a path's name, in braces: a small pattern
+# of its own (compiled only for a segment with a digit: capture compiles once per process)
+_SEGMENT = (
+    rf"(?P<uuid>{_H}{{8}}-(?:{_H}{{4}}-){{3}}{_H}{{12}})"
+    r"|(?P<ip>(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])|\[[0-9A-Fa-f:.]*::?[0-9A-Fa-f:.%\w]*\])"
+    r"|(?P<ts>(?<!\d)\d{4}-\d{2}-\d{2}(?:[T_ ]?\d{2}[:-]?\d{2}(?:[:-]?\d{2})?Z?)?(?!\d))"
+    rf"|(?P<hex>(?<![A-Za-z0-9])(?=[0-9]*[a-fA-F])(?=[a-fA-F]*\d){_H}{{7,}}(?![A-Za-z0-9]))"
+    rf"|(?P<token>(?<![A-Za-z0-9])(?={_ALNUM}*?(?:[A-Za-z]\d++[A-Za-z]++\d|\d[A-Za-z]++\d++[A-Za-z]))"
+    rf"{_ALNUM}{{10,}}+)"
+    r"|(?P<n>(?<![A-Za-z0-9.])\d+(?:\.\d+)+(?![A-Za-z0-9]|\.\d))"  # a dotted version
+)
 _MAX_NAME = 120  # the characters of a URL's or an absolute path's name kept in its placeholder
 
 _MAX_PASSES = 16  # a bound, never reached: see normalize_steps
@@ -248,7 +256,8 @@ _MAX_PASSES = 16  # a bound, never reached: see normalize_steps
 _DIGIT = r"\d"  # not a substring: any decimal digit (Unicode's, as `\d` in the rules)
 _DIGITS = (_DIGIT,)
 _NEEDS: dict[str, tuple[str, ...]] = {  # in the lowercased text
-    "keep": ("",),  # always: a placeholder a pass adds may hold a path's `/` or a `.`
+    # a placeholder, or one a pass adds (a URL's, a path's, an e-mail's holds a `/`, a `.`)
+    "keep": ("<", "/", "\\", ":", "@"),
     "url": ("://",),
     "email": ("@",),
     "keyed_id": (
@@ -263,7 +272,13 @@ _NEEDS: dict[str, tuple[str, ...]] = {  # in the lowercased text
         "amz-id",
         "cf-ray",
     ),
-    "code": (_DIGIT, "sqlstate"),
+    "code": (  # a word that names a code, a prefix's `-` or `_`, an HTTP reason's words
+        *("exit", "code", "rc", "err", "status", "signal", "sqlcode", "hresult", "http"),
+        *("returned", "sqlstate", "curl", "-", "_", "bad", "unauthorized", "payment"),
+        *("forbidden", "not", "proxy", "request", "conflict", "gone", "length", "too"),
+        *("precondition", "payload", "uri", "unsupported", "unprocessable", "internal"),
+        *("service", "gateway"),
+    ),
     "ts": _DIGITS,
     "uuid": ("-",),
     "ip": (*_DIGITS, ":"),
@@ -316,28 +331,34 @@ def _replace(m: re.Match[str]) -> str:
     return PLACEHOLDERS[kind or "n"]
 
 
-_segment_pattern: dict[tuple[str, ...], re.Pattern[str]] = {}
+_segment_pattern: re.Pattern[str] | None = None
 _version: re.Pattern[str] | None = None
 _line: re.Pattern[str] | None = None
 
 
-def _segment(text: str, rules: tuple[str, ...] = _SEGMENT_RULES) -> str:
+def _segment(text: str, host: bool = False) -> str:
     """One segment of a URL's path or a path's name, its volatile parts in braces: a
-    number or a version that is the whole segment (`123`, `v2.1.0`; `v1` stays) or a dotted version in
-    it (`left-pad-1.3.0.tgz` -> `left-pad-{n}.tgz`), and the random shapes (hashes, ids,
-    uuids, times); a number in a name stays (`file_1.py`, `12.go`: files of those names)."""
-    global _version
+    number or a version that is the whole segment (`123`, `v2.1.0`; `v1` stays), a dotted
+    version in it (`left-pad-1.3.0.tgz` -> `left-pad-{n}.tgz`), a hash, an id, a uuid, a
+    date, an address; a number in a name stays (`file_1.py`, `12.go`: files of those
+    names). A host (`host`) keeps its numbers: `us-east-1`, and `{ip}` for an address."""
+    global _version, _segment_pattern
+    if not any(c.isdigit() for c in text):
+        return text  # every volatile shape has a digit (a uuid of letters only: never)
     if _version is None:
         _version = re.compile(r"\d+(?:\.\d+)*|[vV]\d+(?:\.\d+)+")  # not an API's v1
-    if "n" in rules and _version.fullmatch(text):
+    if _segment_pattern is None:
+        _segment_pattern = re.compile(_SEGMENT)
+    if not host and _version.fullmatch(text):
         return "{n}"
-    pattern = _segment_pattern.get(rules)
-    if pattern is None:
-        chosen = [f"(?P<{n}>{p})" for n, _, p in _RULES if n in rules and n != "n"]
-        if "n" in rules:
-            chosen.append(r"(?P<n>(?<![A-Za-z0-9.])\d+(?:\.\d+)+(?![A-Za-z0-9]|\.\d))")
-        pattern = _segment_pattern[rules] = re.compile("|".join(chosen))
-    return pattern.sub(lambda s: "{" + PLACEHOLDERS[s.lastgroup or "n"][1:-1] + "}", text)
+
+    def brace(m: re.Match[str]) -> str:
+        kind = m.lastgroup or "n"
+        if host and kind == "n":
+            return m.group(0)
+        return "{" + PLACEHOLDERS[kind][1:-1] + "}"
+
+    return _segment_pattern.sub(brace, text)
 
 
 def _name(text: str) -> str:
@@ -348,7 +369,7 @@ def _url(m: re.Match[str]) -> str:
     """`<url:host/path>`: the host and the path's names kept, their volatile segments in
     braces, the port dropped, a query or fragment `?{query}`. Without a host (`file:///`)
     the path is a local one: its last two names, as for an absolute path."""
-    host = _segment(m.group("host").lower(), _HOST_RULES)
+    host = _segment(m.group("host").lower(), host=True)
     global _line
     if _line is None:
         _line = re.compile(r"(?::\d+){1,2}$")
