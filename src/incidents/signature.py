@@ -10,18 +10,22 @@ until nothing changes (the second pass finds nothing in practice): at each posit
 first rule of `_RULES` that matches wins, in this order:
 
     keep          an existing placeholder, kept
-    url           <url:host>  scheme, path and query dropped, host kept (<url> if none)
-    email         <email>
+    url           <url:host/path>  host and path kept, volatile segments {n} {id} {hex} ...,
+                              port dropped, query and fragment ?{query}
+    email         <email:domain>
     keyed_id      <id>        the value after a request/trace/correlation/span/session/host
                               id key, in any spelling: `Request ID: X`, `x-request-id: X`,
                               `"request_id": "X"`, `RequestId=X`, `x-amz-id-2: X`, `cf-ray: X`
+    code          kept        an error or status code: `exit status 2`, `ERROR 1045 (28000)`,
+                              `[Errno 13]`, `ORA-12154`, `SQLSTATE 23505`, `404 Not Found`
     ts            <ts>        ISO 8601, RFC 2822, syslog, 12/31/2024, 12:00:01
     uuid          <uuid>
     ip            <ip>        IPv4[:port], IPv6 (full, compressed, [bracketed]:port)
     hex_groups    <id>        3+ hex groups joined by one of `:` `-` `.` (GitHub's
                               `4C32:E66A2:27EF37:4E976C:683F3085`, MAC addresses)
-    path          <path>      POSIX, ~/, ./, Windows, UNC, relative with a file extension
-                              or two slashes, `name.ext:12`
+    path          <path:a/b>  absolute (POSIX, ~/, Windows, UNC): its last two names below a
+                              home or temp folder; relative (./x, a/b/c, a/b.py,
+                              `name.ext:12`): kept, as a name; line and column dropped
     pod           <id>        a Kubernetes pod or ReplicaSet suffix: web-<id>
     hex           <hex>       0x..., or 7+ hex digits with a digit and a letter
     token         <id>        a random-looking run of 10+ letters and digits: mixed case
