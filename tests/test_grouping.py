@@ -436,3 +436,9 @@ def test_an_address_as_a_url_host_is_a_placeholder() -> None:
         normalize_message("GET http://192.168.0.24/acme/app.git") == "GET <url:{ip}/acme/app.git>"
     )
     assert normalize_message("GET http://[::1]:8080/a failed") == "GET <url:{ip}/a> failed"
+
+
+def test_steps_show_an_error_code_kept() -> None:
+    steps: list[tuple[str, str, str]] = []
+    normalize_steps("ERROR 1045 (28000) after 3 retries, ERROR 1045 (28000)", steps)
+    assert steps == [("code", "ERROR 1045 (28000)", "ERROR 1045 (28000)"), ("n", "3", "<n>")]

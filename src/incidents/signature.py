@@ -430,7 +430,7 @@ def normalize_message(message: str) -> str:
 def normalize_steps(message: str, steps: list[tuple[str, str, str]] | None) -> str:
     """`normalize_message`, appending to `steps` (when given) each replacement it made, in
     order, as `(rule, before, after)`; collapsing whitespace is the rule `space`, cutting
-    to `MAX_MESSAGE` the rule `cut`."""
+    to `MAX_MESSAGE` the rule `cut`, and an error code kept is `("code", code, code)`."""
     global _space
     if _space is None:
         _space = re.compile(r"\s+")
@@ -462,6 +462,8 @@ def _recording(steps: list[tuple[str, str, str]]) -> Callable[[re.Match[str]], s
         after = _replace(m)
         if m.lastgroup not in KEPT and after != m.group(0):
             steps.append((m.lastgroup or "", m.group(0), after))
+        elif m.lastgroup == "code" and ("code", after, after) not in steps:
+            steps.append(("code", after, after))  # kept: shown, so a reader sees why
         return after
 
     return replace

@@ -143,3 +143,19 @@ def test_an_incident_signed_by_older_rules(cli: Cli, root: Root) -> None:
     found = cli("explain", old, "--json").json()
     assert found["signature"]["normalization"] == 1 and found["signature"]["current"] == today
     assert [o["incident_id"] for o in found["group"]["others"]] == [new]
+
+
+def test_explain_shows_an_error_code_kept_and_the_names_of_a_url(cli: Cli) -> None:
+    message = "npm ERR! 404 Not Found - GET https://registry.npmjs.org/left-pad (exit status 1)"
+    incident_id = captured(cli, "--step", "install", "--message", message)
+    lines = cli("explain", incident_id).out.splitlines()
+    assert lines[2:6] == [
+        "normalization (rules 4), in order:",
+        "  code: 404 kept (it names the failure)",
+        "  url: https://registry.npmjs.org/left-pad -> <url:registry.npmjs.org/left-pad>",
+        "  code: exit status 1 kept (it names the failure)",
+    ]
+    assert lines[6] == (
+        "normalized:    npm ERR! 404 Not Found - GET <url:registry.npmjs.org/left-pad> "
+        "(exit status 1)"
+    )
