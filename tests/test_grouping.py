@@ -31,53 +31,93 @@ def same_group(a: str, b: str) -> bool:
     return make_signature("env", "build", a) == make_signature("env", "build", b)
 
 
-# rule -> two captures of one failure that differ only in parts of that rule's shape
-PER_RULE = {
+# One row per rule: (two captures of one failure that differ only in parts of the rule's
+# shape: one group), (two different failures that the rule's shape must not join: two groups).
+TABLE: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {
     "url": (
-        "fetch https://api.example.com/v1/items?page=2 failed",
-        "fetch https://api.example.com/v2/orders/17 failed",
+        ("fetch https://api.example.com/v1/items/17?page=2 failed",
+         "fetch https://api.example.com:8443/v1/items/942?page=5 failed"),
+        ("fetch https://api.example.com/v1/items/17 failed",
+         "fetch https://api.example.com/v1/orders/17 failed"),
     ),
-    "email": ("bounce for alice@example.com", "bounce for bob.smith+ci@example.co.uk"),
+    "email": (
+        ("bounce for alice@example.com", "bounce for bob.smith+ci@example.com"),
+        ("git@github.com: Permission denied (publickey)",
+         "git@gitlab.com: Permission denied (publickey)"),
+    ),
     "keyed_id": (
-        "AccessDenied (Request ID: 4442587FB7D0A2F9; Proxy: null)",
-        "AccessDenied (Request ID: QW3RT7Y9ZX2K4M6N; Proxy: null)",
+        ("AccessDenied (Request ID: 4442587FB7D0A2F9; Proxy: null)",
+         "AccessDenied (Request ID: QW3RT7Y9ZX2K4M6N; Proxy: null)"),
+        ("AccessDenied (Request ID: 4442587FB7D0A2F9; Proxy: null)",
+         "NoSuchBucket (Request ID: 4442587FB7D0A2F9; Proxy: null)"),
     ),
-    "ts": ("lock held since 2024-05-01T12:00:00Z", "lock held since Mon, 02 Dec 2025 08:30:00 GMT"),
+    "code": (
+        ("ERROR 1045 (28000) after 3 retries in 12s", "ERROR 1045 (28000) after 5 retries in 40s"),
+        ("ERROR 1045 (28000) after 3 retries in 12s", "ERROR 1049 (42000) after 3 retries in 12s"),
+    ),
+    "ts": (
+        ("lock held since 2024-05-01T12:00:00Z", "lock held since Mon, 02 Dec 2025 08:30:00 GMT"),
+        ("lock held since 2024-05-01T12:00:00Z", "lock freed at 2024-05-01T12:00:00Z"),
+    ),
     "uuid": (
-        "job 7f3c2a1b-1234-4abc-9def-0123456789ab failed",
-        "job 00000000-0000-4000-8000-000000000000 failed",
+        ("job 7f3c2a1b-1234-4abc-9def-0123456789ab failed",
+         "job 00000000-0000-4000-8000-000000000000 failed"),
+        ("job 7f3c2a1b-1234-4abc-9def-0123456789ab failed",
+         "task 7f3c2a1b-1234-4abc-9def-0123456789ab failed"),
     ),
-    "ip": ("dial tcp 10.0.0.12:5432: i/o timeout", "dial tcp [fe80::1]:6543: i/o timeout"),
+    "ip": (
+        ("dial tcp 10.0.0.12:5432: i/o timeout", "dial tcp [fe80::1]:6543: i/o timeout"),
+        ("dial tcp 10.0.0.12:5432: i/o timeout", "dial udp 10.0.0.12:5432: i/o timeout"),
+    ),
     "hex_groups": (
-        "GitHub request 4C32:E66A2:27EF37:4E976C:683F3085 failed",
-        "GitHub request 8F01:1B2C3:9A8B7C:6D5E4F:6A3F9B2C failed",
+        ("GitHub request 4C32:E66A2:27EF37:4E976C:683F3085 failed",
+         "GitHub request 8F01:1B2C3:9A8B7C:6D5E4F:6A3F9B2C failed"),
+        ("GitHub request 4C32:E66A2:27EF37 rate limited",
+         "GitHub request 4C32:E66A2:27EF37 not found"),
     ),
     "path": (
-        "cannot open /srv/app/releases/41/config.yaml",
-        "cannot open /home/ci/work/app/config.yaml",
+        ("cannot open /home/alice/proj/app/config.yaml:3",
+         "cannot open /home/runner/work/proj/proj/app/config.yaml:40"),
+        ("cannot open /home/alice/proj/app/config.yaml",
+         "cannot open /home/alice/proj/app/secrets.yaml"),
     ),
     "pod": (
-        "Back-off restarting failed container in pod web-7d4b9c8f5-x2z9q",
-        "Back-off restarting failed container in pod web-5c6b7d8f9-k4l2m",
+        ("Back-off restarting failed container in pod web-7d4b9c8f5-x2z9q",
+         "Back-off restarting failed container in pod web-5c6b7d8f9-k4l2m"),
+        ("pod web-7d4b9c8f5-x2z9q OOMKilled", "pod api-7d4b9c8f5-x2z9q OOMKilled"),
     ),
-    "hex": ("image sha256:3f2a9c1e8b7d6a5f not found", "image sha256:9e8d7c6b5a40 not found"),
+    "hex": (
+        ("image sha256:3f2a9c1e8b7d6a5f not found", "image sha256:9e8d7c6b5a40 not found"),
+        ("image sha256:3f2a9c1e8b7d6a5f not found", "image sha512:3f2a9c1e8b7d6a5f not found"),
+    ),
     "token": (
-        "Request req_Ab1cD2eF3gH4iJ: Your card was declined.",
-        "Request req_Zx9yW8vU7tS6rQ: Your card was declined.",
+        ("Request req_Ab1cD2eF3gH4iJ: Your card was declined.",
+         "Request req_Zx9yW8vU7tS6rQ: Your card was declined."),
+        ("Request req_Ab1cD2eF3gH4iJ: card declined", "Request cus_Ab1cD2eF3gH4iJ: card declined"),
     ),
-    "n": ("retry 3 of 5 after 1.5s", "retry 12 of 20 after 1m30s"),
-}
+    "n": (
+        ("retry 3 of 5 after 1.5s", "retry 12 of 20 after 1m30s"),
+        ("python3.11: not found", "python3.12: not found"),
+    ),
+}  # fmt: skip
 
 
-def test_every_rule_has_a_grouping_case() -> None:
-    assert set(PER_RULE) == set(PLACEHOLDERS)
+def test_every_rule_has_a_row() -> None:
+    assert list(TABLE) == [name for name, _, _ in signature._RULES if name != "keep"]
 
 
-@pytest.mark.parametrize("rule", sorted(PER_RULE))
+@pytest.mark.parametrize("rule", list(TABLE))
 def test_each_rule_groups_repeats_with_different_volatile_parts(rule: str) -> None:
-    a, b = PER_RULE[rule]
-    assert rule in rules_applied(a) and rule in rules_applied(b)
+    a, b = TABLE[rule][0]
+    if rule not in signature.KEPT:
+        assert rule in rules_applied(a) and rule in rules_applied(b)
     assert same_group(a, b), (normalize_message(a), normalize_message(b))
+
+
+@pytest.mark.parametrize("rule", list(TABLE))
+def test_each_rule_keeps_different_failures_apart(rule: str) -> None:
+    a, b = TABLE[rule][1]
+    assert not same_group(a, b), normalize_message(a)
 
 
 # Different failures in one step: each pair must stay in two groups.
@@ -108,7 +148,7 @@ def test_a_quoted_value_is_normalised_by_its_shape_only() -> None:
     assert normalize_message("Cannot find module 'express'") == "Cannot find module 'express'"
     assert (
         normalize_message("Cannot find module '/app/node_modules/x/index.js'")
-        == "Cannot find module '<path>'"
+        == "Cannot find module '<path:x/index.js>'"
     )
     assert normalize_message("lock 'f47ac10b-58cc-4372-a567-0e02b2c3d479'") == "lock '<uuid>'"
 
@@ -175,7 +215,7 @@ def test_steps_name_each_rule_in_order_and_rebuild_the_result() -> None:
     result = normalize_steps(message, steps)
     assert steps == [
         ("space", "runs of whitespace, at the ends", "one space, none"),
-        ("url", "https://h.example.com/x", "<url:h.example.com>"),
+        ("url", "https://h.example.com/x", "<url:h.example.com/x>"),
         ("n", "30s", "<n>"),
         ("keyed_id", "request id 4C32:E66A2:27EF37", "request id <id>"),
     ]
@@ -195,8 +235,11 @@ def test_a_long_message_records_its_cut() -> None:
 def test_the_readme_table_is_the_rules_in_order() -> None:
     readme = (REPO / "README.md").read_text()
     section = readme.split("#### Signatures: what is volatile", 1)[1].split("\n#", 1)[0]
-    shown = re.findall(r"^\| `(\w+)` \| `(<[\w:]+>)` \|", section, re.M)
-    assert shown == list(PLACEHOLDERS.items())
+    rows = re.findall(r"^\| `(\w+)` \| ([^|]+) \|", section, re.M)
+    assert [rule for rule, _ in rows] == [name for name, _, _ in signature._RULES[1:]]
+    shown = {rule: becomes.strip().strip("`") for rule, becomes in rows}
+    assert {rule: shown[rule] for rule in PLACEHOLDERS} == PLACEHOLDERS
+    assert shown["code"] == "kept"
 
 
 # --- properties ---------------------------------------------------------------------------
@@ -206,6 +249,8 @@ SHAPES = [
     *PLACEHOLDERS.values(),
     "<url:h>", "0x", "req_", "Request ID: ", "2024-01-02", "12:00", "https://", "web-",
     "::", "x2z9q", "7d4b9c8f5", "E66A2:", "Ab1cD2eF3gH4", "1.5GB", "~/", "C:\\", "@ex.co",
+    "./", "{n}", "exit status ", "ERROR ", "ORA-", " (28000)", "404 Not Found", "errno=", "?",
+    "v1.2.3", "SQLSTATE[", "HTTP/1.1 ", "0x8007",
 ]  # fmt: skip
 MESSAGES = st.lists(st.sampled_from(SHAPES), max_size=80).map("".join) | st.text(max_size=400)
 
@@ -258,4 +303,142 @@ def test_a_host_and_its_port_keep_the_host_and_lose_the_port() -> None:
         "connect ECONNREFUSED db.internal:5433"
     )
     assert norm("SyntaxError in main.py:12") == norm("SyntaxError in main.py:40")
-    assert norm("bad key in config.yaml:3") == "bad key in <path>"
+    assert norm("bad key in config.yaml:3") == "bad key in config.yaml"
+
+
+# --- review of issue 16: names that identify a failure survive ----------------------------
+
+# Each pair was one group under normalization rules 3.
+NAMES_APART = [
+    # 1. the URL's path is a name: the package npm could not find
+    (
+        "npm ERR! 404 Not Found - GET https://registry.npmjs.org/left-pad",
+        "npm ERR! 404 Not Found - GET https://registry.npmjs.org/right-pad",
+    ),
+    (
+        "GET https://api.github.com/repos/acme/app failed",
+        "GET https://api.github.com/repos/acme/web failed",
+    ),
+    # 2. a relative module path is a name
+    ("Error: Cannot find module './routes/users'", "Error: Cannot find module './routes/orders'"),
+    ("ImportError in src/app/models.py:12", "ImportError in src/app/views.py:12"),
+    (
+        "FileNotFoundError: '/srv/app/conf/users.yaml'",
+        "FileNotFoundError: '/srv/app/conf/orders.yaml'",
+    ),
+    # 3. an error or status code is the failure's identity
+    (
+        "ORA-12154: TNS:could not resolve the connect identifier",
+        "ORA-12541: TNS:could not resolve the connect identifier",
+    ),
+    ("ERROR 1045 (28000): Access denied for user", "ERROR 1049 (42000): Access denied for user"),
+    ("mysql said Error 1045", "mysql said Error 1049"),
+    ("PermissionError: [Errno 13] cannot open", "PermissionError: [Errno 2] cannot open"),
+    ("errno 13 while writing", "errno 2 while writing"),
+    ("insert failed (SQLSTATE 23505)", "insert failed (SQLSTATE 23503)"),
+    ("SQLSTATE[HY000] [2002] Connection refused", "SQLSTATE[HY000] [1045] Connection refused"),
+    ("go: exit status 2", "go: exit status 1"),
+    ("Process completed with exit code 1.", "Process completed with exit code 137."),
+    ("make: *** [Makefile:12: all] Error 2", "make: *** [Makefile:12: all] Error 127"),
+    ("collect2: error: ld returned 1 exit status", "collect2: error: ld returned 2 exit status"),
+    ("request failed with status code 404", "request failed with status code 503"),
+    ("upstream answered HTTP 502", "upstream answered HTTP 504"),
+    ('{"status": 403, "error": "denied"}', '{"status": 401, "error": "denied"}'),
+    ("Exception from HRESULT: 0x80070005", "Exception from HRESULT: 0x80004005"),
+    ("worker killed by signal 9", "worker killed by signal 11"),
+    ("subprocess exited with code 2", "subprocess exited with code 3"),
+    # found in the corpus (tests/fixtures/corpus): each pair was one group under rules 3
+    ("npm ERR! Found: eslint@6.1.0", "npm ERR! Found: postcss-load-config@3.0.0"),
+    ("GET x.tgz error (ERR_PNPM_FETCH_404).", "GET x.tgz error (ERR_PNPM_FETCH_403)."),
+    ("AWS secret found in src/code/file_1.py", "AWS secret found in src/code/file_2.py"),
+    ("curl: (28) failed", "curl: (6) failed"),
+    ("API Error (529 overloaded)", "API Error (500 overloaded)"),
+]
+
+
+@pytest.mark.parametrize(("a", "b"), NAMES_APART)
+def test_a_name_or_code_that_identifies_the_failure_survives(a: str, b: str) -> None:
+    assert not same_group(a, b), normalize_message(a)
+
+
+# ... while their volatile parts still go
+NAMES_SAME = [
+    (
+        "GET https://registry.npmjs.org/left-pad/-/left-pad-1.3.0.tgz?cache=3 failed",
+        "GET https://registry.npmjs.org/left-pad/-/left-pad-1.2.9.tgz?cache=9 failed",
+    ),
+    (
+        "GET https://api.github.com/repos/acme/app/issues/123/comments failed",
+        "GET https://api.github.com/repos/acme/app/issues/98765/comments failed",
+    ),
+    (
+        "fetch https://blobs.example.com/u/7f3c2a1b-1234-4abc-9def-0123456789ab/a.png: 500",
+        "fetch https://blobs.example.com/u/00000000-0000-4000-8000-000000000000/a.png: 500",
+    ),
+    ("GET http://10.0.0.12:9200/_bulk failed", "GET http://10.0.0.99:9201/_bulk failed"),
+    ("ImportError in src/app/models.py:12:5", "ImportError in src/app/models.py:240:1"),
+    (
+        "Cannot find module './dist/main.3f2a9c1e.js'",
+        "Cannot find module './dist/main.9e8d7c6b.js'",
+    ),
+    (
+        'File "/home/alice/proj/app/models.py", line 12',
+        'File "/home/runner/work/proj/proj/app/models.py", line 40',
+    ),
+    ("cannot write /tmp/tmpk3j2h1x9/out.json", "cannot write /tmp/tmpz8q7w6e5/out.json"),
+    (
+        r"at C:\Users\bob\src\app\main.ps1:14 char:5",
+        r"at C:\Users\alice\work\app\main.ps1:20 char:9",
+    ),
+    (
+        "ERROR 1045 (28000): Access denied for user 'bob'@'10.0.0.1'",
+        "ERROR 1045 (28000): Access denied for user 'bob'@'10.0.0.2'",
+    ),
+    ("exit status 2 after 31s (pid 4242)", "exit status 2 after 12s (pid 17)"),
+    (
+        "listen tcp :8080: bind: address already in use, errno 98",
+        "listen tcp :9090: bind: address already in use, errno 98",
+    ),
+    ("3 errors, exit code 1", "12 errors, exit code 1"),
+    # found in the corpus: a time, a tag, a rate were taken for an address or a path
+    ("[22:50:52][scan_engine] database is locked", "[09:01:13][scan_engine] database is locked"),
+    (
+        "<RequestId>689b4496-ca92-11e5-9a31-4932678efe5c</RequestId>",
+        "<RequestId>ec3dfa7f-6b83-11e4-adb9-63c309e27d3f</RequestId>",
+    ),
+    ("Less than 10 bytes/sec transferred", "Less than 1 bytes/sec transferred"),
+]
+
+
+@pytest.mark.parametrize(("a", "b"), NAMES_SAME)
+def test_volatile_parts_beside_names_and_codes_still_go(a: str, b: str) -> None:
+    assert same_group(a, b), (normalize_message(a), normalize_message(b))
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        (
+            "<RequestId>689b4496-ca92-11e5-9a31-4932678efe5c</RequestId>",
+            "<RequestId><uuid></RequestId>",
+        ),
+        ("[22:50:52][scan_engine] x", "[<ts>][scan_engine] x"),
+        ("Less than 10 bytes/sec", "Less than <n>/sec"),
+        (r"expected [C:\Users\lcp3n\app\app.csproj]", "expected [<path:app/app.csproj>]"),
+    ],
+)
+def test_what_was_misread_reads_right(message: str, expected: str) -> None:
+    assert normalize_message(message) == expected
+
+
+def test_an_address_as_a_url_host_is_a_placeholder() -> None:
+    assert (
+        normalize_message("GET http://192.168.0.24/acme/app.git") == "GET <url:{ip}/acme/app.git>"
+    )
+    assert normalize_message("GET http://[::1]:8080/a failed") == "GET <url:{ip}/a> failed"
+
+
+def test_steps_show_an_error_code_kept() -> None:
+    steps: list[tuple[str, str, str]] = []
+    normalize_steps("ERROR 1045 (28000) after 3 retries, ERROR 1045 (28000)", steps)
+    assert steps == [("code", "ERROR 1045 (28000)", "ERROR 1045 (28000)"), ("n", "3", "<n>")]

@@ -234,3 +234,59 @@ def test_explain_shows_the_group_its_decisions_and_its_members(cli: Cli, root: R
     assert a in {o["incident_id"] for o in found["group"]["others"]}
     text = cli("explain", b).out
     assert "group:" in text and "merge at" in text and "one outage" in text and a in text
+
+
+def test_attempts_under_sig_b_after_a_merge_use_the_merged_groups_budget(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After `group merge A B`, captures of SIG_B open incidents in A's group; the real aider
+    tier (a stand-in executable on PATH that changes nothing) runs for them, and each
+    attempt counts against the one budget of the group, whichever signature made it: the
+    group's budget runs out on a SIG_B incident, which escalates with the budget reason,
+    and a SIG_A incident after it does too. The mirror and a reindex agree."""
+    use_config(
+        tmp_path, monkeypatch,
+        '[checks]\ntools = ["ruff"]\n[policy]\nsignature_budget = 2\nescalation_threshold = 0\n'
+        '[tiers.aider]\nmode = "on"\n[tiers.codex]\nmode = "off"\n[tiers.claude]\nmode = "off"\n',
+    )  # fmt: skip
+    stand_in(on_path(tmp_path, monkeypatch), "aider", "print('looked, changed nothing')")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "f.py").write_text(BROKEN)
+    target = ["--workdir", str(ws), "--python-file", "f.py"]
+    a = cap(cli, "f.py does not parse at all", *target, step="lint")
+    b = cap(cli, "f.py is broken", *target, step="lint")
+    sig_a, sig_b = doc(root, a)["error_signature"], doc(root, b)["error_signature"]
+    assert cli("group", "merge", a, b, "--reason", "the same breakage").code == 0
+    assert cli("archive", b, "--escalated", "--reason", "superseded by A").code == 0
+
+    assert cli("drive", a).code == 0  # 1 of the group's 2 units, under SIG_A
+    assert len(ctx_of(root, a).ai_attempts) == 1
+    b2 = cap(cli, "f.py is broken", *target, step="lint")  # SIG_B, in A's group
+    assert b2 not in (a, b)
+    assert (doc(root, b2)["error_signature"], doc(root, b2)["group"]["key"]) == (sig_b, sig_a)
+    assert cli("drive", b2).code == 0  # 2 of 2, under SIG_B
+    assert len(ctx_of(root, b2).ai_attempts) == 1
+    ran = [t for i in (a, b2) for t in ctx_of(root, i).ai_attempts]
+    assert [(t.agent, t.exit_code) for t in ran] == [("aider", 0)] * 2, ran  # it really ran
+
+    b3 = cap(cli, "f.py is broken", *target, step="lint")  # SIG_B again: nothing left
+    assert cli("drive", b3).code == 0
+    ctx = ctx_of(root, b3)
+    assert ctx.escalation_kind == "budget_exhausted" and ctx.ai_attempts == []
+    # the reason names the budget that ran out: the group's, not SIG_B's own
+    assert (
+        f"retry budget of group {sig_a!r} exhausted (2/2: its signature {sig_b!r} was "
+        "merged into it)" in (ctx.escalation_reason or "")
+    ), ctx.escalation_reason
+    a2 = cap(cli, "f.py does not parse at all", *target, step="lint")  # SIG_A: same group
+    assert cli("drive", a2).code == 0
+    assert ctx_of(root, a2).escalation_kind == "budget_exhausted"
+    status = cli("status", "--all", "--json").json()
+    assert {r["incident_id"]: r["group_key"] for r in status["incidents"]} == {
+        i: sig_a for i in (a, b, b2, b3, a2)
+    }
+    reindex_from_scratch(cli, root)  # the budget is derived from the folders again
+    b4 = cap(cli, "f.py is broken", *target, step="lint")
+    assert cli("drive", b4).code == 0
+    assert ctx_of(root, b4).escalation_kind == "budget_exhausted"

@@ -174,3 +174,51 @@ def test_no_dedupe_opens_an_incident_on_its_own_never_a_regression(cli: Cli, roo
     resolve(cli, first)
     assert "regression_of" not in doc(root, cap(cli, "--no-dedupe"))
     assert doc(root, cap(cli))["regression_of"] == first
+
+
+def _regression_of_a_hand_closed_incident(
+    cli: Cli, root: Root, tmp_path: Path
+) -> tuple[str, str, dict[str, Any]]:
+    """An incident with a target, archived by hand before any step, then its failure again:
+    (the earlier id, the regression's id, the regression's plan link)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "m.py").write_text(MESSY)
+    target = ("--workdir", str(ws), "--python-file", "m.py")
+    first = cap(cli, *target)
+    resolve(cli, first)
+    second = cap(cli, *target)
+    assert doc(root, second)["regression_of"] == first
+    assert cli("step", second).code == 0  # the plan
+    plan = json.loads((root.plan_dir(second) / "plan.json").read_text())
+    return first, second, plan["regression"]
+
+
+def test_a_regression_of_an_incident_closed_by_hand_says_so_and_links_its_record(
+    cli: Cli, root: Root, tmp_path: Path
+) -> None:
+    first, second, link = _regression_of_a_hand_closed_incident(cli, root, tmp_path)
+    record = json.loads((root.runs_dir(first) / "run_result.json").read_text())
+    assert record["closed_by"]  # who archived it: incidents archive records it
+    closed_on = record["finished_at"][:10]
+    assert link["verdict"] is None
+    assert link["record"] == f"error_runs/{first}/run_result.json"
+    assert link["closed_by_hand"] == (
+        f"closed by hand by {record['closed_by']} on {closed_on}: no verdict "
+        f"(reason: fixed by hand)"
+    )
+    md = (root.plan_dir(second) / "plan.md").read_text()
+    assert link["closed_by_hand"] in md
+    assert f"error_runs/{first}/run_result.json" in md
+
+
+def test_a_regression_diff_says_why_a_file_was_not_compared(
+    cli: Cli, root: Root, tmp_path: Path
+) -> None:
+    first, second, link = _regression_of_a_hand_closed_incident(cli, root, tmp_path)
+    diff = (root.path / link["diff"]).read_text()
+    assert diff == (
+        f"# m.py: not compared: {first} never stepped (closed by hand before its first "
+        f"check), so no copy of m.py from before a fix was kept "
+        f"(error_archive/resolved/{first}/original_scripts/m.py does not exist)\n"
+    )

@@ -364,11 +364,14 @@ def _enter_tier(ctx: ErrorPipelineContext, tier: Tier, why: str) -> NextAction:
     if not ctx.target_files:
         return _quarantine(EscalationKind.NO_FIXER, f"{why}; no target files a fixer may edit")
     if _budget_exhausted(ctx):
-        return _quarantine(
-            EscalationKind.BUDGET_EXHAUSTED,
-            f"{why}; retry budget of signature {ctx.error_signature or '?'} exhausted "
-            f"({ctx.signature_attempts_used}/{ctx.signature_attempt_limit})",
+        used = f"{ctx.signature_attempts_used}/{ctx.signature_attempt_limit}"
+        group, own = ctx.budget_group, ctx.error_signature
+        whose = (
+            f"group {group!r} exhausted ({used}: its signature {own!r} was merged into it)"
+            if group and own and group != own
+            else f"signature {own or '?'} exhausted ({used})"
         )
+        return _quarantine(EscalationKind.BUDGET_EXHAUSTED, f"{why}; retry budget of {whose}")
     handoff = ctx.tier_modes.get(tier.agent, "run") == "handoff"
     action = Action.AWAIT_HANDOFF if handoff else tier.call
     return NextAction(tier.fix, action, f"{why} -> {tier.agent}")

@@ -49,6 +49,16 @@ def _key(text: str) -> str:
     return signature_key(text)
 
 
+def who() -> str:
+    """The user making a decision by hand (a group merge or split, an archive)."""
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_name
+    except (ImportError, KeyError):
+        return os.environ.get("USER") or f"uid {os.getuid()}"
+
+
 def group_of(doc: dict[str, Any]) -> str:
     """The group key of an incident document: its `group.key`, else its signature."""
     group = doc.get("group")

@@ -11,7 +11,6 @@ interrupted is finished by giving it again: the incidents still in the old group
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
 from typing import Any
@@ -26,15 +25,6 @@ from incidents.signature import signature_key
 __all__ = ["check_reason", "group_record", "merge", "resolve_side", "split"]
 
 _HEX_KEY = re.compile(r"[0-9a-f]{24}")
-
-
-def _who() -> str:
-    try:
-        import pwd
-
-        return pwd.getpwuid(os.getuid()).pw_name
-    except (ImportError, KeyError):
-        return os.environ.get("USER") or f"uid {os.getuid()}"
 
 
 def check_reason(text: str | None, command: str) -> str:
@@ -54,7 +44,7 @@ def _open(root: Root) -> sqlite3.Connection:
 
 
 def _decision(kind: str, source: str, target: str, reason: str) -> dict[str, Any]:
-    return {"kind": kind, "at": clock.iso_now(), "by": _who(), "reason": reason,
+    return {"kind": kind, "at": clock.iso_now(), "by": grouping.who(), "reason": reason,
             "from": source, "to": target}  # fmt: skip
 
 

@@ -221,8 +221,12 @@ def _regression_hypothesis(link: RegressionLink) -> Hypothesis:
     how = f" ({link.outcome})" if link.outcome else ""
     where = "; ".join(
         f"{what}: {path}" for what, path in (("its verdict", link.verdict),
+                                              ("its close record", link.closed_by_hand
+                                               and link.record),
                                               ("its fix", link.diff)) if path
     )  # fmt: skip
+    if link.closed_by_hand:
+        how = f" ({link.closed_by_hand})"
     return Hypothesis(
         id="H0",
         confidence="high",
@@ -262,8 +266,12 @@ def render_plan_md(plan: Plan) -> str:
         lines += ["", "## Regression", "", f"A regression (#{r.count}) of {_code(r.of)}, "
                   f"{r.bucket}" + (f", closed {r.closed_at}" if r.closed_at else "")
                   + (f" ({r.outcome})" if r.outcome else "") + "."]  # fmt: skip
+        if r.closed_by_hand:
+            lines += [f"The earlier incident was {r.closed_by_hand}."]
         lines += [f"- {what}: {_code(path)}" for what, path in
-                  (("Earlier verdict", r.verdict), ("Earlier fix (diff)", r.diff)) if path]  # fmt: skip
+                  (("Earlier verdict", r.verdict),
+                   ("Earlier close record", None if r.verdict else r.record),
+                   ("Earlier fix (diff)", r.diff)) if path]  # fmt: skip
     lines += ["", "## Root-cause hypotheses", ""]
     lines += [f"- **{h.id}** ({h.confidence}): {h.reason}" for h in plan.root_cause_hypotheses]
     lines += ["", "## Actions"]

@@ -49,7 +49,8 @@ def link(root: Root, incident: Incident) -> RegressionLink | None:
         result = {}
     verdict = result.get("verdict") if isinstance(result.get("verdict"), dict) else None
     files = verdict.get("files") if verdict else None
-    diff = _diff(folder, earlier, files if isinstance(files, dict) else {})
+    where = str(folder.relative_to(root.path))
+    diff = _diff(folder, where, earlier, files if isinstance(files, dict) else {})
     diff_path = None
     if diff:
         plan_dir = root.plan_dir(incident.incident_id)
@@ -67,10 +68,29 @@ def link(root: Root, incident: Incident) -> RegressionLink | None:
         ),
         verdict=str(result_path.relative_to(root.path)) if verdict else None,
         diff=diff_path,
+        record=str(result_path.relative_to(root.path)) if result else None,
+        closed_by_hand=_by_hand(bucket, result, earlier) if not verdict else None,
     )
 
 
-def _diff(folder: Path, earlier: dict[str, Any], judged: dict[str, Any]) -> str:
+def _by_hand(bucket: str, result: dict[str, Any], earlier: dict[str, Any]) -> str | None:
+    """ "closed by hand by X on DATE: no verdict (reason: ...)" for an earlier incident a
+    person archived (`incidents archive`: a run_result.json without a verdict, or none)."""
+    if bucket != "resolved" or result.get("outcome"):
+        return None  # escalated by the machine, or closed by a check run
+    by = result.get("closed_by")
+    when = result.get("finished_at") or earlier.get("updated_at")
+    why = result.get("reason") or earlier.get("resolution")
+    return (
+        "closed by hand"
+        + (f" by {by}" if isinstance(by, str) and by else " (by whom is not recorded)")
+        + (f" on {when[:10]}" if isinstance(when, str) and when else "")
+        + ": no verdict"
+        + (f" (reason: {why})" if isinstance(why, str) and why else "")
+    )
+
+
+def _diff(folder: Path, where: str, earlier: dict[str, Any], judged: dict[str, Any]) -> str:
     workdir = earlier.get("workdir")
     targets = [
         t
@@ -84,7 +104,8 @@ def _diff(folder: Path, earlier: dict[str, Any], judged: dict[str, Any]) -> str:
         now_path = os.path.join(workdir, target) if isinstance(workdir, str) else None
         after = _text(Path(now_path)) if now_path else None
         if before is None or after is None:
-            parts.append(f"# {target}: not compared (the file before the fix or now is missing)\n")
+            why = _why_not(folder, where, earlier, target, before is None, now_path)
+            parts.append(f"# {target}: not compared: {why}\n")
             continue
         held = judged.get(target) == file_digest(now_path) if now_path else False
         parts.append(
@@ -104,6 +125,29 @@ def _diff(folder: Path, earlier: dict[str, Any], judged: dict[str, Any]) -> str:
             )
         )
     return "".join(parts)
+
+
+def _why_not(
+    folder: Path, where: str, earlier: dict[str, Any], target: str, no_before: bool,
+    now_path: str | None,
+) -> str:  # fmt: skip
+    """Why one target of the earlier incident has no diff, precisely."""
+    kept = f"{where}/original_scripts/{target}"
+    if no_before:
+        if not (folder / "state.json").exists():
+            return (
+                f"{earlier.get('incident_id')} never stepped (closed by hand before its first "
+                f"check), so no copy of {target} from before a fix was kept ({kept} does not "
+                "exist)"
+            )
+        if (folder / "original_scripts" / target).exists():
+            return f"{kept} is not a regular file of at most {MAX_DIFF_BYTES} bytes"
+        return f"its steps kept no copy of {target} from before a fix ({kept} does not exist)"
+    if now_path is None:
+        return f"{earlier.get('incident_id')} records no workdir, so {target} now is unknown"
+    if not os.path.lexists(now_path):
+        return f"{now_path} does not exist now"
+    return f"{now_path} is not a regular file of at most {MAX_DIFF_BYTES} bytes"
 
 
 def _text(path: Path) -> str | None:

@@ -10,18 +10,22 @@ until nothing changes (the second pass finds nothing in practice): at each posit
 first rule of `_RULES` that matches wins, in this order:
 
     keep          an existing placeholder, kept
-    url           <url:host>  scheme, path and query dropped, host kept (<url> if none)
-    email         <email>
+    url           <url:host/path>  host and path kept, volatile segments {n} {id} {hex} ...,
+                              port dropped, query and fragment ?{query}
+    email         <email:domain>
     keyed_id      <id>        the value after a request/trace/correlation/span/session/host
                               id key, in any spelling: `Request ID: X`, `x-request-id: X`,
                               `"request_id": "X"`, `RequestId=X`, `x-amz-id-2: X`, `cf-ray: X`
+    code          kept        an error or status code: `exit status 2`, `ERROR 1045 (28000)`,
+                              `[Errno 13]`, `ORA-12154`, `SQLSTATE 23505`, `404 Not Found`
     ts            <ts>        ISO 8601, RFC 2822, syslog, 12/31/2024, 12:00:01
     uuid          <uuid>
     ip            <ip>        IPv4[:port], IPv6 (full, compressed, [bracketed]:port)
     hex_groups    <id>        3+ hex groups joined by one of `:` `-` `.` (GitHub's
                               `4C32:E66A2:27EF37:4E976C:683F3085`, MAC addresses)
-    path          <path>      POSIX, ~/, ./, Windows, UNC, relative with a file extension
-                              or two slashes, `name.ext:12`
+    path          <path:a/b>  absolute (POSIX, ~/, Windows, UNC): its last two names below a
+                              home or temp folder; relative (./x, a/b/c, a/b.py,
+                              `name.ext:12`): kept, as a name; line and column dropped
     pod           <id>        a Kubernetes pod or ReplicaSet suffix: web-<id>
     hex           <hex>       0x..., or 7+ hex digits with a digit and a letter
     token         <id>        a random-looking run of 10+ letters and digits: mixed case
@@ -64,14 +68,15 @@ __all__ = [
 ]
 
 MAX_MESSAGE = 200
-NORMALIZATION_VERSION = 3  # 1: every quoted value was <str>; no request ids, pods, tokens
+NORMALIZATION_VERSION = 4  # 1: every quoted value was <str>; no request ids, pods, tokens
 # 2: `host.name:5432` was a path (a bare file name with a line number)
+# 3: a URL kept only its host, every path was <path>, every number <n> (error codes too)
 
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*"
 _DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*"
 _TIME = r"\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:[ ]?[AaPp][Mm])?"
 _ZONE = r"(?:[ ]?(?:Z|UTC|GMT|[+-]\d{2}:?\d{2})(?![A-Za-z]))?"
-_PATH_CHAR = r"[\w.+@%~=-]"
+_PATH_CHAR = r"[\w.+@%~={}-]"  # {} for the placeholders inside a kept path: a/{n}/b
 # the extensions a bare `name.ext:12` is taken as a file for (anything else may be a host)
 _SOURCE_EXT = (
     r"(?i:py|pyi|pyx|js|mjs|cjs|jsx|ts|tsx|go|rs|java|kt|kts|scala|groovy|gradle|c|h|cc|cpp"
@@ -94,15 +99,55 @@ _ID_KEY = (
 )
 _ID_VALUE = r"[^\s\"'<>,;)\]}]"
 
+# An error or status code is the failure's identity, never <n>: the number after a word
+# that names one (`exit status 2`, `Error 1045 (28000)`, `[Errno 13]`, `SQLSTATE 23505`,
+# `status code 404`, `HTTP 502`, `signal 9`, `returned 1 exit status`, `HRESULT: 0x8007...`),
+# an upper-case prefix's number (`ORA-12154`, `TNS-12541`), an HTTP status before its
+# reason phrase (`404 Not Found`). Counts, durations, sizes, ports, pids, lines stay <n>.
+_CODE_WORD = (
+    r"(?<![A-Za-z])(?i:exit[ _-]?(?:status|code)|exited(?:[ ]with)?(?:[ ]code)?|exit"
+    r"|return[ _-]?code|returncode|rc|errno|error[ _-]?code|err[ _-]?code|status[ _-]?code"
+    r"|response[ _-]?code|status|code|signal|sqlcode|hresult"
+    r"|http(?:/\d(?:\.\d)?)?(?:[ ](?:status|error|code))?"
+    r"|returned(?:[ ]a)?(?:[ ]non-zero)?(?:[ ]exit)?(?:[ ](?:status|code))?)"
+    r"|(?<![A-Za-z])[A-Za-z]*?(?:error|Error|ERROR)(?=[ ]\(?\d|:[ ]\d+[ ]?\([0-9A-Z]{5}\))"
+)
+_SQLSTATE = r"[ ]?\((?:[0-9A-Z]{5})\)"
+_HTTP_REASON = (
+    r"(?i:Bad[ ]Request|Unauthorized|Payment[ ]Required|Forbidden|Not[ ]Found|Method[ ]Not"
+    r"|Not[ ]Acceptable|Proxy[ ]Auth|Request[ ]Time-?out|Conflict|Gone|Length[ ]Required"
+    r"|Precondition|Payload[ ]Too|Request[ ]Entity|URI[ ]Too|Unsupported[ ]Media"
+    r"|Unprocessable|Too[ ]Many|Internal[ ]Server|Not[ ]Implemented|Bad[ ]Gateway"
+    r"|Service[ ]Unavailable|Gateway[ ]Time-?out|HTTP[ ]Version)"
+)
+_CODE = (
+    rf"(?:(?:{_CODE_WORD})[\"']?[ ]?[:=]?[ ]?[\[(]?[ ]?(?:-?\d++|0[xX]{_H}++)"
+    rf"(?![\w.]\d|[ ]?(?:of|/)[ ]?\d)(?:{_SQLSTATE})?"
+    r"|(?<![\w-])[A-Z][A-Z0-9_]{1,30}[-_]\d+(?:-\d+)?"  # ORA-12154, ERR_PNPM_FETCH_404
+    r"|curl:[ ]\(\d+\)"  # curl's exit code: curl: (28)
+    r"|(?i:sqlstate)[ ]?[:=]?[ ]?\[?[0-9A-Z]{5}\]?(?:[ ]\[\d+\])?"
+    rf"|(?<![\w.])[1-5]\d\d(?=[ ]{_HTTP_REASON})"
+    r")(?![A-Za-z0-9])"
+)
+
 # (name, placeholder, pattern). Order is precedence at one position; see the docstring.
 _RULES: tuple[tuple[str, str, str], ...] = (
-    ("keep", "", r"<(?:ts|uuid|hex|path|str|id|n|ip|email|url(?::[^<>\s]*)?)>"),
+    ("keep", "", r"<(?:ts|uuid|hex|str|id|n|ip|(?:url|path|email)(?::[^<>\s]*)?)>"),
     (
         "url",
-        "<url:host>",
-        r"\b[A-Za-z][A-Za-z0-9+.-]*://(?:[^/\s@]*@)?(?P<host>[^/\s:?#'\"<>]*)[^\s'\"<>]*",
+        "<url:host/path>",
+        # (punctuation that ends a sentence is not the URL's: `see https://x.io/a.`)
+        r"\b[A-Za-z][A-Za-z0-9+.-]*://(?:[^/\s@'\"<>]*@)?(?P<host>\[[0-9A-Fa-f:.]*(?:%\w+)?\]|[^/\s:?#'\"<>]*(?<![.,;!)]))"
+        r"(?::\d*)?(?P<upath>/[^\s'\"<>?#]*(?<![.,;:!)\]}]))?"
+        r"(?P<query>[?#][^\s'\"<>]*(?<![.,;:!)\]}]))?",
     ),
-    ("email", "<email>", r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"),
+    (  # the domain is kept like a URL's host (git@github.com, git@gitlab.com); its last
+        # label is letters: `eslint@6.1.0` is a package and its version, not an address
+        "email",
+        "<email:domain>",
+        r"(?<![\w.+-])[\w.+-]+@(?P<domain>[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,})"
+        r"(?![\w-]|\.\w)",
+    ),
     (
         "keyed_id",
         "<id>",
@@ -110,6 +155,7 @@ _RULES: tuple[tuple[str, str, str], ...] = (
         # the value: a digit or 12 characters; or <id> (a second pass sees the key again)
         rf"(?:<id>|(?=(?:{_ID_VALUE}*?\d|{_ID_VALUE}{{12}}))(?!<){_ID_VALUE}++(?!<))",
     ),
+    ("code", "", _CODE),
     (
         "ts",
         "<ts>",
@@ -121,15 +167,19 @@ _RULES: tuple[tuple[str, str, str], ...] = (
         rf")(?:[T ]{_TIME})?{_ZONE}"  # ... each with a time, a zone
         r"|\d{8}T\d{6}Z?"  # compact ISO
         rf"|{_TIME}{_ZONE}"  # 12:00:01
-        r")(?![\w])",
+        r")(?![\w]|[.,]\d)",  # not the start of a duration: 2:48.217s
     ),
-    ("uuid", "<uuid>", rf"(?<![\w-]){_H}{{8}}-(?:{_H}{{4}}-){{3}}{_H}{{12}}(?![\w-])"),
+    (  # after a letter that is no hex digit too: x75113e78-4911-... is x<uuid>
+        "uuid",
+        "<uuid>",
+        rf"(?<![0-9A-Fa-f-]){_H}{{8}}-(?:{_H}{{4}}-){{3}}{_H}{{12}}(?![\w-])",
+    ),
     (
         "ip",
         "<ip>",
         r"(?<![\w.])(?:"
         r"(?:\d{1,3}\.){3}\d{1,3}(?::\d{1,5})?"
-        r"|\[[0-9a-fA-F:]*:[0-9a-fA-F:.]*\](?::\d{1,5})?"
+        r"|\[(?=[0-9a-fA-F:.]*::|(?:[0-9a-fA-F]{1,4}:){7})[0-9a-fA-F:.]+\](?::\d{1,5})?"
         rf"|(?:{_H}{{1,4}}:){{7}}{_H}{{1,4}}"
         rf"|(?=[0-9a-fA-F:]*\d)(?:{_H}{{1,4}}:){{1,7}}:(?:{_H}{{1,4}}(?::{_H}{{1,4}})*)?"
         r"|::1"
@@ -143,17 +193,17 @@ _RULES: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "path",
-        "<path>",
+        "<path:name>",
         r"(?=[\w.+@%~=-]*[/\\:.])(?:"  # (a quick test first: most words are no path)
-        r"(?<![\w\\])[A-Za-z]:\\(?:[^\\\s:*?\"'<>|]+\\)*[^\\\s:*?\"'<>|,;)]*"  # C:\dir\file
+        r"(?<![\w\\])[A-Za-z]:\\(?:[^\\\s:*?\"'<>|]+\\)*[^\\\s:*?\"'<>|,;)\]]*"  # C:\dir\file
         r"|\\\\[^\\\s]+\\[^\s:*?\"'<>|,;)]+"  # \\server\share
-        rf"|(?<![\w.:/~-])(?:~|\.{{1,2}})?/{_PATH_CHAR}+(?:/{_PATH_CHAR}*)*"  # /abs, ./rel, ~/x
-        rf"|(?<![\w.:/~-]){_PATH_CHAR}+(?:/{_PATH_CHAR}+){{2,}}/?"  # a/b/c
-        rf"|(?<![\w.:/~-]){_PATH_CHAR}+(?:/{_PATH_CHAR}+)+\.[A-Za-z]\w{{0,7}}(?=:\d)"  # a/b.py:3
+        rf"|(?<![\w.:/~<>-])(?:~|\.{{1,2}}|[A-Za-z]:)?/{_PATH_CHAR}+(?:/{_PATH_CHAR}*)*"  # /a, ./r, ~/x
+        rf"|(?<![\w.:/~<>-]){_PATH_CHAR}+(?:/{_PATH_CHAR}+){{2,}}/?"  # a/b/c
+        rf"|(?<![\w.:/~<>-]){_PATH_CHAR}+(?:/{_PATH_CHAR}+)+\.[A-Za-z]\w{{0,7}}(?=:\d)"  # a/b.py:3
         # a bare file name only with a line number and a source file's extension: a host
         # and its port (`db.internal:5432`) is an address, whose host is kept like a URL's
-        rf"|(?<![\w.:/~-]){_PATH_CHAR}+\.(?:{_SOURCE_EXT})(?=:\d)"
-        rf"|(?<![\w.:/~-]){_PATH_CHAR}+(?:/{_PATH_CHAR}+)+\.[A-Za-z]\w{{0,7}}(?![\w/])"
+        rf"|(?<![\w.:/~<>-]){_PATH_CHAR}+\.(?:{_SOURCE_EXT})(?=:\d)"
+        rf"|(?<![\w.:/~<>-]){_PATH_CHAR}+(?:/{_PATH_CHAR}+)+\.[A-Za-z]\w{{0,7}}(?![\w/])"
         r")(?::\d+(?::\d+)?)?",
     ),
     (
@@ -185,7 +235,20 @@ _RULES: tuple[tuple[str, str, str], ...] = (
     ),
 )
 
-PLACEHOLDERS: dict[str, str] = {name: placeholder for name, placeholder, _ in _RULES[1:]}
+PLACEHOLDERS: dict[str, str] = {name: placeholder for name, placeholder, _ in _RULES if placeholder}
+KEPT = ("keep", "code")  # rules that keep what they match (a placeholder, an error code)
+# The volatile parts of one segment of a URL's or a path's name, in braces: a small pattern
+# of its own (compiled only for a segment with a digit: capture compiles once per process)
+_SEGMENT = (
+    rf"(?P<uuid>{_H}{{8}}-(?:{_H}{{4}}-){{3}}{_H}{{12}})"
+    r"|(?P<ip>(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])|\[[0-9A-Fa-f:.]*::?[0-9A-Fa-f:.%\w]*\])"
+    r"|(?P<ts>(?<!\d)\d{4}-\d{2}-\d{2}(?:[T_ ]?\d{2}[:-]?\d{2}(?:[:-]?\d{2})?Z?)?(?!\d))"
+    rf"|(?P<hex>(?<![A-Za-z0-9])(?=[0-9]*[a-fA-F])(?=[a-fA-F]*\d){_H}{{7,}}(?![A-Za-z0-9]))"
+    rf"|(?P<token>(?<![A-Za-z0-9])(?={_ALNUM}*?(?:[A-Za-z]\d++[A-Za-z]++\d|\d[A-Za-z]++\d++[A-Za-z]))"
+    rf"{_ALNUM}{{10,}}+)"
+    r"|(?P<n>(?<![A-Za-z0-9.])\d+(?:\.\d+)+(?![A-Za-z0-9]|\.\d))"  # a dotted version
+)
+_MAX_NAME = 120  # the characters of a URL's or an absolute path's name kept in its placeholder
 
 _MAX_PASSES = 16  # a bound, never reached: see normalize_steps
 
@@ -197,7 +260,8 @@ _MAX_PASSES = 16  # a bound, never reached: see normalize_steps
 _DIGIT = r"\d"  # not a substring: any decimal digit (Unicode's, as `\d` in the rules)
 _DIGITS = (_DIGIT,)
 _NEEDS: dict[str, tuple[str, ...]] = {  # in the lowercased text
-    "keep": ("<",),
+    # a placeholder, or one a pass adds (a URL's, a path's, an e-mail's holds a `/`, a `.`)
+    "keep": ("<", "/", "\\", ":", "@"),
     "url": ("://",),
     "email": ("@",),
     "keyed_id": (
@@ -211,6 +275,13 @@ _NEEDS: dict[str, tuple[str, ...]] = {  # in the lowercased text
         "host",
         "amz-id",
         "cf-ray",
+    ),
+    "code": (  # a word that names a code, a prefix's `-` or `_`, an HTTP reason's words
+        *("exit", "code", "rc", "err", "status", "signal", "sqlcode", "hresult", "http"),
+        *("returned", "sqlstate", "curl", "-", "_", "bad", "unauthorized", "payment"),
+        *("forbidden", "not", "proxy", "request", "conflict", "gone", "length", "too"),
+        *("precondition", "payload", "uri", "unsupported", "unprocessable", "internal"),
+        *("service", "gateway"),
     ),
     "ts": _DIGITS,
     "uuid": ("-",),
@@ -251,14 +322,99 @@ def _pattern_of(names: tuple[str, ...]) -> re.Pattern[str] | None:
 
 def _replace(m: re.Match[str]) -> str:
     kind = m.lastgroup
-    if kind == "keep":
+    if kind in KEPT:
         return m.group(0)
     if kind == "url":
-        host = m.group("host").lower()
-        return f"<url:{host}>" if host else "<url>"
+        return _url(m)
+    if kind == "path":
+        return _path(m.group(0))
     if kind == "keyed_id":
         return m.group("key") + "<id>"
+    if kind == "email":
+        return f"<email:{m.group('domain').lower()}>"
     return PLACEHOLDERS[kind or "n"]
+
+
+_segment_pattern: re.Pattern[str] | None = None
+_version: re.Pattern[str] | None = None
+_line: re.Pattern[str] | None = None
+
+
+def _segment(text: str, host: bool = False) -> str:
+    """One segment of a URL's path or a path's name, its volatile parts in braces: a
+    number or a version that is the whole segment (`123`, `v2.1.0`; `v1` stays), a dotted
+    version in it (`left-pad-1.3.0.tgz` -> `left-pad-{n}.tgz`), a hash, an id, a uuid, a
+    date, an address; a number in a name stays (`file_1.py`, `12.go`: files of those
+    names). A host (`host`) keeps its numbers: `us-east-1`, and `{ip}` for an address."""
+    global _version, _segment_pattern
+    if not any(c.isdigit() for c in text):
+        return text  # every volatile shape has a digit (a uuid of letters only: never)
+    if _version is None:
+        _version = re.compile(r"\d+(?:\.\d+)*|[vV]\d+(?:\.\d+)+")  # not an API's v1
+    if _segment_pattern is None:
+        _segment_pattern = re.compile(_SEGMENT)
+    if not host and _version.fullmatch(text):
+        return "{n}"
+
+    def brace(m: re.Match[str]) -> str:
+        kind = m.lastgroup or "n"
+        if host and kind == "n":
+            return m.group(0)
+        return "{" + PLACEHOLDERS[kind][1:-1] + "}"
+
+    return _segment_pattern.sub(brace, text)
+
+
+def _name(text: str) -> str:
+    return text if len(text) <= _MAX_NAME else text[:_MAX_NAME] + "..."
+
+
+def _url(m: re.Match[str]) -> str:
+    """`<url:host/path>`: the host and the path's names kept, their volatile segments in
+    braces, the port dropped, a query or fragment `?{query}`. Without a host (`file:///`)
+    the path is a local one: its last two names, as for an absolute path."""
+    host = _segment(m.group("host").lower(), host=True)
+    global _line
+    if _line is None:
+        _line = re.compile(r"(?::\d+){1,2}$")
+    upath = _line.sub("", m.group("upath") or "")  # a stack frame's line and column
+    segments = [_segment(part) for part in upath.split("/") if part]
+    if not host:
+        segments = ["", *segments[-2:]] if segments else []
+    name = "/".join([host, *segments] if host else segments)
+    name += "?{query}" if m.group("query") else ""
+    return f"<url:{_name(name)}>" if name else "<url>"
+
+
+def _path(text: str) -> str:
+    """A path: relative (`./routes/users`, `src/app/models.py`) it is a name, kept with its
+    volatile segments in braces; absolute (`/srv/app/x.py`, `~/x`, `C:\\Users\\bob\\x.ps1`)
+    its start is the machine's (a checkout, a home, a temp folder), so only its last two
+    names below any home or temp folder are kept: `<path:app/x.py>`. A line and column
+    (`:12:5`) go."""
+    global _line
+    if _line is None:
+        _line = re.compile(r"(?::\d+){1,2}$")
+    text = _line.sub("", text)
+    drive = text[1:3] in (":\\", ":/")
+    if not (drive or text[:1] in ("/", "~", "\\")):
+        sep = "\\" if "\\" in text else "/"
+        return sep.join(p if p in ("", ".", "..", "~") else _segment(p) for p in text.split(sep))
+    parts = [p for p in text.replace("\\", "/").split("/") if p and p not in (".", "~")]
+    names = [_segment(p) for p in _below_machine(parts[1:] if drive else parts)[-2:]]
+    return f"<path:{_name('/'.join(names))}>" if names else "<path>"
+
+
+def _below_machine(parts: list[str]) -> list[str]:
+    """An absolute path's names below a home (`/home/<user>`, `/Users/<user>`, `/root`) or a
+    temp folder's own folder (`/tmp/<random>/...`, `...\\Temp\\<random>\\...`); the
+    last name when nothing is below them."""
+    lowered = [p.lower() for p in parts]
+    start = 2 if lowered[:1] in (["home"], ["users"]) else 1 if lowered[:1] == ["root"] else 0
+    for i, name in enumerate(lowered):
+        if name in ("tmp", "temp") and i + 2 < len(parts):
+            start = max(start, i + 2)
+    return parts[start:] or parts[-1:]
 
 
 def _cut(text: str) -> str:
@@ -274,7 +430,7 @@ def normalize_message(message: str) -> str:
 def normalize_steps(message: str, steps: list[tuple[str, str, str]] | None) -> str:
     """`normalize_message`, appending to `steps` (when given) each replacement it made, in
     order, as `(rule, before, after)`; collapsing whitespace is the rule `space`, cutting
-    to `MAX_MESSAGE` the rule `cut`."""
+    to `MAX_MESSAGE` the rule `cut`, and an error code kept is `("code", code, code)`."""
     global _space
     if _space is None:
         _space = re.compile(r"\s+")
@@ -304,8 +460,10 @@ def normalize_steps(message: str, steps: list[tuple[str, str, str]] | None) -> s
 def _recording(steps: list[tuple[str, str, str]]) -> Callable[[re.Match[str]], str]:
     def replace(m: re.Match[str]) -> str:
         after = _replace(m)
-        if m.lastgroup != "keep" and after != m.group(0):
+        if m.lastgroup not in KEPT and after != m.group(0):
             steps.append((m.lastgroup or "", m.group(0), after))
+        elif m.lastgroup == "code" and ("code", after, after) not in steps:
+            steps.append(("code", after, after))  # kept: shown, so a reader sees why
         return after
 
     return replace

@@ -20,9 +20,7 @@ REPEAT = (
     "00000000-0000-4000-8000-000000000000 (x-github-request-id: 8F01:1B2C3:9A8B7C:6D5E4F:6A3F9B2C)"
     " timed out"
 )
-NORMALIZED = (
-    "Upload to <url:uploads.example.com> failed: job <uuid> (x-github-request-id: <id>) timed out"
-)
+NORMALIZED = "Upload to <url:uploads.example.com/v1/blobs/{n}> failed: job <uuid> (x-github-request-id: <id>) timed out"
 
 
 def captured(cli: Cli, *args: str) -> str:
@@ -55,7 +53,7 @@ def test_explain_shows_each_normalisation_the_signature_the_rule_and_the_group(
         f"incident:      {current} (inbox, new)",
         f"message:       {FIRST.replace('17', '18')}",
         f"normalization (rules {NORMALIZATION_VERSION}), in order:",
-        "  url: https://uploads.example.com/v1/blobs/18 -> <url:uploads.example.com>",
+        "  url: https://uploads.example.com/v1/blobs/18 -> <url:uploads.example.com/v1/blobs/{n}>",
         "  uuid: 7f3c2a1b-1234-4abc-9def-0123456789ab -> <uuid>",
         "  keyed_id: x-github-request-id: 4C32:E66A2:27EF37:4E976C:683F3085"
         " -> x-github-request-id: <id>",
@@ -83,7 +81,7 @@ def test_explain_shows_each_normalisation_the_signature_the_rule_and_the_group(
     assert doc["normalization"]["steps"][0] == {
         "rule": "url",
         "before": "https://uploads.example.com/v1/blobs/18",
-        "after": "<url:uploads.example.com>",
+        "after": "<url:uploads.example.com/v1/blobs/{n}>",
     }
     assert doc["signature"]["signature"] == doc["signature"]["current"] == signature
     assert doc["signature"]["inputs"]["normalized"] == NORMALIZED
@@ -145,3 +143,19 @@ def test_an_incident_signed_by_older_rules(cli: Cli, root: Root) -> None:
     found = cli("explain", old, "--json").json()
     assert found["signature"]["normalization"] == 1 and found["signature"]["current"] == today
     assert [o["incident_id"] for o in found["group"]["others"]] == [new]
+
+
+def test_explain_shows_an_error_code_kept_and_the_names_of_a_url(cli: Cli) -> None:
+    message = "npm ERR! 404 Not Found - GET https://registry.npmjs.org/left-pad (exit status 1)"
+    incident_id = captured(cli, "--step", "install", "--message", message)
+    lines = cli("explain", incident_id).out.splitlines()
+    assert lines[2:6] == [
+        "normalization (rules 4), in order:",
+        "  code: 404 kept (it names the failure)",
+        "  url: https://registry.npmjs.org/left-pad -> <url:registry.npmjs.org/left-pad>",
+        "  code: exit status 1 kept (it names the failure)",
+    ]
+    assert lines[6] == (
+        "normalized:    npm ERR! 404 Not Found - GET <url:registry.npmjs.org/left-pad> "
+        "(exit status 1)"
+    )

@@ -121,7 +121,10 @@ def show(found: dict[str, Any]) -> None:
     else:
         out(f"normalization (rules {norm['version']}), in order:")
     for step in norm["steps"]:
-        out(f"  {step['rule']}: {_short(step['before'])} -> {step['after']}")
+        if step["before"] == step["after"]:  # a rule that keeps what it matched
+            out(f"  {step['rule']}: {_short(step['before'])} kept (it names the failure)")
+        else:
+            out(f"  {step['rule']}: {_short(step['before'])} -> {step['after']}")
     out(f"{'normalized:':14} {norm['normalized']}")
     out(f"{'signature:':14} {sig['signature']}")
     out(f"{'key:':14} {sig['key']}")

@@ -199,6 +199,11 @@ class ErrorPipelineContext(Document):
     failure_class: FailureClass = FailureClass.UNKNOWN
     error_code: ErrorCode | None = None
     error_signature: str | None = None
+    budget_group: str | None = Field(
+        default=None,
+        description="the group whose retry budget it draws on (incidents.groups: its "
+        "signature's until a person merges or splits it), as of the last budget read",
+    )
     # transient retry policy: re-run the baseline check with backoff before any fix
     max_transient_retries: int = Field(default=3, ge=0)
     retry_base_s: float = Field(default=5.0, ge=0)

@@ -45,6 +45,15 @@ class RegressionLink(Document):
         description="error_plans/<id>/regression.diff: each earlier target from before the "
         "earlier fix to now",
     )
+    record: str | None = Field(
+        default=None,
+        description="the earlier incident's run_result.json (its close record, verdict or "
+        "not), relative to the root",
+    )
+    closed_by_hand: str | None = Field(
+        default=None,
+        description="when a person archived the earlier incident (no verdict): who, when, why",
+    )
 
 
 class Plan(Document):
@@ -101,4 +110,9 @@ class RunResult(Document):
     )
     verdict: Verdict | None = Field(
         default=None, description="the canonical report the close decided on, bound to content"
+    )
+    closed_by: str | None = Field(
+        default=None,
+        description="the user who closed it by hand (`incidents archive`); none when the "
+        "escalation machine closed it",
     )

@@ -127,6 +127,7 @@ def default_run_result(
             "archived_to": f"{BUCKETS[bucket]}/{incident_id}",
             "reason": reason,
             "finished_at": iso_at(now),
+            "closed_by": grouping.who(),
         }
     )
 

@@ -91,6 +91,7 @@ class Tick(Actions):
                 self.root, incident.group_key, self.id, ctx.ai_attempts,
                 ctx.signature_attempts_used,
             )  # fmt: skip
+            ctx.budget_group = incident.group_key  # whose budget that is (a merge's group)
             na = decide_next_action(ctx)
         if ctx.pending is None:
             if not is_actionable(na, now):
