@@ -263,8 +263,7 @@ class ExecutorState:
             code = classify(clean_error or "", clean_output or "").error_code
         now = clock.iso_precise()
         with executor_db.immediate(self._conn) as conn:
-            row = conn.execute("SELECT status FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
-            before = row[0] if row is not None else None
+            before = _outcome(conn, task_id)
             status = "completed" if success else "failed"
             conn.execute(
                 "INSERT INTO tasks (task_id, status, started_at, completed_at) VALUES (?, ?, ?, ?) "
@@ -323,10 +322,22 @@ def _check_id(task_id: str) -> None:
         raise UsageError("task_id: at most 200 characters")
 
 
+def _outcome(conn: sqlite3.Connection, task_id: str) -> str | None:
+    """The task's latest outcome ("completed" or "failed"): its last attempt's, else its
+    status for a task imported without attempts; None when it has none."""
+    row = conn.execute(
+        "SELECT success FROM attempts WHERE task_id = ? ORDER BY id DESC LIMIT 1", (task_id,)
+    ).fetchone()
+    if row is not None:
+        return "completed" if row[0] else "failed"
+    row = conn.execute("SELECT status FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+    return row[0] if row is not None and row[0] in ("completed", "failed") else None
+
+
 def _count(conn: sqlite3.Connection, before: str | None, status: str) -> None:
     """The counters after one attempt, in its transaction. `total_completed` and
-    `total_failed` count tasks by their latest outcome: a failed task that then
-    completes moves from one to the other."""
+    `total_failed` count tasks by their latest outcome (`mark_running` between attempts
+    does not change it): a failed task that then completes moves from one to the other."""
     if status == "completed":
         executor_db.set_int(conn, "consecutive_failures", 0)
     else:

@@ -24,6 +24,7 @@ opening the same state at once convert it once.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from incidents import clock, executor_db, legacy
-from incidents.errors import LockBusy
+from incidents.errors import IncidentsError, LockBusy
 from incidents.executor_db import StateFileError
 from incidents.fsutil import fsync_dir
 
@@ -55,6 +56,11 @@ class Migration:
     already: bool = False  # its content was imported before: nothing imported twice
     renamed_to: Path | None = None
     kept_because: str = ""
+
+
+class MigrationFailed(IncidentsError):
+    """The conversion could not be written (a read-only folder, a full disk): nothing
+    changed, the JSON is where it was."""
 
 
 def json_for(db: Path) -> Path:
@@ -179,10 +185,32 @@ def _convert(source: Path, db: Path) -> Migration:
     """Build the whole database beside `db`, then rename it into place (see the docstring)."""
     state, digest = legacy.read(source)
     tmp = db.with_name(db.name + SUFFIX_TMP)
-    for stale in (tmp, *_side_files(tmp)):
+    result = Migration(source, db, created=True)
+    try:
+        _build(tmp, source, digest, state, result)
+        for stale in _side_files(db):  # an unfinished db's leftovers must not meet the new one
+            stale.unlink(missing_ok=True)
+        os.replace(tmp, db)
+        fsync_dir(db.parent)
+    except (OSError, sqlite3.Error) as exc:
+        for leftover in (tmp, *_side_files(tmp)):
+            with contextlib.suppress(OSError):
+                leftover.unlink(missing_ok=True)
+        what = getattr(exc, "strerror", None) or exc
+        raise MigrationFailed(
+            f"cannot create {db}: {what}; {source.name} was left untouched"
+        ) from exc
+    _finish_rename(source, result)
+    return result
+
+
+def _build(
+    tmp: Path, source: Path, digest: str, state: legacy.LegacyState, result: Migration
+) -> None:
+    """The whole database under its temporary name, committed and on disk."""
+    for stale in (tmp, *_side_files(tmp)):  # a killed conversion's
         stale.unlink(missing_ok=True)
     os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
-    result = Migration(source, db, created=True)
     conn = executor_db.connect(tmp, wal=False)  # one file to rename: no -wal beside it
     try:
         with executor_db.immediate(conn):
@@ -196,12 +224,6 @@ def _convert(source: Path, db: Path) -> Migration:
         os.fsync(fd)
     finally:
         os.close(fd)
-    for stale in _side_files(db):  # an unfinished db's leftovers must not meet the new one
-        stale.unlink(missing_ok=True)
-    os.replace(tmp, db)
-    fsync_dir(db.parent)
-    _finish_rename(source, result)
-    return result
 
 
 def _side_files(db: Path) -> tuple[Path, ...]:
