@@ -237,3 +237,18 @@ def test_two_processes_record_at_once(tmp_path: Path) -> None:
     assert state.total_completed == statuses.count("completed")
     assert state.total_failed == statuses.count("failed")
     assert os.path.getsize(db) > 0
+
+
+def test_the_readme_example_runs(tmp_path: Path) -> None:
+    from tests.helpers import REPO
+
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("## Executor state: the loop API", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=120)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "0 1 0\nFalse\n"
+    assert (tmp_path / "spec" / ".executor-state.db").is_file()
+    (incident,) = (tmp_path / "reports" / "error_inbox").iterdir()  # the timeout, captured
+    assert json.loads((incident / "incident.json").read_text())["step"] == "1.1"
