@@ -127,8 +127,9 @@ def test_bad_arguments_are_refused(tmp_path: Path) -> None:
     for bad in ("", "   ", "x" * 201):
         with pytest.raises(Exception, match="task_id"):
             state.record_attempt(bad, True, 1.0)
-    with pytest.raises(Exception, match="duration"):
-        state.record_attempt("t", True, -1.0)
+    for duration in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(Exception, match="duration"):
+            state.record_attempt("t", True, duration)
     with pytest.raises(Exception, match="max_consecutive_failures"):
         ExecutorState(ExecutorConfig(max_consecutive_failures=0))
     assert state.task_ids() == []
@@ -150,7 +151,7 @@ def test_retry_context_from_the_last_failure(tmp_path: Path) -> None:
 
 
 def test_should_stop_when_the_root_is_paused(cli: Cli, root: Root, tmp_path: Path) -> None:
-    state = ExecutorState(ExecutorConfig(root=root.path))
+    state = ExecutorState(ExecutorConfig(root=root))  # a Root, a path or its text
     assert not state.should_stop()
     assert cli("pause", "--reason", "too many escalations").code == 0
     assert state.should_stop()

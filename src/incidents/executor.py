@@ -16,6 +16,7 @@ id) through `incidents.capture`, so it is grouped, budgeted and seen like any fa
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
 from dataclasses import dataclass, field
@@ -64,7 +65,7 @@ class ExecutorConfig:
     state_file: str = DEFAULT_STATE_FILE
     spec_prefix: str | None = None
     max_consecutive_failures: int = 3
-    root: str | os.PathLike[str] | None = None
+    root: str | os.PathLike[str] | Root | None = None
 
     @property
     def path(self) -> Path:
@@ -137,7 +138,11 @@ class ExecutorState:
         if self.config.max_consecutive_failures < 1:
             raise UsageError("max_consecutive_failures: must be at least 1")
         self.path = self.config.path
-        self.root = Root(Path(os.path.abspath(self.config.root))) if self.config.root else None
+        given = self.config.root
+        self.root = (
+            given if isinstance(given, Root)
+            else Root(Path(os.path.abspath(given))) if given is not None else None
+        )  # fmt: skip
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.migration = executor_migrate.settle(self.path)
         if not os.path.lexists(self.path):  # the agent's output lives here: owner only
@@ -252,9 +257,13 @@ class ExecutorState:
     ) -> Recorded:
         """One attempt, atomically: its row, the task's status and the counters. A failed
         attempt without `error_code` is classified from `error` and `output` by capture's
-        rules. `error` and `output` are stored redacted (`output` as its tail)."""
+        rules. `error` and `output` are stored redacted (`output` as its tail).
+
+        With a root, a failure is captured after the attempt is committed: a process
+        killed in between keeps the attempt and misses that one incident, and an unusable
+        root (a bad incidents.toml, a root that is a file) raises after the commit."""
         _check_id(task_id)
-        if duration < 0 or duration != duration:
+        if not math.isfinite(duration) or duration < 0:
             raise UsageError(f"duration: must be a number of seconds >= 0, got {duration!r}")
         clean_error = executor_db.clean_error(error)
         clean_output = executor_db.clean_output(output)
