@@ -1,4 +1,5 @@
-"""`incidents import-legacy`: seed 002's `.executor-state.json` into the SQLite mirror."""
+"""`incidents import-legacy`: seed 002's `.executor-state.json` into the SQLite state file
+beside it (`.executor-state.db`, incidents.executor_migrate), shown by `incidents tasks`."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from incidents.layout import Root
 from tests.helpers import Cli
 
 LEGACY = Path(__file__).resolve().parent / "fixtures" / "legacy"
@@ -27,61 +27,57 @@ def state_file(tmp_path: Path) -> Path:
     return path
 
 
-def rows(root: Root, sql: str, *params: object) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(root.db_path) as conn:
+def rows(db: Path, sql: str, *params: object) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(db)
+    try:
         return list(conn.execute(sql, params))
+    finally:
+        conn.close()
 
 
-def test_import_a_realistic_file(cli: Cli, root: Root, state_file: Path) -> None:
+def test_import_a_realistic_file(cli: Cli, state_file: Path) -> None:
     r = cli("import-legacy", str(state_file))
     assert r.code == 0, r.err
     backup = state_file.with_name(".executor-state.json.bak")
+    db = state_file.with_name(".executor-state.db")
     assert (
         not state_file.exists()
         and backup.read_bytes() == (LEGACY / "executor-state.json").read_bytes()
     )
-    lines = r.out.splitlines()
-    assert lines[0].startswith(f"{state_file}: imported: 3 task(s), 5 attempt(s) as run legacy_")
-    assert lines[1] == f"renamed to {backup}"
-    ((run_id, source),) = rows(root, "SELECT run_id, source FROM runs WHERE run_id LIKE 'legacy_%'")
-    assert source == str(state_file)
-    attempts = rows(root, "SELECT ws_id, label, started_at, result_json FROM step_attempts "
-                          "WHERE step_name = 'legacy_attempt' ORDER BY ws_id, label")  # fmt: skip
-    assert [(str(w).rsplit(":", 1)[1], label) for w, label, _, _ in attempts] == [
-        ("1.1", "0"), ("1.1", "1"), ("1.2", "0"), ("1.2", "1"), ("1.2", "2"),
+    assert r.out.splitlines() == [
+        f"{state_file}: imported: 3 task(s), 5 attempt(s) into {db}",
+        f"renamed to {backup}",
+    ]
+    attempts = rows(db, "SELECT task_id, timestamp, success, duration_seconds, error_code, "
+                        "claude_output FROM attempts ORDER BY id")  # fmt: skip
+    assert [(a[0], a[2], a[4]) for a in attempts] == [
+        ("1.1", 0, "TIMEOUT"), ("1.1", 1, None), ("1.2", 0, "TEST_FAILURE"),
+        ("1.2", 0, "RATE_LIMIT"),  # classified: the file had none
+        ("1.2", 0, "TASK_FAILED"),
     ]  # fmt: skip
-    results = [json.loads(str(a[3])) for a in attempts]
-    assert [r["error_code"] for r in results] == [
-        "TIMEOUT",
-        None,
-        "TEST_FAILURE",
-        "RATE_LIMIT",
-        "TASK_FAILED",
+    assert attempts[0][1] == "2026-02-20T09:00:02+00:00" and attempts[0][3] == 300.0
+    assert "sk-ant-api03" not in json.dumps(attempts)  # secrets redacted in the state file
+    assert "[REDACTED]" in str(attempts[2][5])
+    assert rows(db, "SELECT task_id, status, completed_at FROM tasks ORDER BY task_id") == [
+        ("1.1", "completed", "2026-02-20T09:07:41+00:00"),
+        ("1.2", "failed", None),
+        ("2.1", "pending", None),
     ]
-    assert results[3]["error_code_source"].startswith("pattern")  # classified: the file had none
-    assert "sk-ant-api03" not in json.dumps(results)  # secrets redacted before the mirror
-    assert attempts[0][2] == "2026-02-20T09:00:02+00:00"
-    tasks = rows(root, "SELECT result_json FROM step_attempts WHERE step_name = 'legacy_task'")
-    assert sorted(json.loads(str(t[0]))["status"] for t in tasks) == [
-        "completed",
-        "failed",
-        "pending",
-    ]
-    events = rows(root, "SELECT event_type, count(*) FROM events WHERE event_type LIKE 'legacy_%' "
-                        "GROUP BY event_type ORDER BY event_type")  # fmt: skip
-    assert events == [("legacy_attempt", 5), ("legacy_task", 3)]
-    ((marker,),) = rows(root, "SELECT value FROM meta WHERE key LIKE 'legacy_import:%'")
-    meta = json.loads(str(marker))
-    assert meta["run_id"] == run_id and meta["meta"] == {
-        "consecutive_failures": 3, "total_completed": 1, "total_failed": 1,
-    }  # fmt: skip
+    meta = dict(rows(db, "SELECT key, value FROM executor_meta"))
+    assert (meta["consecutive_failures"], meta["total_completed"], meta["total_failed"]) == (
+        "3", "1", "1",
+    )  # fmt: skip
+    shown = cli("tasks", str(db), "--json")
+    assert shown.code == 0, shown.err
+    doc = shown.json()
+    assert [t["task_id"] for t in doc["tasks"]] == ["1.1", "1.2", "2.1"]
+    assert [i["path"] for i in doc["imported"]] == [str(state_file)]
 
 
-def test_a_repeat_import_imports_nothing_twice(cli: Cli, root: Root, state_file: Path) -> None:
+def test_a_repeat_import_imports_nothing_twice(cli: Cli, state_file: Path) -> None:
+    db = state_file.with_name(".executor-state.db")
     assert cli("import-legacy", str(state_file)).code == 0
-    before = rows(root, "SELECT count(*) FROM step_attempts"), rows(
-        root, "SELECT count(*) FROM events"
-    )
+    before = rows(db, "SELECT count(*) FROM attempts")
     # the same path again: the file is now .bak
     r = cli("import-legacy", str(state_file))
     assert r.code == 0, r.err
@@ -94,6 +90,7 @@ def test_a_repeat_import_imports_nothing_twice(cli: Cli, root: Root, state_file:
     assert doc["already_imported"] is True and doc["tasks"] == doc["attempts"] == 0
     # the .bak is never overwritten: this copy stays where it is
     assert doc["renamed_to"] is None and state_file.exists()
+    assert doc["left_in_place"] == ".executor-state.json.bak already exists"
     # the .bak itself: same content, nothing new, and it keeps its name (no .bak.bak)
     r = cli("import-legacy", str(state_file.with_name(".executor-state.json.bak")))
     assert (
@@ -101,32 +98,54 @@ def test_a_repeat_import_imports_nothing_twice(cli: Cli, root: Root, state_file:
     )
     assert state_file.with_name(".executor-state.json.bak").is_file()
     assert not state_file.with_name(".executor-state.json.bak.bak").exists()
-    after = rows(root, "SELECT count(*) FROM step_attempts"), rows(
-        root, "SELECT count(*) FROM events"
-    )
-    assert after == before
+    assert rows(db, "SELECT count(*) FROM attempts") == before == [(5,)]
 
 
-def test_an_updated_file_adds_only_its_new_attempts(cli: Cli, root: Root, state_file: Path) -> None:
+def test_an_updated_file_adds_only_its_new_attempts(cli: Cli, state_file: Path) -> None:
     assert cli("import-legacy", str(state_file)).code == 0
     doc = json.loads((LEGACY / "executor-state.json").read_text())
     doc["tasks"]["2.1"]["attempts"].append(
         {"timestamp": "2026-02-21T08:00:00+00:00", "success": True, "duration_seconds": 9.5}
     )
+    doc["tasks"]["3.1"] = {"status": "pending"}
     state_file.with_name(".executor-state.json.bak").unlink()
     state_file.write_text(json.dumps(doc))
     r = cli("import-legacy", str(state_file))
-    assert r.code == 0 and ": imported: 0 task(s), 1 attempt(s)" in r.out, r.out + r.err
+    assert r.code == 0 and ": imported: 1 task(s), 1 attempt(s)" in r.out, r.out + r.err
+    db = state_file.with_name(".executor-state.db")
+    assert rows(db, "SELECT count(*) FROM attempts") == [(6,)]
+    # the live state keeps its own status for a task it already had
+    assert rows(db, "SELECT status FROM tasks WHERE task_id = '2.1'") == [("pending",)]
 
 
-def test_tasks_as_a_list_with_attempts_beside_them(cli: Cli, root: Root, tmp_path: Path) -> None:
+def test_tasks_as_a_list_with_attempts_beside_them(cli: Cli, tmp_path: Path) -> None:
     path = tmp_path / ".executor-state.json"
     shutil.copyfile(LEGACY / "executor-state-list.json", path)
     r = cli("import-legacy", str(path))
     assert r.code == 0 and "imported: 2 task(s), 2 attempt(s)" in r.out, r.out + r.err
-    codes = rows(root, "SELECT json_extract(result_json, '$.error_code') FROM step_attempts "
-                       "WHERE step_name = 'legacy_attempt' ORDER BY ws_id")  # fmt: skip
-    assert codes == [(None,), ("HOOK_FAILURE",)]
+    db = tmp_path / ".executor-state.db"
+    codes = rows(db, "SELECT task_id, error_code FROM attempts ORDER BY task_id")
+    assert codes == [("A", None), ("B", "HOOK_FAILURE")]
+    assert rows(db, "SELECT value FROM executor_meta WHERE key = 'consecutive_failures'") == [
+        ("1",)
+    ]
+
+
+def test_another_state_file_and_a_prefixed_name(cli: Cli, tmp_path: Path) -> None:
+    """`.executor-{prefix}state.json` goes to `.executor-{prefix}state.db`; `--state-file`
+    names another target."""
+    path = tmp_path / ".executor-auth-state.json"
+    shutil.copyfile(LEGACY / "executor-state-list.json", path)
+    assert cli("import-legacy", str(path)).code == 0
+    assert (tmp_path / ".executor-auth-state.db").is_file()
+    other = tmp_path / "elsewhere.db"
+    shutil.copyfile(LEGACY / "executor-state.json", path)
+    path.with_name(path.name + ".bak").unlink()
+    r = cli("import-legacy", str(path), "--state-file", str(other))
+    assert r.code == 0 and f"into {other}" in r.out, r.out + r.err
+    assert rows(other, "SELECT count(*) FROM attempts") == [(5,)]
+    r = cli("import-legacy", str(path), "--state-file", str(tmp_path / "no" / "such.db"))
+    assert r.code == 2 and "no such folder" in r.err, r.err
 
 
 @pytest.mark.parametrize(
@@ -146,7 +165,7 @@ def test_tasks_as_a_list_with_attempts_beside_them(cli: Cli, root: Root, tmp_pat
     ],
 )
 def test_a_corrupt_or_wrong_file_is_refused_and_left_untouched(
-    cli: Cli, root: Root, tmp_path: Path, content: str | bytes, problem: str
+    cli: Cli, tmp_path: Path, content: str | bytes, problem: str
 ) -> None:
     path = tmp_path / ".executor-state.json"
     data = content if isinstance(content, bytes) else content.encode()
@@ -156,8 +175,7 @@ def test_a_corrupt_or_wrong_file_is_refused_and_left_untouched(
     assert r.err.startswith(f"incidents: {path}")
     assert problem in r.err and "left untouched" in r.err, r.err
     assert path.read_bytes() == data and not path.with_name(path.name + ".bak").exists()
-    assert rows(root, "SELECT count(*) FROM step_attempts") == [(0,)]
-    assert rows(root, "SELECT count(*) FROM meta WHERE key LIKE 'legacy_import:%'") == [(0,)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".executor-state.json"]  # no .db
 
 
 def test_an_unreadable_path_is_refused(cli: Cli, tmp_path: Path) -> None:
@@ -174,48 +192,50 @@ def test_an_unreadable_path_is_refused(cli: Cli, tmp_path: Path) -> None:
     assert r.code == 2 and "no such file" in r.err
 
 
-def test_imported_history_survives_a_reindex(cli: Cli, root: Root, state_file: Path) -> None:
+def test_the_backup_rebuilds_a_lost_state_file(cli: Cli, state_file: Path) -> None:
+    """After the state file is lost, importing the .bak gives back the same rows, and the
+    .bak stays as it is."""
     assert cli("import-legacy", str(state_file)).code == 0
-    before = rows(root, "SELECT run_id FROM runs WHERE run_id LIKE 'legacy%'")
-    attempts = rows(root, "SELECT count(*) FROM step_attempts WHERE step_name = 'legacy_attempt'")
-    assert before and attempts[0][0] > 0
-    assert cli("reindex").code == 0
-    assert rows(root, "SELECT run_id FROM runs WHERE run_id LIKE 'legacy%'") == before
-    assert (
-        rows(root, "SELECT count(*) FROM step_attempts WHERE step_name = 'legacy_attempt'")
-        == attempts
-    )
-
-
-def test_the_backup_rebuilds_a_lost_mirrors_legacy_rows(
-    cli: Cli, root: Root, state_file: Path
-) -> None:
-    """Legacy history lives only in the database: after losing it, importing the .bak
-    gives back the same rows under the same ids, and the .bak stays as it is."""
-    assert cli("import-legacy", str(state_file)).code == 0
-    query = (
-        "SELECT run_id, ws_id, step_name, label, result_json FROM step_attempts ORDER BY 1, 2, 3, 4"
-    )
-    first = rows(root, query)
+    db = state_file.with_name(".executor-state.db")
+    query = "SELECT * FROM attempts ORDER BY id"
+    first = rows(db, query)
     for suffix in ("", "-wal", "-shm"):
-        Path(f"{root.db_path}{suffix}").unlink(missing_ok=True)
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
     backup = state_file.with_name(".executor-state.json.bak")
     r = cli("import-legacy", str(backup))
     assert r.code == 0 and "already imported" not in r.out, r.out + r.err
-    assert rows(root, query) == first and first
+    assert "left in place: .executor-state.json.bak is already the backup" in r.out
+    assert rows(db, query) == first and first
     assert backup.is_file() and not state_file.exists()
 
 
+def drop_caps(*argv: str) -> list[str]:
+    """argv run without capabilities: a read-only folder refuses it even as root."""
+    return ["setpriv", "--inh-caps=-all", "--bounding-set=-all", sys.executable, "-m",
+            "incidents", *argv]  # fmt: skip
+
+
 @pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv (util-linux)")
-def test_a_file_that_cannot_be_renamed_is_imported_and_left_in_place(root: Root, state_file: Path) -> None:  # fmt: skip
-    state_file.parent.chmod(0o555)  # the folder refuses the rename (root too, without caps)
+def test_a_read_only_folder_refuses_the_conversion_and_loses_nothing(
+    state_file: Path, tmp_path: Path
+) -> None:
+    state_file.parent.chmod(0o555)  # no state file can be made beside it, no rename
     try:
-        argv = ["setpriv", "--inh-caps=-all", "--bounding-set=-all", sys.executable, "-m",
-                "incidents", "import-legacy", "--root", str(root.path), str(state_file)]  # fmt: skip
+        p = subprocess.run(drop_caps("import-legacy", str(state_file)),
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert p.returncode == 2, p.stdout + p.stderr
+        assert p.stderr.startswith(f"incidents: cannot create {state_file.parent}/"), p.stderr
+        assert "Permission denied" in p.stderr and "left untouched" in p.stderr, p.stderr
+        assert len(p.stderr.splitlines()) == 1
+        assert sorted(f.name for f in state_file.parent.iterdir()) == [".executor-state.json"]
+        # into a state file elsewhere: converted, and the JSON stays (it cannot be renamed)
+        other = tmp_path / "state.db"
         for _ in range(2):  # and a rerun imports nothing twice, still without a crash
+            argv = drop_caps("import-legacy", str(state_file), "--state-file", str(other))
             p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
             assert p.returncode == 0, p.stderr
             assert "left in place: it could not be renamed" in p.stdout, p.stdout
         assert "already imported" in p.stdout and state_file.exists()
+        assert rows(other, "SELECT count(*) FROM attempts") == [(5,)]
     finally:
         state_file.parent.chmod(0o755)

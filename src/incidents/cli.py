@@ -37,6 +37,7 @@ COMMAND_MODULES = (
     "incidents.commands.review",
     "incidents.commands.verify_archive",
     "incidents.commands.group",
+    "incidents.commands.tasks",
 )
 
 
@@ -52,6 +53,8 @@ COMMAND_HOMES = {
     "error-step": "incidents.commands.step",
     "verify-archive": "incidents.commands.verify_archive",
     "group": "incidents.commands.group",
+    "tasks": "incidents.commands.tasks",
+    "import-legacy": "incidents.commands.tasks",
 }
 
 

@@ -1,4 +1,4 @@
-"""Import seed 002's legacy executor state (`.executor-state.json`) into the SQLite mirror.
+"""Read seed 002's legacy executor state (`.executor-state.json`): the shapes it came in.
 
 Accepted shape (the seed names the fields, not the layout; every variant below is one an
 executor of that era wrote):
@@ -22,34 +22,26 @@ executor of that era wrote):
                                                   # optional, top level or under "meta"
     }
 
-Import: one `runs` row per file (`legacy_<path hash>_<content hash>`), one `step_attempts`
-row per task (`legacy_task`) and per attempt (`legacy_attempt`, label = its index), one
-event for each row that is new, and a `meta` marker keyed on the content hash, all in one
-transaction. A second import of the same content imports nothing; an updated file at the
-same path adds only its new attempts. The file is renamed to `.json.bak` after the commit;
-a `.bak` given again (to rebuild a lost mirror's legacy history) is imported as the file it
-was and keeps its name.
-A file that is unreadable, not JSON or of another shape is refused and left untouched.
+Reading is all this module does (`read`, `parse`: pure but for the read). Converting a file
+into the executor's SQLite state, and renaming it to `.json.bak`, is
+`incidents.executor_migrate`; `incidents import-legacy` and `ExecutorState` both use it.
+A file that is unreadable, not JSON or of another shape is refused (`LegacyRefused`, naming
+the file and the field) and left untouched.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from incidents import clock, mirror
 from incidents.classify import classify
 from incidents.errors import IncidentsError, InvalidDocument
 from incidents.fsutil import parse_json_strict, read_regular_file
-from incidents.redact import redact
 from incidents.vocab import ErrorCode
 
 LEGACY_MAX_BYTES = 64 << 20
-OUTPUT_MAX_CHARS = 4000  # of an attempt's claude_output kept in the mirror
 META_KEYS = ("consecutive_failures", "total_completed", "total_failed")
 CODES = frozenset(c.value for c in ErrorCode)
 
@@ -79,17 +71,6 @@ class Task:
 class LegacyState:
     tasks: list[Task]
     meta: dict[str, int]
-
-
-@dataclass
-class ImportResult:
-    path: Path
-    run_id: str
-    tasks: int = 0
-    attempts: int = 0
-    already: bool = False
-    renamed_to: Path | None = None
-    kept_because: str = ""
 
 
 class LegacyRefused(InvalidDocument):
@@ -125,8 +106,9 @@ def _attempt(doc: Any, index: int, path: Path, where: str) -> Attempt:
         raise _fail(
             path, f"unknown error code {code!r} (one of {sorted(CODES)})", f"{where}.error_code"
         )
+    output = _opt_text(doc, "claude_output", path, where)
     if code is None and not success:
-        found = classify(error or "")
+        found = classify(error or "", output or "")  # as ExecutorState.record_attempt does
         code, source = found.error_code.value, found.reason
     return Attempt(
         index=index,
@@ -136,7 +118,7 @@ def _attempt(doc: Any, index: int, path: Path, where: str) -> Attempt:
         error=error,
         error_code=(code or "").upper(),
         code_source=source if code else "",
-        output=_opt_text(doc, "claude_output", path, where),
+        output=output,
     )
 
 
@@ -212,89 +194,3 @@ def read(path: Path) -> tuple[LegacyState, str]:
     except InvalidDocument as exc:
         raise _fail(path, f"corrupt: {exc.reason}") from exc
     return parse(doc, path), hashlib.sha256(data).hexdigest()
-
-
-def _marker(digest: str) -> str:
-    return f"legacy_import:{digest}"
-
-
-def _attempt_result(task: Task, a: Attempt) -> dict[str, Any]:
-    output = a.output
-    if output is not None:
-        output = redact(output[-OUTPUT_MAX_CHARS:])
-    return {
-        "task_id": task.task_id,
-        "index": a.index,
-        "success": a.success,
-        "duration_seconds": a.duration_seconds,
-        "error": redact(a.error) if a.error else a.error,
-        "error_code": a.error_code or None,
-        "error_code_source": a.code_source or None,
-        "claude_output_tail": output,
-    }
-
-
-def _store(
-    conn: mirror.Connection, state: LegacyState, result: ImportResult, source: str, ws: str
-) -> None:
-    now = clock.iso_precise()
-    first = min((t.started_at for t in state.tasks if t.started_at), default=None)
-    mirror.add_run(conn, result.run_id, first or now, source)
-    for task in state.tasks:
-        ws_id = f"{ws}:{task.task_id}"
-        doc = {"task_id": task.task_id, "status": task.status, "attempts": len(task.attempts)}
-        if mirror.record_step_attempt(
-            conn, result.run_id, ws_id, "legacy_task", "task", result=doc,
-            started_at=task.started_at, finished_at=task.completed_at,
-        ):  # fmt: skip
-            result.tasks += 1
-            payload = {**doc, "run_id": result.run_id, "ws_id": ws_id, "source": source}
-            mirror.add_event(conn, None, "legacy_task", payload, ts=task.started_at or now)
-        for a in task.attempts:
-            body = _attempt_result(task, a)
-            if mirror.record_step_attempt(
-                conn, result.run_id, ws_id, "legacy_attempt", str(a.index), result=body,
-                started_at=a.timestamp, finished_at=None,
-            ):  # fmt: skip
-                result.attempts += 1
-                payload = {k: v for k, v in body.items() if k != "claude_output_tail"}
-                payload.update(run_id=result.run_id, ws_id=ws_id)
-                mirror.add_event(conn, None, "legacy_attempt", payload, ts=a.timestamp or now)
-
-
-def import_file(conn: mirror.Connection, path: Path) -> ImportResult:
-    """Import `path` once, then rename it to `<name>.bak`; see the module docstring."""
-    path = Path(os.path.abspath(path))
-    is_backup = path.name.endswith(".bak")
-    # a .bak is the file an earlier import renamed: importing it again (the mirror was
-    # rebuilt, say) keeps its name and gives the rows the ids the first import gave them
-    source = path.with_name(path.name[: -len(".bak")]) if is_backup else path
-    backup = source.with_name(source.name + ".bak")
-    if not is_backup and not os.path.lexists(path) and backup.is_file():
-        # imported and renamed by an earlier run: nothing to import twice
-        return ImportResult(path, "", already=True, renamed_to=backup)
-    state, digest = read(path)
-    where = hashlib.sha256(str(source).encode()).hexdigest()[:8]
-    result = ImportResult(path, f"legacy_{where}_{digest[:12]}")
-    with mirror.write(conn):
-        if mirror.get_meta(conn, _marker(digest)) is not None:
-            result.already = True
-        else:
-            _store(conn, state, result, str(source), f"legacy_{where}")
-            marker = {
-                "path": str(source), "run_id": result.run_id, "imported_at": clock.iso_precise(),
-                "tasks": len(state.tasks), "attempts": sum(len(t.attempts) for t in state.tasks),
-                "meta": state.meta,
-            }  # fmt: skip
-            mirror.add_meta(conn, _marker(digest), json.dumps(marker, sort_keys=True))
-    if is_backup:
-        result.kept_because = f"{path.name} is already the backup"
-    elif os.path.lexists(backup):
-        result.kept_because = f"{backup.name} already exists"
-    else:
-        try:
-            os.rename(path, backup)
-            result.renamed_to = backup
-        except OSError as exc:  # imported all the same; a rerun imports nothing twice
-            result.kept_because = f"it could not be renamed to {backup.name}: {exc.strerror}"
-    return result
