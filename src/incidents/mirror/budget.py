@@ -91,11 +91,15 @@ def budget_reset_at(conn: sqlite3.Connection, signature: str) -> str | None:
 
 
 @translating
-def budget_used(conn: sqlite3.Connection, signature: str, *, exclude: str = "") -> int:
+def budget_used(
+    conn: sqlite3.Connection, signature: str, *, exclude: str = "", since: str | None = None
+) -> int:
     """AI attempts made on the group `signature` names (its signature's until a person
     merges or splits: `incidents.grouping`) since its last reset, over every incident in it
-    (`exclude`: an incident whose own attempts the caller counts from its context)."""
-    since = budget_reset_at(conn, signature) or ""
+    (`exclude`: an incident whose own attempts the caller counts from its context; `since`:
+    the reset as the caller knows it, by default the mirror's `budget_reset_at`)."""
+    if since is None:
+        since = budget_reset_at(conn, signature) or ""
     row = conn.execute(_BUDGET_SQL, (signature, exclude, since)).fetchone()
     return int(row[0]) if row else 0
 
