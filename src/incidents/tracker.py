@@ -39,8 +39,8 @@ from incidents import (
     policy,
     store,
 )
+from incidents.bundle_rules import workdir_problem
 from incidents.capture import CaptureInput, capture
-from incidents.capture_inputs import check_workdir
 from incidents.classify import classify
 from incidents.config import Config, load_config
 from incidents.errors import AlreadyArchived, UsageError
@@ -185,7 +185,11 @@ class ErrorSignatureTracker:
             FailureClass.NEVER_RETRY
         ):
             used = policy.budget_used(self.root, group, "", (), 0)
-            why = f"{f.failure_class}/{f.error_code} is never retried: escalated at once"
+            why = (
+                f"{f.error_code} is not retried (fail fast): escalated at once"
+                if f.error_code in policy.FAIL_FAST_CODES
+                else f"{f.failure_class}: never retried, escalated at once"
+            )
             return self._escalate(f, used, why, EscalationKind.NEVER_RETRY)
         taken, used = policy.take_loop_unit(self.root, self.config.policy, group)
         self.retry_counts[f.signature] = used
@@ -342,7 +346,11 @@ def _workdir(value: object, allowed: list[str]) -> str:
     path = os.getcwd() if value is None else _path(value)
     if not os.path.isdir(path):
         raise UsageError(f"workdir {path}: not a directory")
-    return str(check_workdir(Path(os.path.realpath(path)), allowed))
+    real = os.path.realpath(path)
+    problem = workdir_problem(real, allowed)
+    if problem is not None:
+        raise UsageError(f"workdir {real}: {problem} (pass workdir=...)")
+    return real
 
 
 def _kind(value: object) -> str:
