@@ -348,6 +348,8 @@ def test_bad_arguments_are_refused_before_anything_is_written(root: Root) -> Non
     with pytest.raises(TypeError, match="expected a str or a pathlib.Path, got int"):
         ErrorSignatureTracker(42)  # type: ignore[arg-type]
     tracker = ErrorSignatureTracker(root)
+    with pytest.raises(TypeError, match="tried: expected a str, got int"):
+        tracker.record_and_check("x failed", tried=3)  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="the error text is empty"):
         tracker.record_and_check("   ")
     with pytest.raises(UsageError, match="guidance must not be empty"):

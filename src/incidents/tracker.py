@@ -178,6 +178,8 @@ class ErrorSignatureTracker:
         """Record one failure and decide: retry while its group's budget has a unit left
         (taking it), else escalate; never-retry escalates at once. `tried`: what the
         failed attempt did, for the next prompt."""
+        if not isinstance(tried, str):
+            raise TypeError(f"tried: expected a str, got {_kind(tried)}")
         f = self.failure(value)
         group = self._group(f.signature)
         budget = self.config.policy.signature_budget
