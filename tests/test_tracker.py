@@ -236,7 +236,11 @@ def test_the_loops_units_count_against_the_fixer_tiers(
     assert "(3/3)" in (ctx.escalation_reason or "")
     # a person's decision on that escalation resets the budget for the loop as well
     assert cli("resolve-escalation", incident_id, "--guidance", "fixed upstream").code == 0
-    assert tracker.record_and_check("f.py is broken").attempts == 1
+    again = tracker.record_and_check("f.py is broken")
+    assert (again.attempts, again.guidance) == (1, "fixed upstream")
+    # a later reset of the loop's own is the one its decisions carry
+    tracker.reset_signature(again.signature, "use the new parser")
+    assert tracker.record_and_check("f.py is broken").guidance == "use the new parser"
 
 
 def test_a_reset_by_the_tracker_gives_the_fixer_tiers_their_budget_back(

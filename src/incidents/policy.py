@@ -38,6 +38,7 @@ __all__ = [
     "RETRIED_CODES",
     "budget_used",
     "effective_failure_class",
+    "last_reset",
     "record_escalation",
     "reset_budget",
     "retry_behaviour",
@@ -90,6 +91,18 @@ def budget_used(
             mirror.refresh_budget(conn, signature)  # the display cache
             return others + _own_attempts(own, since) + ledger.attempts_since(since)
     return max(fallback, ledger.attempts_since(ledger.reset_at))
+
+
+def last_reset(root: Root, signature: str) -> tuple[str | None, str | None]:
+    """(when, guidance) of the latest reset of `signature`'s budget: a person's decision on
+    an escalation (the mirror) or a loop's `reset_budget` (the ledger)."""
+    ledger = budget_ledger.read(root, signature)
+    with mirror.best_effort(root, what="reset not read", errors=mirror.DATABASE_ERRORS) as conn:
+        if conn is not None:
+            found = mirror.last_reset(conn, signature)
+            if found is not None and (ledger.reset_at is None or found[0] > ledger.reset_at):
+                return found
+    return ledger.reset_at, ledger.guidance
 
 
 def _later(a: str | None, b: str | None) -> str | None:

@@ -30,7 +30,6 @@ from typing import Literal
 
 from incidents import (
     artifacts,
-    budget_ledger,
     clock,
     eventlog,
     fsutil,
@@ -77,7 +76,8 @@ class Failure:
 class Decision:
     """What the loop does next. `attempts` are the units of `budget` used (by everyone);
     `retry_context` is set when `action` is "retry"; `incident_id` names the escalated
-    incident; `guidance` is what the signature's last reset said."""
+    incident; `guidance` is what the last reset of the budget said (`reset_signature`, or
+    a person's `resolve-escalation` of an incident in the group)."""
 
     action: Literal["retry", "escalate"]
     signature: str
@@ -207,7 +207,7 @@ class ErrorSignatureTracker:
         )
         return Decision(
             "retry", f.signature, f.failure_class, f.error_code, used, budget, context,
-            f"retry {used} of {budget}", guidance=budget_ledger.read(self.root, group).guidance,
+            f"retry {used} of {budget}", guidance=policy.last_reset(self.root, group)[1],
         )  # fmt: skip
 
     def global_threshold_exceeded(self) -> bool:

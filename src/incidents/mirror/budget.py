@@ -29,6 +29,7 @@ __all__ = [
     "note_incident",
     "escalations_in_window",
     "escalations_since",
+    "last_reset",
     "open_escalation",
     "refresh_budget",
     "resolve_escalation",
@@ -88,6 +89,18 @@ def budget_reset_at(conn: sqlite3.Connection, signature: str) -> str | None:
         (signature, signature),
     ).fetchone()
     return str(row[0]) if row and row[0] else None
+
+
+@translating
+def last_reset(conn: sqlite3.Connection, signature: str) -> tuple[str, str | None] | None:
+    """The last human decision that reset the group `signature` names: (when, guidance)."""
+    row = conn.execute(
+        "SELECT resolved_at, guidance FROM escalations WHERE resolved_at IS NOT NULL AND "
+        "(signature = ? OR incident_id IN (SELECT incident_id FROM incidents WHERE group_key = ?)) "
+        "ORDER BY resolved_at DESC LIMIT 1",
+        (signature, signature),
+    ).fetchone()
+    return (str(row[0]), None if row[1] is None else str(row[1])) if row else None
 
 
 @translating
