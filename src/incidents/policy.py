@@ -6,7 +6,11 @@
   a check, a backoff or a fixer.
 - Per-signature budget (seed 003): one unit per AI fixer attempt (run or handed off),
   counted over every incident sharing the signature since a human last reset it
-  (`mirror.budget_used`: derived from the committed contexts, so exactly once).
+  (`mirror.budget_used`: derived from the committed contexts, so exactly once), plus one
+  per retry an in-process loop took (`take_loop_unit`, `incidents.tracker`: lines in
+  `incidents.budget_ledger`). `budget_used` is the one place that adds them up, for the
+  fixer tiers and the loops alike; the later of the mirror's reset (a human's decision)
+  and the ledger's (`reset_budget`) starts the count for both.
 - Escalation records and the global threshold: each escalation is recorded once; when
   `escalation_threshold` of them fall within `escalation_window_s` (counted from the last
   `resume` at the earliest), the whole system pauses (`pause.pause(by="threshold")` and a
@@ -22,7 +26,7 @@ import contextlib
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from incidents import mirror, pause
+from incidents import budget_ledger, mirror, pause
 from incidents.config import PolicySettings
 from incidents.errors import NotFound
 from incidents.layout import Root
@@ -34,8 +38,11 @@ __all__ = [
     "RETRIED_CODES",
     "budget_used",
     "effective_failure_class",
+    "last_reset",
     "record_escalation",
+    "reset_budget",
     "retry_behaviour",
+    "take_loop_unit",
 ]
 
 FAIL_FAST_CODES = frozenset({ErrorCode.RATE_LIMIT, ErrorCode.HOOK_FAILURE})
@@ -73,15 +80,52 @@ def budget_used(
     root: Root, signature: str, incident_id: str, own: Iterable[AIAttempt], fallback: int
 ) -> int:
     """Budget units used by `signature`: the other incidents' (mirror) plus this one's own
-    attempts since the last reset (from its context: exact even when the mirror lags).
-    `fallback` when the mirror cannot be read."""
+    attempts since the last reset (from its context: exact even when the mirror lags) plus
+    the loops' units (the ledger). `fallback` (at least the ledger's units) when the mirror
+    cannot be read."""
+    ledger = budget_ledger.read(root, signature)
     with mirror.best_effort(root, what="budget not read", errors=mirror.DATABASE_ERRORS) as conn:
         if conn is not None:
-            since = mirror.budget_reset_at(conn, signature)
-            others = mirror.budget_used(conn, signature, exclude=incident_id)
+            since = _later(mirror.budget_reset_at(conn, signature), ledger.reset_at)
+            others = mirror.budget_used(conn, signature, exclude=incident_id, since=since or "")
             mirror.refresh_budget(conn, signature)  # the display cache
-            return others + _own_attempts(own, since)
-    return fallback
+            return others + _own_attempts(own, since) + ledger.attempts_since(since)
+    return max(fallback, ledger.attempts_since(ledger.reset_at))
+
+
+def last_reset(root: Root, signature: str) -> tuple[str | None, str | None]:
+    """(when, guidance) of the latest reset of `signature`'s budget: a person's decision on
+    an escalation (the mirror) or a loop's `reset_budget` (the ledger)."""
+    ledger = budget_ledger.read(root, signature)
+    with mirror.best_effort(root, what="reset not read", errors=mirror.DATABASE_ERRORS) as conn:
+        if conn is not None:
+            found = mirror.last_reset(conn, signature)
+            if found is not None and (ledger.reset_at is None or found[0] > ledger.reset_at):
+                return found
+    return ledger.reset_at, ledger.guidance
+
+
+def _later(a: str | None, b: str | None) -> str | None:
+    return max(a, b) if a is not None and b is not None else a or b
+
+
+def take_loop_unit(root: Root, policy: PolicySettings, signature: str) -> tuple[bool, int]:
+    """An in-process loop's retry: take one unit of `signature`'s budget when one is left.
+    Returns (taken, units used after). Counted and taken under the group's budget lock, so
+    two loops never both take the last unit (a fixer tier reads the count when it enters a
+    tier and commits its attempt later: it can still overrun by its one attempt in flight)."""
+    with budget_ledger.lock(root, signature):
+        used = budget_used(root, signature, "", (), 0)
+        if used >= policy.signature_budget:
+            return False, used
+        budget_ledger.append(root, signature, "attempt")
+        return True, used + 1
+
+
+def reset_budget(root: Root, signature: str, guidance: str, by: str) -> str:
+    """Give `signature` its whole budget again (for the fixers too); returns the reset's time."""
+    with budget_ledger.lock(root, signature):
+        return budget_ledger.append(root, signature, "reset", guidance=guidance, by=by)
 
 
 def record_escalation(

@@ -29,6 +29,7 @@ __all__ = [
     "note_incident",
     "escalations_in_window",
     "escalations_since",
+    "last_reset",
     "open_escalation",
     "refresh_budget",
     "resolve_escalation",
@@ -91,11 +92,27 @@ def budget_reset_at(conn: sqlite3.Connection, signature: str) -> str | None:
 
 
 @translating
-def budget_used(conn: sqlite3.Connection, signature: str, *, exclude: str = "") -> int:
+def last_reset(conn: sqlite3.Connection, signature: str) -> tuple[str, str | None] | None:
+    """The last human decision that reset the group `signature` names: (when, guidance)."""
+    row = conn.execute(
+        "SELECT resolved_at, guidance FROM escalations WHERE resolved_at IS NOT NULL AND "
+        "(signature = ? OR incident_id IN (SELECT incident_id FROM incidents WHERE group_key = ?)) "
+        "ORDER BY resolved_at DESC LIMIT 1",
+        (signature, signature),
+    ).fetchone()
+    return (str(row[0]), None if row[1] is None else str(row[1])) if row else None
+
+
+@translating
+def budget_used(
+    conn: sqlite3.Connection, signature: str, *, exclude: str = "", since: str | None = None
+) -> int:
     """AI attempts made on the group `signature` names (its signature's until a person
     merges or splits: `incidents.grouping`) since its last reset, over every incident in it
-    (`exclude`: an incident whose own attempts the caller counts from its context)."""
-    since = budget_reset_at(conn, signature) or ""
+    (`exclude`: an incident whose own attempts the caller counts from its context; `since`:
+    the reset as the caller knows it, by default the mirror's `budget_reset_at`)."""
+    if since is None:
+        since = budget_reset_at(conn, signature) or ""
     row = conn.execute(_BUDGET_SQL, (signature, exclude, since)).fetchone()
     return int(row[0]) if row else 0
 
