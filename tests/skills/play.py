@@ -1,7 +1,7 @@
 """Playing a SKILL.md as written: its sections, its command blocks run in order by bash,
 its JSON documents, and its placeholders, the only text a player substitutes.
 
-A skill defines its placeholders in a table (`| `<NAME>` | its value |`); `Player.set`
+A skill defines its placeholders in a table (`| `<NAME>` | its value |`); `Player.assign`
 takes only those, `fill` refuses a block that uses any other, and `unplayed` names the
 sections with commands a test has not run, so a test plays every step the skill has.
 """
@@ -77,7 +77,7 @@ class Player:
         self.defined = defined_placeholders(self.text)
         self.sections = sections(self.text)
 
-    def set(self, name: str, value: str) -> None:
+    def assign(self, name: str, value: str) -> None:
         assert name in self.defined, f"{self.skill} defines no placeholder {name}"
         self.values[name] = value
 

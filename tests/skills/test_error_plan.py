@@ -20,15 +20,15 @@ def plan_skill(p: Player, expect_id: str, *, new: bool) -> None:
     """Steps 1 to 6 of error-plan for the incident the skill finds (`expect_id`)."""
     mktemp, listing, nxt = p.play("Find the incident")
     assert mktemp.code == listing.code == nxt.code == 0, p.log
-    p.set("<WORK>", mktemp.out.strip())
+    p.assign("<WORK>", mktemp.out.strip())
     doc = listing.json()
-    p.set("<ROOT>", doc["root"])
+    p.assign("<ROOT>", doc["root"])
     assert doc["paused"] is None
     if new:  # the first incident without a plan, else the one waiting for an agent
-        p.set("<ID>", doc["incidents"][0]["incident_id"])
+        p.assign("<ID>", doc["incidents"][0]["incident_id"])
     else:
         assert doc["incidents"] == []
-        p.set("<ID>", nxt.json()["incident_id"])
+        p.assign("<ID>", nxt.json()["incident_id"])
     assert p.values["<ID>"] == expect_id
 
     status, explain, log_tail, context = p.play("Read the incident")
@@ -44,7 +44,7 @@ def plan_skill(p: Player, expect_id: str, *, new: bool) -> None:
         assert current.code == 0 and current.json()["source"] == "planner"
 
     steps = p.play("Write the plan")
-    p.set("<GENERATED_AT>", next(steps).out.strip())
+    p.assign("<GENERATED_AT>", next(steps).out.strip())
     list(steps)
     Path(p.values["<WORK>"], "plan.json").write_text(p.document("Write the plan"))
 
@@ -72,7 +72,7 @@ def test_error_plan_as_written_plans_a_new_incident_and_the_check_runs_it(
     assert (root.inbox / incident_id / "status.txt").read_text().strip() == "planned"
     r = cli("drive", incident_id)  # the machine keeps the skill's plan and runs its command
     assert "(AWAIT_HANDOFF)" in r.out, r.out + r.err
-    assert (root.plan_dir(incident_id) / "plan.json").read_text() == json.dumps(plan, indent=2) + "\n"
+    assert json.loads((root.plan_dir(incident_id) / "plan.json").read_text()) == plan
     report = json.loads((root.runs_dir(incident_id) / "error_report_attempt_0.json").read_text())
     assert report["judged"]["commands"] == ["ruff check calc.py"]
 
