@@ -6,6 +6,7 @@ the plan's verification command."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ def plan_skill(p: Player, expect_id: str, *, new: bool) -> None:
     p.assign("<ROOT>", doc["root"])
     assert doc["paused"] is None
     if new:  # the first incident without a plan, else the one waiting for an agent
-        p.assign("<ID>", doc["incidents"][0]["incident_id"])
+        p.assign("<ID>", doc["incidents"][-1]["incident_id"])  # the oldest
     else:
         assert doc["incidents"] == []
         p.assign("<ID>", nxt.json()["incident_id"])
@@ -63,7 +64,10 @@ def test_error_plan_as_written_plans_a_new_incident_and_the_check_runs_it(
 ) -> None:
     use_config(tmp_path, monkeypatch, HANDOFF)
     incident_id = capture_lint_failure(cli, tmp_path / "ws", "calc.py")
+    time.sleep(1.1)  # created_at has seconds: a younger one, which the skill passes over
+    younger = capture_lint_failure(cli, tmp_path / "ws", "report.py")
     plan_skill(Player("error-plan", tmp_path), incident_id, new=True)
+    assert not root.plan_dir(younger).exists()
 
     plan = json.loads((root.plan_dir(incident_id) / "plan.json").read_text())
     assert plan["source"] == "error-plan" and plan["verification_commands"] == [
