@@ -38,6 +38,7 @@ COMMAND_MODULES = (
     "incidents.commands.verify_archive",
     "incidents.commands.group",
     "incidents.commands.tasks",
+    "incidents.commands.skills",
 )
 
 
@@ -55,6 +56,7 @@ COMMAND_HOMES = {
     "group": "incidents.commands.group",
     "tasks": "incidents.commands.tasks",
     "import-legacy": "incidents.commands.tasks",
+    "skills": "incidents.commands.skills",
 }
 
 
