@@ -37,6 +37,7 @@ COMMAND_MODULES = (
     "incidents.commands.review",
     "incidents.commands.verify_archive",
     "incidents.commands.group",
+    "incidents.commands.mcp",
 )
 
 
@@ -52,6 +53,7 @@ COMMAND_HOMES = {
     "error-step": "incidents.commands.step",
     "verify-archive": "incidents.commands.verify_archive",
     "group": "incidents.commands.group",
+    "mcp": "incidents.commands.mcp",
 }
 
 
