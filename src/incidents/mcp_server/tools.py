@@ -67,6 +67,12 @@ class Service:
             raise UsageError(f"{', '.join(paths)}: no {_SHOWN[language]} file there")
         python, powershell = (chosen, []) if language == "python" else ([], chosen)
         cfg = load_config(self.config_arg)
+        enabled = [p.name for p in _profiles(cfg) if p.language == language]
+        if not enabled:  # no check would run: never a report of zero issues
+            raise UsageError(
+                f"no {_SHOWN[language]} check is enabled ([checks] tools: "
+                f"{', '.join(cfg.checks.tools or [])})"
+            )
         doc, code = run_check(python, powershell, cfg, tools=None, strict=False, cwd=self.workdir)
         return {**doc, "exit_code": code}
 
@@ -161,6 +167,19 @@ class Service:
         root = self._session(incident_id).root
         target = handoff.record_attempt_doc(root, incident_id, attempt, "attempt")
         return {"recorded": str(target.relative_to(root.path))}
+
+
+def _profiles(cfg: Config) -> list[Any]:
+    """The tool profiles `incidents check` runs under this config (checks.engine's choice)."""
+    from incidents.checks.profiles import resolve_profiles
+
+    settings = cfg.checks
+    only = settings.tools
+    return list(
+        resolve_profiles(
+            dict(settings.profiles), hard_ruff_prefixes=settings.hard_ruff_prefixes, only=only
+        )
+    )
 
 
 class _ReadOnlyCheck(Actions):
