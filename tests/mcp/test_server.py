@@ -60,7 +60,7 @@ def doc(result: CallToolResult) -> dict[str, Any]:
     [text] = result.content
     assert isinstance(text, TextContent)
     assert json.loads(text.text) == result.structured_content  # the same, as text too
-    return result.structured_content
+    return dict(result.structured_content)
 
 
 def error(result: CallToolResult, *, ours: bool = True) -> str:

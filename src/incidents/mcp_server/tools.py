@@ -109,7 +109,13 @@ class Service:
         if bucket != "inbox":
             raise AlreadyArchived(f"incident {incident_id} is closed ({bucket}); nothing to check")
         incident = documents.read_incident(folder)
-        ctx = documents.load_context(root, folder) or documents.new_context(incident, cfg, 0)
+        # the committed context is believed only under the root's seal key; a server run
+        # by the claude tier inside its sandbox cannot read the key (the root's .state is
+        # hidden from fixers), and checks what the incident itself names instead
+        sealed = os.access(root.seal_key, os.R_OK)
+        ctx = (documents.load_context(root, folder) if sealed else None) or (
+            documents.new_context(incident, cfg, 0)
+        )
         problems = documents.bundle_problems(root, cfg, incident, ctx)
         if problems:
             raise InvalidDocument(str(folder), "; ".join(problems))
