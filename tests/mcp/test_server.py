@@ -198,6 +198,7 @@ def test_mistakes_are_tool_errors_with_the_projects_one_line_message(
         await call("dotdot", "lint_python_files", {"paths": ["../secret.py"]})
         await call("absolute", "lint_python_files", {"paths": [str(outside)]})
         await call("symlink", "lint_python_files", {"paths": ["link.py"]})
+        await call("symlink_in_folder", "lint_python_files", {"paths": ["."]})
         await call("missing", "lint_python_files", {"paths": ["nope.py"]})
         await call("none", "lint_python_files", {"paths": []})
         await call("wrong_kind", "lint_python_files", {"paths": ["deploy.ps1"]})
@@ -226,6 +227,7 @@ def test_mistakes_are_tool_errors_with_the_projects_one_line_message(
     assert "outside the workdir" in errors["dotdot"]
     assert "outside the workdir" in errors["absolute"]
     assert "outside the workdir" in errors["symlink"]  # symlinks followed
+    assert "link.py: outside the workdir" in errors["symlink_in_folder"]  # walked, refused
     assert "nope.py: no such file or folder" in errors["missing"]
     assert "give at least one file or folder" in errors["none"]
     assert "deploy.ps1: not a Python file (use lint_ps_scripts)" in errors["wrong_kind"]

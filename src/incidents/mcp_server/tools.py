@@ -62,7 +62,8 @@ class Service:
                 raise UsageError(
                     f"{given}: not a {_SHOWN[language]} file (use {_OTHER_TOOL[language]})"
                 )
-            chosen += [os.path.relpath(p, self.workdir) for p in mine]
+            # a folder's files are confined too: a symlink in it may lead out
+            chosen += [self.confine(os.path.relpath(p, self.workdir)) for p in mine]
         if not chosen:
             raise UsageError(f"{', '.join(paths)}: no {_SHOWN[language]} file there")
         python, powershell = (chosen, []) if language == "python" else ([], chosen)
@@ -93,7 +94,11 @@ class Service:
             raise UsageError(f"{path}: {why}")
         if not os.path.lexists(self._abs(rel)):
             raise UsageError(f"{path}: no such file or folder")
-        return rel
+        # named as given (a link inside keeps its name, as in `incidents check`) when that
+        # name leads to the same file; else by the file it leads to
+        given = os.path.normpath(os.path.relpath(os.path.join(self.workdir, path), self.workdir))
+        same = os.path.realpath(self._abs(given)) == full
+        return given if same and not given.startswith("..") else rel
 
     def run_checks(self, incident_id: str) -> dict[str, Any]:
         """The canonical check of an open incident as its next recheck runs it (its
