@@ -296,7 +296,7 @@ def test_the_capture_path_imports_no_heavy_dependency(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     imported = {line.split("|")[-1].strip() for line in p.stderr.splitlines() if "|" in line}
     heavy = {"typer", "pydantic", "jsonschema", "sqlite3", "click", "rich", "watchdog",
-             "filelock", "typing", "dataclasses", "subprocess", "hashlib"}  # fmt: skip
+             "filelock", "typing", "dataclasses", "subprocess", "hashlib", "mcp", "anyio"}  # fmt: skip
     assert imported & heavy == set()
 
 

@@ -244,7 +244,7 @@ def test_the_readme_example_runs(tmp_path: Path) -> None:
     from tests.helpers import REPO
 
     readme = (REPO / "README.md").read_text()
-    section = readme.split("## Executor state: the loop API", 1)[1]
+    section = readme.split("### Executor state: the loop API", 1)[1]
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                        text=True, timeout=120)  # fmt: skip

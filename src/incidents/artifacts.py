@@ -75,7 +75,7 @@ def verdict_step_name(step: int) -> str:
 # incident's runs folder holding one of these holds an earlier incident's, or a planted one
 _MACHINE_PREFIXES = (
     REPORT_PREFIX, PROMPT_PREFIX, "autofix_step_", "fixer_step_", "handoff_step_",
-    "tamper_baseline_step_", "verdict_step_",
+    "tamper_baseline_step_", "verdict_step_", "mcp_config_attempt_",
 )  # fmt: skip
 
 

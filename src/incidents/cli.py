@@ -39,6 +39,7 @@ COMMAND_MODULES = (
     "incidents.commands.group",
     "incidents.commands.tasks",
     "incidents.commands.skills",
+    "incidents.commands.mcp",
 )
 
 
@@ -57,6 +58,7 @@ COMMAND_HOMES = {
     "tasks": "incidents.commands.tasks",
     "import-legacy": "incidents.commands.tasks",
     "skills": "incidents.commands.skills",
+    "mcp": "incidents.commands.mcp",
 }
 
 

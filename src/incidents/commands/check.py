@@ -7,8 +7,9 @@ incidents.checks.replay); this is the full path, which leaves that replay its ma
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -18,6 +19,7 @@ from incidents.checks.inputs import expand_targets
 from incidents.commands.common import ConfigOpt, JsonOpt
 
 if TYPE_CHECKING:
+    from incidents.checks.inputs import Inputs
     from incidents.checks.settings import ChecksSettings
     from incidents.config import Config
 
@@ -43,6 +45,33 @@ def _settings(cfg: Config) -> ChecksSettings:
     return checks
 
 
+def run_check(
+    python: list[str],
+    powershell: list[str],
+    cfg: Config,
+    *,
+    tools: Sequence[str] | None,
+    strict: bool,
+    inputs: Inputs | None = None,
+    cwd: str | None = None,
+) -> tuple[dict[str, Any], int]:
+    """The canonical checks on these targets (relative to `cwd`, default the current
+    folder): the
+    normalized report as `--json` prints it, and the exit code (0 clean, 1 blocking
+    findings, 2 an infrastructure failure). `incidents check` and the MCP server's lint
+    tools (incidents.mcp_server) both answer with it."""
+    from incidents.checks.engine import is_blocking, run_error_pipeline
+    from incidents.models.pipeline import ErrorPipelineContext
+
+    strict = strict or cfg.policy.strict_mode
+    ctx = ErrorPipelineContext(run_id="cli", workstream_id="cli", strict_mode=strict)
+    report = run_error_pipeline(
+        python, powershell, ctx, settings=_settings(cfg), tools=tools, inputs=inputs, cwd=cwd
+    )
+    code = 2 if report.infra_failures else 1 if is_blocking(report, strict) else 0
+    return report.model_dump(mode="json"), code
+
+
 def check(
     files: FilesArg = None,
     as_json: JsonOpt = False,
@@ -51,10 +80,8 @@ def check(
     config: ConfigOpt = None,
 ) -> int:
     """Run the canonical checks: exit 0 clean, 1 blocking findings, 2 infra failure."""
-    from incidents.checks.engine import is_blocking, run_error_pipeline
     from incidents.checks.inputs import Inputs
     from incidents.config import load_config
-    from incidents.models.pipeline import ErrorPipelineContext
 
     inputs = Inputs()
     inputs.own_code()
@@ -62,13 +89,9 @@ def check(
     request = replay.Request(tuple(files or ()), replay.parse_tools(tools), strict, config, as_json)
     where = replay.locate_quietly(request)  # before the config is read: the key is the past
     cfg = load_config(config)
-    strict = strict or cfg.policy.strict_mode
-    ctx = ErrorPipelineContext(run_id="cli", workstream_id="cli", strict_mode=strict)
-    report = run_error_pipeline(
-        python, powershell, ctx, settings=_settings(cfg), tools=request.tools, inputs=inputs
+    doc, code = run_check(
+        python, powershell, cfg, tools=request.tools, strict=strict, inputs=inputs
     )
-    doc = report.model_dump(mode="json")
-    code = 2 if report.infra_failures else 1 if is_blocking(report, strict) else 0
     replay.emit(replay.render(doc, as_json))
     if where is not None:
         replay.store(where, request, inputs, doc, code)

@@ -213,8 +213,25 @@ def folder_rows(
     return sorted(rows, key=lambda r: (r.created_at, r.incident_id), reverse=True)
 
 
-def show_one(session: Session, incident_id: str, as_json: bool) -> int:
-    root = session.root
+def list_json(
+    session: Session, show_all: bool, status: str | None, step: str | None, since: str | None
+) -> dict[str, Any]:
+    """`status --json`: the root, the pause and the rows (`since` an ISO time, or None).
+    The MCP server's `list_incidents` answers with it too."""
+    check_status(status)
+    if status in ("resolved", "escalated"):
+        show_all = True
+    now = datetime.now(UTC)
+    rows, outcomes = list_rows(session, show_all, status, step, since)
+    return {
+        "root": str(session.root.path),
+        "paused": pause_json(session.root),
+        "incidents": [{**row_json(r, now), "outcome": outcomes.get(r.incident_id)} for r in rows],
+    }
+
+
+def one_json(root: Root, incident_id: str) -> dict[str, Any]:
+    """`status ID --json`: one incident in full, from its folder (MCP's `get_incident` too)."""
     bucket, folder = root.locate(validate_id(incident_id))
     doc = store.read_incident(folder)
     state = outcome = None
@@ -224,7 +241,7 @@ def show_one(session: Session, incident_id: str, as_json: bool) -> int:
     runs_dir = root.runs_dir(incident_id)
     runs = sorted(os.listdir(runs_dir)) if runs_dir.is_dir() else []
     plan = root.plan_dir(incident_id) / artifacts.PLAN_JSON
-    detail = {
+    detail: dict[str, Any] = {
         "incident": doc,
         "bucket": bucket,
         "location": str(folder.relative_to(root.path)),
@@ -236,6 +253,14 @@ def show_one(session: Session, incident_id: str, as_json: bool) -> int:
         "flaky_count": _flaky_count(root, doc["error_signature"]),
         "group": groups.group_record(root, incident_id),
     }
+    return detail
+
+
+def show_one(session: Session, incident_id: str, as_json: bool) -> int:
+    root = session.root
+    detail = one_json(root, incident_id)
+    doc: dict[str, Any] = detail["incident"]
+    state, runs = detail["state"], detail["runs"]
     if as_json:
         output.out_json(detail)
         return 0
@@ -330,20 +355,12 @@ def register(app: typer.Typer) -> None:
         if incident_id is not None:
             return show_one(open_root(root, config, incident_id), incident_id, as_json)
         session = open_root(root, config)
+        if as_json:
+            output.out_json(list_json(session, show_all, status_filter, step, since_iso))
+            return 0
         if status_filter in ("resolved", "escalated"):
             show_all = True
         rows, outcomes = list_rows(session, show_all, status_filter, step, since_iso)
-        if as_json:
-            output.out_json(
-                {
-                    "root": str(session.root.path),
-                    "paused": pause_json(session.root),
-                    "incidents": [
-                        {**row_json(r, now), "outcome": outcomes.get(r.incident_id)} for r in rows
-                    ],
-                }
-            )
-            return 0
         paused = pause_line(session.root)
         if paused:
             output.out(paused)

@@ -88,6 +88,17 @@ class TierSettings(Section):
         return self.argv[0]
 
 
+class ClaudeTierSettings(TierSettings):
+    """`[tiers.claude]`: a tier's keys and `mcp`, which only claude has (aider and codex
+    take no --mcp-config: `tiers.aider.mcp` is an unknown key)."""
+
+    mcp: bool = Field(
+        default=False,
+        description="run claude with the `incidents mcp` server (--mcp-config) and tell it "
+        "to check its work with the MCP tools (seed 001 §3.9)",
+    )
+
+
 # What each CLI writes outside the workdir (see the package docstring).
 AIDER_WRITABLE = ["~/.aider"]
 CODEX_WRITABLE = ["${CODEX_HOME}", "~/.codex"]
@@ -120,7 +131,9 @@ class TiersSettings(Section):
     )
     aider: TierSettings = Field(default_factory=lambda: _default("aider"))
     codex: TierSettings = Field(default_factory=lambda: _default("codex"))
-    claude: TierSettings = Field(default_factory=lambda: _default("claude"))
+    claude: ClaudeTierSettings = Field(
+        default_factory=lambda: ClaudeTierSettings.model_validate(_DEFAULTS["claude"])
+    )
 
     @model_validator(mode="before")
     @classmethod

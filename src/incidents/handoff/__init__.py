@@ -10,7 +10,7 @@ from incidents.decisions import read_guidance
 from incidents.errors import NotWaiting
 from incidents.handoff.human import Decision, resolve_escalation
 from incidents.handoff.queue import WorkItem, claim, next_incident, parse_ttl, work_item
-from incidents.handoff.submit import record_attempt, submit
+from incidents.handoff.submit import record_attempt, record_attempt_doc, submit
 
 __all__ = [
     "Decision",
@@ -21,6 +21,7 @@ __all__ = [
     "parse_ttl",
     "read_guidance",
     "record_attempt",
+    "record_attempt_doc",
     "resolve_escalation",
     "submit",
     "work_item",

@@ -13,6 +13,7 @@ import shutil
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -91,16 +92,26 @@ def record_attempt(root: Root, incident_id: str, path: Path) -> Path:
     if where != "inbox":
         raise AlreadyArchived(f"incident {incident_id} is closed ({where}); its attempts are final")
     try:
-        doc = redact_json(fsutil.read_json_object(path))  # a skill's notes and actions
+        doc = fsutil.read_json_object(path)
     except FileNotFoundError:
         raise UsageError(f"attempt --file {path}: no such file") from None
+    return record_attempt_doc(root, incident_id, doc, str(path))
+
+
+def record_attempt_doc(root: Root, incident_id: str, doc: dict[str, Any], source: str) -> Path:
+    """`record_attempt` for a document already read (`source` names it in errors): the
+    MCP server's `submit_attempt` hands the agent's JSON object over as it is."""
+    where, _ = root.locate(validate_id(incident_id))
+    if where != "inbox":
+        raise AlreadyArchived(f"incident {incident_id} is closed ({where}); its attempts are final")
+    doc = redact_json(doc)  # a skill's notes and actions
     try:
         attempt = Attempt.model_validate(doc)
     except ValidationError as exc:
         field, reason = explain_validation(exc)
-        raise InvalidDocument(str(path), reason, field) from exc
+        raise InvalidDocument(source, reason, field) from exc
     if attempt.incident_id != incident_id:
-        raise InvalidDocument(str(path), f"is for {attempt.incident_id}, not {incident_id}")
+        raise InvalidDocument(source, f"is for {attempt.incident_id}, not {incident_id}")
     runs = root.runs_dir(incident_id)
     target = attempts.path_for(runs, attempt.iteration)
     data = attempt.model_dump(mode="json")
@@ -116,7 +127,7 @@ def record_attempt(root: Root, incident_id: str, path: Path) -> Path:
         free = attempts.next_free(runs)
         if attempt.iteration > free:
             raise UsageError(
-                f"{path}: iteration {attempt.iteration} skips ahead for {incident_id}; "
+                f"{source}: iteration {attempt.iteration} skips ahead for {incident_id}; "
                 f"the next free iteration is {free}"
             )
         fsutil.ensure_dir(target.parent)

@@ -23,6 +23,7 @@ from incidents import (
 from incidents.classify import code_of_findings
 from incidents.decisions import read_guidance
 from incidents.errors import IncidentsError
+from incidents.fixers.settings import TierSettings
 from incidents.fsm import (
     TIER_NUMBER,
     TIERS,
@@ -354,7 +355,10 @@ class Actions(TickBase):
         self.save_prompt(ctx, agent)
         self.events.append(("waiting_for_input", {"agent": agent}))
 
-    def save_prompt(self, ctx: ErrorPipelineContext, agent: Agent) -> Path:
+    def save_prompt(
+        self, ctx: ErrorPipelineContext, agent: Agent, *, tier: str | None = None, mcp: bool = False
+    ) -> Path:
+        """The prompt, shaped for the `tier` that runs it (None: a hand-off's plain prompt)."""
         from incidents.fixers.prompt import RetryContext, build_prompt
 
         report = ctx.last_error_report
@@ -377,7 +381,9 @@ class Actions(TickBase):
                 test_failures="\n".join(tests) or None,
             )
         guidance = ctx.guidance or read_guidance(self.folder)
-        text = build_prompt(report, ctx.target_files, retry, guidance)
+        text = build_prompt(
+            report, ctx.target_files, retry, guidance, tier=tier, incident_id=self.id, mcp=mcp
+        )
         path = self.artifact(artifacts.prompt_name(len(ctx.ai_attempts) + 1))
         fsutil.atomic_write_text(path, text)
         return path
@@ -393,8 +399,11 @@ class Actions(TickBase):
             attempt = AIAttempt.model_validate(saved["attempt"])
             infra = saved.get("infra_error")
         else:
-            prompt_file = self.save_prompt(ctx, agent)
             settings = getattr(self.cfg.tiers, agent)
+            mcp = bool(getattr(settings, "mcp", False))  # [tiers.claude] mcp
+            prompt_file = self.save_prompt(ctx, agent, tier=agent, mcp=mcp)
+            if mcp:
+                settings = self.with_mcp_server(incident, settings, prompt_file)
             # a fixer may run for its whole timeout: hold the lease at least that long
             ttl = settings.timeout_s + self.cfg.policy.lease_ttl_s
             self.lease = leases.renew(self.root, self.lease, ttl_s=ttl)
@@ -437,6 +446,20 @@ class Actions(TickBase):
         if infra:
             ctx.record_fixer_failure(f"{agent}: {infra}")
         self.events.append(("ai_attempt", attempt.model_dump(mode="json")))
+
+    def with_mcp_server(
+        self, incident: Incident, settings: TierSettings, prompt_file: Path
+    ) -> TierSettings:
+        """The tier's settings with `--mcp-config` for `incidents mcp` on this root and
+        the incident's workdir (incidents.mcp_server.claude), the file beside the prompt."""
+        from incidents.mcp_server import claude
+
+        doc = claude.server_config(
+            str(self.root.path), str(self.workdir(incident)), self.cfg.source
+        )
+        path = prompt_file.with_name(prompt_file.stem.replace("prompt_", "mcp_config_") + ".json")
+        fsutil.atomic_write_json(path, doc)
+        return settings.model_copy(update={"argv": claude.with_mcp(settings.argv, str(path))})
 
     def escalation_reason(self, na: NextAction, ctx: ErrorPipelineContext) -> str:
         report = ctx.last_error_report
