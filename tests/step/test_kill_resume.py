@@ -146,8 +146,21 @@ def test_a_fixer_left_running_by_a_killed_tick_is_killed_before_the_redo(
     )
 
 
-def _running_autofix() -> bool:
-    """Whether a `ruff ... --fix` process runs now (the suite runs one test at a time)."""
+def _parent(pid: str) -> str | None:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("PPid:"):
+            return line.split()[1]
+    return None
+
+
+def _running_autofix(ancestor: int) -> bool:
+    """Whether a `ruff ... --fix` started by `ancestor` (a child, grandchild, ...) runs now.
+    Only its own descendants count: other tests, or other suites on the machine, run ruff
+    --fix too, and a kill taken for theirs lands before this tick's autofix started."""
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -155,8 +168,15 @@ def _running_autofix() -> bool:
             cmd = Path(f"/proc/{name}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if any(b"ruff" in part for part in cmd[:1]) and b"--fix" in cmd:
-            return True
+        if not (any(b"ruff" in part for part in cmd[:1]) and b"--fix" in cmd):
+            continue
+        pid: str | None = name
+        for _ in range(16):
+            pid = _parent(pid) if pid else None
+            if pid is None or pid in ("0", "1"):
+                break
+            if pid == str(ancestor):
+                return True
     return False
 
 
@@ -182,7 +202,7 @@ def test_an_autofix_killed_while_it_rewrote_a_target_is_redone_on_the_file_as_it
                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
         caught = False
         while proc.poll() is None:
-            if _running_autofix():
+            if _running_autofix(proc.pid):
                 proc.send_signal(signal.SIGKILL)
                 caught = True
                 break

@@ -66,10 +66,26 @@ def capture_step(tmp: Path, name: str, *, dirty: bool = False, verify: str | Non
 
 def start_watch(tmp: Path, *args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "INCIDENTS_ROOT": str(tmp / "reports")}
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         [sys.executable, "-m", "incidents", "watch", "--log-json", *args],
         cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
+    # Ready once it handles SIGTERM (its handlers are installed after the root's folders
+    # exist): on a loaded machine a fixed sleep is not enough, and a SIGTERM that comes
+    # before the handler kills it instead of stopping it.
+    wait_until(lambda: proc.poll() is not None or _catches_sigterm(proc.pid), 60, step=0.02)
+    return proc
+
+
+def _catches_sigterm(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    for line in status.splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+    return False
 
 
 def run_watch(tmp: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
