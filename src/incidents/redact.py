@@ -46,6 +46,7 @@ from incidents.redact_vetoes import (
     KEEP_VALUES,
     PEM_LABEL,
     after_space,
+    not_user_password,
     no_begin_was_cut,
     not_a_secret,
     not_an_aws_secret,
@@ -169,7 +170,7 @@ def _build_rules() -> list[_Rule]:
             ("-u", "--user"),
             False,
             _Lazy(r"-(?:u|-user)[ \t]+[^\s:]+:(?P<val>[^\s'\"]+)"),
-            after_space,
+            not_user_password,
         ),
         (
             ("hooks.slack.com/services/",),

@@ -147,6 +147,17 @@ def after_space(m: re.Match[str], text: str) -> bool:
     return start > 0 and not text[start - 1].isspace()
 
 
+def not_user_password(m: re.Match[str], text: str) -> bool:
+    """Veto for `-u USER:PASS`: the option must start a word, and two shapes that are not a
+    credential are kept: `date -u +%Y-%m-%dT%H:%M:%SZ` (a format) and `docker run -u
+    1000:1000` (a uid and gid)."""
+    if after_space(m, text):
+        return True
+    user = m.group(0).split(None, 1)[1].split(":", 1)[0]
+    value = m.group("val")
+    return user.startswith("+") or (user.isdigit() and value.isdigit())
+
+
 def no_begin_was_cut(m: re.Match[str], _text: str) -> bool:
     """Veto for the first PEM END line: it ends a cut-off block only when nothing before it
     is a BEGIN line (that block was redacted whole) and something before it is not blank."""
