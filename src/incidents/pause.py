@@ -1,7 +1,8 @@
 """The global pause flag (seed 003's global escalation threshold).
 
 `.state/paused.json` under the reports root: while it stands, step and watch start no
-new work; capture keeps accepting incidents. A human removes it with `incidents resume`.
+new work, and no incident is handed out to an agent or claimed (`refuse_new_work`);
+capture keeps accepting incidents. A human removes it with `incidents resume`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from incidents import clock, fsutil
-from incidents.errors import IncidentsError
+from incidents.errors import IncidentsError, Paused
 from incidents.layout import Root
 from incidents.redact import redact
 
@@ -40,6 +41,14 @@ def current(root: Root) -> PauseInfo | None:
     except (IncidentsError, KeyError, ValueError, TypeError):
         # a damaged flag still pauses: failing open would restart a runaway loop
         return PauseInfo("pause flag unreadable; run `incidents resume` to clear it", 0.0, "?")
+
+
+def refuse_new_work(root: Root) -> None:
+    """Raise `Paused` (exit 1) while the flag stands: a tick, a hand-out or a claim is new
+    work, which nothing starts while the system is paused."""
+    info = current(root)
+    if info is not None:
+        raise Paused(f"paused since {info.since_iso}: {info.reason} (run `incidents resume`)")
 
 
 def pause(root: Root, reason: str, by: str = "human", now: float | None = None) -> PauseInfo:

@@ -46,11 +46,11 @@ from incidents.redact_vetoes import (
     KEEP_VALUES,
     PEM_LABEL,
     after_space,
-    not_user_password,
     no_begin_was_cut,
     not_a_secret,
     not_an_aws_secret,
     not_an_azure_key,
+    not_user_password,
 )
 
 TYPE_CHECKING = False

@@ -165,6 +165,17 @@ def test_an_absurd_lease_is_refused_and_writes_nothing(cli: Cli, root: Root, wai
     assert cli("claim", waiting, "--agent", "b", "--lease", "5m").code == 0  # not held by a
 
 
+def test_while_paused_nothing_is_handed_out_or_claimed(cli: Cli, root: Root, waiting: str) -> None:
+    assert cli("pause", "--reason", "deploy freeze").code == 0
+    for argv in (("next", "--json"), ("claim", waiting, "--agent", "a", "--lease", "5m")):
+        r = cli(*argv)
+        assert r.code == 1 and "paused since" in r.err and "deploy freeze" in r.err, r.err
+    assert mirror_row(root, waiting)["lease_owner"] is None  # the claim took nothing
+    assert cli("resume").code == 0
+    assert cli("next", "--json").json()["incident_id"] == waiting
+    assert cli("claim", waiting, "--agent", "a", "--lease", "5m").code == 0
+
+
 def attempt_doc(incident_id: str, **over: object) -> dict[str, object]:
     doc: dict[str, object] = {
         "incident_id": incident_id, "iteration": 1,

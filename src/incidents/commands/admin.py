@@ -73,7 +73,7 @@ def register_pause(app: typer.Typer) -> None:
         root: RootOpt = None,
         config: ConfigOpt = None,
     ) -> int:
-        """Pause the whole system: step and watch start no new work (capture still works)."""
+        """Pause the whole system: step, watch, next and claim start no new work (capture still works)."""
         if not reason.strip():
             raise UsageError("pause: --reason is required")
         session = open_root(root, config)

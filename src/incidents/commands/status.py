@@ -322,7 +322,7 @@ def pause_line(root: Root) -> str | None:
         return None
     return (
         f"PAUSED since {info['since']} by {info['by']}: {info['reason']} "
-        "(step and watch start no new work; `incidents resume` clears it)"
+        "(step, watch, next and claim start no new work; `incidents resume` clears it)"
     )
 
 

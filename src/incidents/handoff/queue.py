@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from incidents import artifacts, attempts, fsutil, leases, mirror, store
+from incidents import artifacts, attempts, fsutil, leases, mirror, pause, store
 from incidents.clock import iso_precise
 from incidents.decisions import read_guidance
 from incidents.errors import IncidentsError, LockBusy, NotFound, NotWaiting, UsageError
@@ -129,7 +129,9 @@ def _free(root: Root, incident_id: str, now: float) -> bool:
 
 
 def next_incident(root: Root, *, clock: Clock = time.time) -> WorkItem | None:
-    """The oldest incident waiting for an agent that nobody holds, or None."""
+    """The oldest incident waiting for an agent that nobody holds, or None. Paused: raises
+    `Paused` (an agent loop stops, as the watcher does)."""
+    pause.refuse_new_work(root)
     now = clock()
     try:
         names = sorted(n for n in os.listdir(root.inbox) if not n.startswith("."))
@@ -155,6 +157,7 @@ def claim(
     if not agent.strip():
         raise UsageError("claim: --agent is required")
     folder, workdir, ctx = _waiting(root, incident_id)
+    pause.refuse_new_work(root)
     _free(root, incident_id, clock())
     lease = leases.acquire(root, incident_id, f"agent:{agent}", ttl_s, agent=agent, clock=clock)
     if lease is None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from incidents import artifacts, leases, pause, store
 from incidents.clock import utc_now
 from incidents.config import Config
-from incidents.errors import LockBusy, NotFound, Paused
+from incidents.errors import LockBusy, NotFound
 from incidents.layout import Root, validate_id
 from incidents.models import AIAttempt, ErrorPipelineContext
 from incidents.step import close as closing
@@ -44,9 +44,7 @@ def run_step(
     where, _folder = root.locate(incident_id)
     if where != "inbox":
         return StepOutcome.closed(incident_id, where)
-    info = pause.current(root)
-    if info is not None:
-        raise Paused(f"paused since {info.since_iso}: {info.reason} (run `incidents resume`)")
+    pause.refuse_new_work(root)
     seal.key(root)  # a root from before the seal seals its states now, before any lease
     me = owner or leases.new_owner("step")
     lease = leases.acquire(root, incident_id, me, cfg.policy.lease_ttl_s)
