@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 
 TYPE_CHECKING = False  # typing stays off the capture path (import cost)
 if TYPE_CHECKING:
@@ -134,6 +133,8 @@ def command_problems(commands: Sequence[str], allow: Sequence[str], workdir: str
     `allow`: the programs `[verification] allow` adds."""
     if not commands:
         return []
+    from pathlib import Path
+
     from incidents.allowlist import check_allowed
 
     return [

@@ -8,17 +8,17 @@ command is a typer command registered from `incidents.commands.*`, imported lazi
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 import time
-from collections.abc import Sequence
 
 from incidents import output
 from incidents.errors import IncidentsError, disk_failure
 
 TYPE_CHECKING = False  # typing stays off the capture path (import cost)
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import typer
 
 LEAN_COMMANDS = ("capture", "run")
@@ -57,6 +57,8 @@ COMMAND_HOMES = {
 
 def build_app(only: str | None = None) -> typer.Typer:
     """The typer app; `only` names the one command the caller will run (or None: all)."""
+    import importlib
+
     import typer
 
     app = typer.Typer(
