@@ -54,7 +54,7 @@ DEFAULTS: dict[str, Any] = {key: spec[0] for key, spec in CAPTURE_KEYS.items()}
 def build_parser(prog: str, for_run: bool = False) -> argparse.ArgumentParser:
     import argparse  # capture's plain lines skip it: incidents.capture_argv
 
-    from incidents.vocab import ErrorCode, FailureClass
+    from incidents.codes import ErrorCode, FailureClass
 
     class _Parser(argparse.ArgumentParser):
         def error(self, message: str) -> NoReturn:

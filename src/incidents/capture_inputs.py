@@ -57,10 +57,20 @@ def decode(data: bytes, *, cut: bool = False) -> str:
         nl = text.find("\n")
         if 0 <= nl < 4096:
             text = text[nl + 1 :]
-    return _SURROGATE.sub(_escape, redact(text))
+    text = redact(text)
+    if not _has_surrogate(text):
+        return text
+    return re.sub("[\udc80-\udcff]", _escape, text)  # a byte that did not decode
 
 
-_SURROGATE = re.compile("[\udc80-\udcff]")  # a byte that did not decode (surrogateescape)
+def _has_surrogate(text: str) -> bool:
+    """A byte that did not decode (surrogateescape), found without compiling a pattern:
+    the text encodes as UTF-8 only when it has none."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _escape(m: re.Match[str]) -> str:

@@ -8,7 +8,6 @@ capture path uses); `path` and the properties below are `Path`s made on first us
 from __future__ import annotations
 
 import os
-import re
 
 from incidents.errors import InvalidId, NotFound, RootError
 from incidents.fsutil import ensure_dir, publish_new_file
@@ -34,7 +33,8 @@ SEAL_KEY = "seal.key"  # the step service's key for state.json's seal (incidents
 BUCKETS = {"inbox": INBOX, "resolved": RESOLVED, "escalated": ESCALATED}
 TERMINAL_STATUSES = ("resolved", "escalated")
 
-_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+_ID_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_ID_CHARS = _ID_FIRST | frozenset("._-")  # [A-Za-z0-9][A-Za-z0-9._-]{0,199}, no re.compile
 
 
 def validate_id(incident_id: str) -> str:
@@ -45,7 +45,11 @@ def validate_id(incident_id: str) -> str:
         raise InvalidId(incident_id, "it contains a path separator")
     if ".." in incident_id:
         raise InvalidId(incident_id, "it contains '..'")
-    if not _ID_RE.fullmatch(incident_id):
+    if (
+        len(incident_id) > 200
+        or incident_id[0] not in _ID_FIRST
+        or not _ID_CHARS.issuperset(incident_id)
+    ):
         raise InvalidId(incident_id, "use letters, digits, '.', '_' and '-' (at most 200)")
     return incident_id
 

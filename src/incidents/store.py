@@ -13,13 +13,11 @@ Stdlib only (capture uses it). The filesystem is the source of truth:
 from __future__ import annotations
 
 import os
-import re
 import time
 
 from incidents import artifacts, clock, fsutil
 from incidents.errors import IncidentsError, InvalidDocument
 from incidents.layout import INBOX, STAGING, STATE, Root, validate_id
-from incidents.locks import flocked
 
 TYPE_CHECKING = False  # typing and pathlib stay off the capture path (import cost)
 if TYPE_CHECKING:
@@ -29,11 +27,19 @@ if TYPE_CHECKING:
     from incidents.locks import Flocked
 
 STAGING_GRACE_S = 3600.0
-_SLUG_RE = re.compile(r"[^a-z0-9]+")
+_SLUG_KEEP = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 
 
 def slugify(text: str, limit: int = 40) -> str:
-    slug = _SLUG_RE.sub("_", text.lower()).strip("_")[:limit].strip("_")
+    """Each run of characters outside [a-z0-9] (after lower-casing) becomes one `_` (what
+    `re.sub("[^a-z0-9]+", "_", ...)` does, without compiling a pattern on capture's path)."""
+    out: list[str] = []
+    for c in text.lower():
+        if c in _SLUG_KEEP:
+            out.append(c)
+        elif not out or out[-1] != "_":
+            out.append("_")
+    slug = "".join(out).strip("_")[:limit].strip("_")
     return slug or "step"
 
 
@@ -56,6 +62,8 @@ def lock_path(root: Root, name: str) -> str:
 
 def incident_lock(root: Root, incident_id: str, timeout_s: float = 30.0) -> Flocked:
     """Held for every change to one incident's files (capture's occurrences, status, close)."""
+    from incidents.locks import flocked  # a new bundle takes no lock
+
     return flocked(lock_path(root, validate_id(incident_id)), timeout_s)
 
 
