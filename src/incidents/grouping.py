@@ -101,6 +101,8 @@ def _write_hint(path: str, doc: dict[str, Any] | None) -> None:
 
 def read_alias(root: Root, signature: str) -> tuple[str, dict[str, Any]] | None:
     """(the group a merged signature's captures join, the merge decision), or None."""
+    if not os.path.isdir(root.sub(STATE, ALIAS_DIR)):
+        return None  # no merge ever: one stat, no key to hash (capture's path)
     doc = _read_hint(hint_path(root, ALIAS_DIR, signature))
     if doc is None or doc.get("signature") != signature:
         return None
