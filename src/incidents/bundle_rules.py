@@ -26,8 +26,6 @@ target that is gone is the check's business (it reports it), not a question of t
 from __future__ import annotations
 
 import os
-import re
-from pathlib import Path
 
 TYPE_CHECKING = False  # typing stays off the capture path (import cost)
 if TYPE_CHECKING:
@@ -46,7 +44,6 @@ SYSTEM_TREES = ("/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", 
                 "/proc", "/sys", "/run", "/root", "/usr", "/snap", "/lost+found", "/var/lib",
                 "/var/log", "/var/cache", "/var/spool", "/var/run", "/var/lock", "/var/mail",
                 "/var/backups", "/var/opt", "/var/local")  # fmt: skip
-_SEPARATORS = re.compile(r"[\\/]")
 
 
 class Problem:
@@ -82,7 +79,7 @@ def target_problem(name: str, base: str) -> str | None:
     realpath), or None. Capture stores each relative, without `..`."""
     if os.path.isabs(name) or name.startswith(("/", "\\")):
         return "an absolute path (a target is stored relative to the workdir)"
-    if ".." in _SEPARATORS.split(name):
+    if ".." in name.replace("\\", "/").split("/"):
         return "a '..' component (a target is stored relative to the workdir, without '..')"
     canonical = os.path.normpath(name)
     if canonical != name:
@@ -134,6 +131,8 @@ def command_problems(commands: Sequence[str], allow: Sequence[str], workdir: str
     `allow`: the programs `[verification] allow` adds."""
     if not commands:
         return []
+    from pathlib import Path
+
     from incidents.allowlist import check_allowed
 
     return [

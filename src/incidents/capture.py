@@ -12,10 +12,8 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 
-from incidents import artifacts, capture_argv, clock, eventlog, fsutil, sigindex, store
-from incidents.bundle_rules import workdirs_problem
+from incidents import artifacts, capture_argv, clock, eventlog, fsutil, store
 from incidents.capture_inputs import (
     check_targets,
     check_verify,
@@ -28,12 +26,9 @@ from incidents.capture_inputs import (
     read_log_tail,
     reproduce_problem,
 )
-from incidents.config_check import check_whole
-from incidents.config_file import find_config, read_raw, read_str_list, read_table, root_from_raw
+from incidents.config_file import locate_config, read_raw, read_str_list, read_table, root_from_raw
 from incidents.errors import ConfigError, IncidentsError, RootError, UsageError
 from incidents.layout import Root, resolve_root
-from incidents.locks import flocked
-from incidents.vocab import ErrorCode, FailureClass
 
 TYPE_CHECKING = False  # typing stays off the capture path (import cost)
 if TYPE_CHECKING:
@@ -58,6 +53,8 @@ DEFAULTS: dict[str, Any] = {key: spec[0] for key, spec in CAPTURE_KEYS.items()}
 
 def build_parser(prog: str, for_run: bool = False) -> argparse.ArgumentParser:
     import argparse  # capture's plain lines skip it: incidents.capture_argv
+
+    from incidents.codes import ErrorCode, FailureClass
 
     class _Parser(argparse.ArgumentParser):
         def error(self, message: str) -> NoReturn:
@@ -128,16 +125,19 @@ def capture_settings(cli_config: str | None) -> tuple[str | None, dict[str, Any]
 
 
 def read_settings(cli_config: str | None) -> CaptureConfig:
-    path = find_config(cli_config)
+    path = locate_config(cli_config)
     if path is None:
         return CaptureConfig(None, dict(DEFAULTS), [], [])
+    from incidents.bundle_rules import workdirs_problem
+    from incidents.config_check import check_whole
+
     raw = read_raw(path)
     check_whole(path, raw)  # the whole file, as every other command checks it (no pydantic)
     table = read_table(path, raw, "capture", CAPTURE_KEYS)
     workdirs = read_str_list(path, raw, "verification", "workdirs")
     problem = workdirs_problem(workdirs)
     if problem is not None:
-        raise ConfigError(str(path), "verification.workdirs", problem)
+        raise ConfigError(path, "verification.workdirs", problem)
     allow = read_str_list(path, raw, "verification", "allow")
     return CaptureConfig(root_from_raw(path, raw), table, allow, workdirs)
 
@@ -193,7 +193,6 @@ def capture(
 ) -> CaptureResult:
     """`window`: `[capture] regression_window_days`."""
     from incidents.classify import classify
-    from incidents.digests import target_digests
     from incidents.fingerprint import classified_by, signature_fields
     from incidents.redact import redact, redact_json
 
@@ -234,11 +233,7 @@ def capture(
         "powershell_files": inp.powershell_files,
         "verify": [redact(c) for c in inp.verify],
         "workdir": inp.workdir,
-        "target_digests": (
-            target_digests(inp.workdir, [*inp.python_files, *inp.powershell_files])
-            if inp.workdir
-            else {}
-        ),
+        "target_digests": _digests(inp),
     }
     context = redact_json(
         {
@@ -252,6 +247,15 @@ def capture(
     return _capture_in_group(root, incident, log_text, inp, context, window)
 
 
+def _digests(inp: CaptureInput) -> dict[str, str]:
+    targets = [*inp.python_files, *inp.powershell_files]
+    if not (inp.workdir and targets):
+        return {}
+    from incidents.digests import target_digests
+
+    return target_digests(inp.workdir, targets)
+
+
 def _capture_in_group(
     root: Root,
     incident: dict[str, Any],
@@ -263,16 +267,18 @@ def _capture_in_group(
     """Fold into the open incident of the capture's group (its signature's, or the group a
     merge sent its signature to: `incidents.grouping`), or open a new one, marked as a
     regression when the group's latest resolved incident closed within `window` days."""
+    signature = incident["error_signature"]
+    if not inp.dedupe:  # a new incident on its own: no fold, not a regression
+        _join_group(root, incident, signature)
+        return _create(root, incident, log_text, inp.audit_lines, context, None)
+    from incidents import sigindex
     from incidents.capture_fold import fold_into_open
+    from incidents.locks import flocked
     from incidents.signature import signature_key
 
-    signature = incident["error_signature"]
-    if inp.dedupe:
-        sigindex.rekey_once(root)  # once per root after the normalisation rules change
+    sigindex.rekey_once(root)  # once per root after the normalisation rules change
     for _ in range(3):  # a merge may move the signature while we wait for its lock
         group = _join_group(root, incident, signature)
-        if not inp.dedupe:  # a new incident on its own: no fold, not a regression
-            return _create(root, incident, log_text, inp.audit_lines, context, None)
         with flocked(store.lock_path(root, f"sig-{signature_key(group)}")):
             if _join_group(root, incident, signature) != group:
                 continue
@@ -342,11 +348,11 @@ def _create(
 
 def _inputs_from_args(args: Args, cfg: CaptureConfig) -> CaptureInput:
     settings, allow, workdirs = cfg.table, cfg.allow, cfg.workdirs
-    workdir = Path(args.workdir or os.getcwd())
+    workdir = args.workdir or os.getcwd()
     try:
-        if not workdir.is_dir():
+        if not _is_dir(workdir):
             raise UsageError(f"--workdir {workdir}: not a directory")
-        workdir = check_workdir(workdir.resolve(), workdirs)
+        workdir = check_workdir(os.path.realpath(workdir), workdirs)
     except OSError as exc:  # not ours to look into (/proc/1/root/...)
         raise UsageError(f"--workdir {workdir}: {exc.strerror or exc}") from exc
     return CaptureInput(
@@ -366,9 +372,20 @@ def _inputs_from_args(args: Args, cfg: CaptureConfig) -> CaptureInput:
         python_files=check_targets(args.python_file, workdir, "--python-file"),
         powershell_files=check_targets(args.powershell_file, workdir, "--powershell-file"),
         verify=check_verify(args.verify, allow, workdir),
-        workdir=str(workdir),
+        workdir=workdir,
         dedupe=settings["dedupe"] and not args.no_dedupe,
     )
+
+
+def _is_dir(path: str) -> bool:
+    """`pathlib.Path.is_dir`'s answer: False when there is no such folder, and an OSError
+    when it cannot be looked at (/proc/1/root/...)."""
+    import stat
+
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
 
 
 def _validate_common(args: Args) -> None:
@@ -385,8 +402,8 @@ def _validate_common(args: Args) -> None:
 def _root_for(args: Args) -> tuple[Root, CaptureConfig]:
     cfg = read_settings(args.config)
     root = resolve_root(args.root, cfg.root)
-    if root.path.exists() and not root.path.is_dir():
-        raise RootError(f"reports root {root.path} is not a directory")
+    if os.path.exists(root.dir) and not os.path.isdir(root.dir):
+        raise RootError(f"reports root {root.dir} is not a directory")
     return root, cfg
 
 

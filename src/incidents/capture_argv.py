@@ -41,7 +41,7 @@ _REQUIRED = ("step", "message")
 
 
 def _choices() -> dict[str, frozenset[str]]:
-    from incidents.vocab import ErrorCode, FailureClass
+    from incidents.codes import ErrorCode, FailureClass
 
     return {
         "failure_class": frozenset(c.value for c in FailureClass),

@@ -6,9 +6,11 @@ Standard library only, like capture.
 
 from __future__ import annotations
 
+import os
+
 from incidents import artifacts, eventlog, fsutil, grouping, store
 from incidents.errors import IncidentsError
-from incidents.layout import Root
+from incidents.layout import INBOX, Root
 
 TYPE_CHECKING = False  # typing stays off the capture path (import cost)
 if TYPE_CHECKING:
@@ -25,8 +27,8 @@ def fold_into_open(
     incident_id = grouping.read_open(root, group)
     if incident_id is None:
         return None
-    folder = root.inbox / incident_id
-    if not folder.is_dir():
+    folder = root.sub(INBOX, incident_id)  # a str: no pathlib on the capture path
+    if not os.path.isdir(folder):
         return None
     with store.incident_lock(root, incident_id):
         fsutil.remove_orphan_temps(folder)
@@ -59,13 +61,13 @@ def fold_into_open(
                 return None
             add = f"\n--- occurrence {count} at {now} ---\n{log_text}".encode()
             fsutil.atomic_write_bytes(
-                folder / artifacts.LOG_TAIL, (old + add)[-MAX_OCCURRENCE_LOG:]
+                os.path.join(folder, artifacts.LOG_TAIL), (old + add)[-MAX_OCCURRENCE_LOG:]
             )
         # keyed by the occurrence: written again by a capture killed before it saved
         occurrence = eventlog.event(
             f"o{count}", now, incident_id, "occurrence", {"occurrences": count}
         )
-        eventlog.append(folder / eventlog.EVENTS, [occurrence], redact=False)
+        eventlog.append(os.path.join(folder, eventlog.EVENTS), [occurrence], redact=False)
         store.save_incident(folder, doc)
     store.mark_dirty(root, incident_id)
     return incident_id, doc

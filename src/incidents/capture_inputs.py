@@ -10,9 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import sys
-from pathlib import Path
 
 from incidents import artifacts, fsutil
 from incidents.errors import IncidentsError, UsageError
@@ -59,10 +57,20 @@ def decode(data: bytes, *, cut: bool = False) -> str:
         nl = text.find("\n")
         if 0 <= nl < 4096:
             text = text[nl + 1 :]
-    return _SURROGATE.sub(_escape, redact(text))
+    text = redact(text)
+    if not _has_surrogate(text):
+        return text
+    return re.sub("[\udc80-\udcff]", _escape, text)  # a byte that did not decode
 
 
-_SURROGATE = re.compile("[\udc80-\udcff]")  # a byte that did not decode (surrogateescape)
+def _has_surrogate(text: str) -> bool:
+    """A byte that did not decode (surrogateescape), found without compiling a pattern:
+    the text encodes as UTF-8 only when it has none."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _escape(m: re.Match[str]) -> str:
@@ -142,7 +150,7 @@ def read_context_json(source: str) -> dict[str, Any]:
     return doc
 
 
-def check_targets(files: list[str], workdir: Path, option: str) -> list[str]:
+def check_targets(files: list[str], workdir: str, option: str) -> list[str]:
     """Targets must exist and resolve inside the workdir (`bundle_rules.resolve_target`,
     the rule the step service applies again at pickup); stored relative to it."""
     from incidents.bundle_rules import resolve_target
@@ -159,22 +167,22 @@ def check_targets(files: list[str], workdir: Path, option: str) -> list[str]:
     return out
 
 
-def check_verify(commands: list[str], allow: list[str], workdir: Path) -> list[str]:
+def check_verify(commands: list[str], allow: list[str], workdir: str) -> list[str]:
     """Verification commands must split and be allowed (`incidents.allowlist`, through
     `bundle_rules.command_problems`, the rule the step service applies again at pickup).
     `allow`: `[verification] allow`."""
     from incidents.bundle_rules import command_problems
 
-    for problem in command_problems(commands, allow, str(workdir)):
+    for problem in command_problems(commands, allow, workdir):
         raise UsageError(f"--verify {problem.value!r}: {problem.rule}")
     return commands
 
 
-def check_workdir(workdir: Path, allowed: list[str]) -> Path:
+def check_workdir(workdir: str, allowed: list[str]) -> str:
     """The workdir must lie under one of `[verification] workdirs` when they are set."""
     from incidents.bundle_rules import workdir_problem
 
-    problem = workdir_problem(str(workdir), allowed)
+    problem = workdir_problem(workdir, allowed)
     if problem is not None:
         raise UsageError(f"--workdir {workdir}: {problem}")
     return workdir
@@ -201,6 +209,8 @@ def reproduce_problem(command: list[str], allow: list[str], workdir: str) -> str
     `allow`, applied again at pickup), and two of its own: the check runs commands in the
     workdir, so the command must have run there; and a command a secret was redacted from
     is not the command that failed."""
+    import shlex
+
     from incidents.bundle_rules import command_problems
     from incidents.redact import redact
 

@@ -1,6 +1,6 @@
 """Classify a failure: an error code (seed 002) and a failure class (seed 003).
 
-Pure and table-driven; stdlib only (`re`, the enums of `incidents.vocab`). The rules are
+Pure and table-driven; stdlib only (`re`, the enums of `incidents.codes`). The rules are
 data in `incidents.rules` (one table per ecosystem; read its docstring for the row format
 and what each specificity level means). The order of decisions:
 
@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import re
 
-from incidents.vocab import Category, ErrorCode, FailureClass
+from incidents.codes import ErrorCode, FailureClass
 
 __all__ = ["LOG_WINDOW", "Classification", "classify", "code_of_findings"]
 
@@ -161,14 +161,13 @@ def _load_all() -> None:
 def _fetch(positions: set[int]) -> bool:
     """Import the tables holding the rows at `positions`; False: the generated index does
     not describe them (an ecosystem's rows or their prefilter words differ)."""
-    import importlib
-
     from incidents.rules_index import ECOSYSTEMS
 
     for position in positions - _rows.keys():
         eco, module, first, words = next(e for e in reversed(ECOSYSTEMS) if e[2] <= position)
-        try:
-            table = getattr(importlib.import_module(f"incidents.rules.{module}"), "RULES", {})
+        try:  # __import__, not importlib (its import costs ~1 ms on the capture path)
+            found = __import__(f"incidents.rules.{module}", fromlist=["RULES"])
+            table = getattr(found, "RULES", {})
         except ImportError:
             return False
         rows = table.get(eco, ())
@@ -294,23 +293,23 @@ def _by_exit(
     return Classification(error_code, failure_class, reason, name, "exit_code")
 
 
-# What a check's findings say, in seed 002's codes, most telling first: a file that does
-# not parse explains everything after it; a failing test beats the lint around it.
-_FINDING_CODES = (
-    (Category.SYNTAX, ErrorCode.SYNTAX),
-    (Category.TEST, ErrorCode.TEST_FAILURE),
-    (Category.VERIFICATION, ErrorCode.TASK_FAILED),
-    (Category.TAMPER, ErrorCode.LINT_FAILURE),
-    (Category.TYPE, ErrorCode.LINT_FAILURE),
-    (Category.SECURITY, ErrorCode.LINT_FAILURE),
-    (Category.LINT, ErrorCode.LINT_FAILURE),
-    (Category.IMPORT, ErrorCode.LINT_FAILURE),
-    (Category.FORMAT, ErrorCode.LINT_FAILURE),
-)
-
-
 def code_of_findings(categories: set[str], timed_out: bool = False) -> ErrorCode | None:
     """The error code a canonical check's findings amount to (None: no finding)."""
     if timed_out:
         return ErrorCode.TIMEOUT
-    return next((code for cat, code in _FINDING_CODES if cat.value in categories), None)
+    from incidents.vocab import Category  # not on the capture path (incidents.codes)
+
+    # What a check's findings say, in seed 002's codes, most telling first: a file that
+    # does not parse explains everything after it; a failing test beats the lint around it.
+    finding_codes = (
+        (Category.SYNTAX, ErrorCode.SYNTAX),
+        (Category.TEST, ErrorCode.TEST_FAILURE),
+        (Category.VERIFICATION, ErrorCode.TASK_FAILED),
+        (Category.TAMPER, ErrorCode.LINT_FAILURE),
+        (Category.TYPE, ErrorCode.LINT_FAILURE),
+        (Category.SECURITY, ErrorCode.LINT_FAILURE),
+        (Category.LINT, ErrorCode.LINT_FAILURE),
+        (Category.IMPORT, ErrorCode.LINT_FAILURE),
+        (Category.FORMAT, ErrorCode.LINT_FAILURE),
+    )
+    return next((code for cat, code in finding_codes if cat.value in categories), None)

@@ -8,17 +8,16 @@ command is a typer command registered from `incidents.commands.*`, imported lazi
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 import time
-from collections.abc import Sequence
 
-from incidents import output
 from incidents.errors import IncidentsError, disk_failure
 
 TYPE_CHECKING = False  # typing stays off the capture path (import cost)
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import typer
 
 LEAN_COMMANDS = ("capture", "run")
@@ -64,6 +63,8 @@ COMMAND_HOMES = {
 
 def build_app(only: str | None = None) -> typer.Typer:
     """The typer app; `only` names the one command the caller will run (or None: all)."""
+    import importlib
+
     import typer
 
     app = typer.Typer(
@@ -103,6 +104,8 @@ def _crash_log(exc: BaseException) -> str:
 def _run_app(args: list[str]) -> int:
     import typer
 
+    from incidents import output
+
     # typer >= 0.20 vendors click: take its exception classes from typer's own hierarchy
     bases = {cls.__name__: cls for cls in typer.BadParameter.__mro__}
     click_exception: type[Exception] = bases["ClickException"]
@@ -140,14 +143,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return code
         return _run_app(args)
     except IncidentsError as exc:
+        from incidents import output  # only when something is said: not on capture's path
+
         output.err(f"incidents: {exc}")
         return 1 if disk_failure(exc) is not None else exc.exit_code
     except KeyboardInterrupt:
+        from incidents import output
+
         output.err("incidents: interrupted")
         return 130
     except BrokenPipeError:
         return 1
     except Exception as exc:  # a bug: say where the details are, not a traceback wall
+        from incidents import output
+
         disk = disk_failure(exc)
         if disk is not None:  # a full or read-only disk is no bug: one line, no crash log
             output.err(f"incidents: {disk}")

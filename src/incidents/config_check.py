@@ -28,7 +28,6 @@ from incidents.errors import ConfigError
 
 TYPE_CHECKING = False  # typing stays off the capture path (import cost)
 if TYPE_CHECKING:
-    from pathlib import Path
     from typing import Any
 
 TABLE_NAME = "config_table.json"
@@ -121,7 +120,9 @@ def table() -> dict[str, Any]:
     return _table
 
 
-def check_whole(path: Path, raw: dict[str, Any], schema: dict[str, Any] | None = None) -> None:
+def check_whole(
+    path: str | os.PathLike[str], raw: dict[str, Any], schema: dict[str, Any] | None = None
+) -> None:
     """Raise a `ConfigError` naming `path`, the dotted key and the reason for the first
     thing in `raw` (the parsed file) that the models would refuse."""
     schema = table() if schema is None else schema

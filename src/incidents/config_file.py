@@ -9,13 +9,15 @@ Every failure is a `ConfigError` naming the file and, where there is one, the ke
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from incidents.errors import ConfigError
 
-TYPE_CHECKING = False  # typing stays off the capture path (import cost)
+TYPE_CHECKING = False  # typing and pathlib stay off the capture path (import cost)
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
+
+    StrPath = str | os.PathLike[str]  # capture passes a str (no pathlib), others a Path
 
     # A flat table's keys: name -> (default, lowest, highest); the default's type is the type.
     TableSpec = dict[str, tuple[Any, int | None, int | None]]
@@ -25,26 +27,38 @@ CONFIG_NAME = "incidents.toml"
 
 def find_config(cli_config: str | None) -> Path | None:
     """--config > INCIDENTS_CONFIG > ./incidents.toml; an explicit path must exist."""
+    found = locate_config(cli_config)
+    if found is None:
+        return None
+    from pathlib import Path
+
+    return Path(found)
+
+
+def locate_config(cli_config: str | None) -> str | None:
+    """`find_config` as a string (the capture path's twin: no pathlib)."""
     explicit = cli_config or os.environ.get("INCIDENTS_CONFIG")
     if explicit:
-        path = Path(explicit).expanduser()
-        if not path.is_file():
-            raise ConfigError(str(path), "", "config file not found")
-        return path.resolve()
-    local = Path(CONFIG_NAME)
-    return local.resolve() if local.is_file() else None
+        path = os.path.expanduser(explicit)
+        if not os.path.isfile(path):
+            from pathlib import Path
+
+            raise ConfigError(str(Path(path)), "", "config file not found")
+        return os.path.realpath(path)
+    return os.path.realpath(CONFIG_NAME) if os.path.isfile(CONFIG_NAME) else None
 
 
-def read_raw(path: Path) -> dict[str, Any]:
+def read_raw(path: StrPath) -> dict[str, Any]:
     """The file's tables, parsed."""
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as fh:
+            data = fh.read()
     except OSError as exc:
         raise ConfigError(str(path), "", f"cannot read: {exc.strerror}") from exc
     return parse_raw(path, data)
 
 
-def parse_raw(path: Path, data: bytes) -> dict[str, Any]:
+def parse_raw(path: StrPath, data: bytes) -> dict[str, Any]:
     """`data` (the bytes of the file at `path`) parsed as TOML."""
     import tomllib
 
@@ -59,12 +73,13 @@ def parse_raw(path: Path, data: bytes) -> dict[str, Any]:
         raise ConfigError(str(path), "", f"not valid TOML: {exc}") from exc
 
 
-def beside(path: Path, value: str) -> str:
+def beside(path: StrPath, value: str) -> str:
     """A path written in the config file, `~` expanded, relative to the file's folder."""
-    return str((path.parent / os.path.expanduser(value)).resolve())
+    folder = os.path.dirname(os.fspath(path)) or "."
+    return os.path.realpath(os.path.join(folder, os.path.expanduser(value)))
 
 
-def root_from_raw(path: Path, raw: dict[str, Any]) -> str | None:
+def root_from_raw(path: StrPath, raw: dict[str, Any]) -> str | None:
     """The `root` key, resolved against the config file's folder."""
     value = raw.get("root")
     if value is None:
@@ -74,7 +89,7 @@ def root_from_raw(path: Path, raw: dict[str, Any]) -> str | None:
     return beside(path, value)
 
 
-def read_table(path: Path, raw: dict[str, Any], name: str, spec: TableSpec) -> dict[str, Any]:
+def read_table(path: StrPath, raw: dict[str, Any], name: str, spec: TableSpec) -> dict[str, Any]:
     """The flat table `[name]` checked against `spec`, the defaults filling what it leaves
     out. The same keys, types and bounds as the pydantic section built from `spec`."""
     values = {key: default for key, (default, _, _) in spec.items()}
@@ -96,7 +111,7 @@ def read_table(path: Path, raw: dict[str, Any], name: str, spec: TableSpec) -> d
     return values
 
 
-def read_str_list(path: Path, raw: dict[str, Any], table: str, key: str) -> list[str]:
+def read_str_list(path: StrPath, raw: dict[str, Any], table: str, key: str) -> list[str]:
     """`[table] key`, a list of non-empty strings (empty when absent). For capture, which
     reads only these keys of a table the pydantic model checks as a whole."""
     section = raw.get(table, {})

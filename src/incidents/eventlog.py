@@ -37,13 +37,14 @@ from __future__ import annotations
 import json
 import os
 import stat
-from pathlib import Path
 
 from incidents.errors import UnsafeFile
 
 TYPE_CHECKING = False  # typing stays off the capture path (import cost)
 if TYPE_CHECKING:
     from typing import Any
+
+    StrPath = str | os.PathLike[str]  # a str on the capture path (no pathlib), or a Path
 
 EVENTS = "events.jsonl"
 LINE_MAX = 64 * 1024
@@ -116,7 +117,7 @@ def _dumps(doc: dict[str, Any]) -> bytes:
     return text.encode("utf-8", "replace") + b"\n"
 
 
-def _open_append(path: Path) -> int:
+def _open_append(path: StrPath) -> int:
     flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC
     try:
         fd = os.open(path, flags, 0o600)
@@ -131,7 +132,7 @@ def _open_append(path: Path) -> int:
     return fd
 
 
-def append(path: Path, docs: list[dict[str, Any]], *, redact: bool = True) -> None:
+def append(path: StrPath, docs: list[dict[str, Any]], *, redact: bool = True) -> None:
     """Append `docs` as lines (one `write`: a killed process leaves all or, rarely on a
     full disk, a torn last line, which readers skip). Not fsynced: see `sync`."""
     if not docs:
@@ -160,7 +161,7 @@ def _ends_with_newline(fd: int, size: int) -> bool:
     return os.pread(fd, 1, size - 1) == b"\n"
 
 
-def sync(path: Path) -> None:
+def sync(path: StrPath) -> None:
     """fsync the file if it exists (called where the folder holding it is fsynced)."""
     try:
         fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
@@ -172,7 +173,7 @@ def sync(path: Path) -> None:
         os.close(fd)
 
 
-def read(path: Path, offset: int = 0) -> tuple[list[dict[str, Any]], int, int]:
+def read(path: StrPath, offset: int = 0) -> tuple[list[dict[str, Any]], int, int]:
     """The complete lines after byte `offset` (0 when the file shrank), the offset after
     the last complete line, and how many lines could not be parsed (skipped)."""
     from incidents.fsutil import read_regular_file
@@ -216,7 +217,7 @@ def events_of(
 
 
 def append_events(
-    folder: Path,
+    folder: StrPath,
     incident_id: str | None,
     events: list[tuple[str, dict[str, Any]]],
     key: str,
@@ -229,4 +230,4 @@ def append_events(
         from incidents.clock import iso_precise
 
         ts = iso_precise()
-    append(folder / EVENTS, events_of(key, ts, incident_id, events))
+    append(os.path.join(folder, EVENTS), events_of(key, ts, incident_id, events))

@@ -7,7 +7,6 @@ symlinks and only when they are regular files with one link and under a size cap
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import stat
@@ -71,6 +70,15 @@ def publish_new_file(path: str | os.PathLike[str], data: bytes, mode: int = 0o60
     return True
 
 
+def discard(path: str | os.PathLike[str]) -> None:
+    """Remove `path` if it is there (`contextlib.suppress` costs an import on the capture
+    path)."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return
+
+
 def _replace(path: str | os.PathLike[str], data: bytes, mode: int, sync_file: bool) -> str:
     """Temp file in the same folder (fsynced when `sync_file`), renamed over `path`;
     returns the folder (whose fsync, when wanted, is the caller's)."""
@@ -81,8 +89,7 @@ def _replace(path: str | os.PathLike[str], data: bytes, mode: int, sync_file: bo
         write_new_file(tmp, data, mode, sync_file)
         os.replace(tmp, p)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        discard(tmp)
         raise
     return directory or "."
 
@@ -285,9 +292,11 @@ def remove_orphan_temps(directory: str | os.PathLike[str]) -> list[str]:
         pid = atomic_temp_pid(name)
         if pid is None or pid_alive(pid):
             continue
-        with contextlib.suppress(FileNotFoundError):
+        try:
             os.unlink(os.path.join(directory, name))
-            removed.append(name)
+        except FileNotFoundError:
+            continue
+        removed.append(name)
     return removed
 
 

@@ -24,15 +24,13 @@ Standard library only: capture imports it.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import time
-from pathlib import Path
 
 from incidents import fsutil
 from incidents.errors import IncidentsError
-from incidents.layout import Root
+from incidents.layout import STATE, Root
 
 TYPE_CHECKING = False  # typing stays off the capture path (import cost)
 if TYPE_CHECKING:
@@ -86,11 +84,11 @@ def split_key(incident_id: str) -> str:
     return f"{SPLIT_PREFIX}{incident_id}"
 
 
-def hint_path(root: Root, kind: str, text: str) -> Path:
-    return root.state / kind / _key(text)
+def hint_path(root: Root, kind: str, text: str) -> str:
+    return root.sub(STATE, kind, _key(text))  # a str: no pathlib on the capture path
 
 
-def _read_hint(path: Path) -> dict[str, Any] | None:
+def _read_hint(path: str) -> dict[str, Any] | None:
     try:
         doc = json.loads(fsutil.read_regular_file(path, _HINT_MAX))
     except (FileNotFoundError, IncidentsError, OSError, ValueError):
@@ -98,13 +96,12 @@ def _read_hint(path: Path) -> dict[str, Any] | None:
     return doc if isinstance(doc, dict) else None
 
 
-def _write_hint(path: Path, doc: dict[str, Any] | None) -> None:
+def _write_hint(path: str, doc: dict[str, Any] | None) -> None:
     """Replace (or with None remove) a hint. Not fsynced: `reindex` rebuilds them."""
     if doc is None:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
+        fsutil.discard(path)
         return
-    fsutil.ensure_dir(path.parent)
+    fsutil.ensure_dir(os.path.dirname(path))
     data = json.dumps(doc, ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n"
     fsutil.atomic_write_bytes(path, data, durable=False)
 
@@ -114,6 +111,8 @@ def _write_hint(path: Path, doc: dict[str, Any] | None) -> None:
 
 def read_alias(root: Root, signature: str) -> tuple[str, dict[str, Any]] | None:
     """(the group a merged signature's captures join, the merge decision), or None."""
+    if not os.path.isdir(root.sub(STATE, ALIAS_DIR)):
+        return None  # no merge ever: one stat, no key to hash (capture's path)
     doc = _read_hint(hint_path(root, ALIAS_DIR, signature))
     if doc is None or doc.get("signature") != signature:
         return None
@@ -149,7 +148,7 @@ def write_open(root: Root, group: str, incident_id: str | None) -> None:
     if incident_id is None:
         _write_hint(path, None)
         return
-    fsutil.ensure_dir(path.parent)
+    fsutil.ensure_dir(os.path.dirname(path))
     fsutil.atomic_write_bytes(path, (incident_id + "\n").encode(), durable=False)
 
 
@@ -201,10 +200,10 @@ def find_regression(root: Root, group: str, window_days: int, now: float) -> dic
         return None
     incident_id = entry["incident_id"]
     try:  # believed only when the bundle says the same
-        from incidents.layout import validate_id
+        from incidents.layout import RESOLVED, validate_id
 
-        folder = root.bucket("resolved") / validate_id(incident_id)
-        earlier = fsutil.read_json_object(folder / "incident.json")
+        folder = root.sub(RESOLVED, validate_id(incident_id))
+        earlier = fsutil.read_json_object(os.path.join(folder, "incident.json"))
     except (IncidentsError, OSError):
         return None
     if earlier.get("incident_id") != incident_id or group_of(earlier) != group:

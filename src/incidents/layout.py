@@ -1,18 +1,20 @@
 """The reports root: its folders, incident ids, and where each incident lives.
 
-Stdlib only: capture imports it.
+Stdlib only: capture imports it, and without `pathlib` (~3 ms to import): a `Root` holds
+its folder as a string (`dir`, and `sub()` for the paths below it, which is what the
+capture path uses); `path` and the properties below are `Path`s made on first use.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import re
-import stat
-from pathlib import Path
 
 from incidents.errors import InvalidId, NotFound, RootError
 from incidents.fsutil import ensure_dir, publish_new_file
+
+TYPE_CHECKING = False  # typing and pathlib stay off the capture path (import cost)
+if TYPE_CHECKING:
+    from pathlib import Path
 
 INBOX = "error_inbox"
 ARCHIVE = "error_archive"
@@ -31,7 +33,8 @@ SEAL_KEY = "seal.key"  # the step service's key for state.json's seal (incidents
 BUCKETS = {"inbox": INBOX, "resolved": RESOLVED, "escalated": ESCALATED}
 TERMINAL_STATUSES = ("resolved", "escalated")
 
-_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+_ID_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_ID_CHARS = _ID_FIRST | frozenset("._-")  # [A-Za-z0-9][A-Za-z0-9._-]{0,199}, no re.compile
 
 
 def validate_id(incident_id: str) -> str:
@@ -42,7 +45,11 @@ def validate_id(incident_id: str) -> str:
         raise InvalidId(incident_id, "it contains a path separator")
     if ".." in incident_id:
         raise InvalidId(incident_id, "it contains '..'")
-    if not _ID_RE.fullmatch(incident_id):
+    if (
+        len(incident_id) > 200
+        or incident_id[0] not in _ID_FIRST
+        or not _ID_CHARS.issuperset(incident_id)
+    ):
         raise InvalidId(incident_id, "use letters, digits, '.', '_' and '-' (at most 200)")
     return incident_id
 
@@ -53,10 +60,24 @@ class Root:
     (A plain class, not a dataclass: `dataclasses` pulls `inspect` onto the capture path.)
     """
 
-    __slots__ = ("path",)
+    __slots__ = ("dir", "_path")
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.dir: str = os.fspath(path)
+        self._path: Path | None = None
+
+    @property
+    def path(self) -> Path:
+        if self._path is None:
+            from pathlib import Path
+
+            self._path = Path(self.dir)
+        return self._path
+
+    def sub(self, *parts: str) -> str:
+        """The path of `parts` below the root, as a string (the capture path's twin of
+        `root.path / ...`)."""
+        return os.path.join(self.dir, *parts)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Root) and other.path == self.path
@@ -87,8 +108,11 @@ class Root:
         """Tell the mirror that this bundle changed, or that its rows could not be written
         (an empty hint file; see mirror.catch_up). Cheap and best effort: a lost hint is
         found by catch_up's inbox listing."""
-        with contextlib.suppress(OSError):
-            os.close(os.open(self.state / "dirty" / incident_id, os.O_WRONLY | os.O_CREAT, 0o600))
+        try:
+            fd = os.open(self.sub(STATE, "dirty", incident_id), os.O_WRONLY | os.O_CREAT, 0o600)
+        except OSError:
+            return
+        os.close(fd)
 
     @property
     def db_path(self) -> Path:
@@ -117,21 +141,23 @@ class Root:
         is ever sealed wholesale in it (`incidents.step.seal`: a root with an inbox and no
         key, from before the seal, gets its key at its first step, sealing the states of
         the incidents in flight; so does one whose `.state/` was deleted)."""
-        p = self.path
-        if p.exists() and not p.is_dir():
+        import stat
+
+        p = self.dir
+        if os.path.exists(p) and not os.path.isdir(p):
             raise RootError(f"reports root {p} is not a directory")
         new = not os.path.isdir(os.path.join(p, INBOX))
         try:
             ensure_dir(p)
-            st = p.stat()
+            st = os.stat(p)
             if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
                 raise RootError(f"reports root {p} is world-writable; run: chmod o-w {p}")
             for sub in LAYOUT:
-                ensure_dir(p / sub)
+                ensure_dir(os.path.join(p, sub))
             for sub in STATE_DIRS:
-                ensure_dir(p / STATE / sub)
+                ensure_dir(os.path.join(p, STATE, sub))
             if new:
-                publish_new_file(self.seal_key, os.urandom(32))
+                publish_new_file(os.path.join(p, STATE, SEAL_KEY), os.urandom(32))
         except OSError as exc:
             raise RootError(f"cannot create the reports root {p}: {exc.strerror or exc}") from exc
         return self
@@ -139,7 +165,7 @@ class Root:
     def ensure_fast(self) -> Root:
         """`ensure()` unless the layout is already complete (its last folder exists): one
         stat instead of a dozen mkdirs on the capture path."""
-        if os.path.isdir(os.path.join(self.path, STATE, STATE_DIRS[-1])):
+        if os.path.isdir(os.path.join(self.dir, STATE, STATE_DIRS[-1])):
             return self
         return self.ensure()
 
@@ -156,4 +182,4 @@ class Root:
 def resolve_root(cli_root: str | None, config_root: str | None = None) -> Root:
     """--root > INCIDENTS_ROOT > config > ./reports."""
     chosen = cli_root or os.environ.get("INCIDENTS_ROOT") or config_root or "reports"
-    return Root(Path(os.path.abspath(os.path.expanduser(chosen))))
+    return Root(os.path.abspath(os.path.expanduser(chosen)))

@@ -20,24 +20,23 @@ Stdlib only (the capture path).
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from incidents import fsutil, store
 from incidents.errors import IncidentsError
 from incidents.fingerprint import current_signature, normalization_of
-from incidents.layout import Root
+from incidents.layout import INBOX, STATE, Root
 from incidents.locks import flocked
 from incidents.signature import NORMALIZATION_VERSION, signature_key
 
 __all__ = ["entry_path", "read_entry", "rekey_once", "stamp_path", "write_entry"]
 
 
-def entry_path(root: Root, key: str) -> Path:
-    return root.state / "signatures" / key
+def entry_path(root: Root, key: str) -> str:  # paths as str: no pathlib on the capture path
+    return root.sub(STATE, "signatures", key)
 
 
-def stamp_path(root: Root) -> Path:
-    return root.state / "signatures" / f"normalization-{NORMALIZATION_VERSION}"
+def stamp_path(root: Root) -> str:
+    return root.sub(STATE, "signatures", f"normalization-{NORMALIZATION_VERSION}")
 
 
 def read_entry(root: Root, key: str) -> str | None:
@@ -58,25 +57,25 @@ def rekey_once(root: Root) -> int:
     """Re-key the open incidents signed by older rules, unless this root's index was
     re-keyed for the current rules already (one `stat` then). Returns how many it re-keyed."""
     stamp = stamp_path(root)
-    if stamp.exists():
+    if os.path.exists(stamp):
         return 0
     with flocked(store.lock_path(root, "signatures-rekey")):
-        if stamp.exists():  # another capture did it while this one waited
+        if os.path.exists(stamp):  # another capture did it while this one waited
             return 0
-        count = sum(_rekey(root, Path(e.path)) for e in _inbox_folders(root))
+        count = sum(_rekey(root, e.path) for e in _inbox_folders(root))
         fsutil.atomic_write_bytes(stamp, f"re-keyed {count}\n".encode(), durable=False)
     return count
 
 
 def _inbox_folders(root: Root) -> list[os.DirEntry[str]]:
     try:
-        with os.scandir(root.inbox) as entries:
+        with os.scandir(root.sub(INBOX)) as entries:
             return [e for e in entries if e.is_dir(follow_symlinks=False)]
     except FileNotFoundError:
         return []
 
 
-def _rekey(root: Root, folder: Path) -> int:
+def _rekey(root: Root, folder: str) -> int:
     try:
         doc = store.read_incident(folder)
     except (IncidentsError, OSError, ValueError):
@@ -89,7 +88,7 @@ def _rekey(root: Root, folder: Path) -> int:
         return 0  # captured with --no-dedupe, or a later incident took the entry
     new_key = signature_key(current_signature(doc))
     taken = read_entry(root, new_key)
-    if new_key == old_key or (taken is not None and (root.inbox / taken).is_dir()):
+    if new_key == old_key or (taken is not None and os.path.isdir(root.sub(INBOX, taken))):
         return 0  # unchanged, or an open incident of the current rules has it
     write_entry(root, new_key, incident_id)
     return 1

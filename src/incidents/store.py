@@ -12,30 +12,34 @@ Stdlib only (capture uses it). The filesystem is the source of truth:
 
 from __future__ import annotations
 
-import errno
 import os
-import re
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 from incidents import artifacts, clock, fsutil
 from incidents.errors import IncidentsError, InvalidDocument
-from incidents.layout import Root, validate_id
-from incidents.locks import flocked
-from incidents.redact import redact
+from incidents.layout import INBOX, STAGING, STATE, Root, validate_id
 
-TYPE_CHECKING = False  # typing stays off the capture path (import cost)
+TYPE_CHECKING = False  # typing and pathlib stay off the capture path (import cost)
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
+    from incidents.locks import Flocked
+
 STAGING_GRACE_S = 3600.0
-_SLUG_RE = re.compile(r"[^a-z0-9]+")
+_SLUG_KEEP = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 
 
 def slugify(text: str, limit: int = 40) -> str:
-    slug = _SLUG_RE.sub("_", text.lower()).strip("_")[:limit].strip("_")
+    """Each run of characters outside [a-z0-9] (after lower-casing) becomes one `_` (what
+    `re.sub("[^a-z0-9]+", "_", ...)` does, without compiling a pattern on capture's path)."""
+    out: list[str] = []
+    for c in text.lower():
+        if c in _SLUG_KEEP:
+            out.append(c)
+        elif not out or out[-1] != "_":
+            out.append("_")
+    slug = "".join(out).strip("_")[:limit].strip("_")
     return slug or "step"
 
 
@@ -52,46 +56,49 @@ def new_run_id(ts: float) -> str:
     return f"run_{_compact(ts)}_{int(ts * 1_000_000) % 1_000_000:06d}"
 
 
-def lock_path(root: Root, name: str) -> Path:
-    return root.locks / f"{name}.lock"
+def lock_path(root: Root, name: str) -> str:
+    return root.sub(STATE, "locks", f"{name}.lock")
 
 
-@contextmanager
-def incident_lock(root: Root, incident_id: str, timeout_s: float = 30.0) -> Iterator[None]:
+def incident_lock(root: Root, incident_id: str, timeout_s: float = 30.0) -> Flocked:
     """Held for every change to one incident's files (capture's occurrences, status, close)."""
-    with flocked(lock_path(root, validate_id(incident_id)), timeout_s):
-        yield
+    from incidents.locks import flocked  # a new bundle takes no lock
+
+    return flocked(lock_path(root, validate_id(incident_id)), timeout_s)
 
 
-def write_bundle(root: Root, incident_id: str, files: dict[str, bytes]) -> Path:
+def write_bundle(root: Root, incident_id: str, files: dict[str, bytes]) -> str:
     """Build the bundle in staging, fsync everything, rename it into the inbox."""
     validate_id(incident_id)
-    staging = root.staging / f"{incident_id}.{os.getpid()}.{os.urandom(4).hex()}"
-    staging.mkdir(mode=0o700)
+    staging = root.sub(STAGING, f"{incident_id}.{os.getpid()}.{os.urandom(4).hex()}")
+    os.mkdir(staging, 0o700)
+    inbox = root.sub(INBOX)
     try:
         for name, data in files.items():
-            fsutil.write_new_file(staging / name, data)
+            fsutil.write_new_file(os.path.join(staging, name), data)
         fsutil.fsync_dir(staging)
-        target = root.inbox / incident_id
-        if target.exists():
-            raise IncidentsError(f"incident {incident_id} already exists in {root.inbox}")
+        target = os.path.join(inbox, incident_id)
+        if os.path.exists(target):
+            raise IncidentsError(f"incident {incident_id} already exists in {inbox}")
         _rename(staging, target)
     except BaseException:  # a full disk, a clash: no half bundle is left in staging
         import shutil
 
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    fsutil.fsync_dir(root.inbox)
+    fsutil.fsync_dir(inbox)
     return target
 
 
-def _rename(src: Path, dst: Path) -> None:
+def _rename(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
     """One rename on one filesystem; never a copy. Refuses to replace an existing folder."""
-    if dst.exists() or dst.is_symlink():
+    if os.path.lexists(dst):
         raise IncidentsError(f"{dst} already exists; not overwriting it with {src}")
     try:
         os.rename(src, dst)
     except OSError as exc:
+        import errno
+
         if exc.errno == errno.EXDEV:
             raise IncidentsError(
                 f"{src} and {dst} are on different filesystems; the reports root must be one"
@@ -107,15 +114,18 @@ def move(src: Path, dst: Path) -> None:
     fsutil.fsync_dir(dst.parent)
 
 
-def read_incident(folder: Path) -> dict[str, Any]:
-    doc = fsutil.read_json_object(folder / artifacts.INCIDENT)
+def read_incident(folder: str | os.PathLike[str]) -> dict[str, Any]:
+    path = os.path.join(folder, artifacts.INCIDENT)
+    doc = fsutil.read_json_object(path)
     for key in ("incident_id", "status", "step", "error_signature", "created_at"):
         if not isinstance(doc.get(key), str) or not doc[key]:
-            raise InvalidDocument(str(folder / artifacts.INCIDENT), "missing or not a string", key)
+            raise InvalidDocument(path, "missing or not a string", key)
     return doc
 
 
-def save_incident(folder: Path, doc: dict[str, Any], *, sync_dir: bool = True) -> None:
+def save_incident(
+    folder: str | os.PathLike[str], doc: dict[str, Any], *, sync_dir: bool = True
+) -> None:
     """incident.json first (authoritative), then status.txt from it. `sync_dir=False`: the
     caller fsyncs the folder next (the step service commits state.json there)."""
     fsutil.atomic_replace_files(
@@ -129,7 +139,12 @@ def save_incident(folder: Path, doc: dict[str, Any], *, sync_dir: bool = True) -
 
 
 def set_status(
-    folder: Path, doc: dict[str, Any], status: str, *, sync_dir: bool = True, **fields: Any
+    folder: str | os.PathLike[str],
+    doc: dict[str, Any],
+    status: str,
+    *,
+    sync_dir: bool = True,
+    **fields: Any,
 ) -> None:
     """incident.json (`doc` with `status`, `fields` and a new `updated_at`), then status.txt."""
     save_incident(
@@ -179,6 +194,8 @@ def reject(root: Root, path: Path, reason: str) -> Path:
         target.mkdir(mode=0o700)
         _rename(path, target / name)
         reason_file = target / artifacts.REASON
+    from incidents.redact import redact
+
     reason = redact(reason)  # it quotes the value that broke a rule: a command may hold a key
     fsutil.write_new_file(reason_file, f"{clock.iso_now()} {reason}\n".encode())
     fsutil.fsync_dir(root.rejected)
@@ -188,6 +205,8 @@ def reject(root: Root, path: Path, reason: str) -> Path:
 def sweep_staging(root: Root, grace_s: float = STAGING_GRACE_S) -> list[Path]:
     """Staging folders older than the grace period were left by a killed capture: move them
     to `error_rejected/` (never processed, never deleted)."""
+    from pathlib import Path
+
     moved: list[Path] = []
     now = time.time()
     for entry in os.scandir(root.staging):
