@@ -10,6 +10,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -207,6 +208,35 @@ RECORDER = textwrap.dedent("""
         state.record_attempt("shared", i % 2 == 0, 0.1, None if i % 2 == 0 else "shared boom")
     print("done", flush=True)
     """)
+
+
+OPENER = textwrap.dedent("""
+    import os, sys, time
+    from incidents.executor import ExecutorConfig, ExecutorState
+
+    while not os.path.exists(sys.argv[2]):  # all start opening together
+        time.sleep(0.001)
+    ExecutorState(ExecutorConfig(state_file=sys.argv[1])).record_attempt("t", True, 0.1, None)
+    """)
+
+
+def test_processes_opening_a_new_state_file_at_once_all_succeed(tmp_path: Path) -> None:
+    """The first open creates the file and switches it to WAL; without the folder's lock
+    around that, a second opener's switch fails with "database is locked"."""
+    for n in range(8):
+        db, go = tmp_path / f"s{n}" / "state.db", tmp_path / f"go{n}"
+        procs = [
+            subprocess.Popen([sys.executable, "-c", OPENER, str(db), str(go)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+            for _ in range(4)
+        ]
+        time.sleep(0.3)
+        go.touch()
+        for p in procs:
+            _, err = p.communicate(timeout=120)
+            assert p.returncode == 0, err
+        with ExecutorState(ExecutorConfig(state_file=str(db))) as state:
+            assert len(state.get_task_state("t").attempts) == 4
 
 
 def test_two_processes_record_at_once(tmp_path: Path) -> None:

@@ -87,8 +87,8 @@ def test_the_escalation_records_survive_a_rebuilt_mirror(
 ) -> None:
     policy(tmp_path, monkeypatch, "signature_budget = 1\n")
     tracker = ErrorSignatureTracker(root)
-    assert tracker.record_and_check("deploy step failed: exit 3").action == "retry"
-    escalated = tracker.record_and_check("deploy step failed: exit 4")
+    assert tracker.record_and_check("deploy step failed after 31s").action == "retry"
+    escalated = tracker.record_and_check("deploy step failed after 47s")
     assert escalated.action == "escalate"
     before = escalation_rows(root)
     for suffix in ("", "-wal", "-shm"):
@@ -96,7 +96,7 @@ def test_the_escalation_records_survive_a_rebuilt_mirror(
     assert cli("reindex").code == 0
     assert escalation_rows(root) == before
     # the loop's unit is in the root, not the mirror: the budget is still spent
-    assert tracker.record_and_check("deploy step failed: exit 5").action == "escalate"
+    assert tracker.record_and_check("deploy step failed after 5s").action == "escalate"
 
 
 # --- the caller's dict (seed 003's checkpoint sharing) ---------------------------------------

@@ -145,17 +145,27 @@ class ExecutorState:
         )  # fmt: skip
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.migration = executor_migrate.settle(self.path)
-        if not os.path.lexists(self.path):  # the agent's output lives here: owner only
-            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600))
+        if executor_migrate.is_finished(self.path):
+            self._conn = self._open()
+            return
+        # Created under the folder's lock: two processes opening a new file at once would
+        # both switch it to WAL, and the loser's switch fails with "database is locked".
+        with executor_migrate.folder_lock(self.path.parent):
+            if not os.path.lexists(self.path):  # the agent's output lives here: owner only
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600))
+            self._conn = self._open()
+
+    def _open(self) -> sqlite3.Connection:
         try:
-            self._conn = executor_db.connect(self.path)
+            conn = executor_db.connect(self.path)
         except sqlite3.DatabaseError as exc:
             raise StateFileError(f"{self.path}: not an executor state database ({exc})") from exc
         try:
-            executor_db.ensure_schema(self._conn, self.path)
+            executor_db.ensure_schema(conn, self.path)
         except BaseException:
-            self._conn.close()
+            conn.close()
             raise
+        return conn
 
     # --- lifecycle ---------------------------------------------------------------------
 
