@@ -30,8 +30,12 @@ lint: $(STAMP)
 	$(BIN)/mypy --strict src
 	$(BIN)/mypy tests
 
+# the independent tests in parallel (one worker per core), then the timing-sensitive soaks
+# (`-m slow`) alone, so neither slows the other's clocks
+JOBS ?= auto
 test: lint
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(JOBS) -m "not slow"
+	$(BIN)/pytest -m slow
 
 bench: $(STAMP)
 	$(BIN)/python bench/capture.py

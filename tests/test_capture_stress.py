@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import os
 import random
@@ -38,6 +40,7 @@ def assert_inbox_is_whole(root: Root) -> list[dict[str, Any]]:
     return docs
 
 
+@pytest.mark.slow
 def test_100_parallel_captures_give_100_bundles(root: Root) -> None:
     with ThreadPoolExecutor(8) as pool:
         results = list(pool.map(
@@ -52,6 +55,7 @@ def test_100_parallel_captures_give_100_bundles(root: Root) -> None:
     assert os.listdir(root.staging) == []
 
 
+@pytest.mark.slow
 def test_100_parallel_repeats_fold_into_exact_counts(root: Root) -> None:
     with ThreadPoolExecutor(8) as pool:
         results = list(

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import time
 import uuid
 from pathlib import Path
 
 import pytest
 
-from incidents.fixers import sandbox
+from incidents.fixers import guard, sandbox
 from incidents.layout import Root
 from tests.debian import bubblewrap_or_skip
 from tests.helpers import FAST, Cli, capture, ctx_of, use_config
@@ -182,5 +183,8 @@ def test_a_fixer_that_really_fixes_is_resolved_either_way(
     assert cli("drive", incident_id).code == 0
     assert (root.bucket("resolved") / incident_id).is_dir()
     [attempt] = ctx_of(root, incident_id).ai_attempts
-    assert attempt.changed_files == ["names.py"] and attempt.violations == []
+    # a new entry in a shared temporary folder is only reported (another program's, as
+    # like as not: other tests of a parallel run make them); nothing else may be
+    ours = [v for v in attempt.violations if os.path.dirname(v) not in guard.TEMP_FOLDERS]
+    assert attempt.changed_files == ["names.py"] and ours == []
     assert attempt.contained is (mode == "bwrap")

@@ -45,6 +45,7 @@ def test_until_idle_closes_clean_and_fixable(tmp_path: Path, root: Root) -> None
     assert (root.state / "pending").is_dir() and list((root.state / "pending").iterdir()) == []
 
 
+@pytest.mark.slow
 def test_200_incidents_dropped_while_watching_all_close(tmp_path: Path, root: Root) -> None:
     workspace(tmp_path)
     watcher = start_watch(tmp_path, "--workers", "2")

@@ -3,6 +3,8 @@ restarted each time; all close, none lost, none archived twice, mirror equals fo
 
 from __future__ import annotations
 
+import pytest
+
 import random
 import signal
 import time
@@ -22,6 +24,7 @@ from tests.watch.helpers import (
 KILLS = 20
 
 
+@pytest.mark.slow
 def test_sigkill_soak(tmp_path: Path, root: Root) -> None:
     workspace(tmp_path)
     ids = [capture_step(tmp_path, f"k{i}", dirty=i % 3 == 0) for i in range(100)]
