@@ -3,12 +3,12 @@ restarted each time; all close, none lost, none archived twice, mirror equals fo
 
 from __future__ import annotations
 
-import pytest
-
 import random
 import signal
 import time
 from pathlib import Path
+
+import pytest
 
 from incidents.doctor import folder_buckets
 from incidents.layout import Root
