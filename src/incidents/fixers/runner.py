@@ -21,6 +21,7 @@ import fnmatch
 import os
 import shutil
 import stat
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -179,7 +180,8 @@ def _containment(
     if program is None:
         return argv, None, f"program not found: {argv[0]}"
     visible = [*env.get("PATH", "").split(os.pathsep), str(prompt_file.parent),
-               env.get("VIRTUAL_ENV", ""), program, *_interpreter_prefixes(program, env)]  # fmt: skip
+               env.get("VIRTUAL_ENV", ""), program, *_interpreter_prefixes(program, env),
+               *_own_install()]  # fmt: skip
     env["TMPDIR"] = sandbox.PRIVATE_TMP
     wrapped = sandbox.wrap(
         probe, [program, *argv[1:]], str(workdir), writable=sandbox.expand(settings.writable),
@@ -188,6 +190,15 @@ def _containment(
         hidden=containment.hide,
     )  # fmt: skip
     return wrapped, probe.label, None
+
+
+def _own_install() -> list[str]:
+    """This interpreter's prefix and the folder incidents is imported from: a fixer may
+    start `python -m incidents` (the claude tier's MCP server does), and a checkout under
+    /tmp (`git clone . /tmp/x`, an editable install) would be hidden by the private /tmp."""
+    import incidents
+
+    return [sys.prefix, os.path.dirname(os.path.dirname(os.path.abspath(incidents.__file__)))]
 
 
 def _interpreter_prefixes(program: str, env: dict[str, str]) -> list[str]:
