@@ -93,6 +93,10 @@ def test_claude_runs_with_the_mcp_server_and_uses_its_tools(
     assert args[args.index("--fixer") + 1] == incident_id
     prompt = (runs / "prompt_attempt_1.md").read_text()
     assert f'run_checks(incident_id="{incident_id}")' in prompt
+    assert f'get_incident(incident_id="{incident_id}")' in prompt
+    section = prompt.split("## Check your work", 1)[1].split("\n## ", 1)[0]
+    assert "for this incident only" in section
+    assert not any(t in section for t in ("claim(", "submit", "next_incident"))
 
 
 def test_without_mcp_claude_gets_neither_the_flags_nor_the_tools_in_its_prompt(
