@@ -139,12 +139,12 @@ def test_no_planted_secret_reaches_any_file_row_page_or_output(
                 "finished_at": "2026-02-17T03:05:00+00:00",
                 "actions_applied": [f"posted to slack with {SECRETS['attempt_actions']}"],
                 "verification_commands": [], "verification_passed": False,
-                "result": "continue", "error_signature": "sig",
+                "result": "continue",
                 "notes": f"used the secret {SECRETS['attempt_notes']} to log in",
             }
         )
     )  # fmt: skip
-    r = cli("attempt", fixed, "--file", str(attempt))
+    r = cli("attempt", fixed, "--file", str(attempt), "--agent", "skill")
     assert r.code == 0, r.err
     (ws / "f.py").write_text(FIXED)
     r = cli("submit", fixed, "--notes", f"fixed it; OPENAI key {SECRETS['submit_notes']}")

@@ -14,25 +14,7 @@ import pytest
 from incidents import handoff
 from incidents.errors import UsageError
 from incidents.layout import Root
-from tests.helpers import BROKEN, FIXED, Cli, capture, ctx_of, events, incidents, use_config
-
-CONFIG = (
-    '[checks]\ntools = ["ruff"]\n[tiers.aider]\nmode = "handoff"\n'
-    '[tiers.codex]\nmode = "off"\n[tiers.claude]\nmode = "off"\n'
-)
-
-
-@pytest.fixture
-def waiting(cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    use_config(tmp_path, monkeypatch, CONFIG)
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "other.py").write_text("y = 1\n")
-    incident_id = capture(cli, message="f.py broken", ws=ws, target="f.py", content=BROKEN)
-    r = cli("drive", incident_id)
-    assert "S0_BASELINE_CHECK -> S1_AIDER_FIX (AWAIT_HANDOFF)" in r.out, r.out + r.err
-    assert "AI action required: yes" in r.out
-    return incident_id
+from tests.helpers import FIXED, Cli, ctx_of, events, incidents
 
 
 def owner(cli: Cli, incident_id: str) -> object:
@@ -178,11 +160,15 @@ def test_while_paused_nothing_is_handed_out_or_claimed(cli: Cli, root: Root, wai
 
 def attempt_doc(incident_id: str, **over: object) -> dict[str, object]:
     doc: dict[str, object] = {
-        "incident_id": incident_id, "iteration": 1,
-        "started_at": "2026-02-17T03:00:00+00:00", "finished_at": "2026-02-17T03:05:00+00:00",
-        "actions_applied": ["edit f.py"], "verification_commands": ["python -m pytest"],
-        "verification_passed": False, "result": "continue", "error_signature": "sig",
-    }  # fmt: skip
+        "incident_id": incident_id,
+        "iteration": 1,
+        "started_at": "2026-02-17T03:00:00+00:00",
+        "finished_at": "2026-02-17T03:05:00+00:00",
+        "actions_applied": ["edit f.py"],
+        "verification_commands": ["python -m pytest"],
+        "verification_passed": False,
+        "result": "continue",
+    }  # fmt: skip  (no error_signature: the incident's is filled in)
     return {**doc, **over}
 
 
@@ -225,7 +211,7 @@ def test_the_recheck_keeps_a_skills_attempt_and_adds_its_verdict(
     claim = attempt_doc(waiting, iteration=iteration, actions_applied=["SKILL WROTE THIS"],
                         notes="closed the parenthesis")  # fmt: skip
     mine.write_text(json.dumps(claim))
-    assert cli("attempt", waiting, "--file", str(mine)).code == 0
+    assert cli("attempt", waiting, "--file", str(mine), "--agent", "sk").code == 0
     assert cli("submit", waiting, "--notes", "fixed", "--agent", "sk").code == 0
     assert "S_SUCCESS" in cli("drive", waiting).out
     stored = json.loads((root.runs_dir(waiting) / "attempt_01.json").read_text())

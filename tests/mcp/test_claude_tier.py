@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from incidents.layout import Root
+from incidents.mcp_server.claude import FIXER_TOOLS
 from tests.helpers import BROKEN, FIXED, Cli, capture, use_config
 from tests.stand_ins import on_path, stand_in
 
@@ -31,11 +32,18 @@ prompt = sys.stdin.read()
 server = json.loads(pathlib.Path(config).read_text())["mcpServers"]["incidents"]
 incident_id = re.search(r'run_checks\(incident_id="([^"]+)"\)', prompt).group(1)
 said = {"flags": [a.split("=")[0] for a in args if a.startswith("--")]}
+[allowed] = [a.split("=", 1)[1] for a in args if a.startswith("--allowedTools=")]
+said["allowed"] = allowed.split(",")
 
 async def main():
     params = StdioServerParameters(command=server["command"], args=server["args"],
                                    env=server["env"])
     async with Client(params) as client:
+        said["tools"] = sorted(t.name for t in (await client.list_tools()).tools)
+        got = await client.call_tool("get_incident", {"incident_id": incident_id})
+        said["get"] = got.content[0].text if got.is_error else got.structured_content["incident"]["incident_id"]
+        taken = await client.call_tool("claim", {"incident_id": incident_id, "agent": "me"})
+        said["claim"] = taken.content[0].text
         before = await client.call_tool("lint_python_files", {"paths": ["f.py"]})
         said["before"] = before.structured_content["exit_code"]
         pathlib.Path("f.py").write_text(FIXED)
@@ -72,13 +80,23 @@ def test_claude_runs_with_the_mcp_server_and_uses_its_tools(
         "before": 1,  # the syntax error, found by the MCP lint tool
         "after": 0,  # the incident's own check, clean after the fix
         "outside": True,  # the server reads nothing outside the incident's workdir
+        # a fixer's server: its incident's read-only checks, and exactly those allowed
+        "allowed": [f"mcp__incidents__{t}" for t in FIXER_TOOLS],
+        "tools": sorted(FIXER_TOOLS),
+        "get": incident_id,
+        "claim": "Unknown tool: claim",  # no hand-off over the root for a fixer
     }  # fmt: skip
     runs = root.runs_dir(incident_id)
     config = json.loads((runs / "mcp_config_attempt_1.json").read_text())
     args = config["mcpServers"]["incidents"]["args"]
     assert args[:3] == ["-m", "incidents", "mcp"] and str(ws) in args
+    assert args[args.index("--fixer") + 1] == incident_id
     prompt = (runs / "prompt_attempt_1.md").read_text()
     assert f'run_checks(incident_id="{incident_id}")' in prompt
+    assert f'get_incident(incident_id="{incident_id}")' in prompt
+    section = prompt.split("## Check your work", 1)[1].split("\n## ", 1)[0]
+    assert "for this incident only" in section
+    assert not any(t in section for t in ("claim(", "submit", "next_incident"))
 
 
 def test_without_mcp_claude_gets_neither_the_flags_nor_the_tools_in_its_prompt(

@@ -43,3 +43,15 @@ def test_the_readme_table_of_tier_templates_is_the_one_in_code() -> None:
     shown = {tier.strip(): reads.strip() for tier, reads in rows[1:]}  # after the header
     plain = {name: reads.replace("`", "") for name, reads in shown.items()}
     assert plain == {name: t.reads.replace("`", "") for name, t in TEMPLATES.items()}
+
+
+def test_the_readme_tables_the_servers_tools_and_names_the_fixers() -> None:
+    from incidents.mcp_server.claude import FIXER_TOOLS
+    from tests.mcp.test_server import TOOLS
+
+    tabled = re.findall(r"^\| `(\w+)\(", MCP, re.M)
+    assert set(tabled) == TOOLS and len(tabled) == len(TOOLS)
+    [fixer] = [p for p in MCP.split("\n\n") if "incidents mcp --fixer ID" in p]
+    assert set(re.findall(r"`(\w+)`", fixer)) & TOOLS == set(FIXER_TOOLS)
+    allowed = ",".join(f"mcp__incidents__{t}" for t in FIXER_TOOLS)
+    assert f"--allowedTools={allowed}" in README

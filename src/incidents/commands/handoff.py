@@ -81,12 +81,16 @@ def register(app: typer.Typer) -> None:
     def attempt_cmd(
         incident_id: IdArg,
         file: Annotated[str, typer.Option("--file", help="The attempt_XX.json to record.")],
+        agent: Annotated[
+            str | None,
+            typer.Option("--agent", help="Who records it: the holder of the claim, if any."),
+        ] = None,
         root: RootOpt = None,
         config: ConfigOpt = None,
     ) -> int:
         """Validate a skill's attempt document and record it as attempt_XX.json."""
         session = open_root(root, config)
-        target = handoff.record_attempt(session.root, incident_id, Path(file))
+        target = handoff.record_attempt(session.root, incident_id, Path(file), agent=agent)
         output.out(f"recorded {target.relative_to(session.root.path)}")
         return 0
 

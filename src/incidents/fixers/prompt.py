@@ -157,8 +157,9 @@ TEMPLATES: dict[str, TierTemplate] = {
 MCP_TOOLS_SECTION = (
     "## Check your work with the `incidents` MCP tools",
     "",
-    "The `incidents` MCP server is configured for this run. Its tools run the same "
-    "canonical checks that will judge your work:",
+    "The `incidents` MCP server is configured for this run, for this incident only. Its "
+    "tools only read and check; they run the same canonical checks that will judge your "
+    "work, and they are the only ones it offers:",
     "",
     "- `lint_python_files(paths)`: the Python checks (ruff, ruff format, mypy, pytest) on "
     "files or folders of the workdir; `lint_ps_scripts(paths)` the same for PowerShell. "
@@ -166,6 +167,8 @@ MCP_TOOLS_SECTION = (
     "`exit_code` (0 clean, 1 blocking findings, 2 a tool could not run).",
     "- `run_checks(incident_id={incident_id})`: the incident's whole check as its recheck "
     "will run it (its targets, the tests its failure names, its verification commands).",
+    "- `get_incident(incident_id={incident_id})`: the incident as recorded (its message, "
+    "step, signature, files).",
     "",
     "Work in a loop: fix, then call `lint_python_files` (or `lint_ps_scripts`) on the files "
     "you changed, and read the report. Before you finish, call `run_checks` with the "

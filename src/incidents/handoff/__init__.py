@@ -9,7 +9,14 @@
 from incidents.decisions import read_guidance
 from incidents.errors import NotWaiting
 from incidents.handoff.human import Decision, resolve_escalation
-from incidents.handoff.queue import WorkItem, claim, next_incident, parse_ttl, work_item
+from incidents.handoff.queue import (
+    WorkItem,
+    claim,
+    next_incident,
+    parse_ttl,
+    validate_agent,
+    work_item,
+)
 from incidents.handoff.submit import record_attempt, record_attempt_doc, submit
 
 __all__ = [
@@ -24,5 +31,6 @@ __all__ = [
     "record_attempt_doc",
     "resolve_escalation",
     "submit",
+    "validate_agent",
     "work_item",
 ]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import time
+import unicodedata
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -30,7 +31,24 @@ from incidents.step.documents import load_context, workdir_of
 _TTL_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _TTL_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 MAX_LEASE_S = 30 * 86400  # an agent that needs longer should claim again
+MAX_AGENT_LEN = 100
 Clock = Callable[[], float]
+
+
+def validate_agent(agent: str) -> str:
+    """An agent's name, as leases, notes, events and `status` show it: one line of
+    printable characters (no newline, control or format character), at most 100. The one
+    check `claim`, `submit` and `attempt` (CLI and MCP alike) make."""
+    if not isinstance(agent, str) or not agent.strip():
+        raise UsageError("--agent is required (the agent's name)")
+    bad = next((c for c in agent if unicodedata.category(c)[0] == "C" or c in "\u2028\u2029"), None)
+    if bad is not None:
+        raise UsageError(
+            f"--agent {agent!r}: a name is one line of printable characters (not {bad!r})"
+        )
+    if len(agent) > MAX_AGENT_LEN:
+        raise UsageError(f"--agent: at most {MAX_AGENT_LEN} characters (got {len(agent)})")
+    return agent
 
 
 def parse_ttl(text: str) -> float:
@@ -154,8 +172,7 @@ def claim(
     root: Root, incident_id: str, agent: str, ttl_s: float, *, clock: Clock = time.time
 ) -> WorkItem:
     """Take the incident for `agent` until the lease expires; returns the work item."""
-    if not agent.strip():
-        raise UsageError("claim: --agent is required")
+    validate_agent(agent)
     folder, workdir, ctx = _waiting(root, incident_id)
     pause.refuse_new_work(root)
     _free(root, incident_id, clock())

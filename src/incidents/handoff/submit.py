@@ -9,6 +9,7 @@ stores a skill's `attempt_XX.json`, validated (seed 004) before it is stored.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
 from datetime import UTC, datetime
@@ -28,7 +29,13 @@ from incidents.errors import (
 )
 from incidents.fsm import TIER_NUMBER
 from incidents.handoff import workspace
-from incidents.handoff.queue import Clock, _prompt_file, _waiting, mirror_progress
+from incidents.handoff.queue import (
+    Clock,
+    _prompt_file,
+    _waiting,
+    mirror_progress,
+    validate_agent,
+)
 from incidents.layout import Root, validate_id
 from incidents.models import AIAttempt, Attempt
 from incidents.redact import redact, redact_json
@@ -44,6 +51,8 @@ def submit(
     clock: Clock = time.time,
 ) -> AIAttempt:
     """Hand the incident back: record the agent's attempt and release its lease."""
+    if agent is not None:
+        validate_agent(agent)
     _, _, ctx = _waiting(root, incident_id)
     lease = leases.read(root, incident_id)
     now = clock()
@@ -85,9 +94,11 @@ def submit(
     return attempt
 
 
-def record_attempt(root: Root, incident_id: str, path: Path) -> Path:
+def record_attempt(root: Root, incident_id: str, path: Path, *, agent: str | None = None) -> Path:
     """Validate a skill's attempt document and store it as `attempt_XX.json` (once): for
     an open incident, and for the next free iteration or one it recorded already."""
+    if agent is not None:
+        validate_agent(agent)
     where, _ = root.locate(validate_id(incident_id))
     if where != "inbox":
         raise AlreadyArchived(f"incident {incident_id} is closed ({where}); its attempts are final")
@@ -95,16 +106,31 @@ def record_attempt(root: Root, incident_id: str, path: Path) -> Path:
         doc = fsutil.read_json_object(path)
     except FileNotFoundError:
         raise UsageError(f"attempt --file {path}: no such file") from None
-    return record_attempt_doc(root, incident_id, doc, str(path))
+    return record_attempt_doc(root, incident_id, doc, str(path), agent=agent)
 
 
-def record_attempt_doc(root: Root, incident_id: str, doc: dict[str, Any], source: str) -> Path:
+def record_attempt_doc(
+    root: Root,
+    incident_id: str,
+    doc: dict[str, Any],
+    source: str,
+    *,
+    agent: str | None = None,
+    clock: Clock = time.time,
+) -> Path:
     """`record_attempt` for a document already read (`source` names it in errors): the
-    MCP server's `submit_attempt` hands the agent's JSON object over as it is."""
-    where, _ = root.locate(validate_id(incident_id))
+    MCP server's `submit_attempt` hands the agent's JSON object over as it is.
+
+    While a live agent lease holds the incident only its holder (`agent`) records an
+    attempt, under that lease (fenced); the document's `error_signature` is the
+    incident's (filled in when omitted)."""
+    if agent is not None:
+        validate_agent(agent)
+    where, folder = root.locate(validate_id(incident_id))
     if where != "inbox":
         raise AlreadyArchived(f"incident {incident_id} is closed ({where}); its attempts are final")
-    doc = redact_json(doc)  # a skill's notes and actions
+    held = _holder(root, incident_id, agent, clock())
+    doc = _with_signature(redact_json(doc), store.read_incident(folder), source)
     try:
         attempt = Attempt.model_validate(doc)
     except ValidationError as exc:
@@ -115,7 +141,8 @@ def record_attempt_doc(root: Root, incident_id: str, doc: dict[str, Any], source
     runs = root.runs_dir(incident_id)
     target = attempts.path_for(runs, attempt.iteration)
     data = attempt.model_dump(mode="json")
-    with store.incident_lock(root, incident_id):
+    fence = leases.fenced(root, held) if held else contextlib.nullcontext()
+    with fence, store.incident_lock(root, incident_id):
         if target.exists():
             if fsutil.read_json_object(target) == data:
                 return target  # the same document again: recorded once
@@ -148,3 +175,33 @@ def record_attempt_doc(root: Root, incident_id: str, doc: dict[str, Any], source
         if conn is not None:
             mirror.ingest_incident(conn, root, incident_id)
     return target
+
+
+def _holder(root: Root, incident_id: str, agent: str | None, now: float) -> leases.Lease | None:
+    """The live agent lease on the incident, when `agent` holds it; None when no agent
+    holds it; NotWaiting when another agent does (or no agent was named)."""
+    lease = leases.read(root, incident_id)
+    if lease is None or lease.agent is None or lease.expires_at == 0.0 or lease.expired(now):
+        return None
+    if agent is None:
+        raise NotWaiting(
+            f"incident {incident_id} is claimed by {lease.agent}; only its holder records "
+            "an attempt (give --agent)"
+        )
+    if agent != lease.agent:
+        raise NotWaiting(f"incident {incident_id} is claimed by {lease.agent}, not {agent}")
+    return lease
+
+
+def _with_signature(doc: dict[str, Any], incident: dict[str, Any], source: str) -> dict[str, Any]:
+    """The document with the incident's error signature (filled in when omitted or
+    empty); InvalidDocument when it names another one."""
+    mine = incident.get("error_signature")
+    given = doc.get("error_signature")
+    if given in (None, "") and isinstance(mine, str) and mine:
+        return {**doc, "error_signature": mine}
+    if isinstance(mine, str) and mine and given != mine:
+        raise InvalidDocument(
+            source, f"{given!r} is not the incident's signature ({mine})", "error_signature"
+        )
+    return doc

@@ -3,7 +3,12 @@ SDK's `MCPServer`, served over stdio.
 
 A tool's answer is its JSON document (structured content, and the same as text); a
 user mistake is a tool error (`is_error`) whose text is the project's one-line message,
-the line `incidents ...` prints after `incidents: `.
+the line `incidents ...` prints after `incidents: `. Arguments that do not fit a tool's
+schema (one missing, of the wrong type) are told on one line too, naming the argument,
+instead of pydantic's several lines.
+
+A fixer's server (`Service.fixer` set, `incidents mcp --fixer ID`) registers only
+`claude.FIXER_TOOLS`: the read-only checks, for that incident.
 """
 
 from __future__ import annotations
@@ -13,11 +18,13 @@ from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import Field
+from mcp.server.mcpserver.context import Context
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from pydantic import Field, ValidationError
 
 from incidents import __version__
-from incidents.errors import IncidentsError
+from incidents.errors import IncidentsError, explain_validation
+from incidents.mcp_server.claude import FIXER_TOOLS
 from incidents.mcp_server.tools import Service
 
 NAME = "incidents"
@@ -27,6 +34,11 @@ INSTRUCTIONS = (
     "(the same report as `incidents check --json`); run_checks(incident_id) runs an "
     "incident's own check as its recheck will. list_incidents, get_incident and "
     "next_incident read the queue; claim, submit_attempt and submit hand work back."
+)
+FIXER_INSTRUCTIONS = (
+    "Incidents, for one incident's fixer: lint_python_files / lint_ps_scripts run the "
+    "canonical checks on files of the workdir; run_checks(incident_id) runs this "
+    "incident's own check as its recheck will; get_incident(incident_id) shows it."
 )
 Doc = dict[str, Any]
 F = TypeVar("F", bound=Callable[..., Doc])
@@ -53,20 +65,49 @@ def _one_line_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]  # same signature, by functools.wraps
 
 
+def argument_error(name: str, exc: ValidationError) -> str:
+    """One line for arguments that do not fit tool `name`'s schema, naming the first."""
+    field, reason = explain_validation(exc, unknown="not an argument of this tool", others=2)
+    if exc.errors()[0]["type"] == "missing":
+        reason = "missing (a required argument)"
+    return f"Error executing tool {name}: {field or 'arguments'}: {reason}"
+
+
+class _Server(MCPServer[Any]):
+    """`MCPServer` whose argument errors are one line (`argument_error`)."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
+                raise ToolError(argument_error(name, cause)) from cause
+            raise
+
+
 def build_server(service: Service) -> MCPServer[Any]:
-    server: MCPServer[Any] = MCPServer(
-        NAME, instructions=INSTRUCTIONS, version=__version__, log_level="WARNING"
+    fixer = service.fixer is not None
+    server = _Server(
+        NAME,
+        instructions=FIXER_INSTRUCTIONS if fixer else INSTRUCTIONS,
+        version=__version__,
+        log_level="WARNING",
     )
 
     def tool(fn: F) -> F:
-        server.add_tool(_one_line_errors(fn), name=fn.__name__, structured_output=True)
+        if not fixer or fn.__name__ in FIXER_TOOLS:
+            server.add_tool(_one_line_errors(fn), name=fn.__name__, structured_output=True)
         return fn
 
     @tool
     def lint_python_files(paths: Paths) -> Doc:
         """Run the canonical Python checks (ruff, ruff format, mypy, pytest as configured) on
         these files or folders. Returns the normalized error report of `incidents check
-        --json` plus `exit_code` (0 clean, 1 blocking findings, 2 a tool could not run)."""
+        --json` plus `exit_code` (0 clean, 1 blocking findings, 2 a tool could not run) and
+        `skipped`: files found in a folder that lead outside the workdir, not checked."""
         return service.lint(paths, "python")
 
     @tool
@@ -122,10 +163,15 @@ def build_server(service: Service) -> MCPServer[Any]:
             dict[str, Any],
             Field(description="the attempt document (schemas/attempt.schema.json)"),
         ],
+        agent: Annotated[
+            str | None, Field(description="who records it: the agent holding the claim")
+        ] = None,
     ) -> Doc:
         """Validate an attempt document and record it as attempt_XX.json, as `incidents
-        attempt ID --file` does; use the attempt_iteration next_incident gave."""
-        return service.submit_attempt(incident_id, attempt)
+        attempt ID --file --agent AGENT` does; use the attempt_iteration next_incident
+        gave. While the incident is claimed only its holder (`agent`) records one; the
+        document's error_signature is the incident's (filled in when omitted)."""
+        return service.submit_attempt(incident_id, attempt, agent)
 
     @tool
     def submit(

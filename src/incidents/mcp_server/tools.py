@@ -10,7 +10,12 @@ project's `IncidentsError`, whose one-line message the server returns as a tool 
 
 Paths given to the lint tools are confined to the server's workdir as a bundle's
 targets are to its workdir (`bundle_rules.resolve_target`: symlinks followed, `..`
-refused): the server reads nothing outside the folder it was started for.
+refused): the server reads nothing outside the folder it was started for. A file found
+by walking a folder that leads outside is skipped and listed (`skipped`); one named
+outright is refused.
+
+A fixer's server (`Service(..., fixer=ID)`, `incidents mcp --fixer ID`) answers
+`run_checks` and `get_incident` for that incident only.
 """
 
 from __future__ import annotations
@@ -35,9 +40,17 @@ class Service:
     them, resolved per call like a command's) and the workdir lint paths are confined to;
     a report names files relative to it, as `incidents check --json` run there does."""
 
-    def __init__(self, root: str | None, config: str | None, workdir: str) -> None:
+    def __init__(
+        self, root: str | None, config: str | None, workdir: str, fixer: str | None = None
+    ) -> None:
         self.root_arg, self.config_arg = root, config
         self.workdir = os.path.realpath(workdir)
+        self.fixer = fixer  # a fixer's server: this incident's read-only tools only
+
+    def _mine(self, incident_id: str) -> None:
+        """A fixer's server answers for its own incident only."""
+        if self.fixer is not None and incident_id != self.fixer:
+            raise UsageError(f"{incident_id}: this server is for incident {self.fixer} only")
 
     # -- the canonical checks ---------------------------------------------------------
 
@@ -52,6 +65,7 @@ class Service:
             raise UsageError("paths: give at least one file or folder")
         inside = [self.confine(p) for p in paths]
         chosen: list[str] = []
+        skipped: list[dict[str, str]] = []
         for given, rel in zip(paths, inside, strict=True):
             try:
                 python, powershell = expand_targets([self._abs(rel)])
@@ -62,10 +76,17 @@ class Service:
                 raise UsageError(
                     f"{given}: not a {_SHOWN[language]} file (use {_OTHER_TOOL[language]})"
                 )
-            # a folder's files are confined too: a symlink in it may lead out
-            chosen += [self.confine(os.path.relpath(p, self.workdir)) for p in mine]
+            # a folder's files are confined too: a symlink found in it that leads out is
+            # skipped and reported (one named outright is refused, by `confine` above)
+            for path in mine:
+                found = os.path.relpath(path, self.workdir)
+                try:
+                    chosen.append(self.confine(found))
+                except UsageError as exc:
+                    skipped.append({"path": found, "reason": str(exc).removeprefix(f"{found}: ")})
         if not chosen:
-            raise UsageError(f"{', '.join(paths)}: no {_SHOWN[language]} file there")
+            left = f" ({len(skipped)} outside the workdir skipped)" if skipped else ""
+            raise UsageError(f"{', '.join(paths)}: no {_SHOWN[language]} file there{left}")
         python, powershell = (chosen, []) if language == "python" else ([], chosen)
         cfg = load_config(self.config_arg)
         enabled = [p.name for p in _profiles(cfg) if p.language == language]
@@ -75,7 +96,7 @@ class Service:
                 f"{', '.join(cfg.checks.tools or [])})"
             )
         doc, code = run_check(python, powershell, cfg, tools=None, strict=False, cwd=self.workdir)
-        return {**doc, "exit_code": code}
+        return {**doc, "exit_code": code, "skipped": skipped}
 
     def _abs(self, rel: str) -> str:
         return os.path.join(self.workdir, rel)
@@ -108,6 +129,7 @@ class Service:
         from incidents.layout import resolve_root, validate_id
         from incidents.step import documents
 
+        self._mine(incident_id)
         cfg = load_config(self.config_arg)
         root = resolve_root(self.root_arg, cfg.root)
         bucket, folder = root.locate(validate_id(incident_id))
@@ -149,7 +171,14 @@ class Service:
         from incidents.layout import validate_id
 
         validate_id(incident_id)
-        return one_json(self._session(incident_id).root, incident_id)
+        self._mine(incident_id)
+        if self.fixer is None:
+            return one_json(self._session(incident_id).root, incident_id)
+        # a fixer's server runs in its sandbox, where the root is read-only: only read it
+        from incidents.config import load_config
+        from incidents.layout import resolve_root
+
+        return one_json(resolve_root(self.root_arg, load_config(self.config_arg).root), incident_id)
 
     def next_incident(self) -> dict[str, Any]:
         from incidents import handoff
@@ -170,13 +199,15 @@ class Service:
         attempt = handoff.submit(root, incident_id, notes, agent=agent)
         return attempt.model_dump(mode="json")
 
-    def submit_attempt(self, incident_id: str, attempt: dict[str, Any]) -> dict[str, Any]:
+    def submit_attempt(
+        self, incident_id: str, attempt: dict[str, Any], agent: str | None
+    ) -> dict[str, Any]:
         from incidents import handoff
 
         if not isinstance(attempt, dict):
             raise UsageError("attempt: give the attempt document as a JSON object")
         root = self._session(incident_id).root
-        target = handoff.record_attempt_doc(root, incident_id, attempt, "attempt")
+        target = handoff.record_attempt_doc(root, incident_id, attempt, "attempt", agent=agent)
         return {"recorded": str(target.relative_to(root.path))}
 
 

@@ -450,12 +450,13 @@ class Actions(TickBase):
     def with_mcp_server(
         self, incident: Incident, settings: TierSettings, prompt_file: Path
     ) -> TierSettings:
-        """The tier's settings with `--mcp-config` for `incidents mcp` on this root and
-        the incident's workdir (incidents.mcp_server.claude), the file beside the prompt."""
+        """The tier's settings with `--mcp-config` for `incidents mcp --fixer ID` on this
+        root and the incident's workdir (incidents.mcp_server.claude): only the read-only
+        checks of this incident. The file is written beside the prompt."""
         from incidents.mcp_server import claude
 
         doc = claude.server_config(
-            str(self.root.path), str(self.workdir(incident)), self.cfg.source
+            str(self.root.path), str(self.workdir(incident)), self.cfg.source, self.id
         )
         path = prompt_file.with_name(prompt_file.stem.replace("prompt_", "mcp_config_") + ".json")
         fsutil.atomic_write_json(path, doc)
