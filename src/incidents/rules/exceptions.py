@@ -34,13 +34,14 @@ from incidents.rules import (
     T,
 )
 
-# module names that mark what follows as an exception class (Python prints a third-party
+# module names that mark what follows as an exception class (not `error` or `err`: as
+# words they are on most lines of most logs, and every row they gate is compiled and tried) (Python prints a third-party
 # exception with its module: `kafka.errors.X`, `pika.exceptions.X`, `sqlalchemy.exc.X`,
-# `pymysql.err.X`, `aiohttp.client_exceptions.X`, `paramiko.ssh_exception.X`, and the
+# `aiohttp.client_exceptions.X`, `paramiko.ssh_exception.X`, and the
 # stdlib's network clients `smtplib.X`, `ftplib.X`, `imaplib.X`, `poplib.X`)
 _QUALIFIERS = (
-    "errors error exceptions exception exc err _exceptions client_exceptions ssh_exception"
-    " errorfactory smtplib ftplib imaplib poplib"
+    "errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory"
+    " smtplib ftplib imaplib poplib"
 )
 _NAME_WORDS = _QUALIFIERS + " caused"
 
@@ -74,9 +75,9 @@ _REFUSED_WORDS = (
     r"|\b(?:user ?name|password|credentials?)(?: (?:and|or) (?:password|user ?name))? (?:was "
     r"|were |are |is )?(?:not accepted|rejected|refused)\b)"
 )
+# (gated by the verdict's word, not the noun's: `log`, `user`, `auth` are on many lines)
 _REFUSED_WORDS_GATE = (
-    "invalid incorrect wrong bad login logon log sign signin bind authentication auth"
-    " user username password credentials credential"
+    "invalid incorrect wrong bad denied refused rejected unsuccessful successful accepted"
 )
 # ... and by a protocol's or a product's code for it: Oracle ORA-01017, LDAP
 # invalidCredentials (49), Slack invalid_auth/not_authed, IMAP AUTHENTICATIONFAILED, SMTP
@@ -198,7 +199,7 @@ RULES: dict[str, tuple[Row, ...]] = {
             REFINED,
             UNKNOWN,
             E,
-            "no missing api api_key apikey key credentials credential token password secret",
+            "api api_key apikey key credentials credential token password secret",
             _MISSING,
             "Stripe::AuthenticationError - No API key provided.  (HINT: set your API key using"
             ' "Stripe.api_key = <API-KEY>".)',

@@ -304,7 +304,7 @@ RULES: dict[str, tuple[Row, ...]] = {
             E,
             "file import include",
             r"(?m)^[\w./-]+: File not found\.?$|\b(?:Import|Include|include file) [\"'][^\"'\n]+"
-            r"[\"'] (?:was )?not found\b",
+            r"[\"'] (?:was )?not found\b|\b(?i:could not find include file)\b",
             'http_bookstore.proto: Import "google/api/annotations.proto" was not found or had'
             " errors",
         ),
@@ -318,9 +318,9 @@ RULES: dict[str, tuple[Row, ...]] = {
             "bucket buckets stack queue topic cluster project group namespace vault dataset"
             " subscription zone account subnet vpc registry",
             r"(?i)\b(?:bucket|stack|queue|topic|cluster|project|resource group|namespace|key vault"
-            r"|dataset|subscription|hosted zone|service account|subnet|vpc|registry)\b:? "
-            r"(?:[\"'`‘][^\"'`’\n]{1,120}[\"'`’]|[\w.:/-]{1,120}) (?:does not exist|doesn't exist"
-            r"|was not found|could not be found|not found)\b",
+            r"|dataset|subscription|hosted zone|service account|subnet|vpc|registry)\b:?"
+            r"(?: (?:with (?:id|name) )?(?:[\"'`‘][^\"'`’\n]{1,120}[\"'`’]|[\w.:/-]{1,120}))?"
+            r" (?:does not exist|doesn't exist|was not found|could not be found|not found)\b",
             'The serverless deployment bucket "chromda-dev-serverlessdeploymentbucket-x" does not'
             " exist.",
         ),

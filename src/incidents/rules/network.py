@@ -62,7 +62,7 @@ RULES: dict[str, tuple[Row, ...]] = {
             GENERIC,
             TIMEOUT,
             T,
-            "timeout time deadline exceeded",
+            "timeout time deadline exceeded reply respond answer",
             r"(?i)\btime-?out (?:during|while|when|after|of \d|on|occurred|exceeded|expired|reached"
             r"|error|waiting|elapsed|awaiting)\b|\b(?:network|read|write|connect|connection|request"
             r"|socket|operation|response|idle|handshake|i/o|lock|lock wait|statement|query"
