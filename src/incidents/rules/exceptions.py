@@ -182,14 +182,15 @@ RULES: dict[str, tuple[Row, ...]] = {
         ),
         (
             # the server answered a connection or a call with a refusal: that decides, not
-            # the connection words or the exception's name around it
+            # the connection words or the exception's name around it (not a test's
+            # AssertionError, whose message is what the test expected)
             "credential refused in a connection or exception",
             REFINED,
             UNKNOWN,
             N,
             _REFUSED_WORDS_GATE + " " + _REFUSED_CODES_GATE,
             r"(?:(?i:\b(?:failed|unable|could not|couldn't|cannot|can't) (?:to )?connect\b"
-            r"|\bconnect(?:ion)? (?:to \S+ )?failed\b)|\b\w+(?:Error|Exception|Failure|Bad)\b)"
+            r"|\bconnect(?:ion)? (?:to \S+ )?failed\b)|\b(?!Assertion)\w+(?:Error|Exception|Failure|Bad)\b)"
             rf"[^\n]{{0,300}}?(?:{_REFUSED_WORDS}|{_REFUSED_CODES})",
             "Thread 1 terminated abnormally: failed to connect to 'DBI:Oracle:host=db':\\n"
             "ORA-01017: invalid username/password; logon denied",
