@@ -656,3 +656,88 @@ def test_wordings_an_adversarial_tester_found(
 ) -> None:
     result = classify("step failed", log)
     assert (result.error_code, result.failure_class) == (code, failure_class), result
+
+
+TB = 'Traceback (most recent call last):\n  File "job.py", line 9, in <module>\n'
+
+
+@pytest.mark.parametrize(
+    ("log", "code", "failure_class", "rule"),
+    [
+        # an exception the tables do not name, read by its own name's words wherever a
+        # qualifying word marks it (a module `errors.`/`exceptions.`, `Caused by:`, ...)
+        (TB + "aiokafka.errors.KafkaConnectionError: No connection to node with id 1",
+         ErrorCode.UNKNOWN, FailureClass.TRANSIENT, "exception named a connection failure"),
+        ('Exception in thread "main" org.apache.zookeeper.KeeperException$ConnectionLoss'
+         "Exception: KeeperErrorCode = ConnectionLoss for /brokers/ids",
+         ErrorCode.UNKNOWN, FailureClass.TRANSIENT, "exception named a connection failure"),
+        (TB + "pymongo.errors.ServerSelectionTimeoutError: mongo:27017: [Errno -3] Temporary"
+         " failure in name resolution",
+         ErrorCode.TIMEOUT, FailureClass.TRANSIENT, "exception named a timeout"),
+        (TB + "pyairtable.errors.RateLimitExceededError",
+         ErrorCode.RATE_LIMIT, FailureClass.TRANSIENT, "exception named a rate limit"),
+        (TB + "paramiko.ssh_exception.BadAuthenticationType: Bad authentication type;"
+         " allowed types: ['publickey']",
+         ErrorCode.UNKNOWN, FailureClass.NEVER_RETRY, "exception named a refused credential"),
+        (TB + "acme_sdk.exceptions.NoCredentialsConfigured: pass a token to Client()",
+         ErrorCode.UNKNOWN, FailureClass.ENV, "exception named a missing credential"),
+        # a refused credential is never_retry, in words or by a protocol's code, and it
+        # beats the connection failure it comes in
+        ("smtp: 535 5.7.3 Authentication unsuccessful",
+         ErrorCode.UNKNOWN, FailureClass.NEVER_RETRY, "named credential refusal"),
+        ("ldap_bind: wrong password or username for cn=admin",
+         ErrorCode.UNKNOWN, FailureClass.NEVER_RETRY, "credential refused"),
+        ("Could not connect to the FTP server: 530 Login incorrect.",
+         ErrorCode.UNKNOWN, FailureClass.NEVER_RETRY,
+         "credential refused in a connection or exception"),
+        # a missing one is env, even under a name that says authentication
+        ("AuthenticationError: api key not set",
+         ErrorCode.UNKNOWN, FailureClass.ENV, "credential missing"),
+        ("Error: no API token provided; export CLOUDFLARE_API_TOKEN first",
+         ErrorCode.UNKNOWN, FailureClass.ENV, "credential missing"),
+        # `status_code` is a status
+        ("upload rejected (status_code=429)",
+         ErrorCode.RATE_LIMIT, FailureClass.TRANSIENT, "HTTP 429"),
+        # a server that cannot be reached or connected to
+        ("FATAL: unable to reach broker at amqp://mq:5672 after 3 attempts",
+         ErrorCode.UNKNOWN, FailureClass.TRANSIENT, "connection refused/reset"),
+        ("Error: cannot connect to Vault at https://vault:8200",
+         ErrorCode.UNKNOWN, FailureClass.TRANSIENT, "connection refused/reset"),
+        ("Redis::CannotConnectError: Error connecting to Redis on redis:6379",
+         ErrorCode.UNKNOWN, FailureClass.TRANSIENT, "connection refused/reset"),
+        # an answer that never came; a guess about memory does not outweigh a timeout
+        ("Error: node 10.0.0.3 did not respond within 5000 ms",
+         ErrorCode.TIMEOUT, FailureClass.TRANSIENT, "timeout phrase"),
+        ("job timeout after 600s\nthe runner killed it, perhaps out of memory?",
+         ErrorCode.TIMEOUT, FailureClass.TRANSIENT, "timeout phrase"),
+        # SIGKILL and the OOM killer as systemd and the kernel word them
+        ("app.service: Main process exited, code=killed, status=9/KILL",
+         ErrorCode.UNKNOWN, FailureClass.ENV, "out of memory"),
+        ("kernel: python3 invoked oom-killer: gfp_mask=0x100cca, order=0",
+         ErrorCode.UNKNOWN, FailureClass.ENV, "out of memory"),
+        # what the machine lacks: a package, a configure dependency, an include file, a
+        # cloud resource, a matching version of another program
+        ("Error: package or namespace load failed for ‘ggplot2’:\n there is no package called"
+         " ‘rlang’", ErrorCode.UNKNOWN, FailureClass.ENV, "package not installed"),
+        ("configure: error: libxml2 not found. Please check your libxml2 installation.",
+         ErrorCode.UNKNOWN, FailureClass.ENV, "configure found a dependency missing"),
+        ("[FAILURE:/src/api.thrift:3] Could not find include file shared.thrift",
+         ErrorCode.UNKNOWN, FailureClass.ENV, "imported file not found"),
+        ("BucketNotFoundException: 404 gs://ci-artifacts bucket does not exist.",
+         ErrorCode.UNKNOWN, FailureClass.ENV, "cloud resource missing"),
+        ("session not created: This version of Microsoft Edge WebDriver only supports"
+         " Microsoft Edge version 114",
+         ErrorCode.UNKNOWN, FailureClass.ENV, "installed versions mismatch"),
+    ],  # fmt: skip
+)
+def test_general_wordings_of_the_reviewer_s_misses(
+    log: str, code: ErrorCode, failure_class: FailureClass, rule: str
+) -> None:
+    """Each class of message the reviewer's blind set (tests/fixtures/corpus/reviewer.md)
+    missed, in wordings that are not in the corpus: the rules read the class, not the file."""
+    result = classify("step failed", log)
+    assert (result.error_code, result.failure_class, result.rule) == (
+        code,
+        failure_class,
+        rule,
+    ), result

@@ -71,7 +71,7 @@ def http(codes: str) -> str:
     """An HTTP status among `codes` (`401|403`), only where a status is being reported
     (`error` also as the end of a name: `TransportError(429, ...)`)."""
     return (
-        r"(?i:(?:\b(?:http(?:/[\d.]+)?|status(?: code)?|code|returned|response|statuscode)|error)"
+        r"(?i:(?:\b(?:http(?:/[\d.]+)?|status(?:[ _]?code)?|code|returned|response)|error)"
         rf"\b[^\n\d]{{0,12}}\b(?:{codes})\b)"  # error: also ending a name, TransportError(429
     )
 
@@ -91,6 +91,7 @@ def tables() -> dict[str, tuple[Row, ...]]:
     """Every ecosystem's rows, in table order (imports the rule modules)."""
     from incidents.rules import (
         checkers,
+        exceptions,
         general,
         languages,
         microsoft,
@@ -114,6 +115,7 @@ def tables() -> dict[str, tuple[Row, ...]]:
         checkers,
         others,
         toolchains,
+        exceptions,
     ):
         out.update(module.RULES)
     return out

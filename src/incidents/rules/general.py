@@ -102,8 +102,9 @@ RULES: dict[str, tuple[Row, ...]] = {
             GENERIC,
             UNKNOWN,
             E,
-            "memory exhausted allocation allocate killed 137 bad_alloc oom signal",
-            r"(?i:\bout of memory\b|\bcannot allocate memory\b|\bmemory (?:exhausted|quota exceeded)\b"
+            "memory exhausted allocation allocate killed 137 bad_alloc oom signal kill oomd"
+            " oom_kill oom_killer oomkiller",
+            r"(?i:\bout of memory\b(?!\?)|\bcannot allocate memory\b|\bmemory (?:exhausted|quota exceeded)\b"
             r"|\bfailed to "
             r"allocate memory\b|\bmemory allocation (?:of \d+ bytes )?failed\b|\bnot enough memory\b"
             r"|\bexceed(?:s|ed|ing)? (?:the )?memory limit|\bKilled signal terminated program\b"
@@ -111,7 +112,9 @@ RULES: dict[str, tuple[Row, ...]] = {
             r"|\binsufficient memory\b|\bKilled process \d+|\bError 137\b|\bunable to allocate [\d.]+ ?[KMGT]i?B\b)"
             r"|\bstd::bad_alloc\b|(?m:^(?!.*(?:internal compiler error|Segmentation fault|Abort))"
             r".*\bsignal terminated program\b)"
-            r"|\bOOM\b|(?m:^Killed$)|\b\d+ Killed\s",
+            r"|\bOOM\b|(?m:^Killed$)|\b\d+ Killed\s"
+            # SIGKILL as systemd reports it, and the kernel's or systemd-oomd's killer
+            r"|\bstatus=9/KILL\b|\b(?i:oom[-_ ]?kill(?:er|ed)?|systemd-oomd|oomd)\b",
             "c++: fatal error: Killed signal terminated program cc1plus",
         ),
         (
@@ -264,6 +267,74 @@ RULES: dict[str, tuple[Row, ...]] = {
             r"|\bunbound variable\b|\bparameter (?:null or )?not set\b|(?i:\bmust be set\b)"
             r"|\b[A-Z][A-Z0-9_]{2,} (?:is not set|is not defined|not set|is empty)\b",
             "environment variable AMAZON_TOKEN is not set",
+        ),
+    ),
+    "missing dependencies": (
+        (
+            # R `there is no package called 'x'`, `package 'x' is not installed`
+            "package not installed",
+            GENERIC,
+            UNKNOWN,
+            E,
+            "package",
+            r"(?i)\b(?:there is )?no (?:such )?package (?:called|named)\b|\bpackage [‘'\"`]"
+            r"[^’'\"`\n]+[’'\"`] (?:is not installed|is not available|was not found|not found)\b",
+            "Error in loadNamespace(name) : there is no package called ‘unix’",
+        ),
+        (
+            # autoconf's `configure: error:` about the machine: a library, header, program
+            # or compiler it did not find (nothing in the code's own files)
+            "configure found a dependency missing",
+            NAMED,
+            UNKNOWN,
+            E,
+            "configure",
+            r"(?i)\bconfigure: error: [^\n]*(?:\bnot found\b|\bcannot find\b|\bcould not find"
+            r"\b|\bunable to find\b|\bnot installed\b|\bis required\b|\brequired\b[^\n]*\bnot\b"
+            r"|\bmissing\b|\bno acceptable\b|\bcannot create executables\b|\bnot usable\b"
+            r"|\bnot present\b)",
+            "configure: error: OCI libraries not found",
+        ),
+        (
+            # a file an import or include names, missing from the search path (protoc:
+            # `x.proto: File not found.`, `Import "x.proto" was not found or had errors`)
+            "imported file not found",
+            GENERIC,
+            UNKNOWN,
+            E,
+            "file import include",
+            r"(?m)^[\w./-]+: File not found\.?$|\b(?:Import|Include|include file) [\"'][^\"'\n]+"
+            r"[\"'] (?:was )?not found\b|\b(?i:could not find include file)\b",
+            'http_bookstore.proto: Import "google/api/annotations.proto" was not found or had'
+            " errors",
+        ),
+        (
+            # a cloud resource the deployment expects and nobody created (serverless:
+            # `The serverless deployment bucket "x" does not exist`)
+            "cloud resource missing",
+            GENERIC,
+            UNKNOWN,
+            E,
+            "bucket buckets stack queue topic cluster project group namespace vault dataset"
+            " subscription zone account subnet vpc registry",
+            r"(?i)\b(?:bucket|stack|queue|topic|cluster|project|resource group|namespace|key vault"
+            r"|dataset|subscription|hosted zone|service account|subnet|vpc|registry)\b:?"
+            r"(?: (?:with (?:id|name) )?(?:[\"'`‘][^\"'`’\n]{1,120}[\"'`’]|[\w.:/-]{1,120}))?"
+            r" (?:does not exist|doesn't exist|was not found|could not be found|not found)\b",
+            'The serverless deployment bucket "chromda-dev-serverlessdeploymentbucket-x" does not'
+            " exist.",
+        ),
+        (
+            # an installed program paired with the wrong version of another (chromedriver and
+            # Chrome): the machine's set-up, not the code
+            "installed versions mismatch",
+            GENERIC,
+            UNKNOWN,
+            E,
+            "supports current",
+            r"\bonly supports [\w ]{1,40}? versions? \d+|\bCurrent (?:browser|\w+) version is"
+            r" \d",
+            "session not created: This version of ChromeDriver only supports Chrome version 102",
         ),
     ),
     "shells": (

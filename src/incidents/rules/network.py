@@ -62,16 +62,19 @@ RULES: dict[str, tuple[Row, ...]] = {
             GENERIC,
             TIMEOUT,
             T,
-            "timeout time deadline exceeded",
+            "timeout time deadline exceeded reply respond answer",
             r"(?i)\btime-?out (?:during|while|when|after|of \d|on|occurred|exceeded|expired|reached"
             r"|error|waiting|elapsed|awaiting)\b|\b(?:network|read|write|connect|connection|request"
             r"|socket|operation|response|idle|handshake|i/o|lock|lock wait|statement|query"
-            r"|execution|session|dial|client|job|step|test|deploy(?:ment)?) time-?out\b(?!=)"
+            r"|execution|session|dial|client|job|step|test|deploy(?:ment)?|worker) time-?out\b(?!=)"
             r"|\btime-?out (?:exceeded|expired)|\btime limit (?:exceeded|reached)\b"
             r"|\btimeout of \d+ ?m?s\b|\bTimeout \d+ ?ms exceeded|\bdeadline exceeded\b"
             r"|\bClient\.Timeout exceeded|\btimeout exceeded\b|\btimeout was reached\b"
             r"|\bTimeout performing\b|\bexceeded (?:its|the) (?:progress )?deadline\b"
-            r"|\bwould exceed (?:the )?(?:context )?deadline\b",
+            r"|\bwould exceed (?:the )?(?:context )?deadline\b"
+            # an answer that never came (the Cassandra driver: `did not reply before timeout`)
+            r"|\bbefore (?:the )?time-?out\b|\b(?:did not|didn't|failed to) (?:reply|respond|answer)"
+            r" (?:in time|within|before)\b",
             "dial tcp 140.82.112.3:443: i/o timeout",
         ),
         (
@@ -102,7 +105,7 @@ RULES: dict[str, tuple[Row, ...]] = {
             UNKNOWN,
             T,
             "connection connect couldn pipe hang hung eof closed established failure failed"
-            " server transferred",
+            " server transferred reach connecting",
             r"(?i)\bconnection (?:reset|refused|aborted|closed (?:by|unexpectedly|before)|was (?:"
             r"forcibly )?closed|lost|broken)\b|couldn't connect to server|\b(?:failed|unable) to "
             r"connect to\b|\bfailed to establish a new connection\b|\bcould not connect to\b"
@@ -112,7 +115,10 @@ RULES: dict[str, tuple[Row, ...]] = {
             r"closed\b|\bcould not be established\. (?:Broker|Node) may not be available\b"
             # libcurl's error strings (lib/strerror.c), which git, cmake, vcpkg and R print
             r"|\bFailure when receiving data from the peer\b|\bFailed sending data to the peer\b"
-            r"|\bServer returned nothing \(no headers, no data\)|\bTransferred a partial file\b",
+            r"|\bServer returned nothing \(no headers, no data\)|\bTransferred a partial file\b"
+            # a server that could not be reached (Prisma P1001 `Can't reach database server`)
+            r"|\b(?:can(?:no|')t|could not|couldn't|unable to|failed to) (?:reach|connect)\b"
+            r"|\berror (?:while )?connecting to\b",
             "curl: (7) Failed to connect to localhost port 8080: Connection refused",
         ),
         (

@@ -159,7 +159,7 @@ RULES: dict[str, tuple[Row, ...]] = {
         ),
         (
             "GCP credentials missing",
-            NAMED,
+            REFINED,
             UNKNOWN,
             E,
             "automatically defaultcredentialserror default active google_application_credentials"
