@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from incidents import clock, executor_db, executor_migrate
+from incidents import clock, executor_db, executor_migrate, executor_root
 from incidents.classify import classify
 from incidents.errors import UsageError
 from incidents.executor_db import StateFileError
@@ -271,7 +271,9 @@ class ExecutorState:
 
         With a root, a failure is captured after the attempt is committed: a process
         killed in between keeps the attempt and misses that one incident, and an unusable
-        root (a bad incidents.toml, a root that is a file) raises after the commit."""
+        root (a bad incidents.toml, a root that is a file) raises after the commit. A
+        success closes the task's open incidents as fixed by the loop
+        (`incidents.executor_root`)."""
         _check_id(task_id)
         if not math.isfinite(duration) or duration < 0:
             raise UsageError(f"duration: must be a number of seconds >= 0, got {duration!r}")
@@ -300,38 +302,15 @@ class ExecutorState:
             attempt_id = int(cur.lastrowid or 0)
             _count(conn, before, status)
         incident = None
-        if not success and self.root is not None:
-            incident = self._capture(task_id, attempt_id, code or ErrorCode.UNKNOWN,
-                                     clean_error, clean_output, duration)  # fmt: skip
+        if self.root is not None and not success:
+            incident = executor_root.capture(
+                self.root, self.path, task_id, attempt_id, code or ErrorCode.UNKNOWN,
+                clean_error, clean_output, duration,
+            )  # fmt: skip
+            executor_root.note_open(self._conn, task_id, incident)
+        elif self.root is not None:
+            executor_root.close_fixed(self._conn, self.root, self.path, task_id, attempt_id)
         return Recorded(attempt_id, code, incident)
-
-    def _capture(
-        self,
-        task_id: str,
-        attempt_id: int,
-        code: ErrorCode,
-        error: str | None,
-        output: str | None,
-        duration: float,
-    ) -> str:
-        """The failure into the root, as `incidents capture --step TASK_ID` would take it."""
-        from incidents import capture
-
-        assert self.root is not None
-        cfg = capture.read_settings(None)
-        inp = capture.CaptureInput(
-            step=task_id,
-            message=(error or "").strip() or f"task {task_id} failed ({code.value})",
-            error_code=code.value,
-            log_text=output or "",
-            context={"executor": {"state_file": str(self.path), "task_id": task_id,
-                                  "attempt_id": attempt_id, "duration_s": duration}},
-            dedupe=bool(cfg.table["dedupe"]),
-        )  # fmt: skip
-        result = capture.capture(
-            self.root, inp, cfg.table["max_message_chars"], cfg.table["regression_window_days"]
-        )
-        return result.incident_id
 
 
 def _check_id(task_id: str) -> None:
