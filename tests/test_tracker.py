@@ -377,3 +377,27 @@ def test_the_example_agent_loop_runs_as_written(cli: Cli, root: Root) -> None:
     assert any("escalate: never_retry" in line for line in lines)
     listed = cli("status", "--all", "--json").json()["incidents"]
     assert sorted(i["failure_class"] for i in listed) == ["code", "never_retry"]
+
+
+def test_while_the_root_is_paused_no_retry_is_handed_out_and_no_unit_taken(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    policy(tmp_path, monkeypatch, "signature_budget = 3\n")
+    counts: dict[str, int] = {}
+    tracker = ErrorSignatureTracker(root, counts, step="agent")
+    error = ValueError("totals do not add up: 41 != 42")
+    assert tracker.record_and_check(error).retry
+    budget_dir = root.state / "budget"
+    ledger_before = {p.name: p.read_bytes() for p in budget_dir.iterdir()}
+    assert cli("pause", "--reason", "too many escalations").code == 0
+    for _ in range(4):
+        d = tracker.record_and_check(error, tried="again")
+        assert (d.action, d.paused, d.retry, d.retry_context) == ("paused", True, False, None)
+        assert d.attempts == 1 and "paused (too many escalations)" in d.reason
+        assert d.incident_id is None
+    assert {p.name: p.read_bytes() for p in budget_dir.iterdir()} == ledger_before
+    assert counts == {d.signature: 1} and escalation_rows(root) == []
+    assert not (root.inbox.exists() and list(root.inbox.iterdir()))
+    assert cli("resume").code == 0
+    after = tracker.record_and_check(error)
+    assert (after.action, after.attempts) == ("retry", 2)

@@ -74,12 +74,13 @@ class Failure:
 
 @dataclass(frozen=True)
 class Decision:
-    """What the loop does next. `attempts` are the units of `budget` used (by everyone);
+    """What the loop does next: "retry", "escalate", or "paused" (the root is paused: stop,
+    without retrying; `incidents resume` lifts it). `attempts` are the units of `budget` used (by everyone);
     `retry_context` is set when `action` is "retry"; `incident_id` names the escalated
     incident; `guidance` is what the last reset of the budget said (`reset_signature`, or
     a person's `resolve-escalation` of an incident in the group)."""
 
-    action: Literal["retry", "escalate"]
+    action: Literal["retry", "escalate", "paused"]
     signature: str
     failure_class: FailureClass
     error_code: ErrorCode
@@ -176,13 +177,25 @@ class ErrorSignatureTracker:
 
     def record_and_check(self, value: object, *, tried: str = "") -> Decision:
         """Record one failure and decide: retry while its group's budget has a unit left
-        (taking it), else escalate; never-retry escalates at once. `tried`: what the
-        failed attempt did, for the next prompt."""
+        (taking it), else escalate; never-retry escalates at once. While the root is
+        paused, "paused" (`paused=True`): no retry, no unit taken, nothing recorded; the
+        loop stops until `incidents resume`. `tried`: what the failed attempt did, for the
+        next prompt."""
         if not isinstance(tried, str):
             raise TypeError(f"tried: expected a str, got {_kind(tried)}")
         f = self.failure(value)
         group = self._group(f.signature)
         budget = self.config.policy.signature_budget
+        from incidents import pause
+
+        held = pause.current(self.root)
+        if held is not None:  # the loop stops: no retry, no unit taken, nothing written
+            used = policy.budget_used(self.root, group, "", (), 0)
+            why = f"the root is paused ({held.reason}): `incidents resume` lifts it"
+            return Decision(
+                "paused", f.signature, f.failure_class, f.error_code, used, budget, None, why,
+                paused=True,
+            )  # fmt: skip
         if policy.effective_failure_class(f.error_code, f.failure_class) is (
             FailureClass.NEVER_RETRY
         ):
