@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from incidents.errors import UsageError
 from incidents.executor import (
     ErrorCode,
     ExecutorConfig,
@@ -131,9 +132,23 @@ def test_bad_arguments_are_refused(tmp_path: Path) -> None:
     for duration in (-1.0, float("nan"), float("inf")):
         with pytest.raises(Exception, match="duration"):
             state.record_attempt("t", True, duration)
+    wrong: list[tuple[dict[str, object], type[Exception], str]] = [
+        ({"error": b"x"}, TypeError, "error: expected a str or None, got bytes"),
+        ({"error": ValueError("v")}, TypeError, r"error: .*ValueError \(pass str\(exc\)\)"),
+        ({"output": 3}, TypeError, "output: expected a str or None, got int"),
+        ({"success": "no"}, TypeError, "success: expected True or False, got str"),
+        ({"duration": "3"}, TypeError, "duration: expected a number of seconds, got str"),
+        ({"error_code": "FOO"}, UsageError, "error_code: unknown code 'FOO'"),
+        ({"error_code": 7}, TypeError, "error_code: expected an ErrorCode"),
+    ]
+    for given, kind, message in wrong:
+        args: dict[str, object] = {"task_id": "t", "success": False, "duration": 1.0, **given}
+        with pytest.raises(kind, match=message):
+            state.record_attempt(**args)  # type: ignore[arg-type]
+    assert state.record_attempt("t", False, 1, error_code="TIMEOUT").error_code is ErrorCode.TIMEOUT
     with pytest.raises(Exception, match="max_consecutive_failures"):
         ExecutorState(ExecutorConfig(max_consecutive_failures=0))
-    assert state.task_ids() == []
+    assert state.task_ids() == ["t"]
 
 
 def test_retry_context_from_the_last_failure(tmp_path: Path) -> None:

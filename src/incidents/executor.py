@@ -275,11 +275,9 @@ class ExecutorState:
         success closes the task's open incidents as fixed by the loop
         (`incidents.executor_root`)."""
         _check_id(task_id)
-        if not math.isfinite(duration) or duration < 0:
-            raise UsageError(f"duration: must be a number of seconds >= 0, got {duration!r}")
+        code = _check_attempt(success, duration, error, output, error_code)
         clean_error = executor_db.clean_error(error)
         clean_output = executor_db.clean_output(output)
-        code = _code(str(error_code)) if error_code is not None else None
         if code is None and not success:
             code = classify(clean_error or "", clean_output or "").error_code
         now = clock.iso_precise()
@@ -311,6 +309,34 @@ class ExecutorState:
         elif self.root is not None:
             executor_root.close_fixed(self._conn, self.root, self.path, task_id, attempt_id)
         return Recorded(attempt_id, code, incident)
+
+
+def _check_attempt(
+    success: object, duration: object, error: object, output: object, error_code: object
+) -> ErrorCode | None:
+    """`record_attempt`'s arguments, each named when it is wrong; returns the code given."""
+    if not isinstance(success, bool):
+        raise TypeError(f"success: expected True or False, got {type(success).__name__}")
+    if isinstance(duration, bool) or not isinstance(duration, int | float):
+        raise TypeError(f"duration: expected a number of seconds, got {type(duration).__name__}")
+    if not math.isfinite(duration) or duration < 0:
+        raise UsageError(f"duration: must be a number of seconds >= 0, got {duration!r}")
+    for name, value in (("error", error), ("output", output)):
+        if value is not None and not isinstance(value, str):
+            hint = " (pass str(exc))" if isinstance(value, BaseException) else ""
+            hint = " (decode it first)" if isinstance(value, bytes | bytearray) else hint
+            raise TypeError(f"{name}: expected a str or None, got {type(value).__name__}{hint}")
+    if error_code is None:
+        return None
+    if not isinstance(error_code, str):  # ErrorCode is a str
+        raise TypeError(
+            f"error_code: expected an ErrorCode or None, got {type(error_code).__name__}"
+        )
+    try:
+        return ErrorCode(error_code)
+    except ValueError:
+        known = ", ".join(c.value for c in ErrorCode)
+        raise UsageError(f"error_code: unknown code {error_code!r} (one of {known})") from None
 
 
 def _check_id(task_id: str) -> None:
