@@ -45,7 +45,7 @@ def run_task(tracker: ErrorSignatureTracker, task: str, agent: Agent) -> Decisio
         except Exception as exc:  # the loop's tool dispatch: every failure goes to the tracker
             decision = tracker.record_and_check(exc, tried=f"prompt of {len(prompt)} chars")
             print(f"  {decision.action}: {decision.reason} [{decision.signature}]")
-            if decision.action == "escalate":
+            if not decision.retry:  # escalated, or the root is paused: stop this task
                 return decision
             assert decision.retry_context is not None
             prompt = f"{task}\n\n{decision.retry_context.render()}"

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from incidents.errors import UsageError
 from incidents.executor import (
     ErrorCode,
     ExecutorConfig,
@@ -131,9 +132,23 @@ def test_bad_arguments_are_refused(tmp_path: Path) -> None:
     for duration in (-1.0, float("nan"), float("inf")):
         with pytest.raises(Exception, match="duration"):
             state.record_attempt("t", True, duration)
+    wrong: list[tuple[dict[str, object], type[Exception], str]] = [
+        ({"error": b"x"}, TypeError, "error: expected a str or None, got bytes"),
+        ({"error": ValueError("v")}, TypeError, r"error: .*ValueError \(pass str\(exc\)\)"),
+        ({"output": 3}, TypeError, "output: expected a str or None, got int"),
+        ({"success": "no"}, TypeError, "success: expected True or False, got str"),
+        ({"duration": "3"}, TypeError, "duration: expected a number of seconds, got str"),
+        ({"error_code": "FOO"}, UsageError, "error_code: unknown code 'FOO'"),
+        ({"error_code": 7}, TypeError, "error_code: expected an ErrorCode"),
+    ]
+    for given, kind, message in wrong:
+        args: dict[str, object] = {"task_id": "t", "success": False, "duration": 1.0, **given}
+        with pytest.raises(kind, match=message):
+            state.record_attempt(**args)  # type: ignore[arg-type]
+    assert state.record_attempt("t", False, 1, error_code="TIMEOUT").error_code is ErrorCode.TIMEOUT
     with pytest.raises(Exception, match="max_consecutive_failures"):
         ExecutorState(ExecutorConfig(max_consecutive_failures=0))
-    assert state.task_ids() == []
+    assert state.task_ids() == ["t"]
 
 
 def test_retry_context_from_the_last_failure(tmp_path: Path) -> None:
@@ -281,5 +296,40 @@ def test_the_readme_example_runs(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     assert p.stdout == "0 1 0\nFalse\n"
     assert (tmp_path / "spec" / ".executor-state.db").is_file()
-    (incident,) = (tmp_path / "reports" / "error_inbox").iterdir()  # the timeout, captured
+    # the timeout, captured; closed as fixed by the loop when the task then succeeded
+    (incident,) = Root(tmp_path / "reports").bucket("resolved").iterdir()
     assert json.loads((incident / "incident.json").read_text())["step"] == "1.1"
+
+
+def test_a_later_success_closes_the_tasks_open_incident_so_it_never_escalates(
+    cli: Cli, root: Root
+) -> None:
+    """A task that fails (a reset connection) and then succeeds: the loop fixed it. Its
+    incident is closed as resolved (not_reproduced), so driving the root escalates nothing,
+    and five such tasks do not pause the root."""
+    state = ExecutorState(ExecutorConfig(root=root))
+    reset = str(ConnectionResetError(104, "Connection reset by peer"))
+    closed = []
+    for n in range(5):
+        failed = state.record_attempt(f"fetch-{n}", False, 1.0, error=reset)
+        assert failed.incident_id is not None
+        assert root.locate(failed.incident_id)[0] == "inbox"
+        state.record_attempt(f"fetch-{n}", True, 1.0)
+        where, folder = root.locate(failed.incident_id)
+        assert where == "resolved"
+        result = json.loads((root.runs_dir(failed.incident_id) / "run_result.json").read_text())
+        assert result["final_status"] == "resolved" and result["outcome"] == "not_reproduced"
+        assert f"fetch-{n} succeeded" in result["reason"]
+        closed.append(failed.incident_id)
+        driven = cli("drive", failed.incident_id)  # nothing left to drive
+        assert driven.code == 0 and "resolved -> resolved" in driven.out, driven.err
+        shown = cli("status", failed.incident_id)
+        assert "status:          resolved" in shown.out and "fixed by the loop" in shown.out
+    status = cli("status", "--json")
+    assert status.code == 0 and not any(i in status.out for i in closed)
+    assert not state.should_stop() and not list(root.bucket("escalated").glob("incident_*"))
+    # a task that never succeeds keeps its incident open, for the ladder
+    still = state.record_attempt("other", False, 1.0, error=reset)
+    assert still.incident_id is not None and root.locate(still.incident_id)[0] == "inbox"
+    state.record_attempt("fetch-0", True, 1.0)  # another task's success closes nothing of it
+    assert root.locate(still.incident_id)[0] == "inbox"

@@ -252,3 +252,77 @@ def test_two_processes_opening_one_json_convert_it_once(spec: Path, tmp_path: Pa
     assert sorted(results) == [["3", "False"], ["3", "True"]]  # one converted, both see it
     assert_migrated(spec)
     assert json.loads(json.dumps(dump(spec / ".executor-state.db")["imported"])) != []
+
+
+# --- another program's database at the state file's path: never replaced ---------------
+
+
+def _other_db(path: Path) -> bytes:
+    conn = sqlite3.connect(path)
+    conn.execute("create table important(x)")
+    conn.execute("insert into important values ('keep me')")
+    conn.commit()
+    conn.close()
+    return path.read_bytes()
+
+
+def test_a_json_beside_another_programs_database_is_refused_and_both_kept(spec: Path) -> None:
+    db = spec / ".executor-state.db"
+    before = _other_db(db)
+    with pytest.raises(StateFileError, match=r"\.executor-state\.db: .*important"):
+        ExecutorState(ExecutorConfig())
+    assert db.read_bytes() == before
+    assert (spec / ".executor-state.json").read_bytes() == ORIGINAL
+    assert sorted(p.name for p in spec.iterdir()) == [".executor-state.db", ".executor-state.json"]
+
+
+def test_an_unfinished_file_of_ours_is_finished_one_with_rows_is_refused(
+    spec: Path, tmp_path: Path
+) -> None:
+    """Executor tables only, empty, no schema_version: a creator killed mid-way, finished.
+    A `tasks` table holding rows without schema_version was never ours: refused."""
+    conn = sqlite3.connect(spec / ".executor-state.db")
+    conn.execute("CREATE TABLE executor_meta (key TEXT PRIMARY KEY, value TEXT)")
+    conn.commit()
+    conn.close()
+    ExecutorState(ExecutorConfig()).close()
+    assert_migrated(spec)
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / ".executor-state.json").write_bytes(ORIGINAL)
+    db = other / ".executor-state.db"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE tasks (task_id TEXT PRIMARY KEY, status TEXT)")
+    conn.execute("INSERT INTO tasks VALUES ('1', 'someone else')")
+    conn.commit()
+    conn.close()
+    before = db.read_bytes()
+    with pytest.raises(StateFileError, match="`tasks` table holds rows.*not an executor state"):
+        ExecutorState(ExecutorConfig(state_file=str(db)))
+    assert db.read_bytes() == before
+    assert (other / ".executor-state.json").read_bytes() == ORIGINAL
+
+
+def test_import_legacy_into_a_reports_roots_mirror_is_refused(tmp_path: Path) -> None:
+    reports = tmp_path / "reports"
+    subprocess.run(
+        [sys.executable, "-m", "incidents", "capture", "--step", "build", "--message", "boom"],
+        cwd=tmp_path, check=True, capture_output=True,
+    )  # fmt: skip
+    subprocess.run([sys.executable, "-m", "incidents", "status"], cwd=tmp_path, check=True,
+                   capture_output=True)  # fmt: skip
+    mirror = reports / ".state" / "mirror.sqlite3"
+    assert mirror.is_file()
+    before = mirror.read_bytes()
+    leg = tmp_path / "leg.json"
+    leg.write_bytes(ORIGINAL)
+    p = subprocess.run(
+        [sys.executable, "-m", "incidents", "import-legacy", str(leg), "--state-file", str(mirror)],
+        cwd=tmp_path, capture_output=True, text=True,
+    )  # fmt: skip
+    assert p.returncode == 2, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+    assert "mirror.sqlite3" in p.stderr and "not an executor state file" in p.stderr
+    assert mirror.read_bytes() == before
+    assert leg.read_bytes() == ORIGINAL and not (tmp_path / "leg.json.bak").exists()

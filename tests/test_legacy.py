@@ -8,6 +8,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -239,3 +240,64 @@ def test_a_read_only_folder_refuses_the_conversion_and_loses_nothing(
         assert rows(other, "SELECT count(*) FROM attempts") == [(5,)]
     finally:
         state_file.parent.chmod(0o755)
+
+
+def test_a_large_file_of_loose_attempts_reads_in_linear_time(tmp_path: Path) -> None:
+    from incidents import legacy
+
+    n = 4000  # ~2.5 MB: each task's attempts beside the tasks, as one executor kept them
+    doc = {
+        "tasks": [{"task_id": f"t{i}", "status": "completed"} for i in range(n)],
+        "attempts": [
+            {"task_id": f"t{i}", "timestamp": f"2026-02-20T10:{i % 60:02d}:00Z",
+             "success": k == 4, "duration_seconds": 1.5, "error": None if k == 4 else "x" * 80}
+            for i in range(n) for k in range(5)
+        ],
+    }  # fmt: skip
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(doc))
+    assert path.stat().st_size > 1_500_000
+    started = time.monotonic()
+    state, _ = legacy.read(path)
+    took = time.monotonic() - started
+    assert sum(len(t.attempts) for t in state.tasks) == 5 * n
+    assert took < 5.0, f"{took:.1f}s"  # quadratic (a scan of every attempt per task): ~20 s
+
+
+def test_loose_attempts_of_a_task_the_file_does_not_list_are_kept(cli: Cli, tmp_path: Path) -> None:
+    path = tmp_path / "state.json"
+    path.write_text(json.dumps({
+        "tasks": {"a": {"status": "completed", "attempts": []}},
+        "attempts": [
+            {"task_id": "a", "timestamp": "2026-02-20T10:00:00Z", "success": True},
+            {"task_id": "ghost", "timestamp": "2026-02-20T10:01:00Z", "success": False,
+             "error": "Task timed out after 300 seconds"},
+            {"task_id": "ghost", "timestamp": "2026-02-20T10:02:00Z", "success": True},
+        ],
+    }))  # fmt: skip
+    assert cli("import-legacy", str(path)).code == 0
+    shown = cli("tasks", str(tmp_path / "state.db"), "--json")
+    tasks = {t["task_id"]: t for t in json.loads(shown.out)["tasks"]}
+    assert tasks["ghost"]["status"] == "completed"
+    assert [a["success"] for a in tasks["ghost"]["attempts"]] == [False, True]
+    assert tasks["ghost"]["attempts"][0]["error_code"] == "TIMEOUT"
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ('{"tasks": {"a": {"attempts": [{"duration_seconds": 1e999}]}}}', "duration_seconds"),
+        ('{"tasks": {"a": {"attempts": [{"duration_seconds": -3}]}}}', "duration_seconds"),
+        ('{"tasks": {}, "total_failed": -1}', "total_failed"),
+        ('{"tasks": {}, "attempts": [{"success": true}]}', "attempts[0].task_id"),
+    ],
+)
+def test_impossible_numbers_are_refused_and_nothing_is_created(
+    tmp_path: Path, text: str, field: str
+) -> None:
+    path = tmp_path / "state.json"
+    path.write_text(text)
+    p = subprocess.run([sys.executable, "-m", "incidents", "import-legacy", str(path)],
+                       cwd=tmp_path, capture_output=True, text=True)  # fmt: skip
+    assert p.returncode == 2 and field in p.stderr and len(p.stderr.splitlines()) == 1, p.stderr
+    assert path.read_text() == text and not (tmp_path / "state.db").exists()

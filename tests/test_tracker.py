@@ -296,7 +296,9 @@ def test_processes_recording_at_once_never_overspend_the_budget(
     assert actions.count("retry") == 12 and actions.count("escalate") == 12
     tracker = ErrorSignatureTracker(root, step="agent")
     assert len(budget_ledger.read(root, tracker.signature("ETL batch failed")).attempts) == 12
-    assert len(escalation_rows(root)) == 12
+    # the 12 escalations after the budget ran out fold into one: one record, one incident
+    assert len(escalation_rows(root)) == 1
+    assert len(list(root.bucket("escalated").iterdir())) == 1
 
 
 ONE_RECORD = textwrap.dedent("""
@@ -377,3 +379,58 @@ def test_the_example_agent_loop_runs_as_written(cli: Cli, root: Root) -> None:
     assert any("escalate: never_retry" in line for line in lines)
     listed = cli("status", "--all", "--json").json()["incidents"]
     assert sorted(i["failure_class"] for i in listed) == ["code", "never_retry"]
+
+
+def test_while_the_root_is_paused_no_retry_is_handed_out_and_no_unit_taken(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    policy(tmp_path, monkeypatch, "signature_budget = 3\n")
+    counts: dict[str, int] = {}
+    tracker = ErrorSignatureTracker(root, counts, step="agent")
+    error = ValueError("totals do not add up: 41 != 42")
+    assert tracker.record_and_check(error).retry
+    budget_dir = root.state / "budget"
+    ledger_before = {p.name: p.read_bytes() for p in budget_dir.iterdir()}
+    assert cli("pause", "--reason", "too many escalations").code == 0
+    for _ in range(4):
+        d = tracker.record_and_check(error, tried="again")
+        assert (d.action, d.paused, d.retry, d.retry_context) == ("paused", True, False, None)
+        assert d.attempts == 1 and "paused (too many escalations)" in d.reason
+        assert d.incident_id is None
+    assert {p.name: p.read_bytes() for p in budget_dir.iterdir()} == ledger_before
+    assert counts == {d.signature: 1} and escalation_rows(root) == []
+    assert not (root.inbox.exists() and list(root.inbox.iterdir()))
+    assert cli("resume").code == 0
+    after = tracker.record_and_check(error)
+    assert (after.action, after.attempts) == ("retry", 2)
+
+
+def test_repeats_after_the_budget_is_spent_fold_into_the_open_escalation(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A loop that keeps failing after its escalation: one escalated incident, one record
+    toward the threshold, however often it asks; a reset (a person's answer) opens the
+    next escalation afresh."""
+    policy(tmp_path, monkeypatch, "signature_budget = 1\nescalation_threshold = 3\n")
+    tracker = ErrorSignatureTracker(root, step="agent")
+    error = ValueError("totals do not add up: 41 != 42")
+    assert tracker.record_and_check(error).retry
+    first = tracker.record_and_check(error)
+    assert first.action == "escalate" and first.incident_id is not None
+    for _ in range(4):
+        again = tracker.record_and_check(error)
+        assert (again.action, again.incident_id, again.paused) == (
+            "escalate", first.incident_id, False,
+        )  # fmt: skip
+        assert "folded into the open escalation" in again.reason
+    assert [r[0] for r in escalation_rows(root)] == [first.incident_id]
+    assert len(list(root.bucket("escalated").iterdir())) == 1
+    assert not tracker.global_threshold_exceeded()
+    events = (root.bucket("escalated") / first.incident_id / "events.jsonl").read_text()
+    assert events.count("escalation_repeat") == 4
+    # a person's answer: the next exhaustion is a new escalation
+    tracker.reset_signature(first.signature, "sum in cents")
+    assert tracker.record_and_check(error).retry
+    second = tracker.record_and_check(error)
+    assert second.action == "escalate" and second.incident_id not in (None, first.incident_id)
+    assert len(escalation_rows(root)) == 2

@@ -7,6 +7,10 @@ one file per group, appended under the group's budget lock (`lock`), never rewri
 
     {"kind": "attempt", "at": "2026-...+00:00", "signature": "code | agent | ..."}
     {"kind": "reset", "at": "...", "signature": "...", "guidance": "...", "by": "tracker"}
+    {"kind": "escalation", "at": "...", "signature": "...", "incident": "incident_..."}
+
+An `escalation` line names the incident the tracker escalated the group into, so that
+repeats fold into it while it is open (`Ledger.escalation`) instead of each opening one.
 
 A reset gives the group its whole budget again, for the fixers too, like a human's
 decision on an escalation (`resolve-escalation`), whose reset counts here as well: both
@@ -49,6 +53,7 @@ class Ledger:
     attempts: tuple[str, ...]  # when each unit was taken, in file order
     reset_at: str | None  # the last reset
     guidance: str | None  # what the last reset said
+    escalation: tuple[str, str] | None = None  # (when, incident id) of the latest escalation
 
     def attempts_since(self, since: str | None) -> int:
         return sum(1 for at in self.attempts if since is None or at > since)
@@ -62,6 +67,7 @@ def read(root: Root, group: str) -> Ledger:
     attempts: list[str] = []
     reset_at: str | None = None
     guidance: str | None = None
+    escalation: tuple[str, str] | None = None
     for line in data.splitlines():
         try:
             entry = json.loads(line)
@@ -74,7 +80,14 @@ def read(root: Root, group: str) -> Ledger:
             attempts.append(at)
         elif kind == "reset" and (reset_at is None or at > reset_at):
             reset_at, guidance = at, entry.get("guidance")
-    return Ledger(tuple(attempts), reset_at, guidance if isinstance(guidance, str) else None)
+        elif (
+            kind == "escalation"
+            and isinstance(entry.get("incident"), str)
+            and (escalation is None or at > escalation[0])
+        ):
+            escalation = (at, entry["incident"])
+    guidance = guidance if isinstance(guidance, str) else None
+    return Ledger(tuple(attempts), reset_at, guidance, escalation)
 
 
 def append(root: Root, group: str, kind: str, **fields: str) -> str:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from incidents import clock, executor_db, executor_migrate
+from incidents import clock, executor_db, executor_migrate, executor_root
 from incidents.classify import classify
 from incidents.errors import UsageError
 from incidents.executor_db import StateFileError
@@ -271,13 +271,13 @@ class ExecutorState:
 
         With a root, a failure is captured after the attempt is committed: a process
         killed in between keeps the attempt and misses that one incident, and an unusable
-        root (a bad incidents.toml, a root that is a file) raises after the commit."""
+        root (a bad incidents.toml, a root that is a file) raises after the commit. A
+        success closes the task's open incidents as fixed by the loop
+        (`incidents.executor_root`)."""
         _check_id(task_id)
-        if not math.isfinite(duration) or duration < 0:
-            raise UsageError(f"duration: must be a number of seconds >= 0, got {duration!r}")
+        code = _check_attempt(success, duration, error, output, error_code)
         clean_error = executor_db.clean_error(error)
         clean_output = executor_db.clean_output(output)
-        code = _code(str(error_code)) if error_code is not None else None
         if code is None and not success:
             code = classify(clean_error or "", clean_output or "").error_code
         now = clock.iso_precise()
@@ -300,38 +300,43 @@ class ExecutorState:
             attempt_id = int(cur.lastrowid or 0)
             _count(conn, before, status)
         incident = None
-        if not success and self.root is not None:
-            incident = self._capture(task_id, attempt_id, code or ErrorCode.UNKNOWN,
-                                     clean_error, clean_output, duration)  # fmt: skip
+        if self.root is not None and not success:
+            incident = executor_root.capture(
+                self.root, self.path, task_id, attempt_id, code or ErrorCode.UNKNOWN,
+                clean_error, clean_output, duration,
+            )  # fmt: skip
+            executor_root.note_open(self._conn, task_id, incident)
+        elif self.root is not None:
+            executor_root.close_fixed(self._conn, self.root, self.path, task_id, attempt_id)
         return Recorded(attempt_id, code, incident)
 
-    def _capture(
-        self,
-        task_id: str,
-        attempt_id: int,
-        code: ErrorCode,
-        error: str | None,
-        output: str | None,
-        duration: float,
-    ) -> str:
-        """The failure into the root, as `incidents capture --step TASK_ID` would take it."""
-        from incidents import capture
 
-        assert self.root is not None
-        cfg = capture.read_settings(None)
-        inp = capture.CaptureInput(
-            step=task_id,
-            message=(error or "").strip() or f"task {task_id} failed ({code.value})",
-            error_code=code.value,
-            log_text=output or "",
-            context={"executor": {"state_file": str(self.path), "task_id": task_id,
-                                  "attempt_id": attempt_id, "duration_s": duration}},
-            dedupe=bool(cfg.table["dedupe"]),
-        )  # fmt: skip
-        result = capture.capture(
-            self.root, inp, cfg.table["max_message_chars"], cfg.table["regression_window_days"]
+def _check_attempt(
+    success: object, duration: object, error: object, output: object, error_code: object
+) -> ErrorCode | None:
+    """`record_attempt`'s arguments, each named when it is wrong; returns the code given."""
+    if not isinstance(success, bool):
+        raise TypeError(f"success: expected True or False, got {type(success).__name__}")
+    if isinstance(duration, bool) or not isinstance(duration, int | float):
+        raise TypeError(f"duration: expected a number of seconds, got {type(duration).__name__}")
+    if not math.isfinite(duration) or duration < 0:
+        raise UsageError(f"duration: must be a number of seconds >= 0, got {duration!r}")
+    for name, value in (("error", error), ("output", output)):
+        if value is not None and not isinstance(value, str):
+            hint = " (pass str(exc))" if isinstance(value, BaseException) else ""
+            hint = " (decode it first)" if isinstance(value, bytes | bytearray) else hint
+            raise TypeError(f"{name}: expected a str or None, got {type(value).__name__}{hint}")
+    if error_code is None:
+        return None
+    if not isinstance(error_code, str):  # ErrorCode is a str
+        raise TypeError(
+            f"error_code: expected an ErrorCode or None, got {type(error_code).__name__}"
         )
-        return result.incident_id
+    try:
+        return ErrorCode(error_code)
+    except ValueError:
+        known = ", ".join(c.value for c in ErrorCode)
+        raise UsageError(f"error_code: unknown code {error_code!r} (one of {known})") from None
 
 
 def _check_id(task_id: str) -> None:

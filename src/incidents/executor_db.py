@@ -113,6 +113,27 @@ def is_finished(conn: sqlite3.Connection) -> bool:
     return row is not None
 
 
+OUR_TABLES = frozenset({"tasks", "attempts", "executor_meta", "sqlite_sequence"})
+
+
+def not_ours(conn: sqlite3.Connection) -> str:
+    """Why an unfinished file (no `schema_version`) is not a state file of ours that a
+    creator left half-made: "" when it is (no objects, or executor tables only, empty)."""
+    objects = [
+        (r[0], r[1])
+        for r in conn.execute("SELECT type, name FROM sqlite_master ORDER BY name")
+        if not str(r[1]).startswith("sqlite_autoindex_")
+    ]
+    others = sorted(name for kind, name in objects if kind != "table" or name not in OUR_TABLES)
+    if others:
+        shown = ", ".join(others[:5]) + (", ..." if len(others) > 5 else "")
+        return f"a SQLite database of something else (holds {shown})"
+    for _, name in objects:
+        if name != "sqlite_sequence" and conn.execute(f'SELECT 1 FROM "{name}" LIMIT 1').fetchone():
+            return f"a SQLite database without schema_version whose `{name}` table holds rows"
+    return ""
+
+
 def create_schema(conn: sqlite3.Connection, counters: dict[str, int] | None = None) -> None:
     """Inside the caller's transaction: the tables (when missing) and the meta rows."""
     if not has_tables(conn):

@@ -97,21 +97,32 @@ def folder_lock(folder: Path, timeout_s: float = 60.0) -> Iterator[None]:
 
 
 def is_finished(db: Path) -> bool:
-    """`db` exists and its creation committed. A file that is not SQLite is refused."""
+    """`db` exists and its creation committed. False: no file, an empty one, or an
+    unfinished state file of ours (executor tables only, all empty, no `schema_version`),
+    which a conversion may replace. Anything else at that path (not SQLite, another
+    program's database, a `tasks` table holding rows but never finished) is refused with
+    StateFileError: a conversion must never replace it."""
     if not os.path.lexists(db):
         return False
     if os.path.islink(db) or not db.is_file():
         raise StateFileError(f"{db}: not a regular file; move it aside")
+    if db.stat().st_size == 0:
+        return False
     try:
         conn = executor_db.connect(db, wal=False)
         try:
-            return executor_db.is_finished(conn)
+            if executor_db.is_finished(conn):
+                return True
+            why = executor_db.not_ours(conn)
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
         raise StateFileError(
             f"{db}: not an executor state database ({exc}); move it aside"
         ) from exc
+    if why:
+        raise StateFileError(f"{db}: {why}: not an executor state file; nothing changed")
+    return False
 
 
 def _digest(path: Path) -> str:

@@ -32,6 +32,7 @@ the file and the field) and left untouched.
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,9 +97,16 @@ def _attempt(doc: Any, index: int, path: Path, where: str) -> Attempt:
         raise _fail(path, "expected true or false", f"{where}.success")
     duration = doc.get("duration_seconds", doc.get("duration"))
     if duration is not None and (
-        isinstance(duration, bool) or not isinstance(duration, int | float)
+        isinstance(duration, bool)
+        or not isinstance(duration, int | float)
+        or not math.isfinite(duration)
+        or duration < 0
     ):
-        raise _fail(path, "expected a number of seconds", f"{where}.duration_seconds")
+        raise _fail(
+            path,
+            f"expected a number of seconds >= 0, got {duration!r}",
+            f"{where}.duration_seconds",
+        )
     error = _opt_text(doc, "error", path, where)
     code = _opt_text(doc, "error_code", path, where)
     source = "file"
@@ -122,7 +130,8 @@ def _attempt(doc: Any, index: int, path: Path, where: str) -> Attempt:
     )
 
 
-def _task(task_id: Any, doc: Any, loose: list[Any], path: Path, where: str) -> Task:
+def _task(task_id: Any, doc: Any, loose: list[tuple[str, Any]], path: Path, where: str) -> Task:
+    """`loose`: the top-level attempts of this task, each with where it sits in the file."""
     if not isinstance(task_id, str) or not task_id:
         raise _fail(path, "a task needs a non-empty text id (task_id)", where)
     if not isinstance(doc, dict):
@@ -130,15 +139,41 @@ def _task(task_id: Any, doc: Any, loose: list[Any], path: Path, where: str) -> T
     raw = doc.get("attempts", [])
     if not isinstance(raw, list):
         raise _fail(path, "expected a list", f"{where}.attempts")
-    raw = raw + [a for a in loose if isinstance(a, dict) and a.get("task_id") == task_id]
+    placed = [(f"{where}.attempts[{i}]", a) for i, a in enumerate(raw)] + loose
     status = _opt_text(doc, "status", path, where) or "pending"
     return Task(
         task_id=task_id,
         status=status,
         started_at=_opt_text(doc, "started_at", path, where),
         completed_at=_opt_text(doc, "completed_at", path, where),
-        attempts=[_attempt(a, i, path, f"{where}.attempts[{i}]") for i, a in enumerate(raw)],
+        attempts=[_attempt(a, i, path, at) for i, (at, a) in enumerate(placed)],
     )
+
+
+def _loose(raw: Any, path: Path) -> dict[str, list[tuple[str, Any]]]:
+    """The top-level `attempts`, by task id (indexed once: a file of thousands of tasks
+    and attempts reads in linear time)."""
+    if not isinstance(raw, list):
+        raise _fail(path, "expected a list", "attempts")
+    by_task: dict[str, list[tuple[str, Any]]] = {}
+    for i, a in enumerate(raw):
+        where = f"attempts[{i}]"
+        if not isinstance(a, dict):
+            raise _fail(path, "an attempt must be a JSON object", where)
+        task_id = a.get("task_id")
+        if not isinstance(task_id, str) or not task_id:
+            raise _fail(path, "an attempt beside the tasks needs its task's id", f"{where}.task_id")
+        by_task.setdefault(task_id, []).append((where, a))
+    return by_task
+
+
+def _orphan(task_id: str, loose: list[tuple[str, Any]], path: Path) -> Task:
+    """A task only the top-level attempts name: kept, its status its last attempt's."""
+    task = _task(task_id, {}, loose, path, f"attempts (task {task_id!r})")
+    last = task.attempts[-1]
+    status = "completed" if last.success else "failed"
+    return Task(task_id, status, task.attempts[0].timestamp,
+                last.timestamp if last.success else None, task.attempts)  # fmt: skip
 
 
 def parse(doc: Any, path: Path) -> LegacyState:
@@ -147,32 +182,33 @@ def parse(doc: Any, path: Path) -> LegacyState:
         raise _fail(path, f"expected a JSON object with `tasks`, got {type(doc).__name__}")
     if "tasks" not in doc:
         raise _fail(path, "no `tasks` key: this is not an executor state file")
-    raw, loose = doc["tasks"], doc.get("attempts", [])
-    if not isinstance(loose, list):
-        raise _fail(path, "expected a list", "attempts")
+    raw = doc["tasks"]
+    loose = _loose(doc.get("attempts", []), path)
     if isinstance(raw, dict):
-        tasks = [_task(k, v, loose, path, f"tasks.{k}") for k, v in raw.items()]
+        pairs = [(k, v, f"tasks.{k}") for k, v in raw.items()]
     elif isinstance(raw, list):
-        tasks = [
-            _task(
-                t.get("task_id", t.get("id")) if isinstance(t, dict) else None,
-                t,
-                loose,
-                path,
-                f"tasks[{i}]",
-            )
+        pairs = [
+            (t.get("task_id", t.get("id")) if isinstance(t, dict) else None, t, f"tasks[{i}]")
             for i, t in enumerate(raw)
         ]
     else:
         raise _fail(path, "expected an object or a list of tasks", "tasks")
+    tasks = [
+        _task(k, v, loose.get(k, []) if isinstance(k, str) else [], path, where)
+        for k, v, where in pairs
+    ]
     ids = [t.task_id for t in tasks]
     if len(set(ids)) != len(ids):
         raise _fail(path, "a task id appears twice", "tasks")
+    known = set(ids)
+    tasks += [_orphan(k, v, path) for k, v in loose.items() if k not in known]
     meta_doc = doc.get("meta", doc.get("executor_meta", doc))
     meta = {}
     for key in META_KEYS:
         value = meta_doc.get(key) if isinstance(meta_doc, dict) else None
         if isinstance(value, int) and not isinstance(value, bool):
+            if not 0 <= value < 1 << 62:
+                raise _fail(path, f"expected a count >= 0, got {value}", key)
             meta[key] = value
     return LegacyState(tasks, meta)
 

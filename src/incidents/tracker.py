@@ -12,6 +12,8 @@ reports root's, shared with every other user of the root:
 - an escalation is an incident in `error_archive/escalated/` (so `status`, `review` and
   `resolve-escalation` see it) and an escalation record in the mirror, written before the
   global threshold is checked (`policy.record_escalation`, which may pause the root);
+  repeats while it is open (no reset since, still in the escalated bucket) fold into it
+  (an `escalation_repeat` event), opening nothing and counting nothing toward the pause;
 - `global_threshold_exceeded` is the root's pause (`incidents resume` lifts it).
 
 `retry_counts` is the caller's dict when given (seed 003's checkpoint sharing): it is
@@ -30,6 +32,7 @@ from typing import Literal
 
 from incidents import (
     artifacts,
+    budget_ledger,
     clock,
     eventlog,
     fsutil,
@@ -42,7 +45,7 @@ from incidents.bundle_rules import workdir_problem
 from incidents.capture import CaptureInput, capture
 from incidents.classify import classify
 from incidents.config import Config, load_config
-from incidents.errors import AlreadyArchived, UsageError
+from incidents.errors import AlreadyArchived, NotFound, UsageError
 from incidents.fingerprint import signature_fields
 from incidents.fixers.prompt import RetryContext
 from incidents.layout import Root, resolve_root
@@ -74,12 +77,13 @@ class Failure:
 
 @dataclass(frozen=True)
 class Decision:
-    """What the loop does next. `attempts` are the units of `budget` used (by everyone);
+    """What the loop does next: "retry", "escalate", or "paused" (the root is paused: stop,
+    without retrying; `incidents resume` lifts it). `attempts` are the units of `budget` used (by everyone);
     `retry_context` is set when `action` is "retry"; `incident_id` names the escalated
     incident; `guidance` is what the last reset of the budget said (`reset_signature`, or
     a person's `resolve-escalation` of an incident in the group)."""
 
-    action: Literal["retry", "escalate"]
+    action: Literal["retry", "escalate", "paused"]
     signature: str
     failure_class: FailureClass
     error_code: ErrorCode
@@ -176,13 +180,25 @@ class ErrorSignatureTracker:
 
     def record_and_check(self, value: object, *, tried: str = "") -> Decision:
         """Record one failure and decide: retry while its group's budget has a unit left
-        (taking it), else escalate; never-retry escalates at once. `tried`: what the
-        failed attempt did, for the next prompt."""
+        (taking it), else escalate; never-retry escalates at once. While the root is
+        paused, "paused" (`paused=True`): no retry, no unit taken, nothing recorded; the
+        loop stops until `incidents resume`. `tried`: what the failed attempt did, for the
+        next prompt."""
         if not isinstance(tried, str):
             raise TypeError(f"tried: expected a str, got {_kind(tried)}")
         f = self.failure(value)
         group = self._group(f.signature)
         budget = self.config.policy.signature_budget
+        from incidents import pause
+
+        held = pause.current(self.root)
+        if held is not None:  # the loop stops: no retry, no unit taken, nothing written
+            used = policy.budget_used(self.root, group, "", (), 0)
+            why = f"the root is paused ({held.reason}): `incidents resume` lifts it"
+            return Decision(
+                "paused", f.signature, f.failure_class, f.error_code, used, budget, None, why,
+                paused=True,
+            )  # fmt: skip
         if policy.effective_failure_class(f.error_code, f.failure_class) is (
             FailureClass.NEVER_RETRY
         ):
@@ -241,7 +257,17 @@ class ErrorSignatureTracker:
         the step service's close does), then the bundle's row and events."""
         self.retry_counts[f.signature] = used
         budget = self.config.policy.signature_budget
-        incident_id, target, finished = self._escalated_incident(f, used, why, kind)
+        group = self._group(f.signature)
+        with budget_ledger.lock(self.root, group):
+            folded = self._fold_into_open(group, f, why, kind)
+            if folded is not None:
+                return Decision(
+                    "escalate", f.signature, f.failure_class, f.error_code, used, budget, None,
+                    f"{why}; again: folded into the open escalation {folded}", folded,
+                    self.global_threshold_exceeded(),
+                )  # fmt: skip
+            incident_id, target, finished = self._escalated_incident(f, used, why, kind)
+            budget_ledger.append(self.root, group, "escalation", incident=incident_id)
         paused = False
         if target is not None:
             paused = policy.record_escalation(
@@ -257,6 +283,29 @@ class ErrorSignatureTracker:
             "escalate", f.signature, f.failure_class, f.error_code, used, budget, None, why,
             incident_id, paused or self.global_threshold_exceeded(),
         )  # fmt: skip
+
+    def _fold_into_open(self, group: str, f: Failure, why: str, kind: EscalationKind) -> str | None:
+        """The group's escalation still open since its last reset (in the escalated bucket:
+        nobody answered it yet), with this repeat logged on it; None when there is none."""
+        latest = budget_ledger.read(self.root, group).escalation
+        if latest is None:
+            return None
+        at, incident_id = latest
+        reset_at = policy.last_reset(self.root, group)[0]
+        if reset_at is not None and reset_at >= at:
+            return None
+        try:
+            where, folder = self.root.locate(incident_id)
+        except (NotFound, UsageError):
+            return None
+        if where != "escalated":
+            return None
+        eventlog.append_events(
+            folder, incident_id,
+            [("escalation_repeat", {"kind": kind.value, "reason": why, "message": f.message})],
+            eventlog.unique_key("t"),
+        )  # fmt: skip
+        return incident_id
 
     def _escalated_incident(
         self, f: Failure, used: int, why: str, kind: EscalationKind
