@@ -25,19 +25,15 @@ opening the same state at once convert it once.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import sqlite3
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from incidents import clock, executor_db, legacy
-from incidents.errors import IncidentsError, LockBusy
+from incidents import clock, executor_db, legacy, locks
+from incidents.errors import IncidentsError
 from incidents.executor_db import StateFileError
 from incidents.fsutil import fsync_dir
 
@@ -75,25 +71,9 @@ def db_for(source: Path) -> Path:
     return plain.with_suffix(".db") if plain.suffix == ".json" else plain.with_name(name + ".db")
 
 
-@contextmanager
-def folder_lock(folder: Path, timeout_s: float = 60.0) -> Iterator[None]:
+def folder_lock(folder: Path, timeout_s: float = 60.0) -> locks.Flocked:
     """An exclusive flock on the folder itself: no lock file left beside the state."""
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise LockBusy(
-                        f"{folder}: a migration holds it (waited {timeout_s:g}s)"
-                    ) from None
-                time.sleep(0.01)
-        yield
-    finally:
-        os.close(fd)
+    return locks.flocked(folder, timeout_s)
 
 
 def is_finished(db: Path) -> bool:

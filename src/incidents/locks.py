@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 
 
 class Flocked:
-    """`with flocked(path):` holds an exclusive flock on `path` (created 0600) until the
-    block ends; waits up to `timeout_s`, then LockBusy."""
+    """`with flocked(path):` holds an exclusive flock on `path` (a file, created 0600, or
+    a folder) until the block ends; waits up to `timeout_s`, then LockBusy."""
 
     __slots__ = ("path", "timeout_s", "_fd")
 
@@ -32,7 +32,11 @@ class Flocked:
     def __enter__(self) -> None:
         import fcntl
 
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        cloexec = getattr(os, "O_CLOEXEC", 0)
+        if os.path.isdir(self.path):  # a folder locks itself: no lock file beside what it guards
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | cloexec)
+        else:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | cloexec, 0o600)
         try:
             deadline = time.monotonic() + self.timeout_s
             delay = 0.001
