@@ -79,6 +79,38 @@ def detached(decisions: list[dict[str, Any]]) -> bool:
     return any(d.get("kind") == "split" for d in decisions)
 
 
+def aliases_from(
+    history: list[tuple[str, str, list[dict[str, Any]]]],
+) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Where merged signatures' captures go, replayed from every bundle's decisions:
+    `history` holds (signature, group key, decisions oldest first) of each incident. A
+    merge sends its `from` (a signature's own group) and the signature of each bundle it
+    moved that was not split before it to its `to`; a later split of that bundle takes the
+    bundle out of the group but leaves the signature's captures where the merge sent them,
+    as a live `incidents group split` does. Merges apply oldest first (their `at`, then
+    their place in a bundle); a bundle moved without a decision (written by hand) sends
+    its signature to its group, before any decision."""
+    events: list[tuple[str, int, set[str], str, dict[str, Any]]] = []
+    for signature, group, decisions in history:
+        split_yet = False
+        for place, decision in enumerate(decisions):
+            split_yet = split_yet or decision.get("kind") == "split"
+            target, source = decision.get("to"), decision.get("from")
+            if decision.get("kind") != "merge" or not isinstance(target, str) or not target:
+                continue
+            sent = set() if split_yet else {signature}
+            if isinstance(source, str) and source and not source.startswith(SPLIT_PREFIX):
+                sent.add(source)
+            events.append((str(decision.get("at") or ""), place, sent, target, decision))
+        if group != signature and not decisions:
+            events.append(("", -1, {signature}, group, {}))
+    aliases: dict[str, tuple[str, dict[str, Any]]] = {}
+    for _, _, sent, target, decision in sorted(events, key=lambda e: (e[0], e[1])):
+        for signature in sent:
+            aliases[signature] = (target, decision)
+    return {s: a for s, a in aliases.items() if s and a[0] != s}
+
+
 def split_key(incident_id: str) -> str:
     """The key of the group an incident starts when it is split from its own."""
     return f"{SPLIT_PREFIX}{incident_id}"

@@ -20,7 +20,14 @@ from incidents.layout import Root
 from incidents.mirror.db import translating
 from incidents.signature import signature_key
 
-__all__ = ["group_keys", "group_members", "groups_of_signature", "rebuild_hints", "refresh_hints"]
+__all__ = [
+    "group_keys",
+    "group_members",
+    "groups_of_signature",
+    "rebuild_hints",
+    "refresh_hints",
+    "signature_members",
+]
 
 
 @translating
@@ -45,6 +52,19 @@ def groups_of_signature(conn: sqlite3.Connection, signature: str) -> list[tuple[
         for g, d in conn.execute(
             "SELECT group_key, group_decisions FROM incidents WHERE signature = ? "
             "ORDER BY created_at DESC, incident_id DESC",
+            (signature,),
+        ).fetchall()
+    ]
+
+
+@translating
+def signature_members(conn: sqlite3.Connection, signature: str) -> list[str]:
+    """The ids of every incident with `signature`, whatever group it is in, oldest first."""
+    return [
+        str(i)
+        for (i,) in conn.execute(
+            "SELECT incident_id FROM incidents WHERE signature = ? "
+            "ORDER BY created_at, incident_id",
             (signature,),
         ).fetchall()
     ]
@@ -98,16 +118,16 @@ def refresh_hints(root: Root, conn: sqlite3.Connection, group: str) -> None:
 def rebuild_hints(root: Root, conn: sqlite3.Connection) -> tuple[int, int]:
     """`reindex`: where merged signatures' captures go and each group's latest resolved
     incident, from the mirror just rebuilt from the bundles. Returns (aliases, resolved)."""
-    aliases: dict[str, tuple[str, dict[str, Any]]] = {}
-    for signature, group, decisions in conn.execute(
-        "SELECT signature, group_key, group_decisions FROM incidents "
-        "WHERE group_key != signature ORDER BY created_at, incident_id"
-    ).fetchall():
-        taken = json.loads(decisions)
-        if grouping.detached(taken):
-            continue  # split from its signature: the signature's captures do not follow it
-        merges = [d for d in taken if d.get("kind") == "merge"]
-        aliases[str(signature)] = (str(group), merges[-1] if merges else {})
+    aliases = grouping.aliases_from(
+        [
+            (str(signature), str(group), json.loads(decisions))
+            for signature, group, decisions in conn.execute(
+                "SELECT signature, group_key, group_decisions FROM incidents "
+                "WHERE group_key != signature OR group_decisions != '[]' "
+                "ORDER BY created_at, incident_id"
+            ).fetchall()
+        ]
+    )
     resolved: dict[str, dict[str, Any]] = {}
     for incident_id, group, updated_at in conn.execute(
         "SELECT incident_id, group_key, updated_at FROM incidents WHERE bucket = 'resolved' "
