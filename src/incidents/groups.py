@@ -21,6 +21,7 @@ from incidents.layout import Root, validate_id
 from incidents.locks import flocked
 from incidents.redact import redact
 from incidents.signature import signature_key
+from incidents.termtext import one_line
 
 __all__ = ["check_reason", "group_record", "merge", "resolve_side", "split"]
 
@@ -28,8 +29,9 @@ _HEX_KEY = re.compile(r"[0-9a-f]{24}")
 
 
 def check_reason(text: str | None, command: str) -> str:
-    """The decision's reason, redacted; a missing or empty one is a UsageError."""
-    reason = redact((text or "").strip())
+    """The decision's reason, on one line (no control character: `termtext.one_line`) and
+    redacted; a missing or empty one is a UsageError."""
+    reason = redact(one_line(text or ""))
     if not reason:
         raise UsageError(f"group {command}: --reason is required (why is this decided?)")
     if len(reason) > 2000:
