@@ -116,8 +116,9 @@ def refresh_hints(root: Root, conn: sqlite3.Connection, group: str) -> None:
 
 @translating
 def rebuild_hints(root: Root, conn: sqlite3.Connection) -> tuple[int, int]:
-    """`reindex`: where merged signatures' captures go and each group's latest resolved
-    incident, from the mirror just rebuilt from the bundles. Returns (aliases, resolved)."""
+    """`reindex`: where merged signatures' captures go, each group's latest resolved
+    incident and its regression counted highest, from the mirror just rebuilt from the bundles. Returns (aliases, resolved).
+    """
     aliases = grouping.aliases_from(
         [
             (str(signature), str(group), json.loads(decisions))
@@ -134,6 +135,15 @@ def rebuild_hints(root: Root, conn: sqlite3.Connection) -> tuple[int, int]:
         "ORDER BY updated_at, incident_id"
     ).fetchall():
         resolved[str(group)] = _resolved_entry(str(incident_id), str(updated_at))
+    counted: dict[str, tuple[str, int]] = {}  # each group's regression counted highest
+    for incident_id, group, count in conn.execute(
+        "SELECT incident_id, group_key, regression_count FROM incidents "
+        "WHERE regression_count > 0 ORDER BY regression_count, created_at, incident_id"
+    ).fetchall():
+        counted[str(group)] = (str(incident_id), int(count))
+    _prune(root.state / grouping.REGRESSIONS_DIR, {signature_key(g) for g in counted})
+    for group, (incident_id, count) in counted.items():
+        grouping.write_regressions(root, group, incident_id, count)
     _prune(root.state / grouping.ALIAS_DIR, {signature_key(s) for s in aliases})
     _prune(root.state / grouping.RESOLVED_DIR, {signature_key(g) for g in resolved})
     for signature, (group, decision) in aliases.items():
