@@ -55,6 +55,12 @@ TABLE: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {
         ("ERROR 1045 (28000) after 3 retries in 12s", "ERROR 1045 (28000) after 5 retries in 40s"),
         ("ERROR 1045 (28000) after 3 retries in 12s", "ERROR 1049 (42000) after 3 retries in 12s"),
     ),
+    "klog": (
+        ("E1011 12:15:03.532199   12345 reflector.go:123] failed to list pods: Unauthorized",
+         "W1012 08:01:59.000001 7 reflector.go:140] failed to list pods: Unauthorized"),
+        ("E1011 12:15:03.532199   12345 reflector.go:123] failed to list pods: Unauthorized",
+         "E1011 12:15:03.532199   12345 reflector.go:123] failed to watch pods: Unauthorized"),
+    ),
     "ts": (
         ("lock held since 2024-05-01T12:00:00Z", "lock held since Mon, 02 Dec 2025 08:30:00 GMT"),
         ("lock held since 2024-05-01T12:00:00Z", "lock freed at 2024-05-01T12:00:00Z"),
@@ -250,7 +256,8 @@ SHAPES = [
     "<url:h>", "0x", "req_", "Request ID: ", "2024-01-02", "12:00", "https://", "web-",
     "::", "x2z9q", "7d4b9c8f5", "E66A2:", "Ab1cD2eF3gH4", "1.5GB", "~/", "C:\\", "@ex.co",
     "./", "{n}", "exit status ", "ERROR ", "ORA-", " (28000)", "404 Not Found", "errno=", "?",
-    "v1.2.3", "SQLSTATE[", "HTTP/1.1 ", "0x8007",
+    "v1.2.3", "SQLSTATE[", "HTTP/1.1 ", "0x8007", "/tmp/", "tmp", "pytest-of-x/", "pytest-3/",
+    "venv-a1b2c3", "E1011 12:15:03.532199 12345 f.go:1]", "/T/",
 ]  # fmt: skip
 MESSAGES = st.lists(st.sampled_from(SHAPES), max_size=80).map("".join) | st.text(max_size=400)
 
@@ -442,3 +449,53 @@ def test_steps_show_an_error_code_kept() -> None:
     steps: list[tuple[str, str, str]] = []
     normalize_steps("ERROR 1045 (28000) after 3 retries, ERROR 1045 (28000)", steps)
     assert steps == [("code", "ERROR 1045 (28000)", "ERROR 1045 (28000)"), ("n", "3", "<n>")]
+
+
+# --- temporary folders: random names are the machine's, not the failure's -----------------
+
+TEMP_NAME = st.text("abcdefghijklmnopqrstuvwxyz0123456789_", min_size=8, max_size=8)
+
+
+@settings(max_examples=400, deadline=None)
+@given(TEMP_NAME, TEMP_NAME)
+def test_tempfile_names_all_normalise_alike(a: str, b: str) -> None:
+    """`tempfile.mkdtemp()`'s and `mkstemp()`'s names (tmp + 8 of [a-z0-9_]) as the last
+    part, with a suffix, or below it."""
+    for shape in ("cannot open /tmp/tmp{}", "cannot open /tmp/tmp{}.json",
+                  "cannot open /tmp/tmp{}/out.log", r"no file C:\Users\bob\AppData\Local\Temp\tmp{}"):  # fmt: skip
+        assert same_group(shape.format(a), shape.format(b)), shape
+
+
+TEMP_SAME = [
+    ("cannot open /tmp/pytest-of-alice/pytest-12/test_upload0/out.txt",
+     "cannot open /tmp/pytest-of-bob/pytest-3/test_upload1/out.txt"),
+    ("cannot open /tmp/pytest-of-alice/pytest-12/test_upload0",
+     "cannot open /tmp/pytest-of-bob/pytest-3/test_upload13"),
+    ("cannot open /tmp/pytest-of-alice/pytest-12", "cannot open /tmp/pytest-of-bob/pytest-3"),
+    ("cannot open /tmp/pytest-of-ci/pytest-current/test_upload0/out.txt",
+     "cannot open /tmp/pytest-of-ci/pytest-7/test_upload2/out.txt"),
+    ("no python in /tmp/venv-a1b2c3", "no python in /tmp/venv-z9y8x7"),
+    ("no python in /tmp/venv-a1b2c3/bin/python", "no python in /tmp/venv-9zz8yq/bin/python"),
+    ("no python in /srv/ci/venv-a1b2c3", "no python in /srv/ci/venv-z9y8x7"),
+    ("cannot open /var/folders/x1/b3kq9_2d5f/T/tmpab12cd34",
+     "cannot open /var/folders/zz/9fj2k_1x0q/T/tmp_9x8y7z6"),
+]  # fmt: skip
+TEMP_APART = [
+    ("cannot open /tmp/pytest-of-alice/pytest-12/test_upload0",
+     "cannot open /tmp/pytest-of-alice/pytest-12/test_download0"),
+    ("no python in /tmp/venv-a1b2c3", "no python in /tmp/env-a1b2c3"),
+    ("cannot open /tmp/tmpab12cd34/out.log", "cannot open /tmp/tmpab12cd34/err.log"),
+    ("cannot open /srv/app/release-2024q1", "cannot open /srv/app/release-2025q1"),
+    ("cannot open /opt/gcc-aarch64", "cannot open /opt/gcc-riscv64"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("same", "apart"), list(zip(TEMP_SAME, TEMP_APART * 2, strict=False)))
+def test_temporary_folders_of_one_failure_group_and_names_stay_apart(
+    same: tuple[str, str], apart: tuple[str, str]
+) -> None:
+    """pytest's base folders, a random suffix after a dash (letters and digits alternating,
+    or any mix in a temporary folder), macOS's `/var/folders/../T`; the names beside them
+    (`test_upload0`, `env-`, `out.log`, `release-2024q1`, `gcc-aarch64`) stay."""
+    assert same_group(*same), (normalize_message(same[0]), normalize_message(same[1]))
+    assert not same_group(*apart), normalize_message(apart[0])

@@ -290,3 +290,37 @@ def test_attempts_under_sig_b_after_a_merge_use_the_merged_groups_budget(
     b4 = cap(cli, "f.py is broken", *target, step="lint")
     assert cli("drive", b4).code == 0
     assert ctx_of(root, b4).escalation_kind == "budget_exhausted"
+
+
+def test_a_merge_survives_reindex_when_the_merged_incident_was_later_split(
+    cli: Cli, root: Root
+) -> None:
+    """The bundle that recorded the merge later records a split too: its signature's
+    captures still go where the merge sent them, live and after `reindex` (I5)."""
+    a = cap(cli, "connection reset by peer", step="up")
+    b = cap(cli, "upload timed out after 30s", step="up")
+    assert cli("group", "merge", a, b, "--reason", "same").code == 0
+    assert cli("group", "split", b, "--reason", "differs").code == 0
+    kinds = [d["kind"] for d in doc(root, b)["group"]["decisions"]]
+    assert kinds == ["merge", "split"]  # the history, in order
+    assert cap(cli, "upload timed out after 31s", step="up") == a
+    (root.state / "groups").rename(root.state / "groups.lost")
+    reindex_from_scratch(cli, root)
+    assert cap(cli, "upload timed out after 32s", step="up") == a
+
+
+def test_a_merge_of_a_signature_whose_incidents_were_all_split_survives_reindex(
+    cli: Cli, root: Root
+) -> None:
+    """No incident moves, so the decision is noted in the bundles of the signature's
+    incidents (which stay where they are) for `reindex` to rebuild the alias from."""
+    a = cap(cli, A_MSG)
+    b = cap(cli, B_MSG)
+    assert cli("group", "split", b, "--reason", "a one-off").code == 0
+    signature_b = doc(root, b)["error_signature"]
+    assert cli("group", "merge", a, signature_b, "--reason", "the rest").code == 0
+    assert doc(root, b)["group"]["key"] == f"split:{b}"
+    assert [d["kind"] for d in doc(root, b)["group"]["decisions"]] == ["split", "merge"]
+    (root.state / "groups").rename(root.state / "groups.lost")
+    reindex_from_scratch(cli, root)
+    assert cap(cli, B_MSG) == a

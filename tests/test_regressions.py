@@ -222,3 +222,29 @@ def test_a_regression_diff_says_why_a_file_was_not_compared(
         f"check), so no copy of m.py from before a fix was kept "
         f"(error_archive/resolved/{first}/original_scripts/m.py does not exist)\n"
     )
+
+
+@pytest.mark.parametrize("rebuilt", [False, True])
+def test_the_count_is_the_groups_regressions_so_far_escalated_ones_included(
+    cli: Cli, root: Root, rebuilt: bool
+) -> None:
+    """A resolved, R1 (#1) resolved, R2 (#2) escalated: the next is #3 (of R1, the
+    latest resolved), never #2 again, live and after `reindex` rebuilt the hints."""
+    first = cap(cli)
+    resolve(cli, first)
+    r1 = cap(cli)
+    resolve(cli, r1)
+    r2 = cap(cli)
+    assert (doc(root, r2)["regression_of"], doc(root, r2)["regression_count"]) == (r1, 2)
+    assert cli("archive", r2, "--escalated", "--reason", "gave up").code == 0
+    if rebuilt:
+        for name in ("resolved", "signatures", "regressions"):
+            for hint in (root.state / name).glob("*"):
+                hint.unlink()
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{root.db_path}{suffix}").unlink(missing_ok=True)
+        assert cli("reindex").code == 0
+    r3 = cap(cli)
+    # (of R1; after `reindex` of A or R1: closes in one second tie, by whole seconds)
+    assert doc(root, r3)["regression_of"] in ((first, r1) if rebuilt else (r1,))
+    assert doc(root, r3)["regression_count"] == 3

@@ -303,11 +303,12 @@ def _join_group(root: Root, incident: dict[str, Any], signature: str) -> str:
 
 
 def _mark_regression(root: Root, incident: dict[str, Any], group: str, window: int) -> None:
-    from incidents.grouping import find_regression
+    from incidents.grouping import find_regression, note_regression
 
     found = find_regression(root, group, window, time.time())
     if found is not None:
         incident.update(found)
+        note_regression(root, group, incident)
 
 
 def _create(

@@ -6,7 +6,7 @@ otherwise (`incidents group merge|split`, `incidents.groups`), then the key its
 `incident.json` records (`group.key`). Captures fold into a group's open incident;
 fixer budgets and regressions count per group.
 
-Three kinds of hint under `.state/`, each one small file named by `signature_key`:
+Four kinds of hint under `.state/`, each one small file named by `signature_key`:
 
     signatures/<key(group)>      the group's open incident id (capture's dedupe index)
     groups/<key(signature)>      where a merged signature's captures go: {"signature",
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 OPEN_DIR, ALIAS_DIR, RESOLVED_DIR = "signatures", "groups", "resolved"
+REGRESSIONS_DIR = "regressions"
 SPLIT_PREFIX = "split:"
 _HINT_MAX = 64 * 1024
 
@@ -77,6 +78,38 @@ def decisions_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
 def detached(decisions: list[dict[str, Any]]) -> bool:
     """Split from its signature at some point: captures of its signature never follow it."""
     return any(d.get("kind") == "split" for d in decisions)
+
+
+def aliases_from(
+    history: list[tuple[str, str, list[dict[str, Any]]]],
+) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Where merged signatures' captures go, replayed from every bundle's decisions:
+    `history` holds (signature, group key, decisions oldest first) of each incident. A
+    merge sends its `from` (a signature's own group) and the signature of each bundle it
+    moved that was not split before it to its `to`; a later split of that bundle takes the
+    bundle out of the group but leaves the signature's captures where the merge sent them,
+    as a live `incidents group split` does. Merges apply oldest first (their `at`, then
+    their place in a bundle); a bundle moved without a decision (written by hand) sends
+    its signature to its group, before any decision."""
+    events: list[tuple[str, int, set[str], str, dict[str, Any]]] = []
+    for signature, group, decisions in history:
+        split_yet = False
+        for place, decision in enumerate(decisions):
+            split_yet = split_yet or decision.get("kind") == "split"
+            target, source = decision.get("to"), decision.get("from")
+            if decision.get("kind") != "merge" or not isinstance(target, str) or not target:
+                continue
+            sent = set() if split_yet else {signature}
+            if isinstance(source, str) and source and not source.startswith(SPLIT_PREFIX):
+                sent.add(source)
+            events.append((str(decision.get("at") or ""), place, sent, target, decision))
+        if group != signature and not decisions:
+            events.append(("", -1, {signature}, group, {}))
+    aliases: dict[str, tuple[str, dict[str, Any]]] = {}
+    for _, _, sent, target, decision in sorted(events, key=lambda e: (e[0], e[1])):
+        for signature in sent:
+            aliases[signature] = (target, decision)
+    return {s: a for s, a in aliases.items() if s and a[0] != s}
 
 
 def split_key(incident_id: str) -> str:
@@ -192,7 +225,8 @@ def note_resolved(root: Root, doc: dict[str, Any], closed_ts: float | None = Non
 def find_regression(root: Root, group: str, window_days: int, now: float) -> dict[str, Any] | None:
     """The incident a new capture of `group` regresses: the group's latest resolved one,
     closed within `window_days` (0: regressions are off). Returns the new incident's
-    `regression_of` and `regression_count` (the earlier one's plus one), or None."""
+    `regression_of` and `regression_count` (one more than the group's regressions so far:
+    the highest of the earlier one's count and the hint's, `.state/regressions/`), or None."""
     if window_days <= 0:
         return None
     entry = read_resolved(root, group)
@@ -208,6 +242,56 @@ def find_regression(root: Root, group: str, window_days: int, now: float) -> dic
         return None
     if earlier.get("incident_id") != incident_id or group_of(earlier) != group:
         return None
-    count = earlier.get("regression_count", 0)
-    count = count if isinstance(count, int) and not isinstance(count, bool) else 0
-    return {"regression_of": incident_id, "regression_count": max(count, 0) + 1}
+    count = max(_count(earlier), _regressions_so_far(root, group))
+    return {"regression_of": incident_id, "regression_count": count + 1}
+
+
+def _count(doc: dict[str, Any]) -> int:
+    count = doc.get("regression_count", 0)
+    return max(count, 0) if isinstance(count, int) and not isinstance(count, bool) else 0
+
+
+def read_regressions(root: Root, group: str) -> dict[str, Any] | None:
+    doc = _read_hint(hint_path(root, REGRESSIONS_DIR, group))
+    if doc is None or doc.get("group") != group or not isinstance(doc.get("incident_id"), str):
+        return None
+    return doc if isinstance(doc.get("regression_count"), int) else None
+
+
+def write_regressions(root: Root, group: str, incident_id: str | None, count: int = 0) -> None:
+    """The group's regression counted highest so far (None removes the hint)."""
+    _write_hint(hint_path(root, REGRESSIONS_DIR, group), None if incident_id is None else {
+        "group": group, "incident_id": incident_id, "regression_count": count})  # fmt: skip
+
+
+def note_regression(root: Root, group: str, incident: dict[str, Any]) -> None:
+    """A capture opened `incident`, a regression of `group`: the count it took is the
+    group's so far (a hint: its bundle is read before it is believed)."""
+    count = _count(incident)
+    if count and isinstance(incident.get("incident_id"), str):
+        write_regressions(root, group, incident["incident_id"], count)
+
+
+def _regressions_so_far(root: Root, group: str) -> int:
+    """The count of the group's regression counted highest, escalated or open ones too
+    (the latest resolved incident does not know them); 0 when unknown."""
+    entry = read_regressions(root, group)
+    if entry is None:
+        return 0
+    from incidents.layout import BUCKETS, validate_id
+
+    try:
+        incident_id = validate_id(entry["incident_id"])
+    except IncidentsError:
+        return 0
+    for bucket in BUCKETS.values():  # believed only when the bundle says the same
+        try:
+            doc = fsutil.read_json_object(
+                os.path.join(root.sub(bucket, incident_id), "incident.json")
+            )
+        except (IncidentsError, OSError):
+            continue
+        if doc.get("incident_id") == incident_id and group_of(doc) == group:
+            return min(_count(doc), int(entry["regression_count"]))
+        return 0
+    return 0

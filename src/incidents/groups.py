@@ -21,6 +21,7 @@ from incidents.layout import Root, validate_id
 from incidents.locks import flocked
 from incidents.redact import redact
 from incidents.signature import signature_key
+from incidents.termtext import one_line
 
 __all__ = ["check_reason", "group_record", "merge", "resolve_side", "split"]
 
@@ -28,8 +29,9 @@ _HEX_KEY = re.compile(r"[0-9a-f]{24}")
 
 
 def check_reason(text: str | None, command: str) -> str:
-    """The decision's reason, redacted; a missing or empty one is a UsageError."""
-    reason = redact((text or "").strip())
+    """The decision's reason, on one line (no control character: `termtext.one_line`) and
+    redacted; a missing or empty one is a UsageError."""
+    reason = redact(one_line(text or ""))
     if not reason:
         raise UsageError(f"group {command}: --reason is required (why is this decided?)")
     if len(reason) > 2000:
@@ -44,7 +46,7 @@ def _open(root: Root) -> sqlite3.Connection:
 
 
 def _decision(kind: str, source: str, target: str, reason: str) -> dict[str, Any]:
-    return {"kind": kind, "at": clock.iso_now(), "by": grouping.who(), "reason": reason,
+    return {"kind": kind, "at": clock.iso_precise(), "by": grouping.who(), "reason": reason,
             "from": source, "to": target}  # fmt: skip
 
 
@@ -74,13 +76,15 @@ def resolve_side(conn: sqlite3.Connection, text: str, what: str) -> str:
     raise UsageError(f"group: {what} {text[:200]!r}: no incident, group or signature of that name")
 
 
-def _rewrite(root: Root, incident_id: str, group: str, decision: dict[str, Any]) -> None:
-    """One bundle joins `group` with `decision` recorded, in one atomic write."""
+def _rewrite(root: Root, incident_id: str, group: str | None, decision: dict[str, Any]) -> None:
+    """One bundle joins `group` (None: stays in its own) with `decision` recorded, in one
+    atomic write."""
     with store.incident_lock(root, incident_id):
         _, folder = root.locate(incident_id)
         doc = store.read_incident(folder)
         decisions = [*grouping.decisions_of(doc), decision]
-        store.save_incident(folder, {**doc, "group": {"key": group, "decisions": decisions}})
+        key = grouping.group_of(doc) if group is None else group
+        store.save_incident(folder, {**doc, "group": {"key": key, "decisions": decisions}})
         eventlog.append_events(
             folder, incident_id, [("group_decision", decision)], eventlog.unique_key("g")
         )
@@ -112,6 +116,10 @@ def merge(root: Root, into: str, source_text: str, reason: str | None) -> dict[s
                 members = mirror.group_members(conn, source)
                 for incident_id, _, _ in members:
                     _rewrite(root, incident_id, target, decision)
+                if not members:  # a signature whose incidents were all split: noted in
+                    # theirs (they stay apart) so that `reindex` rebuilds where it goes
+                    for incident_id in mirror.signature_members(conn, source):
+                        _rewrite(root, incident_id, None, decision)
                 signatures = {s for _, s, split in members if not split}
                 if not source.startswith(grouping.SPLIT_PREFIX):  # a signature's own group
                     signatures.add(source)

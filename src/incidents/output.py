@@ -1,6 +1,8 @@
 """Every line a user sees goes through here, so tests capture exactly what a user sees,
 and every line is redacted (`incidents.redact`): what a command shows may come from a
-bundle another tool wrote by hand, which never went through capture's redaction."""
+bundle another tool wrote by hand, which never went through capture's redaction. Nor do
+escape sequences or control characters reach the terminal (`incidents.termtext`): free
+text is shown, never obeyed."""
 
 from __future__ import annotations
 
@@ -14,14 +16,16 @@ if TYPE_CHECKING:
 
 def out(text: str = "") -> None:
     from incidents.redact import redact
+    from incidents.termtext import printable
 
-    sys.stdout.write(redact(text) + "\n")
+    sys.stdout.write(printable(redact(text)) + "\n")
 
 
 def err(text: str) -> None:
     from incidents.redact import redact
+    from incidents.termtext import printable
 
-    sys.stderr.write(redact(text) + "\n")
+    sys.stderr.write(printable(redact(text)) + "\n")
 
 
 def out_json(doc: Any) -> None:

@@ -18,6 +18,8 @@ first rule of `_RULES` that matches wins, in this order:
                               `"request_id": "X"`, `RequestId=X`, `x-amz-id-2: X`, `cf-ray: X`
     code          kept        an error or status code: `exit status 2`, `ERROR 1045 (28000)`,
                               `[Errno 13]`, `ORA-12154`, `SQLSTATE 23505`, `404 Not Found`
+    klog          <ts>        a klog/glog/absl header: `E1011 12:15:03.532199 12345 f.go:1]`
+                              (level, date, time, thread id; the file and line stay)
     ts            <ts>        ISO 8601, RFC 2822, syslog, 12/31/2024, 12:00:01
     uuid          <uuid>
     ip            <ip>        IPv4[:port], IPv6 (full, compressed, [bracketed]:port)
@@ -25,7 +27,9 @@ first rule of `_RULES` that matches wins, in this order:
                               `4C32:E66A2:27EF37:4E976C:683F3085`, MAC addresses)
     path          <path:a/b>  absolute (POSIX, ~/, Windows, UNC): its last two names below a
                               home or temp folder; relative (./x, a/b/c, a/b.py,
-                              `name.ext:12`): kept, as a name; line and column dropped
+                              `name.ext:12`): kept, as a name; line and column dropped;
+                              a temporary folder's random name in braces: `tmp{id}`,
+                              `pytest-of-{id}/pytest-{n}/test_x{n}`, `venv-{id}`
     pod           <id>        a Kubernetes pod or ReplicaSet suffix: web-<id>
     hex           <hex>       0x..., or 7+ hex digits with a digit and a letter
     token         <id>        a random-looking run of 10+ letters and digits: mixed case
@@ -68,9 +72,11 @@ __all__ = [
 ]
 
 MAX_MESSAGE = 200
-NORMALIZATION_VERSION = 4  # 1: every quoted value was <str>; no request ids, pods, tokens
+NORMALIZATION_VERSION = 5  # 1: every quoted value was <str>; no request ids, pods, tokens
 # 2: `host.name:5432` was a path (a bare file name with a line number)
 # 3: a URL kept only its host, every path was <path>, every number <n> (error codes too)
+# 4: temporary folders' random names (tempfile's, pytest's, `venv-a1b2c3`) and klog's
+#    header (`E1011 12:15:03.532199 12345`) were kept
 
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*"
 _DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*"
@@ -156,6 +162,13 @@ _RULES: tuple[tuple[str, str, str], ...] = (
         rf"(?:<id>|(?=(?:{_ID_VALUE}*?\d|{_ID_VALUE}{{12}}))(?!<){_ID_VALUE}++(?!<))",
     ),
     ("code", "", _CODE),
+    (  # a klog/glog/absl log line's header: level letter, MMDD, time, thread id, then
+        # `file.go:123]`: all of it is when and where it ran (E1011 and E1012: one failure)
+        "klog",
+        "<ts>",
+        r"(?<![\w.])[IWEFD](?:0[1-9]|1[0-2])(?:[0-2]\d|3[01])[ ]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?"
+        r"(?:[ ]+\d+)?(?=[ ]+[\w.+-]+:\d+\])",
+    ),
     (
         "ts",
         "<ts>",
@@ -283,6 +296,7 @@ _NEEDS: dict[str, tuple[str, ...]] = {  # in the lowercased text
         *("precondition", "payload", "uri", "unsupported", "unprocessable", "internal"),
         *("service", "gateway"),
     ),
+    "klog": _DIGITS,
     "ts": _DIGITS,
     "uuid": ("-",),
     "ip": (*_DIGITS, ":"),
@@ -401,20 +415,12 @@ def _path(text: str) -> str:
         sep = "\\" if "\\" in text else "/"
         return sep.join(p if p in ("", ".", "..", "~") else _segment(p) for p in text.split(sep))
     parts = [p for p in text.replace("\\", "/").split("/") if p and p not in (".", "~")]
-    names = [_segment(p) for p in _below_machine(parts[1:] if drive else parts)[-2:]]
+    parts = parts[1:] if drive else parts
+    from incidents.signature_paths import below_machine, temp_name
+
+    start = min(max(below_machine(parts), len(parts) - 2), len(parts) - 1)
+    names = [_segment(temp_name(parts, i)) for i in range(max(start, 0), len(parts))]
     return f"<path:{_name('/'.join(names))}>" if names else "<path>"
-
-
-def _below_machine(parts: list[str]) -> list[str]:
-    """An absolute path's names below a home (`/home/<user>`, `/Users/<user>`, `/root`) or a
-    temp folder's own folder (`/tmp/<random>/...`, `...\\Temp\\<random>\\...`); the
-    last name when nothing is below them."""
-    lowered = [p.lower() for p in parts]
-    start = 2 if lowered[:1] in (["home"], ["users"]) else 1 if lowered[:1] == ["root"] else 0
-    for i, name in enumerate(lowered):
-        if name in ("tmp", "temp") and i + 2 < len(parts):
-            start = max(start, i + 2)
-    return parts[start:] or parts[-1:]
 
 
 def _cut(text: str) -> str:

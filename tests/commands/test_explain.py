@@ -66,8 +66,9 @@ def test_explain_shows_each_normalisation_the_signature_the_rule_and_the_group(
         f"by rule {verdict.rule!r} in the message"
     )
     assert lines[10].strip() == verdict.reason
-    # the same failure resolved before: this one regresses it (incidents.regressions)
-    assert lines[11] == f"regression:    #1 of {fixed}"
+    # the same failure resolved before: this one regresses it (incidents.regressions), the
+    # group's second regression (the escalated one was the first)
+    assert lines[11] == f"regression:    #2 of {fixed}"
     assert lines[12] == "same group:    2 other incident(s)"
     table = [line.split() for line in lines[13:]]
     assert table[0] == ["ID", "WHERE", "STATUS", "SEEN", "CREATED"]
@@ -150,7 +151,7 @@ def test_explain_shows_an_error_code_kept_and_the_names_of_a_url(cli: Cli) -> No
     incident_id = captured(cli, "--step", "install", "--message", message)
     lines = cli("explain", incident_id).out.splitlines()
     assert lines[2:6] == [
-        "normalization (rules 4), in order:",
+        f"normalization (rules {NORMALIZATION_VERSION}), in order:",
         "  code: 404 kept (it names the failure)",
         "  url: https://registry.npmjs.org/left-pad -> <url:registry.npmjs.org/left-pad>",
         "  code: exit status 1 kept (it names the failure)",

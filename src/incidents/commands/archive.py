@@ -11,6 +11,7 @@ from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, open_root
 from incidents.errors import UsageError
 from incidents.layout import validate_id
 from incidents.step import close as closing
+from incidents.termtext import one_line
 
 
 def register(app: typer.Typer) -> None:
@@ -30,11 +31,12 @@ def register(app: typer.Typer) -> None:
         validate_id(incident_id)
         if resolved == escalated:
             raise UsageError("archive: give exactly one of --resolved or --escalated")
-        if not reason.strip():
+        reason = one_line(reason)  # stored and shown as one line of text
+        if not reason:
             raise UsageError("archive: --reason is required (why is it closed?)")
         session = open_root(root, config, incident_id)
         bucket = "resolved" if resolved else "escalated"
-        target = closing.archive(session.root, incident_id, bucket, reason.strip())
+        target = closing.archive(session.root, incident_id, bucket, reason)
         store.mirror_bundle(session.root, bucket, target, "archived", {"bucket": bucket})
         rel = target.relative_to(session.root.path)
         if as_json:

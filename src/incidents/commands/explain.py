@@ -19,6 +19,7 @@ from incidents.errors import IncidentsError
 from incidents.fingerprint import GIVEN_OPTIONS, current_signature, normalization_of
 from incidents.layout import validate_id
 from incidents.signature import NORMALIZATION_VERSION, normalize_steps, signature_key
+from incidents.termtext import one_line
 
 SHOWN_CHARS = 120  # a longer part of the message is cut in the text output (not in --json)
 
@@ -115,7 +116,7 @@ def show(found: dict[str, Any]) -> None:
     out = output.out
     sig, norm = found["signature"], found["normalization"]
     out(f"{'incident:':14} {found['incident_id']} ({found['bucket']}, {found['status']})")
-    out(f"{'message:':14} {found['message']}")
+    out(f"{'message:':14} {one_line(found['message'])}")
     if not norm["steps"]:
         out(f"normalization: nothing volatile (rules {norm['version']})")
     else:
@@ -144,17 +145,21 @@ def _show_decisions(record: dict[str, Any]) -> None:
     """The group a person's decisions put it in, each decision, and what it regresses."""
     out = output.out
     if record["group"] != record["signature"]:
-        out(f"{'group:':14} {record['group']}")
+        out(f"{'group:':14} {one_line(record['group'])}")
     for d in record["decisions"]:
-        out(f"{'':14} {d.get('kind')} at {d.get('at')} by {d.get('by')}: {d.get('reason')} "
-            f"({d.get('from')} -> {d.get('to')})")  # fmt: skip
+        kind, at, by, why = (one_line(d.get(k)) for k in ("kind", "at", "by", "reason"))
+        out(f"{'':14} {kind} at {at} by {by}: {why} "
+            f"({one_line(d.get('from'))} -> {one_line(d.get('to'))})")  # fmt: skip
     if record["regression_of"]:
         out(f"{'regression:':14} #{record['regression_count']} of {record['regression_of']}")
 
 
 def _show_classification(found: dict[str, Any]) -> None:
     out = output.out
-    by = found["classified_by"]
+    by = {
+        k: one_line(v) if isinstance(v, str) else v
+        for k, v in (found["classified_by"] or {}).items()
+    } or None
     verdict = f"{found['failure_class']} / {found['error_code']}"
     if by is None:
         out(f"{'classified:':14} {verdict}; how is not recorded")

@@ -8,6 +8,7 @@ import typer
 
 from incidents import groups, output
 from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, open_root
+from incidents.termtext import one_line
 
 ReasonOpt = Annotated[
     str | None,
@@ -25,8 +26,8 @@ def _show(result: dict[str, Any], as_json: bool) -> None:
         return
     moved = result["incidents"]
     output.out(
-        f"{result['kind']}: {len(moved)} incident(s) moved from {result['from']!r} to "
-        f"{result['to']!r}"
+        f"{result['kind']}: {len(moved)} incident(s) moved from {one_line(result['from'])!r} to "
+        f"{one_line(result['to'])!r}"
     )
     for incident_id in moved:
         output.out(f"  {incident_id}")

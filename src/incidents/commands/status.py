@@ -18,6 +18,7 @@ from incidents import artifacts, clock, fsutil, groups, mirror, output, pause, s
 from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, Session, open_root
 from incidents.errors import UsageError
 from incidents.layout import Root, validate_id
+from incidents.termtext import one_line
 from incidents.vocab import IncidentStatus
 
 _REL = re.compile(r"^(\d+)\s*([smhdw])$")
@@ -117,11 +118,12 @@ def group_lines(record: dict[str, Any]) -> list[str]:
     """`status ID`'s lines about its group (incidents.groups.group_record)."""
     lines = []
     if record["group"] != record["signature"] or record["decisions"]:
-        lines.append(f"{'group:':16} {record['group']}")
+        lines.append(f"{'group:':16} {one_line(record['group'])}")
     for d in record["decisions"]:
+        kind, at, by, why = (one_line(d.get(k)) for k in ("kind", "at", "by", "reason"))
         lines.append(
-            f"{'':16} {d.get('kind')} at {d.get('at')} by {d.get('by')}: {d.get('from')!r} "
-            f"-> {d.get('to')!r}: {d.get('reason')}"
+            f"{'':16} {kind} at {at} by {by}: {one_line(d.get('from'))!r} "
+            f"-> {one_line(d.get('to'))!r}: {why}"
         )
     if record["regression_of"]:
         lines.append(
@@ -265,8 +267,8 @@ def show_one(session: Session, incident_id: str, as_json: bool) -> int:
         output.out_json(detail)
         return 0
     for key in ("incident_id", "status", "step", "failure_class", "error_code", "message"):
-        output.out(f"{key + ':':16} {doc.get(key)}")
-    output.out(f"{'signature:':16} {doc['error_signature']}")
+        output.out(f"{key + ':':16} {one_line(doc.get(key))}")
+    output.out(f"{'signature:':16} {one_line(doc['error_signature'])}")
     for line in group_lines(groups.group_record(root, incident_id)):
         output.out(line)
     output.out(f"{'occurrences:':16} {doc.get('occurrences', 1)} (last {doc.get('last_seen')})")
@@ -277,7 +279,7 @@ def show_one(session: Session, incident_id: str, as_json: bool) -> int:
         if doc.get(key):
             output.out(f"{key + ':':16} {', '.join(doc[key])}")
     if doc.get("resolution"):
-        output.out(f"{'resolution:':16} {doc['resolution']}")
+        output.out(f"{'resolution:':16} {one_line(doc['resolution'])}")
     outcome = detail["outcome"]
     if isinstance(outcome, str):
         output.out(f"{'outcome:':16} {OUTCOME_SHOWN.get(outcome, outcome)}")
@@ -321,7 +323,7 @@ def pause_line(root: Root) -> str | None:
     if info is None:
         return None
     return (
-        f"PAUSED since {info['since']} by {info['by']}: {info['reason']} "
+        f"PAUSED since {info['since']} by {one_line(info['by'])}: {one_line(info['reason'])} "
         "(step, watch, next and claim start no new work; `incidents resume` clears it)"
     )
 

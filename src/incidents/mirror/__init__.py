@@ -53,6 +53,7 @@ from incidents.mirror.groups import (
     groups_of_signature,
     rebuild_hints,
     refresh_hints,
+    signature_members,
 )
 from incidents.mirror.ingest import ingest_incident, ingest_root, root_events_path
 from incidents.mirror.live import CatchUp, catch_up, catch_up_root, refresh, sync
@@ -126,6 +127,7 @@ __all__ = [
     "record_step_attempt",
     "refresh",
     "rebuild_hints",
+    "signature_members",
     "refresh_budget",
     "refresh_hints",
     "reindex",

@@ -20,7 +20,14 @@ from incidents.layout import Root
 from incidents.mirror.db import translating
 from incidents.signature import signature_key
 
-__all__ = ["group_keys", "group_members", "groups_of_signature", "rebuild_hints", "refresh_hints"]
+__all__ = [
+    "group_keys",
+    "group_members",
+    "groups_of_signature",
+    "rebuild_hints",
+    "refresh_hints",
+    "signature_members",
+]
 
 
 @translating
@@ -45,6 +52,19 @@ def groups_of_signature(conn: sqlite3.Connection, signature: str) -> list[tuple[
         for g, d in conn.execute(
             "SELECT group_key, group_decisions FROM incidents WHERE signature = ? "
             "ORDER BY created_at DESC, incident_id DESC",
+            (signature,),
+        ).fetchall()
+    ]
+
+
+@translating
+def signature_members(conn: sqlite3.Connection, signature: str) -> list[str]:
+    """The ids of every incident with `signature`, whatever group it is in, oldest first."""
+    return [
+        str(i)
+        for (i,) in conn.execute(
+            "SELECT incident_id FROM incidents WHERE signature = ? "
+            "ORDER BY created_at, incident_id",
             (signature,),
         ).fetchall()
     ]
@@ -96,24 +116,34 @@ def refresh_hints(root: Root, conn: sqlite3.Connection, group: str) -> None:
 
 @translating
 def rebuild_hints(root: Root, conn: sqlite3.Connection) -> tuple[int, int]:
-    """`reindex`: where merged signatures' captures go and each group's latest resolved
-    incident, from the mirror just rebuilt from the bundles. Returns (aliases, resolved)."""
-    aliases: dict[str, tuple[str, dict[str, Any]]] = {}
-    for signature, group, decisions in conn.execute(
-        "SELECT signature, group_key, group_decisions FROM incidents "
-        "WHERE group_key != signature ORDER BY created_at, incident_id"
-    ).fetchall():
-        taken = json.loads(decisions)
-        if grouping.detached(taken):
-            continue  # split from its signature: the signature's captures do not follow it
-        merges = [d for d in taken if d.get("kind") == "merge"]
-        aliases[str(signature)] = (str(group), merges[-1] if merges else {})
+    """`reindex`: where merged signatures' captures go, each group's latest resolved
+    incident and its regression counted highest, from the mirror just rebuilt from the bundles. Returns (aliases, resolved).
+    """
+    aliases = grouping.aliases_from(
+        [
+            (str(signature), str(group), json.loads(decisions))
+            for signature, group, decisions in conn.execute(
+                "SELECT signature, group_key, group_decisions FROM incidents "
+                "WHERE group_key != signature OR group_decisions != '[]' "
+                "ORDER BY created_at, incident_id"
+            ).fetchall()
+        ]
+    )
     resolved: dict[str, dict[str, Any]] = {}
     for incident_id, group, updated_at in conn.execute(
         "SELECT incident_id, group_key, updated_at FROM incidents WHERE bucket = 'resolved' "
         "ORDER BY updated_at, incident_id"
     ).fetchall():
         resolved[str(group)] = _resolved_entry(str(incident_id), str(updated_at))
+    counted: dict[str, tuple[str, int]] = {}  # each group's regression counted highest
+    for incident_id, group, count in conn.execute(
+        "SELECT incident_id, group_key, regression_count FROM incidents "
+        "WHERE regression_count > 0 ORDER BY regression_count, created_at, incident_id"
+    ).fetchall():
+        counted[str(group)] = (str(incident_id), int(count))
+    _prune(root.state / grouping.REGRESSIONS_DIR, {signature_key(g) for g in counted})
+    for group, (incident_id, count) in counted.items():
+        grouping.write_regressions(root, group, incident_id, count)
     _prune(root.state / grouping.ALIAS_DIR, {signature_key(s) for s in aliases})
     _prune(root.state / grouping.RESOLVED_DIR, {signature_key(g) for g in resolved})
     for signature, (group, decision) in aliases.items():
