@@ -73,7 +73,7 @@ def db_for(source: Path) -> Path:
 
 def folder_lock(folder: Path, timeout_s: float = 60.0) -> locks.Flocked:
     """An exclusive flock on the folder itself: no lock file left beside the state."""
-    return locks.flocked(folder, timeout_s)
+    return locks.flocked(folder, timeout_s, folder=True)
 
 
 def is_finished(db: Path) -> bool:

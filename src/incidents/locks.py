@@ -21,19 +21,21 @@ if TYPE_CHECKING:
 
 class Flocked:
     """`with flocked(path):` holds an exclusive flock on `path` (a file, created 0600, or
-    a folder) until the block ends; waits up to `timeout_s`, then LockBusy."""
+    with `folder` a folder) until the block ends; waits up to `timeout_s`, then LockBusy."""
 
-    __slots__ = ("path", "timeout_s", "_fd")
+    __slots__ = ("path", "timeout_s", "folder", "_fd")
 
-    def __init__(self, path: str | os.PathLike[str], timeout_s: float = 30.0) -> None:
-        self.path, self.timeout_s = path, timeout_s
+    def __init__(
+        self, path: str | os.PathLike[str], timeout_s: float = 30.0, folder: bool = False
+    ) -> None:
+        self.path, self.timeout_s, self.folder = path, timeout_s, folder
         self._fd = -1
 
     def __enter__(self) -> None:
         import fcntl
 
         cloexec = getattr(os, "O_CLOEXEC", 0)
-        if os.path.isdir(self.path):  # a folder locks itself: no lock file beside what it guards
+        if self.folder:  # a folder locks itself: no lock file beside what it guards
             fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | cloexec)
         else:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | cloexec, 0o600)
@@ -67,5 +69,9 @@ class Flocked:
         os.close(fd)  # closing releases the lock
 
 
-def flocked(path: str | os.PathLike[str], timeout_s: float = 30.0) -> Flocked:
-    return Flocked(path, timeout_s)
+def flocked(
+    path: str | os.PathLike[str], timeout_s: float = 30.0, *, folder: bool = False
+) -> Flocked:
+    """`folder`: `path` is a folder, locked itself. Without it a lock file's path that is a
+    folder fails to open, as a damaged root should (the watcher counts it a failed load)."""
+    return Flocked(path, timeout_s, folder)

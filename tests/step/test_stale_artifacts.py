@@ -88,7 +88,6 @@ def test_a_skills_attempt_recorded_before_the_first_tick_stays(
         "incident_id": incident_id, "iteration": 1, "started_at": "2026-11-24T03:00:00+00:00",
         "finished_at": "2026-11-24T03:05:00+00:00", "actions_applied": ["edit names.py"],
         "verification_commands": [], "verification_passed": False, "result": "continue",
-        "error_signature": "sig",
     }  # fmt: skip
     (tmp_path / "attempt.json").write_text(json.dumps(doc))
     r = cli("attempt", incident_id, "--file", str(tmp_path / "attempt.json"))
