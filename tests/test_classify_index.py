@@ -91,3 +91,70 @@ def test_a_plain_capture_compiles_none_of_redacts_large_patterns(tmp_path: Path)
     assert p.returncode == 0, p.stderr
     patterns = p.stdout.splitlines()[1:]
     assert not [s for s in patterns if "github_pat_" in s or "passphrase" in s]
+
+
+def test_what_a_pattern_needs_is_in_every_line_it_matches() -> None:
+    """The clauses read from each pattern's parse are sound: wherever a rule's pattern
+    matches a line of the fixtures, the corpora or the rule examples, one of its clauses
+    has all its runs in that line (else classify would skip a rule that matches)."""
+    import re
+
+    from incidents import classify, rules
+
+    fixtures = SRC.parents[1] / "tests" / "fixtures"
+    texts = [row[6] for table in rules.tables().values() for row in table]
+    for folder in ("classify", "corpus", "corpus_blind"):
+        texts += [p.read_text("utf-8") for p in (fixtures / folder).rglob("*.txt")]
+    lines = sorted({line for text in texts for line in text.splitlines()})
+    assert len(lines) > 5000
+    rows = [row for table in rules.tables().values() for row in table]
+    checked = 0
+    for position, row in enumerate(rows):
+        pattern = re.compile(row[5])
+        for line in lines:
+            if pattern.search(line):
+                checked += 1
+                low = line.encode("utf-8", "replace").lower()
+                assert classify._may_match(position, low), (row[0], line)
+    assert checked > 1000
+
+
+def test_needs_are_read_from_the_parse() -> None:
+    clauses = classify_index.clauses
+    # lowercased; the parser factors out a common prefix (`re` of reset and refused)
+    assert clauses(r"(?i)\bConnection (?:reset|refused)\b") == [
+        frozenset({b"connection re", b"fused"}),
+        frozenset({b"connection re", b"set"}),
+    ]
+    assert clauses(r"\bHTTP/\d\.\d 50[0-4]") == [frozenset({b"http/", b" 50"})]
+    # what may be absent, or is not a plain run, needs nothing
+    assert clauses(r"(?:optional )?x[a-z]+|y") == [frozenset()]
+    assert clauses(r"a\wb(?=cd)") == [frozenset()]
+    # too many alternatives: merged into what both need, never dropped
+    many = "|".join(f"error {n:03d}" for n in range(40))
+    merged = clauses(many)
+    assert len(merged) <= classify_index.MAX_CLAUSES
+    for n in range(40):
+        text = f"error {n:03d}".encode()
+        assert any(all(run in text for run in clause) for clause in merged), n
+    assert not any(all(run in b"warning 007" for run in clause) for clause in merged)
+
+
+def test_a_message_whose_words_gate_rules_that_cannot_match_compiles_none() -> None:
+    """ "benchmark failure" holds `failure`, a prefilter word of two rules (network and
+    python); neither can match without "connection" or "test" beside it: no rule module
+    is imported, no pattern compiled (~1.6 ms of the capture benchmark)."""
+    code, cls, *rest = probe(SRC, "benchmark failure")
+    assert (code, cls) == ("UNKNOWN", "unknown")
+    assert rest[-1] == ""
+    code, cls, *rest = probe(SRC, "connection failure: connection reset by peer")
+    assert cls == "transient"
+    assert "incidents.rules.network" in rest[-1]
+
+
+def test_a_text_with_a_letter_ignorecase_folds_to_ascii_skips_the_clauses() -> None:
+    """(?i)reset matches "reſet" (ſ folds to s): the text lacks the run "reset", so the
+    clauses are not consulted for it and the rule is searched as before."""
+    from incidents.classify import classify
+
+    assert classify("connection reſet by peer").rule == classify("connection reset by peer").rule

@@ -20,10 +20,12 @@ and what each specificity level means). The order of decisions:
    UNKNOWN, and both are retried alike; the reason names the exit code.
 
 Speed: capture classifies once per process, so nothing is compiled ahead, and only the
-rule modules holding rules the text's words gate are imported (the word index is
-generated: `python -m incidents.classify_index`). The text is encoded once, its words collected with one `bytes.translate`, and only the rules whose
-prefilter words occur are compiled and searched, on the distinct lines holding those words
-(a match lies within one line, so nothing else can match).
+rule modules holding rules the text's words gate are imported (the index is generated:
+`python -m incidents.classify_index`). The text is encoded once, its words collected with
+one `bytes.translate`; a gated rule is kept only when one clause of the literal runs its
+pattern needs all occur in the text (read from the pattern's parse by the generator);
+only those rules are compiled and searched, on the distinct lines holding their words (a
+match lies within one line, so nothing else can match).
 
 Decisions on seed 002's "not retried" codes:
 
@@ -120,26 +122,71 @@ class _Rule:
 
 _rows: dict[int, tuple[str, tuple[str, int, str, str, str, str, str]]] = {}  # as loaded
 _made: dict[int, _Rule] = {}
-_index: dict[bytes, tuple[int, ...]] = {}  # prefilter word -> rows it gates
+_index: dict[bytes, tuple[int, ...]] = {}  # prefilter word -> rows it gates, once parsed
+_needs: list[list[list[bytes]]] = []  # row -> clauses of runs its pattern needs
 _compiled: dict[int, re.Pattern[str]] = {}
 _WORDS = bytes(
     c if (48 <= c <= 57 or 97 <= c <= 122 or c == 95) else 32 for c in range(256)
 )  # fmt: skip
+# non-ASCII letters that IGNORECASE matches to ASCII ones (ı İ -> i, ſ -> s, K -> k): a
+# text holding one may match a pattern without holding its runs (classify_index)
+_FOLDS = (b"\xc4\xb0", b"\xc4\xb1", b"\xc5\xbf", b"\xe2\x84\xaa")
+_FIND_MAX = 64  # words looked up one by one; a longer text parses the whole index
 _exit: dict[int, tuple[str, tuple[int, ...], str, str, bool, str]] = {}
 _full: list[bool] = []  # [True]: every table indexed as it is (no generated index)
 
 
 def _load() -> None:
-    """The exit codes and the prefilter word index, once. The index is generated
-    (`incidents.rules_index`), so only the rule modules a text needs are imported."""
+    """The exit codes, once. The word index is generated (`incidents.rules_index`), so
+    only the rule modules a text needs are imported."""
     if _exit:
         return
-    from incidents import rules, rules_index
+    from incidents import rules
 
-    _index.update(rules_index.WORDS)
     for entry in rules.EXIT_CODES:
         for number in entry[1]:
             _exit[number] = entry
+
+
+def _gated(words: set[bytes]) -> set[int]:
+    """The rows whose prefilter words are among `words`."""
+    if not _index and len(words) > _FIND_MAX:
+        _parse_index()
+    if _index:
+        return {p for word in words & _index.keys() for p in _index[word]}
+    from incidents.rules_index import WORDS
+
+    positions: set[int] = set()
+    for word in words:
+        part = WORDS.get(word[0], b"")
+        i = part.find(b"\n" + word + b" ")
+        if i >= 0:
+            end = part.find(b"\n", i + 1)
+            positions.update(map(int, part[i + len(word) + 2 : None if end < 0 else end].split()))
+    return positions
+
+
+def _parse_index() -> None:
+    from incidents.rules_index import WORDS
+
+    for part in WORDS.values():
+        for line in part[1:].split(b"\n"):
+            word, _, positions = line.partition(b" ")
+            _index[word] = tuple(map(int, positions.split()))
+
+
+def _may_match(position: int, low: bytes) -> bool:
+    """False when row `position`'s pattern cannot match `low` (what its pattern needs,
+    read from the generated index: none of its clauses' runs all occur)."""
+    if not _needs:
+        from incidents.rules_index import NEEDS
+
+        _needs.extend(
+            [clause.split(b"\x1f") for clause in line.split(b"\x1e")] if line else []
+            for line in NEEDS.split(b"\n")
+        )
+    clauses = _needs[position]
+    return not clauses or any(all(run in low for run in clause) for clause in clauses)
 
 
 def _load_all() -> None:
@@ -160,18 +207,19 @@ def _load_all() -> None:
 
 def _fetch(positions: set[int]) -> bool:
     """Import the tables holding the rows at `positions`; False: the generated index does
-    not describe them (an ecosystem's rows or their prefilter words differ)."""
+    not describe them (an ecosystem's rows, their prefilter words or the lengths of their
+    patterns differ)."""
     from incidents.rules_index import ECOSYSTEMS
 
     for position in positions - _rows.keys():
-        eco, module, first, words = next(e for e in reversed(ECOSYSTEMS) if e[2] <= position)
+        eco, module, first, words, sizes = next(e for e in reversed(ECOSYSTEMS) if e[2] <= position)
         try:  # __import__, not importlib (its import costs ~1 ms on the capture path)
             found = __import__(f"incidents.rules.{module}", fromlist=["RULES"])
             table = getattr(found, "RULES", {})
         except ImportError:
             return False
         rows = table.get(eco, ())
-        if tuple(row[4] for row in rows) != words:
+        if tuple(row[4] for row in rows) != words or tuple(len(r[5]) for r in rows) != sizes:
             return False
         _rows.update((first + i, (eco, row)) for i, row in enumerate(rows))
     return True
@@ -205,14 +253,16 @@ def _lines_with(raw: bytes, low: bytes, word: bytes) -> set[bytes]:
 
 def _best(text: str, code: str = "") -> _Rule | None:
     """The most specific rule that matches `text` (only rules giving `code`, if set)."""
-    _load()
     raw = text.encode("utf-8", "replace")
     low = raw.lower()
-    present = set(low.translate(_WORDS).split()) & _index.keys()
-    positions = {p for word in present for p in _index[word]}
-    if not _full and not _fetch(positions):
-        _load_all()
-        return _best(text, code)
+    present = set(low.translate(_WORDS).split())
+    positions = _gated(present)
+    if not _full:
+        if not any(fold in low for fold in _FOLDS):
+            positions = {p for p in positions if _may_match(p, low)}
+        if not _fetch(positions):
+            _load_all()
+            return _best(text, code)
     candidates = sorted((_rule(position) for position in positions), key=lambda r: r.rank)
     lines: dict[bytes, set[bytes]] = {}  # per word, shared by the rules it gates
     for rule in candidates:
