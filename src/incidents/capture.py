@@ -201,8 +201,8 @@ def capture(
         raise UsageError("--message: must not be empty")
     log_text = redact(inp.log_text)
     verdict = classify(message, log_text, inp.exit_code, inp.timed_out)
-    failure_class = inp.failure_class or verdict.failure_class.value
-    error_code = inp.error_code or verdict.error_code.value
+    failure_class = inp.failure_class or verdict.failure_class_value
+    error_code = inp.error_code or verdict.error_code_value
     signature, signature_inputs = signature_fields(failure_class, inp.step, message)
     given = [
         f for f, v in (("failure_class", inp.failure_class), ("error_code", inp.error_code)) if v

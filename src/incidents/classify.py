@@ -1,6 +1,7 @@
 """Classify a failure: an error code (seed 002) and a failure class (seed 003).
 
-Pure and table-driven; stdlib only (`re`, the enums of `incidents.codes`). The rules are
+Pure and table-driven; stdlib only (`re`; the enums of `incidents.codes` only when a
+caller asks a verdict for them: capture records their values). The rules are
 data in `incidents.rules` (one table per ecosystem; read its docstring for the row format
 and what each specificity level means). The order of decisions:
 
@@ -44,17 +45,20 @@ from __future__ import annotations
 
 import re
 
-from incidents.codes import ErrorCode, FailureClass
+TYPE_CHECKING = False  # typing stays off the capture path (import cost)
+if TYPE_CHECKING:
+    from incidents.codes import ErrorCode, FailureClass
 
 __all__ = ["LOG_WINDOW", "Classification", "classify", "code_of_findings"]
 
 LOG_WINDOW = 64 * 1024
 
-_T = FailureClass.TRANSIENT
 
-
-class Classification(tuple[ErrorCode, FailureClass, str, str, str]):
+class Classification(tuple[str, str, str, str, str]):
     """What decided a failure's code and class: `(error_code, failure_class, reason, rule, where)`.
+
+    The code and the class are held as their values (`error_code_value`); `error_code` and
+    `failure_class` give the StrEnums, which capture does not create (`incidents.codes`).
 
     `rule` names the rule (or the exit-code meaning) that decided, "" when nothing did;
     `where` is the input it matched: "timed_out", "exit_code", "message", "log" or "none".
@@ -66,20 +70,33 @@ class Classification(tuple[ErrorCode, FailureClass, str, str, str]):
 
     def __new__(
         cls,
-        error_code: ErrorCode,
-        failure_class: FailureClass,
+        error_code: str,
+        failure_class: str,
         reason: str,
         rule: str = "",
         where: str = "none",
     ) -> Classification:
-        return super().__new__(cls, (error_code, failure_class, reason, rule, where))
+        # str(): a StrEnum given is held as its value, as the rows spell it
+        return super().__new__(cls, (str(error_code), str(failure_class), reason, rule, where))
 
     @property
     def error_code(self) -> ErrorCode:
-        return self[0]
+        from incidents.codes import ErrorCode
+
+        return ErrorCode(self[0])
 
     @property
     def failure_class(self) -> FailureClass:
+        from incidents.codes import FailureClass
+
+        return FailureClass(self[1])
+
+    @property
+    def error_code_value(self) -> str:
+        return self[0]
+
+    @property
+    def failure_class_value(self) -> str:
         return self[1]
 
     @property
@@ -95,7 +112,7 @@ class Classification(tuple[ErrorCode, FailureClass, str, str, str]):
         return self[4]
 
     def __repr__(self) -> str:
-        return f"Classification({self[0].value}, {self[1].value}, {self[2]!r})"
+        return f"Classification({self[0]}, {self[1]}, {self[2]!r})"
 
 
 class _Rule:
@@ -137,7 +154,7 @@ _full: list[bool] = []  # [True]: every table indexed as it is (no generated ind
 
 
 def _load() -> None:
-    """The exit codes, once. The word index is generated (`incidents.rules_index`), so
+    """The exit codes, once (a text alone needs none). The word index is generated (`incidents.rules_index`), so
     only the rule modules a text needs are imported."""
     if _exit:
         return
@@ -283,9 +300,8 @@ def _best(text: str, code: str = "") -> _Rule | None:
 
 
 def _verdict(rule: _Rule, where: str) -> Classification:
-    code, cls = ErrorCode(rule.code), FailureClass(rule.cls)
-    reason = f"pattern {rule.name!r} in {where} -> {code}/{cls}"
-    return Classification(code, cls, reason, rule.name, where)
+    reason = f"pattern {rule.name!r} in {where} -> {rule.code}/{rule.cls}"
+    return Classification(rule.code, rule.cls, reason, rule.name, where)
 
 
 def _text(message: str, log_text: str) -> tuple[_Rule, str] | None:
@@ -313,10 +329,12 @@ def classify(
     """Classify one failure from its message, its log, its exit code and whether it timed out."""
     if timed_out:
         return Classification(
-            ErrorCode.TIMEOUT, _T, "timed_out -> TIMEOUT", "timed out", "timed_out"
+            "TIMEOUT", "transient", "timed_out -> TIMEOUT", "timed out", "timed_out"
         )
-    _load()
-    entry = _exit.get(exit_code) if exit_code else None
+    entry = None
+    if exit_code:
+        _load()
+        entry = _exit.get(exit_code)
     if entry is not None and entry[4]:
         return _by_exit(entry, exit_code)
     found = _text(message, log_text)
@@ -328,26 +346,25 @@ def classify(
     if found is not None:
         return _verdict(*found)
     if exit_code:
-        return Classification(
-            ErrorCode.UNKNOWN, FailureClass.UNKNOWN, f"exit code {exit_code}, no rule matched"
-        )
-    return Classification(ErrorCode.UNKNOWN, FailureClass.UNKNOWN, "no rule matched")
+        return Classification("UNKNOWN", "unknown", f"exit code {exit_code}, no rule matched")
+    return Classification("UNKNOWN", "unknown", "no rule matched")
 
 
 def _by_exit(
     entry: tuple[str, tuple[int, ...], str, str, bool, str], exit_code: int | None
 ) -> Classification:
     name, _, code, cls, _, meaning = entry
-    error_code, failure_class = ErrorCode(code), FailureClass(cls)
-    reason = f"exit code {exit_code} ({meaning}) -> {error_code}/{failure_class}"
-    return Classification(error_code, failure_class, reason, name, "exit_code")
+    reason = f"exit code {exit_code} ({meaning}) -> {code}/{cls}"
+    return Classification(code, cls, reason, name, "exit_code")
 
 
 def code_of_findings(categories: set[str], timed_out: bool = False) -> ErrorCode | None:
     """The error code a canonical check's findings amount to (None: no finding)."""
+    from incidents.codes import ErrorCode
+    from incidents.vocab import Category  # not on the capture path (incidents.codes)
+
     if timed_out:
         return ErrorCode.TIMEOUT
-    from incidents.vocab import Category  # not on the capture path (incidents.codes)
 
     # What a check's findings say, in seed 002's codes, most telling first: a file that
     # does not parse explains everything after it; a failing test beats the lint around it.
