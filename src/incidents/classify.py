@@ -140,7 +140,7 @@ class _Rule:
 _rows: dict[int, tuple[str, tuple[str, int, str, str, str, str, str]]] = {}  # as loaded
 _made: dict[int, _Rule] = {}
 _index: dict[bytes, tuple[int, ...]] = {}  # prefilter word -> rows it gates, once parsed
-_needs: list[list[list[bytes]]] = []  # row -> clauses of runs its pattern needs
+_needs: list[bytes] = []  # row -> the clauses of runs its pattern needs, as generated
 _compiled: dict[int, re.Pattern[str]] = {}
 _WORDS = bytes(
     c if (48 <= c <= 57 or 97 <= c <= 122 or c == 95) else 32 for c in range(256)
@@ -198,12 +198,11 @@ def _may_match(position: int, low: bytes) -> bool:
     if not _needs:
         from incidents.rules_index import NEEDS
 
-        _needs.extend(
-            [clause.split(b"\x1f") for clause in line.split(b"\x1e")] if line else []
-            for line in NEEDS.split(b"\n")
-        )
-    clauses = _needs[position]
-    return not clauses or any(all(run in low for run in clause) for clause in clauses)
+        _needs.extend(NEEDS.split(b"\n"))
+    line = _needs[position]
+    if not line:
+        return True
+    return any(all(run in low for run in clause.split(b"\x1f")) for clause in line.split(b"\x1e"))
 
 
 def _load_all() -> None:
