@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import incidents
 from incidents import classify_index
 
@@ -61,15 +63,26 @@ def test_a_message_imports_only_the_rule_modules_its_words_gate() -> None:
     assert probe(SRC, "benchmark repeat")[-1] == ""  # nothing gated: no module at all
 
 
-def test_a_stale_index_is_noticed_and_every_table_read(tmp_path: Path) -> None:
+@pytest.mark.parametrize("edit", ["words", "pattern"])
+def test_a_stale_index_is_noticed_and_every_table_read(tmp_path: Path, edit: str) -> None:
     """An index that no longer describes a table it sends classify to (rows edited, the
-    index not regenerated) costs time, never a wrong verdict."""
+    index not regenerated) costs time, never a wrong verdict: a row's prefilter words or
+    the length of its pattern (whose clauses the index holds) differ."""
     copy = tmp_path / "incidents"
     shutil.copytree(SRC, copy, ignore=shutil.ignore_patterns("__pycache__"))
     index = copy / "rules_index.py"
     text = index.read_text(encoding="utf-8")
-    assert '"timed timedout",' in text
-    index.write_text(text.replace('"timed timedout",', '"timed",', 1), encoding="utf-8")
+    if edit == "words":
+        assert '"timed timedout|' in text
+        text = text.replace('"timed timedout|', '"timed|', 1)
+    else:
+        head, sep, rest = text.partition('"time limits", "network", 0, ')
+        line, newline, tail = rest.partition("\n")
+        sizes = line[line.rindex("(") + 1 :]
+        first = sizes.split(",")[0]
+        text = head + sep + line.replace(f"({first},", f"({int(first) + 1},") + newline + tail
+    assert text != index.read_text(encoding="utf-8")
+    index.write_text(text, encoding="utf-8")
     message = "the upload timed out after 30 s"
     fresh, stale = probe(SRC, message), probe(copy, message)
     assert stale[:2] == fresh[:2] == ["TIMEOUT", "transient"]

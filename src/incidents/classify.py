@@ -235,7 +235,7 @@ def _fetch(positions: set[int]) -> bool:
         except ImportError:
             return False
         rows = table.get(eco, ())
-        if tuple(row[4] for row in rows) != words or tuple(len(r[5]) for r in rows) != sizes:
+        if "|".join(row[4] for row in rows) != words or tuple(len(r[5]) for r in rows) != sizes:
             return False
         _rows.update((first + i, (eco, row)) for i, row in enumerate(rows))
     return True
