@@ -171,3 +171,12 @@ def test_a_text_with_a_letter_ignorecase_folds_to_ascii_skips_the_clauses() -> N
     from incidents.classify import classify
 
     assert classify("connection reſet by peer").rule == classify("connection reset by peer").rule
+
+
+def test_the_word_table_keeps_exactly_the_prefilter_word_bytes() -> None:
+    from incidents.classify import _WORDS
+
+    kept = {c for c in range(256) if _WORDS[c] != 32}
+    assert len(_WORDS) == 256
+    assert kept == {*range(48, 58), *range(97, 123), 95}
+    assert all(_WORDS[c] == c for c in kept)
