@@ -302,8 +302,33 @@ def test_the_capture_path_imports_no_heavy_dependency(tmp_path: Path) -> None:
     # capture; paths are strings on this path, the rest of the vocabulary and the
     # config's whole-file check are not needed when there is no incidents.toml
     slow = {"pathlib", "urllib.parse", "contextlib", "importlib", "shlex", "argparse",
-            "incidents.vocab", "incidents.output", "incidents.config_check"}  # fmt: skip
+            "incidents.vocab", "incidents.output", "incidents.config_check",
+            # a verdict holds its code and class as strings; a text alone needs no exit
+            # code table; a merge's hint is one stat; no rule is compiled for "m"
+            "incidents.codes", "incidents.rules", "incidents.rules.network"}  # fmt: skip
     assert imported & slow == set()
+
+
+def test_a_new_bundle_imports_no_grouping_until_a_merge_exists(root: Root) -> None:
+    """--no-dedupe opens a bundle without the group index: whether a merge sent its
+    signature elsewhere is one stat of `.state/groups` until a merge made it."""
+    import subprocess
+    import sys
+
+    from tests.helpers import SCRIPTS
+
+    argv = [sys.executable, "-X", "importtime", str(SCRIPTS / "error_capture.py"),
+            "--step", "s", "--message", "connection reset by peer", "--no-dedupe"]  # fmt: skip
+    env = {**os.environ, "INCIDENTS_ROOT": str(root.path)}
+    p = subprocess.run(argv, capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    imported = {line.split("|")[-1].strip() for line in p.stderr.splitlines() if "|" in line}
+    assert "incidents.classify" in imported
+    assert imported & {"incidents.grouping", "incidents.capture_fold", "incidents.locks"} == set()
+    os.makedirs(root.path / ".state" / "groups")
+    p = subprocess.run(argv, capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "incidents.grouping" in p.stderr
 
 
 @pytest.mark.parametrize("hostile", ["symlink", "hard_link", "fifo"])

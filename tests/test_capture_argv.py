@@ -91,3 +91,14 @@ def test_the_script_takes_the_fast_line_without_importing_argparse(tmp_path: Pat
     # and --help is still argparse's
     p = subprocess.run([sys.executable, script, "--help"], capture_output=True, text=True)
     assert p.returncode == 0 and p.stdout.startswith("usage: incidents capture [-h] --step")
+
+
+def test_the_choices_are_the_values_of_the_codes_enums() -> None:
+    """capture_argv spells the choices out (no enum on capture's path): they must stay the
+    values argparse offers, those of incidents.codes."""
+    from incidents.codes import ErrorCode, FailureClass
+
+    assert {
+        "failure_class": frozenset(c.value for c in FailureClass),
+        "error_code": frozenset(c.value for c in ErrorCode),
+    } == capture_argv.CHOICES

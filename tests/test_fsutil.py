@@ -120,3 +120,21 @@ def test_dump_model_writes_what_dump_json_writes() -> None:
     assert json.loads(fsutil.dump_model(tiny)) == json.loads(
         fsutil.dump_json(tiny.model_dump(mode="json"))
     )
+
+
+def test_write_new_files_writes_every_file_and_never_replaces(tmp_path: Path) -> None:
+    """A bundle's files in one call (each fsynced, then the folder): all of them whole and
+    private; a name that exists is refused by its path, and is left as it was."""
+    from incidents.fsutil import write_new_files
+
+    files = {"a.json": b'{"a": 1}', "b.txt": b"", "c.log": b"x" * 100_000}
+    write_new_files(str(tmp_path), files)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == files
+    assert {p.stat().st_mode & 0o777 for p in tmp_path.iterdir()} == {0o600}
+    (tmp_path / "old").write_bytes(b"keep")
+    before = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(FileExistsError) as caught:
+        write_new_files(str(tmp_path), {"new": b"n", "old": b"replaced?"})
+    assert caught.value.filename == str(tmp_path / "old")
+    assert (tmp_path / "old").read_bytes() == b"keep"
+    assert len(os.listdir("/proc/self/fd")) == before  # nothing left open

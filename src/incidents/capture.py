@@ -28,7 +28,7 @@ from incidents.capture_inputs import (
 )
 from incidents.config_file import locate_config, read_raw, read_str_list, read_table, root_from_raw
 from incidents.errors import ConfigError, IncidentsError, RootError, UsageError
-from incidents.layout import Root, resolve_root
+from incidents.layout import GROUPS, STATE, Root, resolve_root
 
 TYPE_CHECKING = False  # typing stays off the capture path (import cost)
 if TYPE_CHECKING:
@@ -201,8 +201,8 @@ def capture(
         raise UsageError("--message: must not be empty")
     log_text = redact(inp.log_text)
     verdict = classify(message, log_text, inp.exit_code, inp.timed_out)
-    failure_class = inp.failure_class or verdict.failure_class.value
-    error_code = inp.error_code or verdict.error_code.value
+    failure_class = inp.failure_class or verdict.failure_class_value
+    error_code = inp.error_code or verdict.error_code_value
     signature, signature_inputs = signature_fields(failure_class, inp.step, message)
     given = [
         f for f, v in (("failure_class", inp.failure_class), ("error_code", inp.error_code)) if v
@@ -292,9 +292,11 @@ def _capture_in_group(
 
 def _join_group(root: Root, incident: dict[str, Any], signature: str) -> str:
     """The capture's group key; a merged signature's new incident records the merge."""
-    from incidents import grouping
+    alias = None
+    if os.path.isdir(root.sub(STATE, GROUPS)):  # else no merge ever: grouping not imported
+        from incidents import grouping
 
-    alias = grouping.read_alias(root, signature)
+        alias = grouping.read_alias(root, signature)
     if alias is None:
         incident.pop("group", None)
         return signature

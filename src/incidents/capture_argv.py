@@ -40,13 +40,15 @@ _FLAGS = {"--no-dedupe": "no_dedupe", "--json": "json"}
 _REQUIRED = ("step", "message")
 
 
-def _choices() -> dict[str, frozenset[str]]:
-    from incidents.codes import ErrorCode, FailureClass
-
-    return {
-        "failure_class": frozenset(c.value for c in FailureClass),
-        "error_code": frozenset(c.value for c in ErrorCode),
-    }
+# `--failure-class` and `--error-code`: the values of incidents.codes' StrEnums, spelt out
+# here so that a plain line creates no enum (tests/test_capture_argv.py keeps them equal)
+CHOICES = {
+    "failure_class": frozenset({"transient", "code", "env", "never_retry", "unknown"}),
+    "error_code": frozenset(
+        {"TIMEOUT", "RATE_LIMIT", "SYNTAX", "TEST_FAILURE", "LINT_FAILURE", "TASK_FAILED",
+         "HOOK_FAILURE", "UNKNOWN"}
+    ),
+}  # fmt: skip
 
 
 def parse(argv: list[str]) -> SimpleNamespace | None:
@@ -80,7 +82,7 @@ def parse(argv: list[str]) -> SimpleNamespace | None:
             found[dest] = value
     if any(found[dest] is None for dest in _REQUIRED):
         return None
-    for dest, allowed in _choices().items():
+    for dest, allowed in CHOICES.items():
         if found[dest] is not None and found[dest] not in allowed:
             return None
     return SimpleNamespace(**found, **appended)

@@ -1,6 +1,7 @@
 """Classify a failure: an error code (seed 002) and a failure class (seed 003).
 
-Pure and table-driven; stdlib only (`re`, the enums of `incidents.codes`). The rules are
+Pure and table-driven; stdlib only (`re`; the enums of `incidents.codes` only when a
+caller asks a verdict for them: capture records their values). The rules are
 data in `incidents.rules` (one table per ecosystem; read its docstring for the row format
 and what each specificity level means). The order of decisions:
 
@@ -20,10 +21,12 @@ and what each specificity level means). The order of decisions:
    UNKNOWN, and both are retried alike; the reason names the exit code.
 
 Speed: capture classifies once per process, so nothing is compiled ahead, and only the
-rule modules holding rules the text's words gate are imported (the word index is
-generated: `python -m incidents.classify_index`). The text is encoded once, its words collected with one `bytes.translate`, and only the rules whose
-prefilter words occur are compiled and searched, on the distinct lines holding those words
-(a match lies within one line, so nothing else can match).
+rule modules holding rules the text's words gate are imported (the index is generated:
+`python -m incidents.classify_index`). The text is encoded once, its words collected with
+one `bytes.translate`; a gated rule is kept only when one clause of the literal runs its
+pattern needs all occur in the text (read from the pattern's parse by the generator);
+only those rules are compiled and searched, on the distinct lines holding their words (a
+match lies within one line, so nothing else can match).
 
 Decisions on seed 002's "not retried" codes:
 
@@ -42,17 +45,20 @@ from __future__ import annotations
 
 import re
 
-from incidents.codes import ErrorCode, FailureClass
+TYPE_CHECKING = False  # typing stays off the capture path (import cost)
+if TYPE_CHECKING:
+    from incidents.codes import ErrorCode, FailureClass
 
 __all__ = ["LOG_WINDOW", "Classification", "classify", "code_of_findings"]
 
 LOG_WINDOW = 64 * 1024
 
-_T = FailureClass.TRANSIENT
 
-
-class Classification(tuple[ErrorCode, FailureClass, str, str, str]):
+class Classification(tuple[str, str, str, str, str]):
     """What decided a failure's code and class: `(error_code, failure_class, reason, rule, where)`.
+
+    The code and the class are held as their values (`error_code_value`); `error_code` and
+    `failure_class` give the StrEnums, which capture does not create (`incidents.codes`).
 
     `rule` names the rule (or the exit-code meaning) that decided, "" when nothing did;
     `where` is the input it matched: "timed_out", "exit_code", "message", "log" or "none".
@@ -64,20 +70,33 @@ class Classification(tuple[ErrorCode, FailureClass, str, str, str]):
 
     def __new__(
         cls,
-        error_code: ErrorCode,
-        failure_class: FailureClass,
+        error_code: str,
+        failure_class: str,
         reason: str,
         rule: str = "",
         where: str = "none",
     ) -> Classification:
-        return super().__new__(cls, (error_code, failure_class, reason, rule, where))
+        # str(): a StrEnum given is held as its value, as the rows spell it
+        return super().__new__(cls, (str(error_code), str(failure_class), reason, rule, where))
 
     @property
     def error_code(self) -> ErrorCode:
-        return self[0]
+        from incidents.codes import ErrorCode
+
+        return ErrorCode(self[0])
 
     @property
     def failure_class(self) -> FailureClass:
+        from incidents.codes import FailureClass
+
+        return FailureClass(self[1])
+
+    @property
+    def error_code_value(self) -> str:
+        return self[0]
+
+    @property
+    def failure_class_value(self) -> str:
         return self[1]
 
     @property
@@ -93,7 +112,7 @@ class Classification(tuple[ErrorCode, FailureClass, str, str, str]):
         return self[4]
 
     def __repr__(self) -> str:
-        return f"Classification({self[0].value}, {self[1].value}, {self[2]!r})"
+        return f"Classification({self[0]}, {self[1]}, {self[2]!r})"
 
 
 class _Rule:
@@ -120,26 +139,68 @@ class _Rule:
 
 _rows: dict[int, tuple[str, tuple[str, int, str, str, str, str, str]]] = {}  # as loaded
 _made: dict[int, _Rule] = {}
-_index: dict[bytes, tuple[int, ...]] = {}  # prefilter word -> rows it gates
+_index: dict[bytes, bytes] = {}  # prefilter word -> the rows it gates (b"3 17"), once parsed
+_needs: list[bytes] = []  # row -> the clauses of runs its pattern needs, as generated
 _compiled: dict[int, re.Pattern[str]] = {}
-_WORDS = bytes(
-    c if (48 <= c <= 57 or 97 <= c <= 122 or c == 95) else 32 for c in range(256)
-)  # fmt: skip
+# bytes.translate table: [0-9_a-z] kept, every other byte a space (one constant: the
+# compiler folds it; a generator over 256 bytes cost 20 us of every capture)
+_WORDS = b" " * 48 + b"0123456789" + b" " * 37 + b"_ " + b"abcdefghijklmnopqrstuvwxyz" + b" " * 133
+# non-ASCII letters that IGNORECASE matches to ASCII ones (ı İ -> i, ſ -> s, K -> k): a
+# text holding one may match a pattern without holding its runs (classify_index)
+_FOLDS = (b"\xc4\xb0", b"\xc4\xb1", b"\xc5\xbf", b"\xe2\x84\xaa")
+_FIND_MAX = 64  # words looked up one by one; a longer text parses the whole index
 _exit: dict[int, tuple[str, tuple[int, ...], str, str, bool, str]] = {}
 _full: list[bool] = []  # [True]: every table indexed as it is (no generated index)
 
 
 def _load() -> None:
-    """The exit codes and the prefilter word index, once. The index is generated
-    (`incidents.rules_index`), so only the rule modules a text needs are imported."""
+    """The exit codes, once (a text alone needs none). The word index is generated (`incidents.rules_index`), so
+    only the rule modules a text needs are imported."""
     if _exit:
         return
-    from incidents import rules, rules_index
+    from incidents import rules
 
-    _index.update(rules_index.WORDS)
     for entry in rules.EXIT_CODES:
         for number in entry[1]:
             _exit[number] = entry
+
+
+def _gated(words: set[bytes]) -> set[int]:
+    """The rows whose prefilter words are among `words`."""
+    if not _index and len(words) > _FIND_MAX:
+        _parse_index()
+    if _index:
+        return {int(p) for word in words & _index.keys() for p in _index[word].split()}
+    from incidents.rules_index import WORDS
+
+    positions: set[int] = set()
+    for word in words:
+        part = WORDS.get(word[0], b"")
+        i = part.find(b"\n" + word + b" ")
+        if i >= 0:
+            end = part.find(b"\n", i + 1)
+            positions.update(map(int, part[i + len(word) + 2 : None if end < 0 else end].split()))
+    return positions
+
+
+def _parse_index() -> None:
+    from incidents.rules_index import WORDS
+
+    for part in WORDS.values():  # 0.2 ms: the positions stay text until a word needs them
+        _index.update(line.split(b" ", 1) for line in part[1:].split(b"\n"))  # type: ignore[misc]
+
+
+def _may_match(position: int, low: bytes) -> bool:
+    """False when row `position`'s pattern cannot match `low` (what its pattern needs,
+    read from the generated index: none of its clauses' runs all occur)."""
+    if not _needs:
+        from incidents.rules_index import NEEDS
+
+        _needs.extend(NEEDS.split(b"\n"))
+    line = _needs[position]
+    if not line:
+        return True
+    return any(all(run in low for run in clause.split(b"\x1f")) for clause in line.split(b"\x1e"))
 
 
 def _load_all() -> None:
@@ -154,24 +215,25 @@ def _load_all() -> None:
             for word in row[4].split():
                 index.setdefault(word.encode(), []).append(len(_rows))
             _rows[len(_rows)] = (eco, row)
-    _index.update((word, tuple(positions)) for word, positions in index.items())
+    _index.update((word, b" ".join(b"%d" % p for p in ps)) for word, ps in index.items())
     _full.append(True)
 
 
 def _fetch(positions: set[int]) -> bool:
     """Import the tables holding the rows at `positions`; False: the generated index does
-    not describe them (an ecosystem's rows or their prefilter words differ)."""
+    not describe them (an ecosystem's rows, their prefilter words or the lengths of their
+    patterns differ)."""
     from incidents.rules_index import ECOSYSTEMS
 
     for position in positions - _rows.keys():
-        eco, module, first, words = next(e for e in reversed(ECOSYSTEMS) if e[2] <= position)
+        eco, module, first, words, sizes = next(e for e in reversed(ECOSYSTEMS) if e[2] <= position)
         try:  # __import__, not importlib (its import costs ~1 ms on the capture path)
             found = __import__(f"incidents.rules.{module}", fromlist=["RULES"])
             table = getattr(found, "RULES", {})
         except ImportError:
             return False
         rows = table.get(eco, ())
-        if tuple(row[4] for row in rows) != words:
+        if "|".join(row[4] for row in rows) != words or tuple(len(r[5]) for r in rows) != sizes:
             return False
         _rows.update((first + i, (eco, row)) for i, row in enumerate(rows))
     return True
@@ -205,14 +267,16 @@ def _lines_with(raw: bytes, low: bytes, word: bytes) -> set[bytes]:
 
 def _best(text: str, code: str = "") -> _Rule | None:
     """The most specific rule that matches `text` (only rules giving `code`, if set)."""
-    _load()
     raw = text.encode("utf-8", "replace")
     low = raw.lower()
-    present = set(low.translate(_WORDS).split()) & _index.keys()
-    positions = {p for word in present for p in _index[word]}
-    if not _full and not _fetch(positions):
-        _load_all()
-        return _best(text, code)
+    present = set(low.translate(_WORDS).split())
+    positions = _gated(present)
+    if not _full:
+        if not any(fold in low for fold in _FOLDS):
+            positions = {p for p in positions if _may_match(p, low)}
+        if not _fetch(positions):
+            _load_all()
+            return _best(text, code)
     candidates = sorted((_rule(position) for position in positions), key=lambda r: r.rank)
     lines: dict[bytes, set[bytes]] = {}  # per word, shared by the rules it gates
     for rule in candidates:
@@ -233,9 +297,8 @@ def _best(text: str, code: str = "") -> _Rule | None:
 
 
 def _verdict(rule: _Rule, where: str) -> Classification:
-    code, cls = ErrorCode(rule.code), FailureClass(rule.cls)
-    reason = f"pattern {rule.name!r} in {where} -> {code}/{cls}"
-    return Classification(code, cls, reason, rule.name, where)
+    reason = f"pattern {rule.name!r} in {where} -> {rule.code}/{rule.cls}"
+    return Classification(rule.code, rule.cls, reason, rule.name, where)
 
 
 def _text(message: str, log_text: str) -> tuple[_Rule, str] | None:
@@ -263,10 +326,12 @@ def classify(
     """Classify one failure from its message, its log, its exit code and whether it timed out."""
     if timed_out:
         return Classification(
-            ErrorCode.TIMEOUT, _T, "timed_out -> TIMEOUT", "timed out", "timed_out"
+            "TIMEOUT", "transient", "timed_out -> TIMEOUT", "timed out", "timed_out"
         )
-    _load()
-    entry = _exit.get(exit_code) if exit_code else None
+    entry = None
+    if exit_code:
+        _load()
+        entry = _exit.get(exit_code)
     if entry is not None and entry[4]:
         return _by_exit(entry, exit_code)
     found = _text(message, log_text)
@@ -278,26 +343,25 @@ def classify(
     if found is not None:
         return _verdict(*found)
     if exit_code:
-        return Classification(
-            ErrorCode.UNKNOWN, FailureClass.UNKNOWN, f"exit code {exit_code}, no rule matched"
-        )
-    return Classification(ErrorCode.UNKNOWN, FailureClass.UNKNOWN, "no rule matched")
+        return Classification("UNKNOWN", "unknown", f"exit code {exit_code}, no rule matched")
+    return Classification("UNKNOWN", "unknown", "no rule matched")
 
 
 def _by_exit(
     entry: tuple[str, tuple[int, ...], str, str, bool, str], exit_code: int | None
 ) -> Classification:
     name, _, code, cls, _, meaning = entry
-    error_code, failure_class = ErrorCode(code), FailureClass(cls)
-    reason = f"exit code {exit_code} ({meaning}) -> {error_code}/{failure_class}"
-    return Classification(error_code, failure_class, reason, name, "exit_code")
+    reason = f"exit code {exit_code} ({meaning}) -> {code}/{cls}"
+    return Classification(code, cls, reason, name, "exit_code")
 
 
 def code_of_findings(categories: set[str], timed_out: bool = False) -> ErrorCode | None:
     """The error code a canonical check's findings amount to (None: no finding)."""
+    from incidents.codes import ErrorCode
+    from incidents.vocab import Category  # not on the capture path (incidents.codes)
+
     if timed_out:
         return ErrorCode.TIMEOUT
-    from incidents.vocab import Category  # not on the capture path (incidents.codes)
 
     # What a check's findings say, in seed 002's codes, most telling first: a file that
     # does not parse explains everything after it; a failing test beats the lint around it.

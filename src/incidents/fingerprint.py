@@ -36,8 +36,8 @@ def classified_by(verdict: Classification, given: list[str]) -> dict[str, Any]:
         "rule": verdict.rule,
         "where": verdict.where,
         "reason": verdict.reason,
-        "error_code": verdict.error_code.value,
-        "failure_class": verdict.failure_class.value,
+        "error_code": verdict.error_code_value,
+        "failure_class": verdict.failure_class_value,
         "given": [field for field in GIVEN_OPTIONS if field in given],
     }
 

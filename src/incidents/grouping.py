@@ -30,13 +30,13 @@ import time
 
 from incidents import fsutil
 from incidents.errors import IncidentsError
-from incidents.layout import STATE, Root
+from incidents.layout import GROUPS, STATE, Root
 
 TYPE_CHECKING = False  # typing stays off the capture path (import cost)
 if TYPE_CHECKING:
     from typing import Any
 
-OPEN_DIR, ALIAS_DIR, RESOLVED_DIR = "signatures", "groups", "resolved"
+OPEN_DIR, ALIAS_DIR, RESOLVED_DIR = "signatures", GROUPS, "resolved"
 REGRESSIONS_DIR = "regressions"
 SPLIT_PREFIX = "split:"
 _HINT_MAX = 64 * 1024

@@ -28,6 +28,7 @@ STAGING = ".staging"  # bundles are built here, then renamed into the inbox
 STATE = ".state"  # the SQLite mirror, locks, the signature index, the pause flag
 LAYOUT = (INBOX, RESOLVED, ESCALATED, PLANS, RUNS, REJECTED, STAGING, STATE)
 STATE_DIRS = ("locks", "pending", "dirty", "leases", "signatures")
+GROUPS = "groups"  # .state/groups: where a merged signature's captures go (incidents.grouping)
 SEAL_KEY = "seal.key"  # the step service's key for state.json's seal (incidents.step.seal)
 
 BUCKETS = {"inbox": INBOX, "resolved": RESOLVED, "escalated": ESCALATED}

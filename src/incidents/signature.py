@@ -308,15 +308,22 @@ _NEEDS: dict[str, tuple[str, ...]] = {  # in the lowercased text
     "n": _DIGITS,
 }
 _compiled: dict[tuple[str, ...], re.Pattern[str] | None] = {}
-_space: re.Pattern[str] | None = None
 _digit: re.Pattern[str] | None = None
 
 
-def _rules_for(text: str) -> tuple[str, ...]:
+def _has_digit(text: str) -> bool:
+    """Whether `text` holds a digit as the pattern `\\d` sees one (any Unicode decimal
+    digit): ten substring tests for ASCII, the pattern, compiled only then, otherwise."""
+    if text.isascii():
+        return any(d in text for d in "0123456789")
     global _digit
     if _digit is None:
         _digit = re.compile(r"\d")
-    lowered, digit = text.lower(), _digit.search(text) is not None
+    return _digit.search(text) is not None
+
+
+def _rules_for(text: str) -> tuple[str, ...]:
+    lowered, digit = text.lower(), _has_digit(text)
     return tuple(
         name
         for name, _, _ in _RULES
@@ -437,10 +444,7 @@ def normalize_steps(message: str, steps: list[tuple[str, str, str]] | None) -> s
     """`normalize_message`, appending to `steps` (when given) each replacement it made, in
     order, as `(rule, before, after)`; collapsing whitespace is the rule `space`, cutting
     to `MAX_MESSAGE` the rule `cut`, and an error code kept is `("code", code, code)`."""
-    global _space
-    if _space is None:
-        _space = re.compile(r"\s+")
-    text = _space.sub(" ", message).strip()
+    text = " ".join(message.split())  # as `\s+` -> " " and strip(): both use str.isspace
     if steps is not None and text != message:
         steps.append(("space", "runs of whitespace, at the ends", "one space, none"))
     pattern = _pattern_of(_rules_for(text))

@@ -74,9 +74,7 @@ def write_bundle(root: Root, incident_id: str, files: dict[str, bytes]) -> str:
     os.mkdir(staging, 0o700)
     inbox = root.sub(INBOX)
     try:
-        for name, data in files.items():
-            fsutil.write_new_file(os.path.join(staging, name), data)
-        fsutil.fsync_dir(staging)
+        fsutil.write_new_files(staging, files)  # each fsynced, then the folder
         target = os.path.join(inbox, incident_id)
         if os.path.exists(target):
             raise IncidentsError(f"incident {incident_id} already exists in {inbox}")
