@@ -700,11 +700,11 @@ TB = 'Traceback (most recent call last):\n  File "job.py", line 9, in <module>\n
          ErrorCode.RATE_LIMIT, FailureClass.TRANSIENT, "HTTP 429"),
         # a server that cannot be reached or connected to
         ("FATAL: unable to reach broker at amqp://mq:5672 after 3 attempts",
-         ErrorCode.UNKNOWN, FailureClass.TRANSIENT, "connection refused/reset"),
+         ErrorCode.UNKNOWN, FailureClass.TRANSIENT, "server unreachable"),
         ("Error: cannot connect to Vault at https://vault:8200",
-         ErrorCode.UNKNOWN, FailureClass.TRANSIENT, "connection refused/reset"),
+         ErrorCode.UNKNOWN, FailureClass.TRANSIENT, "server unreachable"),
         ("Redis::CannotConnectError: Error connecting to Redis on redis:6379",
-         ErrorCode.UNKNOWN, FailureClass.TRANSIENT, "connection refused/reset"),
+         ErrorCode.UNKNOWN, FailureClass.TRANSIENT, "server unreachable"),
         # an answer that never came; a guess about memory does not outweigh a timeout
         ("Error: node 10.0.0.3 did not respond within 5000 ms",
          ErrorCode.TIMEOUT, FailureClass.TRANSIENT, "timeout phrase"),

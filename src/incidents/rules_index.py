@@ -14,411 +14,411 @@ from __future__ import annotations
 
 ECOSYSTEMS: tuple[tuple[str, str, int, str, tuple[int, ...]], ...] = (
     ("time limits", "network", 0, "timed timedout|timeout time deadline exceeded reply respond answer|etimedout esockettimedout err_timed_out err_socket_connection_timeout und_err_connect_timeout und_err_headers_timeout deadline_exceeded deadlineexceeded timeouterror timeoutexception timeoutexpired timeoutcancellationexception sockettimeoutexception httptimeoutexception requesttimeoutexception readtimeoutexception connecttimeoutexception readtimeouterror connecttimeouterror readtimeout connecttimeout writetimeout pooltimeout apitimeouterror requesttimeout querycanceled er_lock_wait_timeout operationtimedout locktimeout clienttimeout servertimeoutexception|execution exceeded longer", (21, 778, 569, 138,)),
-    ("network", "network", 4, "connection connect couldn pipe hang hung eof closed established failure failed server transferred reach connecting|econnreset econnrefused econnaborted epipe ehostdown connectionreseterror connectionrefusederror connectionabortederror connectionerror brokenpipeerror remotedisconnected incompleteread chunkedencodingerror protocolerror apiconnectionerror endpointconnectionerror connectexception err_connection_refused err_connection_reset und_err_socket serverdisconnectederror clientconnectorerror newconnectionerror connectionclosederror ssleoferror kex_exchange_identification err_network err_connection_closed econnection|known resolution getaddrinfo nodename resolve host misbehaving hostname resolving|enotfound eai_again eai_noname unknownhostexception nameresolutionerror err_name_not_resolved|unreachable route down enetunreach ehostunreach enetdown|ssl_error_syscall gnutls gnutls_handshake rpc eof tls|certificate certificate_verify_failed x509 pkix certification", (896, 519, 409, 101, 122, 198, 289,)),
-    ("http", "network", 11, "401 407|403|connect|408|429|500 502 503 504 529 internal gateway unavailable", (170, 145, 136, 133, 133, 291,)),
-    ("rate limits", "network", 17, "rate rate_limit rate_limited rate_limiting rate_limits ratelimit ratelimited ratelimiting ratelimits requests quota throttled throttling quickly calls abuse request limit|ratelimiterror ratelimitexceeded ratelimited resource_exhausted resourceexhausted toomanyrequests toomanyrequestsexception rate_limit_exceeded rate_limit_error toomanyrequests ratelimitexceeded userratelimitexceeded rate_limit_exceeded subscriptionrequeststhrottled|overloaded overloaded_error|insufficient_quota billing balance permanently billing_disabled spending payments payment quota", (285, 273, 108, 385,)),
-    ("credentials and permissions", "general", 21, "authentication invalid expired revoked credentials unauthorized unauthorised authorized authorised denied password login logged unauthenticated|permission permitted denied insufficient permissions privileges scopes owner|permissionerror eacces eperm accessdenied accessdeniedexception unauthorizedaccessexception permission_denied permissiondenied|license licence", (585, 275, 134, 123,)),
-    ("disk and memory", "general", 25, "space enospc quota full diskpressure errno|only readonly erofs|memory exhausted allocation allocate killed 137 bad_alloc oom signal kill oomd oom_kill oom_killer oomkiller|memoryerror enomem oomkilled outofmemoryerror outofmemoryexception err_worker_out_of_memory|memory", (243, 82, 674, 99, 193,)),
-    ("locks and busy services", "general", 30, "deadlock locked lock serialize serialization restarting busy another|deadlockdetected serializationfailure 40p01 er_lock_deadlock sqlite_busy locknotavailable 55p03 40001 etxtbsy ebusy|temporarily again eagain unavailable ready busy", (488, 164, 168,)),
-    ("missing programs and settings", "general", 33, "command recognized executable path program binary compiler interpreter|directory found enoent program winerror|126 127|execute exec interpreter permission|shared object libraries library dll|credentials credential accesskeyid secretaccesskey key|environment variable variables unbound parameter must set", (346, 484, 91, 169, 191, 194, 313,)),
-    ("missing dependencies", "general", 40, "package|configure|file import include|bucket buckets stack queue topic cluster project group namespace vault dataset subscription zone account subnet vpc registry|supports current", (159, 252, 145, 315, 82,)),
-    ("shells", "general", 45, "syntax eof parse substitution|syntax syntaxerror parse parsing unexpected|interpreter", (304, 76, 40,)),
-    ("the task and hooks", "general", 48, "task_failed|hook|pre_start_hook pre start_hook hook|hook pre|declined|hook", (15, 18, 28, 87, 50, 36,)),
-    ("python", "languages", 54, "syntaxerror indentationerror taberror|syntax|failed|failed error|test tests failures failure failing|py pyi|py pyi|reformat reformatted|found|lint linting|assert assertionerror|assertionerror|typeerror nameerror attributeerror keyerror indexerror valueerror zerodivisionerror unboundlocalerror recursionerror notimplementederror unicodedecodeerror unicodeencodeerror overflowerror lookuperror referenceerror rangeerror|runtimeerror|traceback|import|modulenotfounderror module importerror|keyerror|resolutionimpossible distribution satisfies conflicting solution solving solverproblemerror different|externally|microsoft command python unable|json jsondecodeerror expecting", (63, 25, 29, 29, 128, 70, 36, 47, 26, 49, 36, 18, 235, 16, 41, 98, 59, 32, 257, 77, 201, 130,)),
-    ("node", "languages", 76, "module module_not_found err_module_not_found package resolve|module resolve package|eresolve etarget matching e404 notarget versions err_pnpm_no_matching_version err_pnpm_peer_dep_issues err_pnpm_fetch_404 resolve|e401 e403 eneedauth eotp auth logged|sync lockfile frozen err_pnpm_outdated_lockfile modified|ebadengine engine err_ossl_evp_unsupported unsupported|gyp visual|heap err_worker_out_of_memory|failed failing fail ok|expect|test|error|unexpected|problem problems|style prettier|function properties|unhandledpromiserejection unhandled triggeruncaughtexception|eaddrinuse address allocated usage", (226, 113, 208, 83, 135, 141, 111, 81, 216, 102, 34, 60, 51, 39, 63, 72, 91, 113,)),
-    ("typescript", "languages", 94, "ts1002 ts1003 ts1005 ts1009 ts1010 ts1011 ts1012 ts1013 ts1014 ts1068 ts1109 ts1110 ts1121 ts1124 ts1125 ts1126 ts1127 ts1128 ts1131 ts1134 ts1135 ts1136 ts1138 ts1141 ts1144 ts1160 ts1161 ts1185 ts1381 ts1382 ts1434 ts1435|ts2304 ts2305 ts2306 ts2307 ts2322 ts2339 ts2345 ts2349 ts2353 ts2362 ts2367 ts2416 ts2448 ts2454 ts2531 ts2532 ts2551 ts2552 ts2554 ts2559 ts2564 ts2580 ts2584 ts2614 ts2688 ts2739 ts2740 ts2741 ts2769 ts2792 ts6133 ts6196 ts7006 ts7016 ts7053 ts18047 ts18048 ts tsx mts cts js jsx vue", (169, 277,)),
-    ("make, gcc, cmake", "runtimes", 96, "directory found find|expected stray missing|undeclared declared member name implicit incompatible conversion matching conflicting arguments|undefined unresolved symbol symbols|warnings werror|separator|rule|could configuration providing compile|cmake", (150, 272, 344, 126, 60, 26, 26, 196, 15,)),
-    ("jvm", "runtimes", 105, "expected illegal parsing unclosed statement|symbol incompatible applied override unreported exist static initialized unresolved mismatch kt kts|compilation execution task|failures errors completed task execution|spotless violations violation checkstyle ktlint pmd spotbugs|overhead heap native daemon insufficient|classnotfoundexception noclassdeffounderror main unsupportedclassversionerror recent major|java_home java runtime jvm toolchains release|artifact find cached resolvable|resolve|nullpointerexception classcastexception arrayindexoutofboundsexception indexoutofboundsexception stringindexoutofboundsexception illegalargumentexception illegalstateexception numberformatexception unsupportedoperationexception concurrentmodificationexception arithmeticexception nosuchelementexception nosuchmethoderror nosuchfielderror abstractmethoderror stackoverflowerror uninitializedpropertyaccessexception kotlinnullpointerexception|exception", (251, 344, 149, 160, 190, 189, 209, 200, 196, 129, 448, 30,)),
-    ("go", "runtimes", 117, "fail panic oops|syntax expected go|go|build|panic runtime nil goroutine|goroutines concurrent|module package sum requires revision goroot", (126, 127, 44, 16, 180, 94, 234,)),
-    ("rust", "runtimes", 124, "error|e0463 e0514|expected unclosed delimiter unterminated mismatched|failed stdout|clippy compile|diff|assertion|panicked|matching select find rustc toolchain linker library openssl|custom", (17, 57, 236, 89, 79, 29, 122, 30, 323, 42,)),
-    ("dotnet", "microsoft", 134, "cs1001 cs1002 cs1003 cs1009 cs1010 cs1012 cs1022 cs1026 cs1031 cs1040 cs1041 cs1513 cs1514 cs1519 cs1525 cs1733|cs vb fs|failed|whitespace finalnewline charset imports formatting|nu1101 nu1102 nu1103 nu1100 unable|nu1301 index|netsdk1045 netsdk1004 msb4236 msb4019 compatible framework possible install sdks assembly|nullreferenceexception invalidoperationexception argumentnullexception argumentoutofrangeexception argumentexception indexoutofrangeexception invalidcastexception formatexception notimplementedexception notsupportedexception dividebyzeroexception objectdisposedexception keynotfoundexception|unhandled", (97, 62, 126, 83, 75, 58, 299, 299, 23,)),
-    ("powershell", "microsoft", 143, "parsererror parseexception missing unexpected string|failed was|psavoidusingcmdletaliases psavoidusingwritehost psuseapprovedverbs psavoidusingplaintextforpassword psusedeclaredvarsmorethanassignments psavoidusinginvokeexpression psavoidglobalvars psuseshouldprocessforstatechangingfunctions psavoidusingpositionalparameters psusesingularnouns psavoidtrailingwhitespace pspossibleincorrectcomparisonwithnull psusebomforunicodeencodedfile psavoidusingemptycatchblock psusecompatiblecmdlets psavoiddefaultvalueswitchparameter psuseoutputtypecorrectly psprovidecommenthelp psreviewunusedparameter psuseconsistentindentation psuseconsistentwhitespace psplaceopenbrace psplaceclosebrace psalignassignmentstatement psavoidusingconverttosecurestringwithplaintext psavoidusingusernameandpasswordparams psavoidusingcomputernamehardcoded psmisleadingbacktick psavoidsemicolonsaslineterminators pspossibleincorrectusageofassignmentoperator psusecmdletcorrectly psavoidlonglines psavoidoverwritingbuiltincmdlets psavoidassignmenttoautomaticvariable psusesupportsshouldprocess psuseusingscopemodifierinnewrunspaces psavoidusingdeprecatedmanifestfields ps1 psm1 psd1|scripts signed unauthorizedaccess about_execution_policies pssecurityexception|pwsh powershell|commandnotfoundexception term|module modulenotfound|null invokemethodonnull bind parameterbindingvalidationexception parameterbindingexception propertynotfoundexception methodnotfound", (250, 86, 1084, 142, 65, 65, 170, 274,)),
-    ("docker", "platforms", 151, "docker docker_engine pipe|manifest image|platform|requested|cache copy checksum|dockerfile|oci", (259, 122, 87, 42, 115, 50, 36,)),
-    ("kubernetes", "platforms", 158, "low evicted|insufficient nodes failedscheduling affinity untolerated unschedulable|imagepullbackoff errimagepull errimageneverpull invalidimagename pulling pull|forbidden logged|localhost configuration context|quota|kind|validating validationerror field strict|yaml json scannererror parsererror parsing character find mapping|operation", (42, 192, 116, 108, 133, 27, 41, 104, 604, 61,)),
-    ("terraform", "platforms", 168, "argument block unclosed expression newline character unterminated separator string|unsupported missing invalid reference incorrect call count for_each duplicate cycle|backend plugins inconsistent plugin init installed reinitialization|query install|lock locking conditionalcheckfailedexception|credential credentials|value default", (248, 423, 206, 70, 86, 95, 67,)),
-    ("git and ssh", "platforms", 175, "host identification|unprotected permissions load|username password terminal|repository access|repository dubious safe|conflict conflicts apply unmerged|gh006 gh013 protected violations secrets", (97, 144, 74, 109, 77, 167, 197,)),
-    ("databases", "platforms", 182, "password pg_hba invalidpassword 28p01 sasl ident peer noauth wrongpass noperm er_access_denied_error er_dbaccess_denied_error 1045 1044 1142 denied|role database invalidcatalogname 3d000 unknown er_bad_db_error extension|database server terminating clients slots connections cannotconnectnow adminshutdown 57p01 57p03 53300 receive ssl connection|mysql 2002 2003 2006 2013 er_con_count_error protocol_connection_lost|loading busy clusterdown tryagain readonly masterdown connecting clients|oom misconf|syntax er_parse_error 42601 near incomplete|column undefinedcolumn 42703 er_bad_field_error|relation table undefinedtable 42p01 er_no_such_table|violates duplicate unique foreign null integrityerror uniqueviolation er_dup_entry 23505 23503 23502|database sqlite_cantopen sqlite_corrupt sqlite_full sqlite_readonly disk sqlite_ioerr sqlite_ioerr_write sqlite_ioerr_read sqlite_ioerr_fsync|wrongtype unknown wrong", (316, 159, 496, 180, 218, 52, 140, 153, 128, 261, 140, 71,)),
-    ("aws", "services", 194, "throttlingexception throttling throttledexception requestlimitexceeded slowdown provisionedthroughputexceededexception requestthrottled requestthrottledexception ec2throttledexception bandwidthlimitexceeded limitexceededexception|expiredtoken expiredtokenexception invalidclienttokenid unrecognizedclientexception signaturedoesnotmatch invalidaccesskeyid invalidsignatureexception authfailure incompletesignature missingauthenticationtoken unauthorizedoperation notauthorizedexception invalidtoken security sso|authorized explicit|locate nocredentialserror nocredentialproviders load credentialsprovidererror profile profilenotfound region noregionerror retrieve sdk imds noauthhandlerfound missing|servicequotaexceededexception vcpulimitexceeded instancelimitexceeded addresslimitexceeded vpclimitexceeded toomanybuckets requested|internalerror internalfailure serviceunavailable serviceunavailableexception insufficientinstancecapacity priorrequestnotcomplete endpoint|requesttimetooskewed signature clock|nosuchbucket resourcenotfoundexception nosuchentity parameternotfound|validationexception validationerror invalidparametervalue invalidparametervalueexception invalidparameterexception malformedpolicydocument missingparameter", (237, 477, 50, 397, 200, 161, 82, 77, 146,)),
-    ("gcp", "services", 203, "unauthenticated scopes access_token_scope_insufficient invalid_grant reauthentication revoked caller iam_permission_denied credentials api_key_invalid key|automatically defaultcredentialserror default active google_application_credentials application|quota|service_disabled used enabled accessnotconfigured|unavailable serviceunavailable backenderror zone_resource_pool_exhausted resources", (341, 313, 157, 129, 129,)),
-    ("azure", "services", 208, "aadsts50001 aadsts50020 aadsts50034 aadsts50053 aadsts50055 aadsts50057 aadsts50058 aadsts50076 aadsts50079 aadsts50105 aadsts50126 aadsts50158 aadsts50173 aadsts53003 aadsts65001 aadsts70000 aadsts70001 aadsts70002 aadsts70008 aadsts70011 aadsts70016 aadsts70021 aadsts70043 aadsts90002 aadsts500011 aadsts500113 aadsts700016 aadsts700024 aadsts700027 aadsts700082 aadsts7000215 aadsts7000222 authorizationfailed invalidauthenticationtoken expiredauthenticationtoken authenticationfailed authorizationpermissionmismatch keybasedauthenticationnotpermitted authorization linkedauthorizationfailed requestdisallowedbypolicy invalidauthenticationtokentenant clientauthenticationerror|az defaultazurecredential credentialunavailableerror environmentcredential subscription managedidentitycredential|quotaexceeded quota|retryableerror anotheroperationinprogress serverbusy operationpreempted|resourcegroupnotfound subscriptionnotfound containernotfound storageaccountnotfound missingsubscriptionregistration skunotavailable", (542, 243, 48, 79, 139,)),
-    ("github and gitlab", "services", 213, "credentials accessible authentication admin gh007 scopes refusing basic password|communication shutdown canceled system acquired responding preparation|workflow resolve unrecognized|input github_token|stuck runner runners", (328, 217, 97, 83, 140,)),
-    ("llm providers", "services", 218, "authenticationerror invalid_api_key incorrect authentication_error invalid permissiondeniederror permission_error account_deactivated gated|api_key authentication key missingapikeyerror|rate exceeded|context_length_exceeded context prompt length tokens string_above_max_length|serviceunavailableerror api_error internalservererror server|model_not_found model|content_policy_violation content responsibleaipolicyviolation|badrequesterror invalid_request_error", (199, 199, 57, 174, 119, 130, 87, 45,)),
-    ("gpu", "services", 226, "cuda outofmemoryerror cudaerrormemoryallocation cublas_status_alloc_failed cudnn_status_alloc_failed device hip mps oom resourceexhaustederror cudamalloc|cuda driver nvidia torch kernel cuda_error_no_device cudaerrornodevice cudaerrorinsufficientdriver select libcuda cuinit nvml runtime aten_cuda gpus|cuda cudaerrordevicesunavailable|device illegal cudaerrorillegaladdress cublas_status_execution_failed misaligned|watchdog nccl_timeout", (302, 753, 96, 155, 61,)),
-    ("ansible-lint", "checkers", 231, "yml yaml args avoid command complexity deprecated empty fqcn galaxy ignore inline jinja key latest literal load loop meta name no only package parser partial playbook risky role run sanity schema syntax var yaml|failed rule", (1545, 80,)),
-    ("cfn-lint", "checkers", 233, "cfn resources parameters outputs mappings conditions metadata rules transform|template", (141, 31,)),
-    ("helm", "checkers", 235, "pod phase", (61,)),
-    ("ruby", "others", 236, "loaderror|gemnotfound gem|examples example|offense offenses", (58, 55, 37, 53,)),
-    ("php", "others", 240, "allowed|requirements", (46, 77,)),
-    ("conda", "others", 242, "packagesnotfounderror unsatisfiableerror resolvepackagenotfound", (71,)),
-    ("swift", "others", 243, "scope", (51,)),
-    ("elixir", "others", 244, "syntaxerror tokenmissingerror mismatcheddelimitererror|compileerror", (67, 48,)),
-    ("amqp", "others", 246, "access_refused", (18,)),
-    ("ci-time-limit", "others", 247, "longer exceeded", (97,)),
-    ("rocm", "others", 248, "hip_error_outofmemory hiperroroutofmemory", (49,)),
-    ("test-summary", "others", 249, "failed", (57,)),
-    ("haskell", "toolchains", 250, "match scope instance deduce ambiguous|parse", (219, 125,)),
-    ("scala", "toolchains", 252, "scala sbt", (306,)),
-    ("dart", "toolchains", 253, "dart|dart|error", (23, 73, 56,)),
-    ("julia and perl", "toolchains", 256, "package module|locate", (135, 38,)),
-    ("esbuild", "toolchains", 258, "expected unexpected unterminated", (185,)),
-    ("bundlers", "toolchains", 259, "resolve|resolve", (58, 44,)),
-    ("dockerfile and shell linters", "toolchains", 261, "dl1001 dl3000 dl3001 dl3002 dl3003 dl3004 dl3005 dl3006 dl3007 dl3008 dl3009 dl3010 dl3011 dl3012 dl3013 dl3014 dl3015 dl3016 dl3017 dl3018 dl3019 dl3020 dl3021 dl3022 dl3023 dl3024 dl3025 dl3026 dl3027 dl3028 dl3029 dl3030 dl3031 dl3032 dl3033 dl3034 dl3035 dl3036 dl3037 dl3038 dl3039 dl3040 dl3041 dl3042 dl3043 dl3044 dl3045 dl3046 dl3047 dl3048 dl3049 dl3050 dl3051 dl3052 dl3053 dl3054 dl3055 dl3056 dl3057 dl3058 dl3059 dl3060 dl3061 dl3062 dl4000 dl4001 dl4002 dl4003 dl4004 dl4005 dl4006|line shellcheck note warning error", (21, 158,)),
-    ("package resolvers", "toolchains", 263, "missing|dependency|interpreternotfound interpreter|matches", (60, 60, 69, 41,)),
-    ("exception names", "exceptions", 267, "errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused", (407, 295, 322, 649, 428,)),
-    ("credentials in words", "exceptions", 272, "invalid incorrect wrong bad denied refused rejected unsuccessful successful accepted|01017 invalidcredentials invalid_credentials invalid_auth not_authed authenticationfailed 535 530|invalid incorrect wrong bad denied refused rejected unsuccessful successful accepted 01017 invalidcredentials invalid_credentials invalid_auth not_authed authenticationfailed 535 530|api api_key apikey key credentials credential token password secret", (452, 173, 812, 588,)),
+    ("network", "network", 4, "connection connect couldn pipe hang hung eof closed established failure failed server transferred reach connecting|reach connect connecting|econnreset econnrefused econnaborted epipe ehostdown connectionreseterror connectionrefusederror connectionabortederror connectionerror brokenpipeerror remotedisconnected incompleteread chunkedencodingerror protocolerror apiconnectionerror endpointconnectionerror connectexception err_connection_refused err_connection_reset und_err_socket serverdisconnectederror clientconnectorerror newconnectionerror connectionclosederror ssleoferror kex_exchange_identification err_network err_connection_closed econnection|known resolution getaddrinfo nodename resolve host misbehaving hostname resolving|enotfound eai_again eai_noname unknownhostexception nameresolutionerror err_name_not_resolved|unreachable route down enetunreach ehostunreach enetdown|ssl_error_syscall gnutls gnutls_handshake rpc eof tls|certificate certificate_verify_failed x509 pkix certification", (783, 116, 519, 409, 101, 122, 198, 289,)),
+    ("http", "network", 12, "401 407|403|connect|408|429|500 502 503 504 529 internal gateway unavailable", (170, 145, 136, 133, 133, 291,)),
+    ("rate limits", "network", 18, "rate rate_limit rate_limited rate_limiting rate_limits ratelimit ratelimited ratelimiting ratelimits requests quota throttled throttling quickly calls abuse request limit|ratelimiterror ratelimitexceeded ratelimited resource_exhausted resourceexhausted toomanyrequests toomanyrequestsexception rate_limit_exceeded rate_limit_error toomanyrequests ratelimitexceeded userratelimitexceeded rate_limit_exceeded subscriptionrequeststhrottled|overloaded overloaded_error|insufficient_quota billing balance permanently billing_disabled spending payments payment quota", (285, 273, 108, 385,)),
+    ("credentials and permissions", "general", 22, "authentication invalid expired revoked credentials unauthorized unauthorised authorized authorised denied password login logged unauthenticated|permission permitted denied insufficient permissions privileges scopes owner|permissionerror eacces eperm accessdenied accessdeniedexception unauthorizedaccessexception permission_denied permissiondenied|license licence", (585, 275, 134, 123,)),
+    ("disk and memory", "general", 26, "space enospc quota full diskpressure errno|only readonly erofs|memory exhausted allocation allocate killed 137 bad_alloc oom signal kill oomd oom_kill oom_killer oomkiller|memoryerror enomem oomkilled outofmemoryerror outofmemoryexception err_worker_out_of_memory|memory", (243, 82, 674, 99, 193,)),
+    ("locks and busy services", "general", 31, "deadlock locked lock serialize serialization restarting busy another|deadlockdetected serializationfailure 40p01 er_lock_deadlock sqlite_busy locknotavailable 55p03 40001 etxtbsy ebusy|temporarily again eagain unavailable ready busy", (488, 164, 168,)),
+    ("missing programs and settings", "general", 34, "command recognized executable path program binary compiler interpreter|directory found enoent program winerror|126 127|execute exec interpreter permission|shared object libraries library dll|credentials credential accesskeyid secretaccesskey key|environment variable variables unbound parameter must set", (346, 484, 91, 169, 191, 194, 313,)),
+    ("missing dependencies", "general", 41, "package|configure|file import include|bucket buckets stack queue topic cluster project group namespace vault dataset subscription zone account subnet vpc registry|supports current", (159, 252, 145, 315, 82,)),
+    ("shells", "general", 46, "syntax eof parse substitution|syntax syntaxerror parse parsing unexpected|interpreter", (304, 76, 40,)),
+    ("the task and hooks", "general", 49, "task_failed|hook|pre_start_hook pre start_hook hook|hook pre|declined|hook", (15, 18, 28, 87, 50, 36,)),
+    ("python", "languages", 55, "syntaxerror indentationerror taberror|syntax|failed|failed error|test tests failures failure failing|py pyi|py pyi|reformat reformatted|found|lint linting|assert assertionerror|assertionerror|typeerror nameerror attributeerror keyerror indexerror valueerror zerodivisionerror unboundlocalerror recursionerror notimplementederror unicodedecodeerror unicodeencodeerror overflowerror lookuperror referenceerror rangeerror|runtimeerror|traceback|import|modulenotfounderror module importerror|keyerror|resolutionimpossible distribution satisfies conflicting solution solving solverproblemerror different|externally|microsoft command python unable|json jsondecodeerror expecting", (63, 25, 29, 29, 128, 70, 36, 47, 26, 49, 36, 18, 235, 16, 41, 98, 59, 32, 257, 77, 201, 130,)),
+    ("node", "languages", 77, "module module_not_found err_module_not_found package resolve|module resolve package|eresolve etarget matching e404 notarget versions err_pnpm_no_matching_version err_pnpm_peer_dep_issues err_pnpm_fetch_404 resolve|e401 e403 eneedauth eotp auth logged|sync lockfile frozen err_pnpm_outdated_lockfile modified|ebadengine engine err_ossl_evp_unsupported unsupported|gyp visual|heap err_worker_out_of_memory|failed failing fail ok|expect|test|error|unexpected|problem problems|style prettier|function properties|unhandledpromiserejection unhandled triggeruncaughtexception|eaddrinuse address allocated usage", (226, 113, 208, 83, 135, 141, 111, 81, 216, 102, 34, 60, 51, 39, 63, 72, 91, 113,)),
+    ("typescript", "languages", 95, "ts1002 ts1003 ts1005 ts1009 ts1010 ts1011 ts1012 ts1013 ts1014 ts1068 ts1109 ts1110 ts1121 ts1124 ts1125 ts1126 ts1127 ts1128 ts1131 ts1134 ts1135 ts1136 ts1138 ts1141 ts1144 ts1160 ts1161 ts1185 ts1381 ts1382 ts1434 ts1435|ts2304 ts2305 ts2306 ts2307 ts2322 ts2339 ts2345 ts2349 ts2353 ts2362 ts2367 ts2416 ts2448 ts2454 ts2531 ts2532 ts2551 ts2552 ts2554 ts2559 ts2564 ts2580 ts2584 ts2614 ts2688 ts2739 ts2740 ts2741 ts2769 ts2792 ts6133 ts6196 ts7006 ts7016 ts7053 ts18047 ts18048 ts tsx mts cts js jsx vue", (169, 277,)),
+    ("make, gcc, cmake", "runtimes", 97, "directory found find|expected stray missing|undeclared declared member name implicit incompatible conversion matching conflicting arguments|undefined unresolved symbol symbols|warnings werror|separator|rule|could configuration providing compile|cmake", (150, 272, 344, 126, 60, 26, 26, 196, 15,)),
+    ("jvm", "runtimes", 106, "expected illegal parsing unclosed statement|symbol incompatible applied override unreported exist static initialized unresolved mismatch kt kts|compilation execution task|failures errors completed task execution|spotless violations violation checkstyle ktlint pmd spotbugs|overhead heap native daemon insufficient|classnotfoundexception noclassdeffounderror main unsupportedclassversionerror recent major|java_home java runtime jvm toolchains release|artifact find cached resolvable|resolve|nullpointerexception classcastexception arrayindexoutofboundsexception indexoutofboundsexception stringindexoutofboundsexception illegalargumentexception illegalstateexception numberformatexception unsupportedoperationexception concurrentmodificationexception arithmeticexception nosuchelementexception nosuchmethoderror nosuchfielderror abstractmethoderror stackoverflowerror uninitializedpropertyaccessexception kotlinnullpointerexception|exception", (251, 344, 149, 160, 190, 189, 209, 200, 196, 129, 448, 30,)),
+    ("go", "runtimes", 118, "fail panic oops|syntax expected go|go|build|panic runtime nil goroutine|goroutines concurrent|module package sum requires revision goroot", (126, 127, 44, 16, 180, 94, 234,)),
+    ("rust", "runtimes", 125, "error|e0463 e0514|expected unclosed delimiter unterminated mismatched|failed stdout|clippy compile|diff|assertion|panicked|matching select find rustc toolchain linker library openssl|custom", (17, 57, 236, 89, 79, 29, 122, 30, 323, 42,)),
+    ("dotnet", "microsoft", 135, "cs1001 cs1002 cs1003 cs1009 cs1010 cs1012 cs1022 cs1026 cs1031 cs1040 cs1041 cs1513 cs1514 cs1519 cs1525 cs1733|cs vb fs|failed|whitespace finalnewline charset imports formatting|nu1101 nu1102 nu1103 nu1100 unable|nu1301 index|netsdk1045 netsdk1004 msb4236 msb4019 compatible framework possible install sdks assembly|nullreferenceexception invalidoperationexception argumentnullexception argumentoutofrangeexception argumentexception indexoutofrangeexception invalidcastexception formatexception notimplementedexception notsupportedexception dividebyzeroexception objectdisposedexception keynotfoundexception|unhandled", (97, 62, 126, 83, 75, 58, 299, 299, 23,)),
+    ("powershell", "microsoft", 144, "parsererror parseexception missing unexpected string|failed was|psavoidusingcmdletaliases psavoidusingwritehost psuseapprovedverbs psavoidusingplaintextforpassword psusedeclaredvarsmorethanassignments psavoidusinginvokeexpression psavoidglobalvars psuseshouldprocessforstatechangingfunctions psavoidusingpositionalparameters psusesingularnouns psavoidtrailingwhitespace pspossibleincorrectcomparisonwithnull psusebomforunicodeencodedfile psavoidusingemptycatchblock psusecompatiblecmdlets psavoiddefaultvalueswitchparameter psuseoutputtypecorrectly psprovidecommenthelp psreviewunusedparameter psuseconsistentindentation psuseconsistentwhitespace psplaceopenbrace psplaceclosebrace psalignassignmentstatement psavoidusingconverttosecurestringwithplaintext psavoidusingusernameandpasswordparams psavoidusingcomputernamehardcoded psmisleadingbacktick psavoidsemicolonsaslineterminators pspossibleincorrectusageofassignmentoperator psusecmdletcorrectly psavoidlonglines psavoidoverwritingbuiltincmdlets psavoidassignmenttoautomaticvariable psusesupportsshouldprocess psuseusingscopemodifierinnewrunspaces psavoidusingdeprecatedmanifestfields ps1 psm1 psd1|scripts signed unauthorizedaccess about_execution_policies pssecurityexception|pwsh powershell|commandnotfoundexception term|module modulenotfound|null invokemethodonnull bind parameterbindingvalidationexception parameterbindingexception propertynotfoundexception methodnotfound", (250, 86, 1084, 142, 65, 65, 170, 274,)),
+    ("docker", "platforms", 152, "docker docker_engine pipe|manifest image|platform|requested|cache copy checksum|dockerfile|oci", (259, 122, 87, 42, 115, 50, 36,)),
+    ("kubernetes", "platforms", 159, "low evicted|insufficient nodes failedscheduling affinity untolerated unschedulable|imagepullbackoff errimagepull errimageneverpull invalidimagename pulling pull|forbidden logged|localhost configuration context|quota|kind|validating validationerror field strict|yaml json scannererror parsererror parsing character find mapping|operation", (42, 192, 116, 108, 133, 27, 41, 104, 604, 61,)),
+    ("terraform", "platforms", 169, "argument block unclosed expression newline character unterminated separator string|unsupported missing invalid reference incorrect call count for_each duplicate cycle|backend plugins inconsistent plugin init installed reinitialization|query install|lock locking conditionalcheckfailedexception|credential credentials|value default", (248, 423, 206, 70, 86, 95, 67,)),
+    ("git and ssh", "platforms", 176, "host identification|unprotected permissions load|username password terminal|repository access|repository dubious safe|conflict conflicts apply unmerged|gh006 gh013 protected violations secrets", (97, 144, 74, 109, 77, 167, 197,)),
+    ("databases", "platforms", 183, "password pg_hba invalidpassword 28p01 sasl ident peer noauth wrongpass noperm er_access_denied_error er_dbaccess_denied_error 1045 1044 1142 denied|role database invalidcatalogname 3d000 unknown er_bad_db_error extension|database server terminating clients slots connections cannotconnectnow adminshutdown 57p01 57p03 53300 receive ssl connection|mysql 2002 2003 2006 2013 er_con_count_error protocol_connection_lost|loading busy clusterdown tryagain readonly masterdown connecting clients|oom misconf|syntax er_parse_error 42601 near incomplete|column undefinedcolumn 42703 er_bad_field_error|relation table undefinedtable 42p01 er_no_such_table|violates duplicate unique foreign null integrityerror uniqueviolation er_dup_entry 23505 23503 23502|database sqlite_cantopen sqlite_corrupt sqlite_full sqlite_readonly disk sqlite_ioerr sqlite_ioerr_write sqlite_ioerr_read sqlite_ioerr_fsync|wrongtype unknown wrong", (316, 159, 496, 180, 218, 52, 140, 153, 128, 261, 140, 71,)),
+    ("aws", "services", 195, "throttlingexception throttling throttledexception requestlimitexceeded slowdown provisionedthroughputexceededexception requestthrottled requestthrottledexception ec2throttledexception bandwidthlimitexceeded limitexceededexception|expiredtoken expiredtokenexception invalidclienttokenid unrecognizedclientexception signaturedoesnotmatch invalidaccesskeyid invalidsignatureexception authfailure incompletesignature missingauthenticationtoken unauthorizedoperation notauthorizedexception invalidtoken security sso|authorized explicit|locate nocredentialserror nocredentialproviders load credentialsprovidererror profile profilenotfound region noregionerror retrieve sdk imds noauthhandlerfound missing|servicequotaexceededexception vcpulimitexceeded instancelimitexceeded addresslimitexceeded vpclimitexceeded toomanybuckets requested|internalerror internalfailure serviceunavailable serviceunavailableexception insufficientinstancecapacity priorrequestnotcomplete endpoint|requesttimetooskewed signature clock|nosuchbucket resourcenotfoundexception nosuchentity parameternotfound|validationexception validationerror invalidparametervalue invalidparametervalueexception invalidparameterexception malformedpolicydocument missingparameter", (237, 477, 50, 397, 200, 161, 82, 77, 146,)),
+    ("gcp", "services", 204, "unauthenticated scopes access_token_scope_insufficient invalid_grant reauthentication revoked caller iam_permission_denied credentials api_key_invalid key|automatically defaultcredentialserror default active google_application_credentials application|quota|service_disabled used enabled accessnotconfigured|unavailable serviceunavailable backenderror zone_resource_pool_exhausted resources", (341, 313, 157, 129, 129,)),
+    ("azure", "services", 209, "aadsts50001 aadsts50020 aadsts50034 aadsts50053 aadsts50055 aadsts50057 aadsts50058 aadsts50076 aadsts50079 aadsts50105 aadsts50126 aadsts50158 aadsts50173 aadsts53003 aadsts65001 aadsts70000 aadsts70001 aadsts70002 aadsts70008 aadsts70011 aadsts70016 aadsts70021 aadsts70043 aadsts90002 aadsts500011 aadsts500113 aadsts700016 aadsts700024 aadsts700027 aadsts700082 aadsts7000215 aadsts7000222 authorizationfailed invalidauthenticationtoken expiredauthenticationtoken authenticationfailed authorizationpermissionmismatch keybasedauthenticationnotpermitted authorization linkedauthorizationfailed requestdisallowedbypolicy invalidauthenticationtokentenant clientauthenticationerror|az defaultazurecredential credentialunavailableerror environmentcredential subscription managedidentitycredential|quotaexceeded quota|retryableerror anotheroperationinprogress serverbusy operationpreempted|resourcegroupnotfound subscriptionnotfound containernotfound storageaccountnotfound missingsubscriptionregistration skunotavailable", (542, 243, 48, 79, 139,)),
+    ("github and gitlab", "services", 214, "credentials accessible authentication admin gh007 scopes refusing basic password|communication shutdown canceled system acquired responding preparation|workflow resolve unrecognized|input github_token|stuck runner runners", (328, 217, 97, 83, 140,)),
+    ("llm providers", "services", 219, "authenticationerror invalid_api_key incorrect authentication_error invalid permissiondeniederror permission_error account_deactivated gated|api_key authentication key missingapikeyerror|rate exceeded|context_length_exceeded context prompt length tokens string_above_max_length|serviceunavailableerror api_error internalservererror server|model_not_found model|content_policy_violation content responsibleaipolicyviolation|badrequesterror invalid_request_error", (199, 199, 57, 174, 119, 130, 87, 45,)),
+    ("gpu", "services", 227, "cuda outofmemoryerror cudaerrormemoryallocation cublas_status_alloc_failed cudnn_status_alloc_failed device hip mps oom resourceexhaustederror cudamalloc|cuda driver nvidia torch kernel cuda_error_no_device cudaerrornodevice cudaerrorinsufficientdriver select libcuda cuinit nvml runtime aten_cuda gpus|cuda cudaerrordevicesunavailable|device illegal cudaerrorillegaladdress cublas_status_execution_failed misaligned|watchdog nccl_timeout", (302, 753, 96, 155, 61,)),
+    ("ansible-lint", "checkers", 232, "yml yaml args avoid command complexity deprecated empty fqcn galaxy ignore inline jinja key latest literal load loop meta name no only package parser partial playbook risky role run sanity schema syntax var yaml|failed rule", (1545, 80,)),
+    ("cfn-lint", "checkers", 234, "cfn resources parameters outputs mappings conditions metadata rules transform|template", (141, 31,)),
+    ("helm", "checkers", 236, "pod phase", (61,)),
+    ("ruby", "others", 237, "loaderror|gemnotfound gem|examples example|offense offenses", (58, 55, 37, 53,)),
+    ("php", "others", 241, "allowed|requirements", (46, 77,)),
+    ("conda", "others", 243, "packagesnotfounderror unsatisfiableerror resolvepackagenotfound", (71,)),
+    ("swift", "others", 244, "scope", (51,)),
+    ("elixir", "others", 245, "syntaxerror tokenmissingerror mismatcheddelimitererror|compileerror", (67, 48,)),
+    ("amqp", "others", 247, "access_refused", (18,)),
+    ("ci-time-limit", "others", 248, "longer exceeded", (97,)),
+    ("rocm", "others", 249, "hip_error_outofmemory hiperroroutofmemory", (49,)),
+    ("test-summary", "others", 250, "failed", (57,)),
+    ("haskell", "toolchains", 251, "match scope instance deduce ambiguous|parse", (219, 125,)),
+    ("scala", "toolchains", 253, "scala sbt", (306,)),
+    ("dart", "toolchains", 254, "dart|dart|error", (23, 73, 56,)),
+    ("julia and perl", "toolchains", 257, "package module|locate", (135, 38,)),
+    ("esbuild", "toolchains", 259, "expected unexpected unterminated", (185,)),
+    ("bundlers", "toolchains", 260, "resolve|resolve", (58, 44,)),
+    ("dockerfile and shell linters", "toolchains", 262, "dl1001 dl3000 dl3001 dl3002 dl3003 dl3004 dl3005 dl3006 dl3007 dl3008 dl3009 dl3010 dl3011 dl3012 dl3013 dl3014 dl3015 dl3016 dl3017 dl3018 dl3019 dl3020 dl3021 dl3022 dl3023 dl3024 dl3025 dl3026 dl3027 dl3028 dl3029 dl3030 dl3031 dl3032 dl3033 dl3034 dl3035 dl3036 dl3037 dl3038 dl3039 dl3040 dl3041 dl3042 dl3043 dl3044 dl3045 dl3046 dl3047 dl3048 dl3049 dl3050 dl3051 dl3052 dl3053 dl3054 dl3055 dl3056 dl3057 dl3058 dl3059 dl3060 dl3061 dl3062 dl4000 dl4001 dl4002 dl4003 dl4004 dl4005 dl4006|line shellcheck note warning error", (21, 158,)),
+    ("package resolvers", "toolchains", 264, "missing|dependency|interpreternotfound interpreter|matches", (60, 60, 69, 41,)),
+    ("exception names", "exceptions", 268, "errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused", (407, 295, 322, 649, 428,)),
+    ("credentials in words", "exceptions", 273, "invalid incorrect wrong bad denied refused rejected unsuccessful successful accepted|01017 invalidcredentials invalid_credentials invalid_auth not_authed authenticationfailed 535 530|invalid incorrect wrong bad denied refused rejected unsuccessful successful accepted 01017 invalidcredentials invalid_credentials invalid_auth not_authed authenticationfailed 535 530|api api_key apikey key credentials credential token password secret", (452, 173, 812, 588,)),
 )
 
 WORDS: dict[int, bytes] = {
     48: (
-        b"\n01017 273 274"
+        b"\n01017 274 275"
     ),
     49: (
-        b"\n1044 182\n1045 182\n1142 182\n126 35\n127 35\n137 27"
+        b"\n1044 183\n1045 183\n1142 183\n126 36\n127 36\n137 28"
     ),
     50: (
-        b"\n2002 185\n2003 185\n2006 185\n2013 185\n23502 191\n23503 191\n23505 191\n28p01 182"
+        b"\n2002 186\n2003 186\n2006 186\n2013 186\n23502 192\n23503 192\n23505 192\n28p01 183"
     ),
     51: (
-        b"\n3d000 183"
+        b"\n3d000 184"
     ),
     52: (
-        b"\n40001 31\n401 11\n403 12\n407 11\n408 14\n40p01 31\n42601 188\n42703 189\n429 15"
-        b"\n42p01 190"
+        b"\n40001 32\n401 12\n403 13\n407 12\n408 15\n40p01 32\n42601 189\n42703 190\n429 16"
+        b"\n42p01 191"
     ),
     53: (
-        b"\n500 16\n502 16\n503 16\n504 16\n529 16\n530 273 274\n53300 184\n535 273 274\n55p03 31"
-        b"\n57p01 184\n57p03 184"
+        b"\n500 17\n502 17\n503 17\n504 17\n529 17\n530 274 275\n53300 185\n535 274 275\n55p03 32"
+        b"\n57p01 185\n57p03 185"
     ),
     95: (
-        b"\n_exceptions 267 268 269 270 271"
+        b"\n_exceptions 268 269 270 271 272"
     ),
     97: (
-        b"\naadsts50001 208\naadsts500011 208\naadsts500113 208\naadsts50020 208\naadsts50034 208"
-        b"\naadsts50053 208\naadsts50055 208\naadsts50057 208\naadsts50058 208\naadsts50076 208"
-        b"\naadsts50079 208\naadsts50105 208\naadsts50126 208\naadsts50158 208\naadsts50173 208"
-        b"\naadsts53003 208\naadsts65001 208\naadsts70000 208\naadsts70001 208\naadsts700016 208"
-        b"\naadsts70002 208\naadsts7000215 208\naadsts7000222 208\naadsts700024 208"
-        b"\naadsts700027 208\naadsts70008 208\naadsts700082 208\naadsts70011 208\naadsts70016 208"
-        b"\naadsts70021 208\naadsts70043 208\naadsts90002 208\nabout_execution_policies 146"
-        b"\nabstractmethoderror 115\nabuse 17\naccepted 272 274\naccess 178\naccess_refused 246"
-        b"\naccess_token_scope_insufficient 203\naccessdenied 23\naccessdeniedexception 23"
-        b"\naccessible 213\naccesskeyid 38\naccessnotconfigured 206\naccount 43"
-        b"\naccount_deactivated 218\nacquired 214\nactive 204\naddress 93\naddresslimitexceeded 198"
-        b"\nadmin 213\nadminshutdown 184\naffinity 159\nagain 32\nallocate 27\nallocated 93"
-        b"\nallocation 27\nallowed 240\nambiguous 250\nanother 30\nanotheroperationinprogress 211"
-        b"\nanswer 1\napi 275\napi_error 222\napi_key 219 275\napi_key_invalid 203"
-        b"\napiconnectionerror 5\napikey 275\napitimeouterror 2\napplication 204\napplied 106"
-        b"\napply 180\nargs 231\nargument 168\nargumentexception 141\nargumentnullexception 141"
-        b"\nargumentoutofrangeexception 141\narguments 98\narithmeticexception 115"
-        b"\narrayindexoutofboundsexception 115\nartifact 113\nassembly 140\nassert 64\nassertion 130"
-        b"\nassertionerror 64 65\naten_cuda 227\nattributeerror 66\nauth 79"
-        b"\nauthentication 21 213 219\nauthentication_error 218\nauthenticationerror 218"
-        b"\nauthenticationfailed 208 273 274\nauthfailure 195\nauthorised 21\nauthorization 208"
-        b"\nauthorizationfailed 208\nauthorizationpermissionmismatch 208\nauthorized 21 196"
-        b"\nautomatically 204\navoid 231\naz 209"
+        b"\naadsts50001 209\naadsts500011 209\naadsts500113 209\naadsts50020 209\naadsts50034 209"
+        b"\naadsts50053 209\naadsts50055 209\naadsts50057 209\naadsts50058 209\naadsts50076 209"
+        b"\naadsts50079 209\naadsts50105 209\naadsts50126 209\naadsts50158 209\naadsts50173 209"
+        b"\naadsts53003 209\naadsts65001 209\naadsts70000 209\naadsts70001 209\naadsts700016 209"
+        b"\naadsts70002 209\naadsts7000215 209\naadsts7000222 209\naadsts700024 209"
+        b"\naadsts700027 209\naadsts70008 209\naadsts700082 209\naadsts70011 209\naadsts70016 209"
+        b"\naadsts70021 209\naadsts70043 209\naadsts90002 209\nabout_execution_policies 147"
+        b"\nabstractmethoderror 116\nabuse 18\naccepted 273 275\naccess 179\naccess_refused 247"
+        b"\naccess_token_scope_insufficient 204\naccessdenied 24\naccessdeniedexception 24"
+        b"\naccessible 214\naccesskeyid 39\naccessnotconfigured 207\naccount 44"
+        b"\naccount_deactivated 219\nacquired 215\nactive 205\naddress 94\naddresslimitexceeded 199"
+        b"\nadmin 214\nadminshutdown 185\naffinity 160\nagain 33\nallocate 28\nallocated 94"
+        b"\nallocation 28\nallowed 241\nambiguous 251\nanother 31\nanotheroperationinprogress 212"
+        b"\nanswer 1\napi 276\napi_error 223\napi_key 220 276\napi_key_invalid 204"
+        b"\napiconnectionerror 6\napikey 276\napitimeouterror 2\napplication 205\napplied 107"
+        b"\napply 181\nargs 232\nargument 169\nargumentexception 142\nargumentnullexception 142"
+        b"\nargumentoutofrangeexception 142\narguments 99\narithmeticexception 116"
+        b"\narrayindexoutofboundsexception 116\nartifact 114\nassembly 141\nassert 65\nassertion 131"
+        b"\nassertionerror 65 66\naten_cuda 228\nattributeerror 67\nauth 80"
+        b"\nauthentication 22 214 220\nauthentication_error 219\nauthenticationerror 219"
+        b"\nauthenticationfailed 209 274 275\nauthfailure 196\nauthorised 22\nauthorization 209"
+        b"\nauthorizationfailed 209\nauthorizationpermissionmismatch 209\nauthorized 22 197"
+        b"\nautomatically 205\navoid 232\naz 210"
     ),
     98: (
-        b"\nbackend 170\nbackenderror 207\nbad 272 274\nbad_alloc 27\nbadrequesterror 225"
-        b"\nbalance 20\nbandwidthlimitexceeded 194\nbasic 213\nbilling 20\nbilling_disabled 20"
-        b"\nbinary 33\nbind 150\nblock 168\nbrokenpipeerror 5\nbucket 43\nbuckets 43\nbuild 120"
-        b"\nbusy 30 32 186"
+        b"\nbackend 171\nbackenderror 208\nbad 273 275\nbad_alloc 28\nbadrequesterror 226"
+        b"\nbalance 21\nbandwidthlimitexceeded 195\nbasic 214\nbilling 21\nbilling_disabled 21"
+        b"\nbinary 34\nbind 151\nblock 169\nbrokenpipeerror 6\nbucket 44\nbuckets 44\nbuild 121"
+        b"\nbusy 31 33 187"
     ),
     99: (
-        b"\ncache 155\ncached 113\ncall 169\ncaller 203\ncalls 17\ncanceled 214"
-        b"\ncannotconnectnow 184\ncaused 267 268 269 270 271\ncertificate 10"
-        b"\ncertificate_verify_failed 10\ncertification 10\ncfn 233\ncharacter 166 168\ncharset 137"
-        b"\ncheckstyle 109\nchecksum 155\nchunkedencodingerror 5\nclasscastexception 115"
-        b"\nclassnotfoundexception 111\nclient_exceptions 267 268 269 270 271"
-        b"\nclientauthenticationerror 208\nclientconnectorerror 5\nclients 184 186\nclienttimeout 2"
-        b"\nclippy 128\nclock 200\nclosed 4\ncluster 43\nclusterdown 186\ncmake 104\ncolumn 189"
-        b"\ncommand 33 74 231\ncommandnotfoundexception 148\ncommunication 214\ncompatible 140"
-        b"\ncompilation 107\ncompile 103 128\ncompileerror 245\ncompiler 33\ncompleted 108"
-        b"\ncomplexity 231\nconcurrent 122\nconcurrentmodificationexception 115"
-        b"\nconditionalcheckfailedexception 172\nconditions 233\nconfiguration 103 162\nconfigure 41"
-        b"\nconflict 180\nconflicting 72 98\nconflicts 180\nconnect 4 13\nconnectexception 5"
-        b"\nconnecting 4 186\nconnection 4 184\nconnectionabortederror 5\nconnectionclosederror 5"
-        b"\nconnectionerror 5\nconnectionrefusederror 5\nconnectionreseterror 5\nconnections 184"
+        b"\ncache 156\ncached 114\ncall 170\ncaller 204\ncalls 18\ncanceled 215"
+        b"\ncannotconnectnow 185\ncaused 268 269 270 271 272\ncertificate 11"
+        b"\ncertificate_verify_failed 11\ncertification 11\ncfn 234\ncharacter 167 169\ncharset 138"
+        b"\ncheckstyle 110\nchecksum 156\nchunkedencodingerror 6\nclasscastexception 116"
+        b"\nclassnotfoundexception 112\nclient_exceptions 268 269 270 271 272"
+        b"\nclientauthenticationerror 209\nclientconnectorerror 6\nclients 185 187\nclienttimeout 2"
+        b"\nclippy 129\nclock 201\nclosed 4\ncluster 44\nclusterdown 187\ncmake 105\ncolumn 190"
+        b"\ncommand 34 75 232\ncommandnotfoundexception 149\ncommunication 215\ncompatible 141"
+        b"\ncompilation 108\ncompile 104 129\ncompileerror 246\ncompiler 34\ncompleted 109"
+        b"\ncomplexity 232\nconcurrent 123\nconcurrentmodificationexception 116"
+        b"\nconditionalcheckfailedexception 173\nconditions 234\nconfiguration 104 163\nconfigure 42"
+        b"\nconflict 181\nconflicting 73 99\nconflicts 181\nconnect 4 5 14\nconnectexception 6"
+        b"\nconnecting 4 5 187\nconnection 4 185\nconnectionabortederror 6\nconnectionclosederror 6"
+        b"\nconnectionerror 6\nconnectionrefusederror 6\nconnectionreseterror 6\nconnections 185"
         b"\nconnecttimeout 2\nconnecttimeouterror 2\nconnecttimeoutexception 2"
-        b"\ncontainernotfound 212\ncontent 224\ncontent_policy_violation 224\ncontext 162 221"
-        b"\ncontext_length_exceeded 221\nconversion 98\ncopy 155\ncould 103\ncouldn 4\ncount 169"
-        b"\ncredential 38 173 275\ncredentials 21 38 173 203 213 275\ncredentialsprovidererror 197"
-        b"\ncredentialunavailableerror 209\ncs 135\ncs1001 134\ncs1002 134\ncs1003 134\ncs1009 134"
-        b"\ncs1010 134\ncs1012 134\ncs1022 134\ncs1026 134\ncs1031 134\ncs1040 134\ncs1041 134"
-        b"\ncs1513 134\ncs1514 134\ncs1519 134\ncs1525 134\ncs1733 134\ncts 95"
-        b"\ncublas_status_alloc_failed 226\ncublas_status_execution_failed 229\ncuda 226 227 228"
-        b"\ncuda_error_no_device 227\ncudaerrordevicesunavailable 228\ncudaerrorillegaladdress 229"
-        b"\ncudaerrorinsufficientdriver 227\ncudaerrormemoryallocation 226\ncudaerrornodevice 227"
-        b"\ncudamalloc 226\ncudnn_status_alloc_failed 226\ncuinit 227\ncurrent 44\ncustom 133"
-        b"\ncycle 169"
+        b"\ncontainernotfound 213\ncontent 225\ncontent_policy_violation 225\ncontext 163 222"
+        b"\ncontext_length_exceeded 222\nconversion 99\ncopy 156\ncould 104\ncouldn 4\ncount 170"
+        b"\ncredential 39 174 276\ncredentials 22 39 174 204 214 276\ncredentialsprovidererror 198"
+        b"\ncredentialunavailableerror 210\ncs 136\ncs1001 135\ncs1002 135\ncs1003 135\ncs1009 135"
+        b"\ncs1010 135\ncs1012 135\ncs1022 135\ncs1026 135\ncs1031 135\ncs1040 135\ncs1041 135"
+        b"\ncs1513 135\ncs1514 135\ncs1519 135\ncs1525 135\ncs1733 135\ncts 96"
+        b"\ncublas_status_alloc_failed 227\ncublas_status_execution_failed 230\ncuda 227 228 229"
+        b"\ncuda_error_no_device 228\ncudaerrordevicesunavailable 229\ncudaerrorillegaladdress 230"
+        b"\ncudaerrorinsufficientdriver 228\ncudaerrormemoryallocation 227\ncudaerrornodevice 228"
+        b"\ncudamalloc 227\ncudnn_status_alloc_failed 227\ncuinit 228\ncurrent 45\ncustom 134"
+        b"\ncycle 170"
     ),
     100: (
-        b"\ndaemon 110\ndart 253 254\ndatabase 183 184 192\ndataset 43\ndeadline 1"
-        b"\ndeadline_exceeded 2\ndeadlineexceeded 2\ndeadlock 30\ndeadlockdetected 31\ndeclared 98"
-        b"\ndeclined 52\ndeduce 250\ndefault 174 204\ndefaultazurecredential 209"
-        b"\ndefaultcredentialserror 204\ndelimiter 126\ndenied 21 22 182 272 274\ndependency 264"
-        b"\ndeprecated 231\ndevice 226 229\ndiff 129\ndifferent 72\ndirectory 34 96\ndisk 192"
-        b"\ndiskpressure 25\ndistribution 72\ndividebyzeroexception 141\ndl1001 261\ndl3000 261"
-        b"\ndl3001 261\ndl3002 261\ndl3003 261\ndl3004 261\ndl3005 261\ndl3006 261\ndl3007 261"
-        b"\ndl3008 261\ndl3009 261\ndl3010 261\ndl3011 261\ndl3012 261\ndl3013 261\ndl3014 261"
-        b"\ndl3015 261\ndl3016 261\ndl3017 261\ndl3018 261\ndl3019 261\ndl3020 261\ndl3021 261"
-        b"\ndl3022 261\ndl3023 261\ndl3024 261\ndl3025 261\ndl3026 261\ndl3027 261\ndl3028 261"
-        b"\ndl3029 261\ndl3030 261\ndl3031 261\ndl3032 261\ndl3033 261\ndl3034 261\ndl3035 261"
-        b"\ndl3036 261\ndl3037 261\ndl3038 261\ndl3039 261\ndl3040 261\ndl3041 261\ndl3042 261"
-        b"\ndl3043 261\ndl3044 261\ndl3045 261\ndl3046 261\ndl3047 261\ndl3048 261\ndl3049 261"
-        b"\ndl3050 261\ndl3051 261\ndl3052 261\ndl3053 261\ndl3054 261\ndl3055 261\ndl3056 261"
-        b"\ndl3057 261\ndl3058 261\ndl3059 261\ndl3060 261\ndl3061 261\ndl3062 261\ndl4000 261"
-        b"\ndl4001 261\ndl4002 261\ndl4003 261\ndl4004 261\ndl4005 261\ndl4006 261\ndll 37"
-        b"\ndocker 151\ndocker_engine 151\ndockerfile 156\ndown 8\ndriver 227\ndubious 179"
-        b"\nduplicate 169 191"
+        b"\ndaemon 111\ndart 254 255\ndatabase 184 185 193\ndataset 44\ndeadline 1"
+        b"\ndeadline_exceeded 2\ndeadlineexceeded 2\ndeadlock 31\ndeadlockdetected 32\ndeclared 99"
+        b"\ndeclined 53\ndeduce 251\ndefault 175 205\ndefaultazurecredential 210"
+        b"\ndefaultcredentialserror 205\ndelimiter 127\ndenied 22 23 183 273 275\ndependency 265"
+        b"\ndeprecated 232\ndevice 227 230\ndiff 130\ndifferent 73\ndirectory 35 97\ndisk 193"
+        b"\ndiskpressure 26\ndistribution 73\ndividebyzeroexception 142\ndl1001 262\ndl3000 262"
+        b"\ndl3001 262\ndl3002 262\ndl3003 262\ndl3004 262\ndl3005 262\ndl3006 262\ndl3007 262"
+        b"\ndl3008 262\ndl3009 262\ndl3010 262\ndl3011 262\ndl3012 262\ndl3013 262\ndl3014 262"
+        b"\ndl3015 262\ndl3016 262\ndl3017 262\ndl3018 262\ndl3019 262\ndl3020 262\ndl3021 262"
+        b"\ndl3022 262\ndl3023 262\ndl3024 262\ndl3025 262\ndl3026 262\ndl3027 262\ndl3028 262"
+        b"\ndl3029 262\ndl3030 262\ndl3031 262\ndl3032 262\ndl3033 262\ndl3034 262\ndl3035 262"
+        b"\ndl3036 262\ndl3037 262\ndl3038 262\ndl3039 262\ndl3040 262\ndl3041 262\ndl3042 262"
+        b"\ndl3043 262\ndl3044 262\ndl3045 262\ndl3046 262\ndl3047 262\ndl3048 262\ndl3049 262"
+        b"\ndl3050 262\ndl3051 262\ndl3052 262\ndl3053 262\ndl3054 262\ndl3055 262\ndl3056 262"
+        b"\ndl3057 262\ndl3058 262\ndl3059 262\ndl3060 262\ndl3061 262\ndl3062 262\ndl4000 262"
+        b"\ndl4001 262\ndl4002 262\ndl4003 262\ndl4004 262\ndl4005 262\ndl4006 262\ndll 38"
+        b"\ndocker 152\ndocker_engine 152\ndockerfile 157\ndown 9\ndriver 228\ndubious 180"
+        b"\nduplicate 170 192"
     ),
     101: (
-        b"\ne0463 125\ne0514 125\ne401 79\ne403 79\ne404 78\neacces 23\neaddrinuse 93\neagain 32"
-        b"\neai_again 7\neai_noname 7\nebadengine 81\nebusy 31\nec2throttledexception 194"
-        b"\neconnaborted 5\neconnection 5\neconnrefused 5\neconnreset 5\nehostdown 5\nehostunreach 8"
-        b"\nempty 231\nenabled 206\nendpoint 199\nendpointconnectionerror 5\neneedauth 79"
-        b"\nenetdown 8\nenetunreach 8\nengine 81\nenoent 34\nenomem 28\nenospc 25\nenotfound 7"
-        b"\nenvironment 39\nenvironmentcredential 209\neof 4 9 45\neotp 79\neperm 23\nepipe 5"
-        b"\ner_access_denied_error 182\ner_bad_db_error 183\ner_bad_field_error 189"
-        b"\ner_con_count_error 185\ner_dbaccess_denied_error 182\ner_dup_entry 191"
-        b"\ner_lock_deadlock 31\ner_lock_wait_timeout 2\ner_no_such_table 190\ner_parse_error 188"
-        b"\neresolve 78\nerofs 26\nerr_connection_closed 5\nerr_connection_refused 5"
-        b"\nerr_connection_reset 5\nerr_module_not_found 76\nerr_name_not_resolved 7\nerr_network 5"
-        b"\nerr_ossl_evp_unsupported 81\nerr_pnpm_fetch_404 78\nerr_pnpm_no_matching_version 78"
-        b"\nerr_pnpm_outdated_lockfile 80\nerr_pnpm_peer_dep_issues 78"
-        b"\nerr_socket_connection_timeout 2\nerr_timed_out 2\nerr_worker_out_of_memory 28 83"
-        b"\nerrimageneverpull 160\nerrimagepull 160\nerrno 25\nerror 57 87 124 255 262"
-        b"\nerrorfactory 267 268 269 270 271\nerrors 108 267 268 269 270 271\nesockettimedout 2"
-        b"\nestablished 4\netarget 78\netimedout 2\netxtbsy 31\nevicted 158\nexample 238"
-        b"\nexamples 238\nexc 267 268 269 270 271\nexceeded 1 3 220 247"
-        b"\nexception 116 267 268 269 270 271\nexceptions 267 268 269 270 271\nexec 36"
-        b"\nexecutable 33\nexecute 36\nexecution 3 107 108\nexhausted 27\nexist 106\nexpect 85"
-        b"\nexpected 97 105 118 126 258\nexpecting 75\nexpired 21\nexpiredauthenticationtoken 208"
-        b"\nexpiredtoken 195\nexpiredtokenexception 195\nexplicit 196\nexpression 168\nextension 183"
-        b"\nexternally 73"
+        b"\ne0463 126\ne0514 126\ne401 80\ne403 80\ne404 79\neacces 24\neaddrinuse 94\neagain 33"
+        b"\neai_again 8\neai_noname 8\nebadengine 82\nebusy 32\nec2throttledexception 195"
+        b"\neconnaborted 6\neconnection 6\neconnrefused 6\neconnreset 6\nehostdown 6\nehostunreach 9"
+        b"\nempty 232\nenabled 207\nendpoint 200\nendpointconnectionerror 6\neneedauth 80"
+        b"\nenetdown 9\nenetunreach 9\nengine 82\nenoent 35\nenomem 29\nenospc 26\nenotfound 8"
+        b"\nenvironment 40\nenvironmentcredential 210\neof 4 10 46\neotp 80\neperm 24\nepipe 6"
+        b"\ner_access_denied_error 183\ner_bad_db_error 184\ner_bad_field_error 190"
+        b"\ner_con_count_error 186\ner_dbaccess_denied_error 183\ner_dup_entry 192"
+        b"\ner_lock_deadlock 32\ner_lock_wait_timeout 2\ner_no_such_table 191\ner_parse_error 189"
+        b"\neresolve 79\nerofs 27\nerr_connection_closed 6\nerr_connection_refused 6"
+        b"\nerr_connection_reset 6\nerr_module_not_found 77\nerr_name_not_resolved 8\nerr_network 6"
+        b"\nerr_ossl_evp_unsupported 82\nerr_pnpm_fetch_404 79\nerr_pnpm_no_matching_version 79"
+        b"\nerr_pnpm_outdated_lockfile 81\nerr_pnpm_peer_dep_issues 79"
+        b"\nerr_socket_connection_timeout 2\nerr_timed_out 2\nerr_worker_out_of_memory 29 84"
+        b"\nerrimageneverpull 161\nerrimagepull 161\nerrno 26\nerror 58 88 125 256 263"
+        b"\nerrorfactory 268 269 270 271 272\nerrors 109 268 269 270 271 272\nesockettimedout 2"
+        b"\nestablished 4\netarget 79\netimedout 2\netxtbsy 32\nevicted 159\nexample 239"
+        b"\nexamples 239\nexc 268 269 270 271 272\nexceeded 1 3 221 248"
+        b"\nexception 117 268 269 270 271 272\nexceptions 268 269 270 271 272\nexec 37"
+        b"\nexecutable 34\nexecute 37\nexecution 3 108 109\nexhausted 28\nexist 107\nexpect 86"
+        b"\nexpected 98 106 119 127 259\nexpecting 76\nexpired 22\nexpiredauthenticationtoken 209"
+        b"\nexpiredtoken 196\nexpiredtokenexception 196\nexplicit 197\nexpression 169\nextension 184"
+        b"\nexternally 74"
     ),
     102: (
-        b"\nfail 84 117\nfailed 4 56 57 84 127 136 144 232 249\nfailedscheduling 159\nfailing 58 84"
-        b"\nfailure 4 58\nfailures 58 108\nfield 165\nfile 42\nfinalnewline 137\nfind 96 113 132 166"
-        b"\nfor_each 169\nforbidden 161\nforeign 191\nformatexception 141\nformatting 137"
-        b"\nfound 34 62 96\nfqcn 231\nframework 140\nfrozen 80\nfs 135\nftplib 267 268 269 270 271"
-        b"\nfull 25\nfunction 91"
+        b"\nfail 85 118\nfailed 4 57 58 85 128 137 145 233 250\nfailedscheduling 160\nfailing 59 85"
+        b"\nfailure 4 59\nfailures 59 109\nfield 166\nfile 43\nfinalnewline 138\nfind 97 114 133 167"
+        b"\nfor_each 170\nforbidden 162\nforeign 192\nformatexception 142\nformatting 138"
+        b"\nfound 35 63 97\nfqcn 232\nframework 141\nfrozen 81\nfs 136\nftplib 268 269 270 271 272"
+        b"\nfull 26\nfunction 92"
     ),
     103: (
-        b"\ngalaxy 231\ngated 218\ngateway 16\ngem 237\ngemnotfound 237\ngetaddrinfo 6\ngh006 181"
-        b"\ngh007 213\ngh013 181\ngithub_token 216\ngnutls 9\ngnutls_handshake 9\ngo 118 119"
-        b"\ngoogle_application_credentials 204\ngoroot 123\ngoroutine 121\ngoroutines 122\ngpus 227"
-        b"\ngroup 43\ngyp 82"
+        b"\ngalaxy 232\ngated 219\ngateway 17\ngem 238\ngemnotfound 238\ngetaddrinfo 7\ngh006 182"
+        b"\ngh007 214\ngh013 182\ngithub_token 217\ngnutls 10\ngnutls_handshake 10\ngo 119 120"
+        b"\ngoogle_application_credentials 205\ngoroot 124\ngoroutine 122\ngoroutines 123\ngpus 228"
+        b"\ngroup 44\ngyp 83"
     ),
     104: (
-        b"\nhang 4\nheap 83 110\nhip 226\nhip_error_outofmemory 248\nhiperroroutofmemory 248"
-        b"\nhook 49 50 51 53\nhost 6 175\nhostname 6\nhttptimeoutexception 2\nhung 4"
+        b"\nhang 4\nheap 84 111\nhip 227\nhip_error_outofmemory 249\nhiperroroutofmemory 249"
+        b"\nhook 50 51 52 54\nhost 7 176\nhostname 7\nhttptimeoutexception 2\nhung 4"
     ),
     105: (
-        b"\niam_permission_denied 203\nident 182\nidentification 175\nignore 231\nillegal 105 229"
-        b"\nillegalargumentexception 115\nillegalstateexception 115\nimage 152\nimagepullbackoff 160"
-        b"\nimaplib 267 268 269 270 271\nimds 197\nimplicit 98\nimport 42 69\nimporterror 70"
-        b"\nimports 137\ninclude 42\nincompatible 98 106\nincomplete 188\nincompleteread 5"
-        b"\nincompletesignature 195\ninconsistent 170\nincorrect 169 218 272 274"
-        b"\nindentationerror 54\nindex 139\nindexerror 66\nindexoutofboundsexception 115"
-        b"\nindexoutofrangeexception 141\ninit 170\ninitialized 106\ninline 231\ninput 216"
-        b"\ninstall 140 171\ninstalled 170\ninstance 250\ninstancelimitexceeded 198"
-        b"\ninsufficient 22 110 159\ninsufficient_quota 20\ninsufficientinstancecapacity 199"
-        b"\nintegrityerror 191\ninternal 16\ninternalerror 199\ninternalfailure 199"
-        b"\ninternalservererror 222\ninterpreter 33 36 47 265\ninterpreternotfound 265"
-        b"\ninvalid 21 169 218 272 274\ninvalid_api_key 218\ninvalid_auth 273 274"
-        b"\ninvalid_credentials 273 274\ninvalid_grant 203\ninvalid_request_error 225"
-        b"\ninvalidaccesskeyid 195\ninvalidauthenticationtoken 208"
-        b"\ninvalidauthenticationtokentenant 208\ninvalidcastexception 141\ninvalidcatalogname 183"
-        b"\ninvalidclienttokenid 195\ninvalidcredentials 273 274\ninvalidimagename 160"
-        b"\ninvalidoperationexception 141\ninvalidparameterexception 202\ninvalidparametervalue 202"
-        b"\ninvalidparametervalueexception 202\ninvalidpassword 182\ninvalidsignatureexception 195"
-        b"\ninvalidtoken 195\ninvokemethodonnull 150"
+        b"\niam_permission_denied 204\nident 183\nidentification 176\nignore 232\nillegal 106 230"
+        b"\nillegalargumentexception 116\nillegalstateexception 116\nimage 153\nimagepullbackoff 161"
+        b"\nimaplib 268 269 270 271 272\nimds 198\nimplicit 99\nimport 43 70\nimporterror 71"
+        b"\nimports 138\ninclude 43\nincompatible 99 107\nincomplete 189\nincompleteread 6"
+        b"\nincompletesignature 196\ninconsistent 171\nincorrect 170 219 273 275"
+        b"\nindentationerror 55\nindex 140\nindexerror 67\nindexoutofboundsexception 116"
+        b"\nindexoutofrangeexception 142\ninit 171\ninitialized 107\ninline 232\ninput 217"
+        b"\ninstall 141 172\ninstalled 171\ninstance 251\ninstancelimitexceeded 199"
+        b"\ninsufficient 23 111 160\ninsufficient_quota 21\ninsufficientinstancecapacity 200"
+        b"\nintegrityerror 192\ninternal 17\ninternalerror 200\ninternalfailure 200"
+        b"\ninternalservererror 223\ninterpreter 34 37 48 266\ninterpreternotfound 266"
+        b"\ninvalid 22 170 219 273 275\ninvalid_api_key 219\ninvalid_auth 274 275"
+        b"\ninvalid_credentials 274 275\ninvalid_grant 204\ninvalid_request_error 226"
+        b"\ninvalidaccesskeyid 196\ninvalidauthenticationtoken 209"
+        b"\ninvalidauthenticationtokentenant 209\ninvalidcastexception 142\ninvalidcatalogname 184"
+        b"\ninvalidclienttokenid 196\ninvalidcredentials 274 275\ninvalidimagename 161"
+        b"\ninvalidoperationexception 142\ninvalidparameterexception 203\ninvalidparametervalue 203"
+        b"\ninvalidparametervalueexception 203\ninvalidpassword 183\ninvalidsignatureexception 196"
+        b"\ninvalidtoken 196\ninvokemethodonnull 151"
     ),
     106: (
-        b"\njava 112\njava_home 112\njinja 231\njs 95\njson 75 166\njsondecodeerror 75\njsx 95"
-        b"\njvm 112"
+        b"\njava 113\njava_home 113\njinja 232\njs 96\njson 76 167\njsondecodeerror 76\njsx 96"
+        b"\njvm 113"
     ),
     107: (
-        b"\nkernel 227\nkex_exchange_identification 5\nkey 38 203 219 231 275"
-        b"\nkeybasedauthenticationnotpermitted 208\nkeyerror 66 71\nkeynotfoundexception 141"
-        b"\nkill 27\nkilled 27\nkind 164\nknown 6\nkotlinnullpointerexception 115\nkt 106"
-        b"\nktlint 109\nkts 106"
+        b"\nkernel 228\nkex_exchange_identification 6\nkey 39 204 220 232 276"
+        b"\nkeybasedauthenticationnotpermitted 209\nkeyerror 67 72\nkeynotfoundexception 142"
+        b"\nkill 28\nkilled 28\nkind 165\nknown 7\nkotlinnullpointerexception 116\nkt 107"
+        b"\nktlint 110\nkts 107"
     ),
     108: (
-        b"\nlatest 231\nlength 221\nlibcuda 227\nlibraries 37\nlibrary 37 132\nlicence 24"
-        b"\nlicense 24\nlimit 17\nlimitexceededexception 194\nline 262"
-        b"\nlinkedauthorizationfailed 208\nlinker 132\nlint 63\nlinting 63\nliteral 231"
-        b"\nload 176 197 231\nloaderror 236\nloading 186\nlocalhost 162\nlocate 197 257\nlock 30 172"
-        b"\nlocked 30\nlockfile 80\nlocking 172\nlocknotavailable 31\nlocktimeout 2"
-        b"\nlogged 21 79 161\nlogin 21\nlonger 3 247\nlookuperror 66\nloop 231\nlow 158"
+        b"\nlatest 232\nlength 222\nlibcuda 228\nlibraries 38\nlibrary 38 133\nlicence 25"
+        b"\nlicense 25\nlimit 18\nlimitexceededexception 195\nline 263"
+        b"\nlinkedauthorizationfailed 209\nlinker 133\nlint 64\nlinting 64\nliteral 232"
+        b"\nload 177 198 232\nloaderror 237\nloading 187\nlocalhost 163\nlocate 198 258\nlock 31 173"
+        b"\nlocked 31\nlockfile 81\nlocking 173\nlocknotavailable 32\nlocktimeout 2"
+        b"\nlogged 22 80 162\nlogin 22\nlonger 3 248\nlookuperror 67\nloop 232\nlow 159"
     ),
     109: (
-        b"\nmain 111\nmajor 111\nmalformedpolicydocument 202\nmanagedidentitycredential 209"
-        b"\nmanifest 152\nmapping 166\nmappings 233\nmasterdown 186\nmatch 250\nmatches 266"
-        b"\nmatching 78 98 132\nmember 98\nmemory 27 29\nmemoryerror 28\nmeta 231\nmetadata 233"
-        b"\nmethodnotfound 150\nmicrosoft 74\nmisaligned 229\nmisbehaving 6\nmisconf 187"
-        b"\nmismatch 106\nmismatched 126\nmismatcheddelimitererror 244\nmissing 97 143 169 197 263"
-        b"\nmissingapikeyerror 219\nmissingauthenticationtoken 195\nmissingparameter 202"
-        b"\nmissingsubscriptionregistration 212\nmodel 223\nmodel_not_found 223\nmodified 80"
-        b"\nmodule 70 76 77 123 149 256\nmodule_not_found 76\nmodulenotfound 149"
-        b"\nmodulenotfounderror 70\nmps 226\nmsb4019 140\nmsb4236 140\nmts 95\nmust 39\nmysql 185"
+        b"\nmain 112\nmajor 112\nmalformedpolicydocument 203\nmanagedidentitycredential 210"
+        b"\nmanifest 153\nmapping 167\nmappings 234\nmasterdown 187\nmatch 251\nmatches 267"
+        b"\nmatching 79 99 133\nmember 99\nmemory 28 30\nmemoryerror 29\nmeta 232\nmetadata 234"
+        b"\nmethodnotfound 151\nmicrosoft 75\nmisaligned 230\nmisbehaving 7\nmisconf 188"
+        b"\nmismatch 107\nmismatched 127\nmismatcheddelimitererror 245\nmissing 98 144 170 198 264"
+        b"\nmissingapikeyerror 220\nmissingauthenticationtoken 196\nmissingparameter 203"
+        b"\nmissingsubscriptionregistration 213\nmodel 224\nmodel_not_found 224\nmodified 81"
+        b"\nmodule 71 77 78 124 150 257\nmodule_not_found 77\nmodulenotfound 150"
+        b"\nmodulenotfounderror 71\nmps 227\nmsb4019 141\nmsb4236 141\nmts 96\nmust 40\nmysql 186"
     ),
     110: (
-        b"\nname 98 231\nnameerror 66\nnameresolutionerror 7\nnamespace 43\nnative 110"
-        b"\nnccl_timeout 230\nnear 188\nnetsdk1004 140\nnetsdk1045 140\nnewconnectionerror 5"
-        b"\nnewline 168\nnil 121\nno 231\nnoauth 182\nnoauthhandlerfound 197"
-        b"\nnoclassdeffounderror 111\nnocredentialproviders 197\nnocredentialserror 197\nnodename 6"
-        b"\nnodes 159\nnoperm 182\nnoregionerror 197\nnosuchbucket 201\nnosuchelementexception 115"
-        b"\nnosuchentity 201\nnosuchfielderror 115\nnosuchmethoderror 115\nnot_authed 273 274"
-        b"\nnotarget 78\nnotauthorizedexception 195\nnote 262\nnotimplementederror 66"
-        b"\nnotimplementedexception 141\nnotsupportedexception 141\nnu1100 138\nnu1101 138"
-        b"\nnu1102 138\nnu1103 138\nnu1301 139\nnull 150 191\nnullpointerexception 115"
-        b"\nnullreferenceexception 141\nnumberformatexception 115\nnvidia 227\nnvml 227"
+        b"\nname 99 232\nnameerror 67\nnameresolutionerror 8\nnamespace 44\nnative 111"
+        b"\nnccl_timeout 231\nnear 189\nnetsdk1004 141\nnetsdk1045 141\nnewconnectionerror 6"
+        b"\nnewline 169\nnil 122\nno 232\nnoauth 183\nnoauthhandlerfound 198"
+        b"\nnoclassdeffounderror 112\nnocredentialproviders 198\nnocredentialserror 198\nnodename 7"
+        b"\nnodes 160\nnoperm 183\nnoregionerror 198\nnosuchbucket 202\nnosuchelementexception 116"
+        b"\nnosuchentity 202\nnosuchfielderror 116\nnosuchmethoderror 116\nnot_authed 274 275"
+        b"\nnotarget 79\nnotauthorizedexception 196\nnote 263\nnotimplementederror 67"
+        b"\nnotimplementedexception 142\nnotsupportedexception 142\nnu1100 139\nnu1101 139"
+        b"\nnu1102 139\nnu1103 139\nnu1301 140\nnull 151 192\nnullpointerexception 116"
+        b"\nnullreferenceexception 142\nnumberformatexception 116\nnvidia 228\nnvml 228"
     ),
     111: (
-        b"\nobject 37\nobjectdisposedexception 141\noci 157\noffense 239\noffenses 239\nok 84"
-        b"\nonly 26 231\noom 27 187 226\noom_kill 27\noom_killer 27\noomd 27\noomkilled 28"
-        b"\noomkiller 27\noops 117\nopenssl 132\noperation 167\noperationpreempted 211"
-        b"\noperationtimedout 2\noutofmemoryerror 28 226\noutofmemoryexception 28\noutputs 233"
-        b"\noverflowerror 66\noverhead 110\noverloaded 19\noverloaded_error 19\noverride 106"
-        b"\nowner 22"
+        b"\nobject 38\nobjectdisposedexception 142\noci 158\noffense 240\noffenses 240\nok 85"
+        b"\nonly 27 232\noom 28 188 227\noom_kill 28\noom_killer 28\noomd 28\noomkilled 29"
+        b"\noomkiller 28\noops 118\nopenssl 133\noperation 168\noperationpreempted 212"
+        b"\noperationtimedout 2\noutofmemoryerror 29 227\noutofmemoryexception 29\noutputs 234"
+        b"\noverflowerror 67\noverhead 111\noverloaded 20\noverloaded_error 20\noverride 107"
+        b"\nowner 23"
     ),
     112: (
-        b"\npackage 40 76 77 123 231 256\npackagesnotfounderror 242\npanic 117 121\npanicked 131"
-        b"\nparameter 39\nparameterbindingexception 150\nparameterbindingvalidationexception 150"
-        b"\nparameternotfound 201\nparameters 233\nparse 45 46 251\nparseexception 143\nparser 231"
-        b"\nparsererror 143 166\nparsing 46 105 166\npartial 231\npassword 21 177 182 213 275"
-        b"\npath 33\npayment 20\npayments 20\npeer 182\npermanently 20\npermission 22 36"
-        b"\npermission_denied 23\npermission_error 218\npermissiondenied 23"
-        b"\npermissiondeniederror 218\npermissionerror 23\npermissions 22 176\npermitted 22"
-        b"\npg_hba 182\nphase 235\npipe 4 151\npkix 10\nplatform 153\nplaybook 231\nplugin 170"
-        b"\nplugins 170\npmd 109\npod 235\npooltimeout 2\npoplib 267 268 269 270 271\npossible 140"
-        b"\npowershell 147\npre 50 51\npre_start_hook 50\npreparation 214\nprettier 90"
-        b"\npriorrequestnotcomplete 199\nprivileges 22\nproblem 89\nproblems 89\nprofile 197"
-        b"\nprofilenotfound 197\nprogram 33 34\nproject 43\nprompt 221\nproperties 91"
-        b"\npropertynotfoundexception 150\nprotected 181\nprotocol_connection_lost 185"
-        b"\nprotocolerror 5\nproviding 103\nprovisionedthroughputexceededexception 194\nps1 145"
-        b"\npsalignassignmentstatement 145\npsavoidassignmenttoautomaticvariable 145"
-        b"\npsavoiddefaultvalueswitchparameter 145\npsavoidglobalvars 145\npsavoidlonglines 145"
-        b"\npsavoidoverwritingbuiltincmdlets 145\npsavoidsemicolonsaslineterminators 145"
-        b"\npsavoidtrailingwhitespace 145\npsavoidusingcmdletaliases 145"
-        b"\npsavoidusingcomputernamehardcoded 145"
-        b"\npsavoidusingconverttosecurestringwithplaintext 145"
-        b"\npsavoidusingdeprecatedmanifestfields 145\npsavoidusingemptycatchblock 145"
-        b"\npsavoidusinginvokeexpression 145\npsavoidusingplaintextforpassword 145"
-        b"\npsavoidusingpositionalparameters 145\npsavoidusingusernameandpasswordparams 145"
-        b"\npsavoidusingwritehost 145\npsd1 145\npsm1 145\npsmisleadingbacktick 145"
-        b"\npsplaceclosebrace 145\npsplaceopenbrace 145\npspossibleincorrectcomparisonwithnull 145"
-        b"\npspossibleincorrectusageofassignmentoperator 145\npsprovidecommenthelp 145"
-        b"\npsreviewunusedparameter 145\npssecurityexception 146\npsuseapprovedverbs 145"
-        b"\npsusebomforunicodeencodedfile 145\npsusecmdletcorrectly 145\npsusecompatiblecmdlets 145"
-        b"\npsuseconsistentindentation 145\npsuseconsistentwhitespace 145"
-        b"\npsusedeclaredvarsmorethanassignments 145\npsuseoutputtypecorrectly 145"
-        b"\npsuseshouldprocessforstatechangingfunctions 145\npsusesingularnouns 145"
-        b"\npsusesupportsshouldprocess 145\npsuseusingscopemodifierinnewrunspaces 145\npull 160"
-        b"\npulling 160\npwsh 147\npy 59 60\npyi 59 60\npython 74"
+        b"\npackage 41 77 78 124 232 257\npackagesnotfounderror 243\npanic 118 122\npanicked 132"
+        b"\nparameter 40\nparameterbindingexception 151\nparameterbindingvalidationexception 151"
+        b"\nparameternotfound 202\nparameters 234\nparse 46 47 252\nparseexception 144\nparser 232"
+        b"\nparsererror 144 167\nparsing 47 106 167\npartial 232\npassword 22 178 183 214 276"
+        b"\npath 34\npayment 21\npayments 21\npeer 183\npermanently 21\npermission 23 37"
+        b"\npermission_denied 24\npermission_error 219\npermissiondenied 24"
+        b"\npermissiondeniederror 219\npermissionerror 24\npermissions 23 177\npermitted 23"
+        b"\npg_hba 183\nphase 236\npipe 4 152\npkix 11\nplatform 154\nplaybook 232\nplugin 171"
+        b"\nplugins 171\npmd 110\npod 236\npooltimeout 2\npoplib 268 269 270 271 272\npossible 141"
+        b"\npowershell 148\npre 51 52\npre_start_hook 51\npreparation 215\nprettier 91"
+        b"\npriorrequestnotcomplete 200\nprivileges 23\nproblem 90\nproblems 90\nprofile 198"
+        b"\nprofilenotfound 198\nprogram 34 35\nproject 44\nprompt 222\nproperties 92"
+        b"\npropertynotfoundexception 151\nprotected 182\nprotocol_connection_lost 186"
+        b"\nprotocolerror 6\nproviding 104\nprovisionedthroughputexceededexception 195\nps1 146"
+        b"\npsalignassignmentstatement 146\npsavoidassignmenttoautomaticvariable 146"
+        b"\npsavoiddefaultvalueswitchparameter 146\npsavoidglobalvars 146\npsavoidlonglines 146"
+        b"\npsavoidoverwritingbuiltincmdlets 146\npsavoidsemicolonsaslineterminators 146"
+        b"\npsavoidtrailingwhitespace 146\npsavoidusingcmdletaliases 146"
+        b"\npsavoidusingcomputernamehardcoded 146"
+        b"\npsavoidusingconverttosecurestringwithplaintext 146"
+        b"\npsavoidusingdeprecatedmanifestfields 146\npsavoidusingemptycatchblock 146"
+        b"\npsavoidusinginvokeexpression 146\npsavoidusingplaintextforpassword 146"
+        b"\npsavoidusingpositionalparameters 146\npsavoidusingusernameandpasswordparams 146"
+        b"\npsavoidusingwritehost 146\npsd1 146\npsm1 146\npsmisleadingbacktick 146"
+        b"\npsplaceclosebrace 146\npsplaceopenbrace 146\npspossibleincorrectcomparisonwithnull 146"
+        b"\npspossibleincorrectusageofassignmentoperator 146\npsprovidecommenthelp 146"
+        b"\npsreviewunusedparameter 146\npssecurityexception 147\npsuseapprovedverbs 146"
+        b"\npsusebomforunicodeencodedfile 146\npsusecmdletcorrectly 146\npsusecompatiblecmdlets 146"
+        b"\npsuseconsistentindentation 146\npsuseconsistentwhitespace 146"
+        b"\npsusedeclaredvarsmorethanassignments 146\npsuseoutputtypecorrectly 146"
+        b"\npsuseshouldprocessforstatechangingfunctions 146\npsusesingularnouns 146"
+        b"\npsusesupportsshouldprocess 146\npsuseusingscopemodifierinnewrunspaces 146\npull 161"
+        b"\npulling 161\npwsh 148\npy 60 61\npyi 60 61\npython 75"
     ),
     113: (
-        b"\nquery 171\nquerycanceled 2\nqueue 43\nquickly 17\nquota 17 20 25 163 205 210"
-        b"\nquotaexceeded 210"
+        b"\nquery 172\nquerycanceled 2\nqueue 44\nquickly 18\nquota 18 21 26 164 206 211"
+        b"\nquotaexceeded 211"
     ),
     114: (
-        b"\nrangeerror 66\nrate 17 220\nrate_limit 17\nrate_limit_error 18"
-        b"\nrate_limit_exceeded 18 18\nrate_limited 17\nrate_limiting 17\nrate_limits 17"
-        b"\nratelimit 17\nratelimited 17 18\nratelimiterror 18\nratelimitexceeded 18 18"
-        b"\nratelimiting 17\nratelimits 17\nreach 4\nreadonly 26 186\nreadtimeout 2"
-        b"\nreadtimeouterror 2\nreadtimeoutexception 2\nready 32\nreauthentication 203\nreceive 184"
-        b"\nrecent 111\nrecognized 33\nrecursionerror 66\nreference 169\nreferenceerror 66"
-        b"\nreformat 61\nreformatted 61\nrefused 272 274\nrefusing 213\nregion 197\nregistry 43"
-        b"\nreinitialization 170\nrejected 272 274\nrelation 190\nrelease 112\nremotedisconnected 5"
-        b"\nreply 1\nrepository 178 179\nrequest 17\nrequestdisallowedbypolicy 208"
-        b"\nrequested 154 198\nrequestlimitexceeded 194\nrequests 17\nrequestthrottled 194"
-        b"\nrequestthrottledexception 194\nrequesttimeout 2\nrequesttimeoutexception 2"
-        b"\nrequesttimetooskewed 200\nrequirements 241\nrequires 123\nresolution 6"
-        b"\nresolutionimpossible 72\nresolvable 113\nresolve 6 76 77 78 114 215 259 260"
-        b"\nresolvepackagenotfound 242\nresolving 6\nresource_exhausted 18\nresourceexhausted 18"
-        b"\nresourceexhaustederror 226\nresourcegroupnotfound 212\nresourcenotfoundexception 201"
-        b"\nresources 207 233\nrespond 1\nresponding 214\nresponsibleaipolicyviolation 224"
-        b"\nrestarting 30\nretrieve 197\nretryableerror 211\nrevision 123\nrevoked 21 203\nrisky 231"
-        b"\nrole 183 231\nroute 8\nrpc 9\nrule 102 232\nrules 233\nrun 231\nrunner 217\nrunners 217"
-        b"\nruntime 112 121 227\nruntimeerror 67\nrustc 132"
+        b"\nrangeerror 67\nrate 18 221\nrate_limit 18\nrate_limit_error 19"
+        b"\nrate_limit_exceeded 19 19\nrate_limited 18\nrate_limiting 18\nrate_limits 18"
+        b"\nratelimit 18\nratelimited 18 19\nratelimiterror 19\nratelimitexceeded 19 19"
+        b"\nratelimiting 18\nratelimits 18\nreach 4 5\nreadonly 27 187\nreadtimeout 2"
+        b"\nreadtimeouterror 2\nreadtimeoutexception 2\nready 33\nreauthentication 204\nreceive 185"
+        b"\nrecent 112\nrecognized 34\nrecursionerror 67\nreference 170\nreferenceerror 67"
+        b"\nreformat 62\nreformatted 62\nrefused 273 275\nrefusing 214\nregion 198\nregistry 44"
+        b"\nreinitialization 171\nrejected 273 275\nrelation 191\nrelease 113\nremotedisconnected 6"
+        b"\nreply 1\nrepository 179 180\nrequest 18\nrequestdisallowedbypolicy 209"
+        b"\nrequested 155 199\nrequestlimitexceeded 195\nrequests 18\nrequestthrottled 195"
+        b"\nrequestthrottledexception 195\nrequesttimeout 2\nrequesttimeoutexception 2"
+        b"\nrequesttimetooskewed 201\nrequirements 242\nrequires 124\nresolution 7"
+        b"\nresolutionimpossible 73\nresolvable 114\nresolve 7 77 78 79 115 216 260 261"
+        b"\nresolvepackagenotfound 243\nresolving 7\nresource_exhausted 19\nresourceexhausted 19"
+        b"\nresourceexhaustederror 227\nresourcegroupnotfound 213\nresourcenotfoundexception 202"
+        b"\nresources 208 234\nrespond 1\nresponding 215\nresponsibleaipolicyviolation 225"
+        b"\nrestarting 31\nretrieve 198\nretryableerror 212\nrevision 124\nrevoked 22 204\nrisky 232"
+        b"\nrole 184 232\nroute 9\nrpc 10\nrule 103 233\nrules 234\nrun 232\nrunner 218\nrunners 218"
+        b"\nruntime 113 122 228\nruntimeerror 68\nrustc 133"
     ),
     115: (
-        b"\nsafe 179\nsanity 231\nsasl 182\nsatisfies 72\nsbt 252\nscala 252\nscannererror 166"
-        b"\nschema 231\nscope 243 250\nscopes 22 203 213\nscripts 146\nsdk 197\nsdks 140\nsecret 275"
-        b"\nsecretaccesskey 38\nsecrets 181\nsecurity 195\nselect 132 227\nseparator 101 168"
-        b"\nserialization 30\nserializationfailure 31\nserialize 30\nserver 4 184 222"
-        b"\nserverbusy 211\nserverdisconnectederror 5\nservertimeoutexception 2"
-        b"\nservice_disabled 206\nservicequotaexceededexception 198\nserviceunavailable 199 207"
-        b"\nserviceunavailableerror 222\nserviceunavailableexception 199\nset 39\nshared 37"
-        b"\nshellcheck 262\nshutdown 214\nsignal 27\nsignature 200\nsignaturedoesnotmatch 195"
-        b"\nsigned 146\nskunotavailable 212\nslots 184\nslowdown 194\nsmtplib 267 268 269 270 271"
-        b"\nsockettimeoutexception 2\nsolution 72\nsolverproblemerror 72\nsolving 72\nspace 25"
-        b"\nspending 20\nspotbugs 109\nspotless 109\nsqlite_busy 31\nsqlite_cantopen 192"
-        b"\nsqlite_corrupt 192\nsqlite_full 192\nsqlite_ioerr 192\nsqlite_ioerr_fsync 192"
-        b"\nsqlite_ioerr_read 192\nsqlite_ioerr_write 192\nsqlite_readonly 192"
-        b"\nssh_exception 267 268 269 270 271\nssl 184\nssl_error_syscall 9\nssleoferror 5\nsso 195"
-        b"\nstack 43\nstackoverflowerror 115\nstart_hook 50\nstatement 105\nstatic 106\nstdout 127"
-        b"\nstorageaccountnotfound 212\nstray 97\nstrict 165\nstring 143 168"
-        b"\nstring_above_max_length 221\nstringindexoutofboundsexception 115\nstuck 217\nstyle 90"
-        b"\nsubnet 43\nsubscription 43 209\nsubscriptionnotfound 212"
-        b"\nsubscriptionrequeststhrottled 18\nsubstitution 45\nsuccessful 272 274\nsum 123"
-        b"\nsupports 44\nsymbol 99 106\nsymbols 99\nsync 80\nsyntax 45 46 55 118 188 231"
-        b"\nsyntaxerror 46 54 244\nsystem 214"
+        b"\nsafe 180\nsanity 232\nsasl 183\nsatisfies 73\nsbt 253\nscala 253\nscannererror 167"
+        b"\nschema 232\nscope 244 251\nscopes 23 204 214\nscripts 147\nsdk 198\nsdks 141\nsecret 276"
+        b"\nsecretaccesskey 39\nsecrets 182\nsecurity 196\nselect 133 228\nseparator 102 169"
+        b"\nserialization 31\nserializationfailure 32\nserialize 31\nserver 4 185 223"
+        b"\nserverbusy 212\nserverdisconnectederror 6\nservertimeoutexception 2"
+        b"\nservice_disabled 207\nservicequotaexceededexception 199\nserviceunavailable 200 208"
+        b"\nserviceunavailableerror 223\nserviceunavailableexception 200\nset 40\nshared 38"
+        b"\nshellcheck 263\nshutdown 215\nsignal 28\nsignature 201\nsignaturedoesnotmatch 196"
+        b"\nsigned 147\nskunotavailable 213\nslots 185\nslowdown 195\nsmtplib 268 269 270 271 272"
+        b"\nsockettimeoutexception 2\nsolution 73\nsolverproblemerror 73\nsolving 73\nspace 26"
+        b"\nspending 21\nspotbugs 110\nspotless 110\nsqlite_busy 32\nsqlite_cantopen 193"
+        b"\nsqlite_corrupt 193\nsqlite_full 193\nsqlite_ioerr 193\nsqlite_ioerr_fsync 193"
+        b"\nsqlite_ioerr_read 193\nsqlite_ioerr_write 193\nsqlite_readonly 193"
+        b"\nssh_exception 268 269 270 271 272\nssl 185\nssl_error_syscall 10\nssleoferror 6\nsso 196"
+        b"\nstack 44\nstackoverflowerror 116\nstart_hook 51\nstatement 106\nstatic 107\nstdout 128"
+        b"\nstorageaccountnotfound 213\nstray 98\nstrict 166\nstring 144 169"
+        b"\nstring_above_max_length 222\nstringindexoutofboundsexception 116\nstuck 218\nstyle 91"
+        b"\nsubnet 44\nsubscription 44 210\nsubscriptionnotfound 213"
+        b"\nsubscriptionrequeststhrottled 19\nsubstitution 46\nsuccessful 273 275\nsum 124"
+        b"\nsupports 45\nsymbol 100 107\nsymbols 100\nsync 81\nsyntax 46 47 56 119 189 232"
+        b"\nsyntaxerror 47 55 245\nsystem 215"
     ),
     116: (
-        b"\ntaberror 54\ntable 190\ntask 107 108\ntask_failed 48\ntemplate 234\ntemporarily 32"
-        b"\nterm 148\nterminal 177\nterminating 184\ntest 58 86\ntests 58\nthrottled 17"
-        b"\nthrottledexception 194\nthrottling 17 194\nthrottlingexception 194\ntime 1\ntimed 0"
+        b"\ntaberror 55\ntable 191\ntask 108 109\ntask_failed 49\ntemplate 235\ntemporarily 33"
+        b"\nterm 149\nterminal 178\nterminating 185\ntest 59 87\ntests 59\nthrottled 18"
+        b"\nthrottledexception 195\nthrottling 18 195\nthrottlingexception 195\ntime 1\ntimed 0"
         b"\ntimedout 0\ntimeout 1\ntimeoutcancellationexception 2\ntimeouterror 2"
-        b"\ntimeoutexception 2\ntimeoutexpired 2\ntls 9\ntoken 275\ntokenmissingerror 244"
-        b"\ntokens 221\ntoolchain 132\ntoolchains 112\ntoomanybuckets 198\ntoomanyrequests 18 18"
-        b"\ntoomanyrequestsexception 18\ntopic 43\ntorch 227\ntraceback 68\ntransferred 4"
-        b"\ntransform 233\ntriggeruncaughtexception 92\ntryagain 186\nts 95\nts1002 94\nts1003 94"
-        b"\nts1005 94\nts1009 94\nts1010 94\nts1011 94\nts1012 94\nts1013 94\nts1014 94\nts1068 94"
-        b"\nts1109 94\nts1110 94\nts1121 94\nts1124 94\nts1125 94\nts1126 94\nts1127 94\nts1128 94"
-        b"\nts1131 94\nts1134 94\nts1135 94\nts1136 94\nts1138 94\nts1141 94\nts1144 94\nts1160 94"
-        b"\nts1161 94\nts1185 94\nts1381 94\nts1382 94\nts1434 94\nts1435 94\nts18047 95\nts18048 95"
-        b"\nts2304 95\nts2305 95\nts2306 95\nts2307 95\nts2322 95\nts2339 95\nts2345 95\nts2349 95"
-        b"\nts2353 95\nts2362 95\nts2367 95\nts2416 95\nts2448 95\nts2454 95\nts2531 95\nts2532 95"
-        b"\nts2551 95\nts2552 95\nts2554 95\nts2559 95\nts2564 95\nts2580 95\nts2584 95\nts2614 95"
-        b"\nts2688 95\nts2739 95\nts2740 95\nts2741 95\nts2769 95\nts2792 95\nts6133 95\nts6196 95"
-        b"\nts7006 95\nts7016 95\nts7053 95\ntsx 95\ntypeerror 66"
+        b"\ntimeoutexception 2\ntimeoutexpired 2\ntls 10\ntoken 276\ntokenmissingerror 245"
+        b"\ntokens 222\ntoolchain 133\ntoolchains 113\ntoomanybuckets 199\ntoomanyrequests 19 19"
+        b"\ntoomanyrequestsexception 19\ntopic 44\ntorch 228\ntraceback 69\ntransferred 4"
+        b"\ntransform 234\ntriggeruncaughtexception 93\ntryagain 187\nts 96\nts1002 95\nts1003 95"
+        b"\nts1005 95\nts1009 95\nts1010 95\nts1011 95\nts1012 95\nts1013 95\nts1014 95\nts1068 95"
+        b"\nts1109 95\nts1110 95\nts1121 95\nts1124 95\nts1125 95\nts1126 95\nts1127 95\nts1128 95"
+        b"\nts1131 95\nts1134 95\nts1135 95\nts1136 95\nts1138 95\nts1141 95\nts1144 95\nts1160 95"
+        b"\nts1161 95\nts1185 95\nts1381 95\nts1382 95\nts1434 95\nts1435 95\nts18047 96\nts18048 96"
+        b"\nts2304 96\nts2305 96\nts2306 96\nts2307 96\nts2322 96\nts2339 96\nts2345 96\nts2349 96"
+        b"\nts2353 96\nts2362 96\nts2367 96\nts2416 96\nts2448 96\nts2454 96\nts2531 96\nts2532 96"
+        b"\nts2551 96\nts2552 96\nts2554 96\nts2559 96\nts2564 96\nts2580 96\nts2584 96\nts2614 96"
+        b"\nts2688 96\nts2739 96\nts2740 96\nts2741 96\nts2769 96\nts2792 96\nts6133 96\nts6196 96"
+        b"\nts7006 96\nts7016 96\nts7053 96\ntsx 96\ntypeerror 67"
     ),
     117: (
-        b"\nunable 74 138\nunauthenticated 21 203\nunauthorised 21\nunauthorized 21"
-        b"\nunauthorizedaccess 146\nunauthorizedaccessexception 23\nunauthorizedoperation 195"
-        b"\nunavailable 16 32 207\nunbound 39\nunboundlocalerror 66\nunclosed 105 126 168"
-        b"\nund_err_connect_timeout 2\nund_err_headers_timeout 2\nund_err_socket 5\nundeclared 98"
-        b"\nundefined 99\nundefinedcolumn 189\nundefinedtable 190\nunexpected 46 88 143 258"
-        b"\nunhandled 92 142\nunhandledpromiserejection 92\nunicodedecodeerror 66"
-        b"\nunicodeencodeerror 66\nuninitializedpropertyaccessexception 115\nunique 191"
-        b"\nuniqueviolation 191\nunknown 183 193\nunknownhostexception 7\nunmerged 180"
-        b"\nunprotected 176\nunreachable 8\nunrecognized 215\nunrecognizedclientexception 195"
-        b"\nunreported 106\nunresolved 99 106\nunsatisfiableerror 242\nunschedulable 159"
-        b"\nunsuccessful 272 274\nunsupported 81 169\nunsupportedclassversionerror 111"
-        b"\nunsupportedoperationexception 115\nunterminated 126 168 258\nuntolerated 159\nusage 93"
-        b"\nused 206\nusername 177\nuserratelimitexceeded 18"
+        b"\nunable 75 139\nunauthenticated 22 204\nunauthorised 22\nunauthorized 22"
+        b"\nunauthorizedaccess 147\nunauthorizedaccessexception 24\nunauthorizedoperation 196"
+        b"\nunavailable 17 33 208\nunbound 40\nunboundlocalerror 67\nunclosed 106 127 169"
+        b"\nund_err_connect_timeout 2\nund_err_headers_timeout 2\nund_err_socket 6\nundeclared 99"
+        b"\nundefined 100\nundefinedcolumn 190\nundefinedtable 191\nunexpected 47 89 144 259"
+        b"\nunhandled 93 143\nunhandledpromiserejection 93\nunicodedecodeerror 67"
+        b"\nunicodeencodeerror 67\nuninitializedpropertyaccessexception 116\nunique 192"
+        b"\nuniqueviolation 192\nunknown 184 194\nunknownhostexception 8\nunmerged 181"
+        b"\nunprotected 177\nunreachable 9\nunrecognized 216\nunrecognizedclientexception 196"
+        b"\nunreported 107\nunresolved 100 107\nunsatisfiableerror 243\nunschedulable 160"
+        b"\nunsuccessful 273 275\nunsupported 82 170\nunsupportedclassversionerror 112"
+        b"\nunsupportedoperationexception 116\nunterminated 127 169 259\nuntolerated 160\nusage 94"
+        b"\nused 207\nusername 178\nuserratelimitexceeded 19"
     ),
     118: (
-        b"\nvalidating 165\nvalidationerror 165 202\nvalidationexception 202\nvalue 174"
-        b"\nvalueerror 66\nvar 231\nvariable 39\nvariables 39\nvault 43\nvb 135"
-        b"\nvcpulimitexceeded 198\nversions 78\nviolates 191\nviolation 109\nviolations 109 181"
-        b"\nvisual 82\nvpc 43\nvpclimitexceeded 198\nvue 95"
+        b"\nvalidating 166\nvalidationerror 166 203\nvalidationexception 203\nvalue 175"
+        b"\nvalueerror 67\nvar 232\nvariable 40\nvariables 40\nvault 44\nvb 136"
+        b"\nvcpulimitexceeded 199\nversions 79\nviolates 192\nviolation 110\nviolations 110 182"
+        b"\nvisual 83\nvpc 44\nvpclimitexceeded 199\nvue 96"
     ),
     119: (
-        b"\nwarning 262\nwarnings 100\nwas 144\nwatchdog 230\nwerror 100\nwhitespace 137"
-        b"\nwinerror 34\nworkflow 215\nwritetimeout 2\nwrong 193 272 274\nwrongpass 182"
-        b"\nwrongtype 193"
+        b"\nwarning 263\nwarnings 101\nwas 145\nwatchdog 231\nwerror 101\nwhitespace 138"
+        b"\nwinerror 35\nworkflow 216\nwritetimeout 2\nwrong 194 273 275\nwrongpass 183"
+        b"\nwrongtype 194"
     ),
     120: (
-        b"\nx509 10"
+        b"\nx509 11"
     ),
     121: (
-        b"\nyaml 166 231 231\nyml 231"
+        b"\nyaml 167 232 232\nyml 232"
     ),
     122: (
-        b"\nzerodivisionerror 66\nzone 43\nzone_resource_pool_exhausted 207"
+        b"\nzerodivisionerror 67\nzone 44\nzone_resource_pool_exhausted 208"
     ),
 }
 
@@ -427,276 +427,277 @@ NEEDS: bytes = (
     b" time\x1fout\x1eanswer\x1fdid not\x1eanswer\x1fdidn't\x1ebefore \x1fout\x1ftime\x1eclient.timeout exceeded\x1edeadline\x1fexceeded \x1edeadline\x1fwould exceed \x1edeadline exceeded\x1edid not\x1fin time\x1edid not\x1freply\x1edid not\x1frespond\x1edidn't\x1fin time\x1edidn't\x1freply\x1edidn't\x1frespond\x1efailed to\x1ems exceeded\x1ftimeout \x1eout \x1ftime\x1eout ex\x1ftime\x1etime limit \x1etimeout exceeded\x1etimeout of \x1etimeout performing\x1etimeout was reached\x0a"  # 1
     b"\x0a"  # 2
     b"exceeded the \x1fexecution time\x1eexceeded the \x1ftime\x1eexceeded the \x1ftimeout\x1eexecution time limit\x1emaximum execution time\x1etook longer than\x0a"  # 3
-    b"\x0a"  # 4
-    b"\x0a"  # 5
-    b"could not resolve \x1fhost\x1ecould not resolve \x1fhostname\x1ecould not resolve \x1fproxy\x1ecould not resolve '\x1eeai_again\x1fgetaddrinfo \x1eenotfound\x1fgetaddrinfo \x1efailed\x1fgetaddrinfo \x1efailed to resolve '\x1ename or service not known\x1ename resolution failed\x1eno address associated with hostname\x1eno such host\x1enodename nor servname\x1eserver misbehaving\x1etemporary failure in name resolution\x1etemporary failure resolving\x1eunknown host\x0a"  # 6
-    b"eai_again\x1eeai_noname\x1eenotfound\x1eerr_name_not_resolved\x1enameresolutionerror\x1eunknownhostexception\x0a"  # 7
-    b"down\x1fnetwork is \x1eenetdown\x1ehost\x1funreach\x1ehost is unreachable\x1enet\x1funreach\x1enetwork is \x1funreachable\x1eno route to host\x0a"  # 8
-    b"curl\x1frpc failed; \x1eeof occurred in violation of protocol\x1egnutls recv error\x1egnutls_handshake() failed\x1ehttp\x1frpc failed; \x1essl_error_syscall\x1etls connection was non-properly terminated\x0a"  # 9
-    b"certificate has expired\x1ecertificate verify failed\x1ecertificate_verify_failed\x1epkix path building failed\x1eself\x1fsigned certificate\x1essl certificate problem\x1eunable to find valid certification path\x1eunable to get local issuer certificate\x1ex509: certificate\x0a"  # 10
-    b"40\x1fcode\x1e40\x1ferror\x1e40\x1fhttp\x1e40\x1fresponse\x1e40\x1freturned\x1e40\x1fstatus\x1e401 unauthorized\x1e407 proxy authentication required\x0a"  # 11
-    b"403\x1fcode\x1e403\x1ferror\x1e403\x1fhttp\x1e403\x1fresponse\x1e403\x1freturned\x1e403\x1fstatus\x1e403 forbidden\x1eforbidden (403)\x0a"  # 12
-    b" to connect\x1fed\x1funable\x1funauthori\x1e to connect\x1ffailed\x1fforbidden\x1e to connect\x1ffailed\x1funauthori\x1e to connect\x1fforbidden\x1funable\x0a"  # 13
-    b"408\x1fcode\x1e408\x1ferror\x1e408\x1fhttp\x1e408\x1fresponse\x1e408\x1freturned\x1e408\x1fstatus\x1e408 request time\x1fout\x0a"  # 14
-    b"429\x1fcode\x1e429\x1ferror\x1e429\x1fhttp\x1e429\x1fresponse\x1e429\x1freturned\x1e429\x1fstatus\x1e429 too many requests\x0a"  # 15
-    b" server error\x1f50\x1e00\x1fcode\x1e00\x1fgot 5\x1e00\x1fhttp\x1e02\x1fcode\x1e02\x1fgot 5\x1e02\x1fhttp\x1e03\x1fcode\x1e03\x1fgot 5\x1e03\x1fhttp\x1e04\x1fcode\x1e04\x1fgot 5\x1e04\x1fhttp\x1e29\x1fcode\x1e29\x1fgot 5\x1e29\x1fhttp\x1ebad gateway\x1eerror\x1egateway time\x1fout\x1einternal server error\x1eresponse\x1ereturned\x1eservice \x1funavailable\x1estatus\x0a"  # 16
-    b"abuse detection\x1ecalls\x1ftoo many \x1eed\x1fthrottl\x1eexceeded \x1fquota\x1eing\x1fthrottl\x1elimit\x1frate\x1equota exceeded\x1erate exceeded\x1erequest limit exceeded\x1esubmitted too quickly\x1etoo many requests\x0a"  # 17
-    b"rate_limit_error\x1erate_limit_exceeded\x1eratelimited\x1eratelimiterror\x1eratelimitexceeded\x1eresource_exhausted\x1eresourceexhausted\x1esubscriptionrequeststhrottled\x1etoomanyrequests\x1etoomanyrequestsexception\x1euserratelimitexceeded\x0a"  # 18
-    b" overloaded\x1fapi\x1e overloaded\x1fare\x1e overloaded\x1fcurrently\x1e overloaded\x1fengine\x1e overloaded\x1fis\x1e overloaded\x1fmodel\x1e overloaded\x1fserver\x1e overloaded\x1fservice\x1eoverloaded\x1eoverloaded_error\x0a"  # 19
-    b" data quota\x1fits\x1fover \x1e data quota\x1fover \x1fyour\x1e failed\x1f ha\x1fpayment\x1e permanently\x1fceeded\x1fquota ex\x1e permanently\x1fhausted\x1fquota ex\x1e quota \x1fdata\x1fexceeded\x1e quota \x1fdata\x1fhas been hit\x1e quota \x1fexceeded\x1fstorage\x1e quota \x1fhas been hit\x1fstorage\x1ebilling \x1fdisabled\x1ebilling \x1fnot enabled\x1ebilling_disabled\x1echeck your plan and billing\x1ecredit balance is too low\x1eexceeded your current quota\x1einsufficient_quota\x1erequires billing to be enabled\x1espending limit\x0a"  # 20
-    b"access denied\x1eauthentication \x1ebad credentials\x1ebeen revoked\x1ecredentials\x1eed\x1fnot authori\x1eed\x1funauthori\x1eexpired\x1eexpired \x1ftoken\x1ein\x1ftoken\x1fusername or \x1einvalid\x1fkey\x1einvalid\x1fsecret\x1einvalid\x1ftoken\x1einvalid \x1ekey\x1frevoked\x1elogin failed\x1emust be logged in\x1enot valid\x1epassword\x1erevoked\x1fsecret\x1erevoked\x1ftoken\x1eunauthenticated\x0a"  # 21
-    b" is denied\x1faccess to the path \x1e not have \x1faccess\x1fdo\x1e not have \x1fauthorization\x1fdo\x1e not have \x1fdo\x1fpermission\x1eaccess is denied\x1einsufficient \x1fpermissions\x1einsufficient \x1fprivileges\x1einsufficient \x1fscope\x1emust be owner of\x1eoperation not permitted\x1epermission denied\x0a"  # 22
-    b"accessdenied\x1eaccessdeniedexception\x1eeacces\x1eeperm\x1epermission_denied\x1epermissiondenied\x1epermissionerror\x1eunauthorizedaccessexception\x0a"  # 23
-    b" licen\x1fexpired\x1e licen\x1finvalid\x1e licen\x1fno valid\x1eexpired\x1flicen\x1einvalid\x1flicen\x1elicen\x1fmissing\x1elicen\x1fnot found\x1elicen\x1frequired\x0a"  # 24
-    b"' is full\x1fthe table '\x1e[errno 28]\x1edisk is full\x1edisk quota exceeded\x1ediskpressure\x1eenospc\x1einsufficient disk space\x1eno space left on device\x1enot enough space on the disk\x1eout of disk space\x0a"  # 25
-    b"attempt to write a readonly database\x1eerofs\x1eonly file\x1fread\x1fsystem\x0a"  # 26
-    b" 137\x1fcode\x1fexit\x1e 137\x1fexit\x1fstatus\x1e killed\x1ecannot allocate memory\x1eerror 137\x1eexceed\x1fmemory limit\x1eexhausted\x1fmemory \x1efailed\x1fmemory allocation \x1efailed to allocate memory\x1einsufficient memory\x1ekilled\x1ekilled process \x1ekilled signal terminated program\x1ememory \x1fquota exceeded\x1enot enough memory\x1eoom\x1eoomd\x1eout of memory\x1ereturned a non-zero code: 137\x1esignal terminated program\x1estatus=9/kill\x1estd::bad_alloc\x1esystemd-oomd\x1eunable to allocate \x0a"  # 27
-    b"enomem\x1eerr_worker_out_of_memory\x1ememoryerror\x1eoomkilled\x1eoutofmemoryerror\x1eoutofmemoryexception\x0a"  # 28
-    b": \x1favailable\x1fmemory\x1fno \x1frror\x1e: \x1favailable\x1fmemory\x1fno \x1fxception\x1e: \x1fcannot allocate memory\x1frror\x1e: \x1fcannot allocate memory\x1fxception\x1e: \x1fexhausted\x1fmemory \x1frror\x1e: \x1fexhausted\x1fmemory \x1fxception\x1e: \x1ffree\x1fmemory\x1fno \x1frror\x1e: \x1ffree\x1fmemory\x1fno \x1fxception\x1e: \x1finsufficient \x1fmemory\x1frror\x1e: \x1finsufficient \x1fmemory\x1fxception\x1e: \x1fmemory\x1fnot enough \x1frror\x1e: \x1fmemory\x1fnot enough \x1fxception\x0a"  # 29
-    b" to \x1facquire\x1ffailed\x1flock\x1e to \x1facquire\x1flock\x1funable\x1e to \x1ffailed\x1flock\x1fobtain\x1e to \x1flock\x1fobtain\x1funable\x1eacquire\x1fcould not \x1flock\x1eanother \x1fholding\x1finstance\x1fis\x1eanother \x1fholding\x1fis\x1fprocess\x1eanother \x1fin progress\x1eanother \x1finstance\x1fis\x1frunning\x1eanother \x1fis\x1foperation\x1eanother \x1fis\x1fprocess\x1frunning\x1eanother \x1fseems to be\x1ecould not \x1fget\x1flock\x1ecould not \x1flock\x1fobtain\x1ecould not serialize access\x1edatabase \x1fis locked\x1edeadlock \x1fdetected\x1edeadlock \x1ffound\x1ein use by another\x1fis \x1elock\x1fwaiting for \x1eresource busy\x1eserialization failure\x1etext file busy\x1etry restarting transaction\x0a"  # 30
-    b"(40001)\x1e40p01\x1e55p03\x1edeadlockdetected\x1eebusy\x1eer_lock_deadlock\x1eetxtbsy\x1elocknotavailable\x1eserializationfailure\x1esqlite_busy\x1esqlstate 40001\x1esqlstate[40001]\x0a"  # 31
-    b"eagain\x1eis \x1funavailable\x1enot ready yet\x1eserver is busy\x1etemporarily unavailable\x1etry again\x0a"  # 32
-    b"' not found\x1fcommand '\x1ean internal or external command\x1fis not recognized as \x1ebinary\x1fis not installed\x1ebinary\x1fnot found\x1ecommand not found\x1ecompiler\x1fis not installed\x1ecompiler\x1fnot found\x1ecould not find \x1fexecutable\x1ecould not find \x1fprogram\x1eexecutable\x1fis not installed\x1eexecutable\x1fnot found\x1eexecutable file not found in \x1fpath\x1ein\x1fnot found \x1fpath\x1einterpreter\x1fis not installed\x1einterpreter\x1fnot found\x1eis not installed\x1fprogram\x1eis not recognized as \x1fthe name of a cmdlet\x1enot found\x1fprogram\x1enot found \x1fon\x1fpath\x0a"  # 33
-    b" 2] \x1f: '\x1f: [\x1ferrno\x1ferror\x1e 2] \x1f: '\x1f: [\x1ferrno\x1ffilenotfounderror\x1e 2] \x1f: '\x1f: [\x1ferrno\x1foserror\x1e 2] \x1f: '\x1f: [\x1fwinerror\x1e enoent\x1fspawn \x1e' failed: no such file or directory\x1ferror: command '\x1e: \x1fcommand not found\x1fmake\x1e: \x1fmake\x1fno such file or directory\x1e: no such file or directory\x1fenv: \x1e[winerror 2] the system cannot find the file specified\x1ecannot run program \x22\x1eno such file or directory\x1fsh: \x1enot found\x1fsh: \x0a"  # 34
-    b" 12\x1ferror\x1e 12\x1fexit code\x1e 12\x1fexit status\x1e 12\x1fexited with code\x1e 12\x1freturned a non-zero code:\x0a"  # 35
-    b": bad interpreter\x1e: permission denied\x1fsh: \x1ecannot execute binary file\x1eexec format error\x0a"  # 36
-    b"cannot open shared object file\x1ecould not load library\x1edll\x1funable to load \x1edll load failed\x1eerror while loading shared libraries\x1elibrary not loaded\x1eshared library\x1funable to load \x0a"  # 37
-    b"access\x1fcannot\x1fkey\x1eaccess\x1fcould not\x1fkey\x1eaccess\x1fcouldn't\x1fkey\x1eaccess\x1ffailed to\x1fkey\x1eaccess\x1fkey\x1funable to\x1eapi\x1fcannot\x1ffind\x1fkey\x1eapi\x1fcannot\x1fkey\x1flocate\x1eapi\x1fcould not\x1fkey\x1eapi\x1fcouldn't\x1ffind\x1fkey\x1eapi\x1fcouldn't\x1fkey\x1flocate\x1eapi\x1ffailed to\x1fkey\x1eapi\x1ffind\x1fkey\x1funable to\x1eapi\x1fkey\x1flocate\x1funable to\x1ecannot\x1fcredential\x1ecannot\x1fdiscover\x1fkey\x1ecould not\x1fcredential\x1ecould not\x1fdiscover\x1fkey\x1ecouldn't\x1fcredential\x1ecouldn't\x1fdiscover\x1fkey\x1ecredential\x1fdiscover\x1ecredential\x1ffailed to\x1ecredential\x1funable to\x1ediscover\x1ffailed to\x1fkey\x1ediscover\x1fkey\x1funable to\x0a"  # 38
-    b"environment variable\x1fmissing\x1eenvironment variable\x1fnot defined\x1eenvironment variable\x1frequired\x1eenvironment variable\x1funset\x1eis empty\x1eis not defined\x1eis not set\x1emissing \x1fvariable\x1emust be set\x1enot set\x1eunbound variable\x0a"  # 39
-    b"called\x1fno \x1fpackage \x1eis not available\x1fpackage \x1eis not installed\x1fpackage \x1enamed\x1fno \x1fpackage \x1enot found\x1fpackage \x1epackage \x1fwas not found\x0a"  # 40
-    b"cannot create executables\x1fconfigure: error: \x1ecannot find\x1fconfigure: error: \x1econfigure: error: \x1fcould not find\x1econfigure: error: \x1fis required\x1econfigure: error: \x1fmissing\x1econfigure: error: \x1fno acceptable\x1econfigure: error: \x1fnot\x1frequired\x1econfigure: error: \x1fnot found\x1econfigure: error: \x1fnot installed\x1econfigure: error: \x1fnot present\x1econfigure: error: \x1fnot usable\x1econfigure: error: \x1funable to find\x0a"  # 41
-    b": file not found\x1ecould not find include file\x1eimport\x1fnot found\x1einclude\x1fnot found\x1einclude file\x1fnot found\x0a"  # 42
-    b"bucket\x1fnot found\x1ecluster\x1fnot found\x1ecould not be found\x1edataset\x1fnot found\x1edoes not exist\x1edoesn't exist\x1ehosted zone\x1fnot found\x1ekey vault\x1fnot found\x1enamespace\x1fnot found\x1enot found\x1fproject\x1enot found\x1fqueue\x1enot found\x1fregistry\x1enot found\x1fstack\x1enot found\x1fsubnet\x1enot found\x1fsubscription\x1enot found\x1ftopic\x1enot found\x1fvpc\x1eresource group\x1eservice account\x1ewas not found\x0a"  # 43
-    b" version\x1fonly supports \x1e version is \x1fcurrent \x0a"  # 44
-    b"\x22 unexpected\x1fsyntax error: \x1ebad substitution\x1eend of file unexpected\x1fsyntax error: \x1eparse error near\x1esyntax error near unexpected token\x1esyntax error: \x1funterminated quoted string\x1esyntax error: unexpected end of file\x1esyntax error: unterminated quoted string\x1eunexpected eof while looking for matching\x0a"  # 45
-    b"error\x1fsyntax\x1eparse error\x1eparsing error\x1eunexpected token\x0a"  # 46
-    b": bad interpreter\x1e^m: bad interpreter\x0a"  # 47
-    b"task_failed\x0a"  # 48
-    b"- hook id: \x0a"  # 49
-    b"hook\x1fpre\x1fstart\x0a"  # 50
-    b"declined\x1fhook\x1efail\x1fpre-commit\x1efailed\x1fhook\x1ehook\x1frejected\x0a"  # 51
-    b"[remote rejected] \x1fhook declined)\x0a"  # 52
-    b"files were modified by this hook\x0a"  # 53
-    b"indentationerror\x1esyntaxerror\x1etaberror\x0a"  # 54
-    b"invalid\x1fsyntax\x0a"  # 55
-    b" failed\x0a"  # 56
-    b"::\x1ferror \x1efailed \x0a"  # 57
-    b" fail\x1fed\x1ftest\x1e fail\x1fing\x1ftest\x1eare\x1ffailing tests\x1fthere \x1eare\x1ftest failures\x1fthere \x1efailing tests\x1fthere \x1fwere\x1etest failure\x1etest failures\x1fthere \x1fwere\x0a"  # 58
-    b"--> \x1f.py\x1e.py\x1f: \x0a"  # 59
-    b".py\x1f: error: \x0a"  # 60
-    b"be reformatted\x1fwould \x1ereformat\x1fwould \x0a"  # 61
-    b" error\x1ffound \x0a"  # 62
-    b"error\x1flint\x1efailed\x1flint\x1efailure\x1flint\x0a"  # 63
-    b"assert\x1eassertionerror\x0a"  # 64
-    b"assertionerror\x0a"  # 65
-    b"attributeerror\x1eindexerror\x1ekeyerror\x1elookuperror\x1enameerror\x1enotimplementederror\x1eoverflowerror\x1erangeerror\x1erecursionerror\x1ereferenceerror\x1etypeerror\x1eunboundlocalerror\x1eunicodedecodeerror\x1eunicodeencodeerror\x1evalueerror\x1ezerodivisionerror\x0a"  # 66
-    b"runtimeerror: \x0a"  # 67
-    b"traceback (most recent call last):\x0a"  # 68
-    b"' from partially initialized module\x1fcannot import name '\x1eimporterror: cannot import name\x0a"  # 69
-    b"importerror\x1emodulenotfounderror\x1eno module named\x0a"  # 70
-    b"keyerror: '\x0a"  # 71
-    b"conflicting dependencies\x1ecould not find a version that satisfies the requirement\x1eno matching distribution found for\x1eno solution found when resolving\x1erequires a different python\x1eresolutionimpossible\x1esolverproblemerror\x1eversion solving failed\x0a"  # 72
-    b"externally-managed-environment\x1ethis environment is externally managed\x0a"  # 73
-    b" or greater is required\x1fmicrosoft visual c++ \x1e' failed: no such file or directory\x1ferror: command '\x1e': no such file or directory\x1funable to execute '\x1epython.h: no such file or directory\x0a"  # 74
-    b" column \x1fexpecting value: line \x1e in json\x1funexpected token \x1eis not valid json\x1ejson.parse: unexpected\x1ejsondecodeerror\x0a"  # 75
-    b"cannot find module '\x1ecannot find package '\x1ecould not resolve \x22\x1eerr_module_not_found\x1emodule not found: error: can't resolve '\x1emodule_not_found\x0a"  # 76
-    b"can't resolve '\x1ecannot find module '\x1ecannot find package '\x1ecould not resolve \x22\x0a"  # 77
-    b"couldn't find any versions for\x1ee404\x1eeresolve\x1eerr_pnpm_\x1ffetch_404\x1eerr_pnpm_\x1fno_matching_version\x1eerr_pnpm_\x1fpeer_dep_issues\x1eetarget\x1eno matching version found for\x1enotarget\x1eunable to resolve dependency tree\x0a"  # 78
-    b"e401\x1ee403\x1eeneedauth\x1eeotp\x1eneed auth\x1eyou must be logged in to\x0a"  # 79
-    b"--frozen-lockfile\x1eare in sync\x1eerr_pnpm_outdated_lockfile\x1elockfile needs to be updated\x1ethe lockfile would have been modified\x0a"  # 80
-    b"digital envelope routines::unsupported\x1eebadengine\x1eerr_ossl_evp_unsupported\x1ethe engine \x22node\x22 is incompatible\x1eunsupported engine\x0a"  # 81
-    b"could not find any visual studio installation\x1egyp err! find \x1fpython\x1egyp err! find \x1fvs\x1egyp err! stack error: not found: make\x0a"  # 82
-    b"err_worker_out_of_memory\x1ejavascript heap out of memory\x1ereached heap limit\x0a"  # 83
-    b" failed\x1ftest\x1e failed\x1ftest files\x1e failed\x1ftest suites:\x1e failed\x1ftests\x1e failing\x1e# fail\x1efail\x1enot ok \x0a"  # 84
-    b").\x1fexpect(\x1ffunction\x1fto\x1e).\x1fexpect(\x1fjest.fn()\x1fto\x1e).\x1fexpect(\x1fmock\x1fto\x1e).\x1fexpect(\x1freceived\x1fto\x1e).\x1fexpect(\x1fto\x1fvalue\x0a"  # 85
-    b" test failed.\x1ferr!\x1fnpm \x1e test failed.\x1ferror\x1fnpm \x0a"  # 86
-    b"error\x0a"  # 87
-    b" (\x1f: unexpected token\x0a"  # 88
-    b" (\x1f error\x1f problem\x0a"  # 89
-    b"code style issues \x1ffound\x1ecode style issues \x1fwere found\x1eforgot to run prettier?\x0a"  # 90
-    b" of \x1fcannot read propert\x1fnull\x1e of \x1fcannot read propert\x1fundefined\x1eis not a function\x0a"  # 91
-    b"triggeruncaughtexception\x1eunhandled promise rejection\x1eunhandledpromiserejection\x0a"  # 92
-    b"address already in use\x1eeaddrinuse\x1eonly one usage of each socket address\x1eport is already allocated\x0a"  # 93
-    b"ts1\x0a"  # 94
-    b" error ts\x1eerror ts\x0a"  # 95
-    b"' file not found\x1f.h\x1ffatal error: '\x1e.h\x1f: no such file or directory\x1ffatal error: \x1ecannot find -l\x0a"  # 96
-    b" character\x1ferror: \x1fmissing terminating \x1e' in program\x1ferror: \x1fstray '\x5c\x1e')'\x1ferror: \x1fexpected \x1e';'\x1ferror: \x1fexpected \x1e']'\x1ferror: \x1fexpected \x1e'{'\x1ferror: \x1fexpected \x1e'}'\x1ferror: \x1fexpected \x1eafter\x1ferror: \x1fexpected \x1eat end of declaration\x1ferror: \x1fexpected \x1eat end of input\x1ferror: \x1fexpected \x1ebefore\x1ferror: \x1fexpected \x1edeclaration\x1ferror: \x1fexpected \x1eerror: \x1fexpected \x1fexpression\x1eerror: \x1fexpected \x1fidentifier\x1eerror: \x1fexpected \x1fprimary-expression\x1eerror: \x1fexpected \x1funqualified-id\x0a"  # 97
-    b" arguments to function\x1ferror: \x1ffew\x1ftoo \x1e arguments to function\x1ferror: \x1fmany\x1ftoo \x1econflicting types for\x1ferror: \x1edoes not name a type\x1ferror: \x1eerror: \x1fhas no member named\x1eerror: \x1fimplicit declaration of function\x1eerror: \x1fincompatible type\x1eerror: \x1finvalid conversion\x1eerror: \x1fno matching function for call to\x1eerror: \x1fno member named\x1eerror: \x1fundeclared\x1eerror: \x1funknown type name\x1eerror: \x1fuse of undeclared identifier\x1eerror: \x1fwas not declared in this scope\x0a"  # 98
-    b" for architecture\x1fundefined symbol\x1eld: symbol(s) not found\x1eundefined reference to \x1eunresolved external symbol\x0a"  # 99
-    b"[-werror\x1eall warnings being treated as errors\x0a"  # 100
-    b"*** missing separator\x0a"  # 101
-    b"no rule to make target\x0a"  # 102
-    b".cmake\x22\x1fby not providing \x22find\x1e_compiler could be found\x1fno cmake_\x1ecould not find \x1ecould not find a package configuration file\x1eis not able to compile a simple test program\x0a"  # 103
-    b"cmake error\x0a"  # 104
-    b" expected\x1f.java:[\x1f] \x1fclass, interface, \x1fenum, or record\x1e expected\x1f.java:[\x1f] \x1fclass, interface, \x1for enum\x1e expected\x1fclass, interface, \x1fenum, or record\x1ferror: \x1e expected\x1fclass, interface, \x1ferror: \x1for enum\x1e')' expected\x1f.java:[\x1f] \x1e')' expected\x1ferror: \x1e';' expected\x1f.java:[\x1f] \x1e';' expected\x1ferror: \x1e.java:[\x1f<identifier> expected\x1f] \x1e.java:[\x1f] \x1fexpression\x1fillegal start of \x1e.java:[\x1f] \x1fillegal start of \x1ftype\x1e.java:[\x1f] \x1fnot a statement\x1e.java:[\x1f] \x1freached end of file while parsing\x1e.java:[\x1f] \x1funclosed string literal\x1e<identifier> expected\x1ferror: \x1eerror: \x1fexpression\x1fillegal start of \x1eerror: \x1fillegal start of \x1ftype\x1eerror: \x1fnot a statement\x1eerror: \x1freached end of file while parsing\x1eerror: \x1funclosed string literal\x0a"  # 105
-    b" does not exist\x1fpackage \x1e.kt\x1fe: \x1ecannot be applied to\x1ecannot find symbol\x1eerror: \x1fincompatible types\x1eerror: \x1fmethod\x1fnon-static \x1eerror: \x1ftype mismatch\x1eincompatible types\x1fjava\x1eincompatible types\x1fkt\x1eincompatible types\x1fscala\x1eis not abstract and does not override\x1ejava\x1fmethod\x1fnon-static \x1ejava\x1ftype mismatch\x1ekt\x1fmethod\x1fnon-static \x1ekt\x1ftype mismatch\x1emethod\x1fnon-static \x1fscala\x1emethod does not override\x1emight not have been initialized\x1enon-static \x1fvariable\x1escala\x1ftype mismatch\x1eunreported exception\x1eunresolved reference\x0a"  # 106
-    b" failed\x1f> task :\x1fcompile\x1e:compile\x1fexecution failed for task '\x1ecompilation error\x1ecompilation failed; see the compiler error output\x0a"  # 107
-    b" failed\x1f tests completed, \x1e, failures: \x1ftests run: \x1e:test\x1fexecution failed for task '\x1e> task :\x1ftest failed\x0a"  # 108
-    b" found\x1fspotbugs\x1echeckstyle\x1fviolation\x1echeckstyle violations\x1eerror\x1fktlint\x1eformat violations\x1ektlint\x1fviolation\x1epmd failure\x1espotless\x1fviolations\x0a"  # 109
-    b"gc overhead limit exceeded\x1egradle build daemon disappeared unexpectedly\x1ejava heap space\x1enative thread\x1funable to create \x1ethere is insufficient memory for the java runtime environment\x0a"  # 110
-    b"classnotfoundexception\x1ecompiled by a more recent version of the java runtime\x1ecould not find or load main class\x1enoclassdeffounderror\x1eunsupported class file major version\x1eunsupportedclassversionerror\x0a"  # 111
-    b" release: \x1finvalid \x1fsource\x1e release: \x1finvalid \x1ftarget\x1egradle requires jvm \x1ejava_home is \x1fnot set\x1ejava_home is \x1fset to an invalid directory\x1eno java runtime present\x1eno matching toolchains found\x1eunable to locate a java runtime\x0a"  # 112
-    b"could not find \x1ecould not find artifact\x1efailure to find \x1enon-resolvable parent pom\x1ewas cached in the local repository, resolution will not be reattempted\x0a"  # 113
-    b"could not resolve \x0a"  # 114
-    b"abstractmethoderror\x1earithmeticexception\x1earrayindexoutofboundsexception\x1eclasscastexception\x1econcurrentmodificationexception\x1eillegalargumentexception\x1eillegalstateexception\x1eindexoutofboundsexception\x1ekotlinnullpointerexception\x1enosuchelementexception\x1enosuchfielderror\x1enosuchmethoderror\x1enullpointerexception\x1enumberformatexception\x1estackoverflowerror\x1estringindexoutofboundsexception\x1euninitializedpropertyaccessexception\x1eunsupportedoperationexception\x0a"  # 115
-    b"exception in thread \x22\x0a"  # 116
-    b" passed, \x1ffailed\x1foops: \x1e passed, \x1foops: \x1fpanicked\x1e--- fail: \x1e.go:\x1f: \x1fpanic\x1efail\x0a"  # 117
-    b"', found\x1f.go:\x1f: expected '\x1e.go:\x1f: syntax error:\x1ego: errors parsing go.mod\x1esyntax error: unexpected\x0a"  # 118
-    b".go:\x1f: \x0a"  # 119
-    b"[build failed]\x0a"  # 120
-    b" [running]\x1fgoroutine \x1eindex out of range\x1fruntime error: \x1einteger divide by zero\x1fruntime error: \x1einvalid memory address\x1fruntime error: \x1enil pointer dereference\x1epanic: \x1eruntime error: \x1fslice bounds out of range\x0a"  # 121
-    b"all goroutines are asleep - deadlock\x1efatal error: concurrent map \x1fread and map write\x1efatal error: concurrent map \x1fwrites\x0a"  # 122
-    b" is not in \x1fgoroot\x1fpackage \x1e is not in \x1fpackage \x1fstd\x1e\x22 in any of\x1fcannot find package \x22\x1e: not found\x1fgo: module \x1ego.mod requires go >= \x1emissing go.sum entry\x1eno required module provides package\x1eunknown revision\x0a"  # 123
-    b"error[e\x0a"  # 124
-    b"463]: can't find crate for\x1ferror[e0\x1e514]\x1ferror[e0\x0a"  # 125
-    b"block comment\x1ferror: \x1funterminated \x1edouble quote string\x1ferror: \x1funterminated \x1eerror: \x1fexpected \x1eerror: \x1fmismatched closing delimiter\x1eerror: \x1fraw string\x1funterminated \x1eerror: \x1fthis file contains an unclosed delimiter\x1eerror: \x1funexpected closing delimiter\x0a"  # 126
-    b" stdout ----\x1f---- \x1eerror: test failed, to rerun pass\x1etest result: failed\x0a"  # 127
-    b" due to \x1f previous error\x1fcould not compile `\x1e#[deny(clippy::\x0a"  # 128
-    b" at line \x1fdiff in \x0a"  # 129
-    b"= right` failed\x1fassertion `left \x1eassertion failed\x0a"  # 130
-    b"' panicked at\x1fthread '\x0a"  # 131
-    b" or newer\x1frequires rustc \x1e' is not installed\x1ftoolchain '\x1e` in registry\x1fcould not find `\x1e` not found\x1flinker `\x1ecould not exec the linker\x1ecould not find directory of openssl installation\x1ecould not find system library\x1efailed to select a version for\x1eno matching package named\x0a"  # 132
-    b"failed to run custom build command for\x0a"  # 133
-    b"001\x1ferror cs1\x1e002\x1ferror cs1\x1e003\x1ferror cs1\x1e009\x1ferror cs1\x1e010\x1ferror cs1\x1e012\x1ferror cs1\x1e022\x1ferror cs1\x1e026\x1ferror cs1\x1e031\x1ferror cs1\x1e040\x1ferror cs1\x1e041\x1ferror cs1\x1e513\x1ferror cs1\x1e514\x1ferror cs1\x1e519\x1ferror cs1\x1e525\x1ferror cs1\x1e733\x1ferror cs1\x0a"  # 134
-    b"): error \x1fbc\x1fvb\x1e): error \x1fca\x1fvb\x1e): error \x1fcs\x1e): error \x1ffs\x1e): error \x1fide\x1fvb\x1e): error \x1fsa\x1fvb\x0a"  # 135
-    b" [\x1ffailed \x1fs]\x1efailed!\x1ffailed:\x1efailed: \x1ftotal tests: \x1etest run failed\x0a"  # 136
-    b"charset\x1ferror \x1eerror \x1ffinalnewline\x1eerror \x1fimports\x1eerror \x1fwhitespace\x1efix whitespace formatting\x0a"  # 137
-    b"' for '\x1funable to resolve '\x1enu110\x1eunable to find package\x0a"  # 138
-    b"nu1301\x1eunable to load the service index for source\x0a"  # 139
-    b" was not found\x1f', version '\x1fthe framework '\x1ea compatible .net sdk was not found\x1ecould not load file or assembly\x1eit was not possible to find any compatible framework version\x1emsb4019\x1emsb4236\x1enetsdk1004\x1enetsdk1045\x1eno .net sdks were found\x1eyou must install or update .net to run\x0a"  # 140
-    b"argumentexception\x1eargumentnullexception\x1eargumentoutofrangeexception\x1edividebyzeroexception\x1eformatexception\x1eindexoutofrangeexception\x1einvalidcastexception\x1einvalidoperationexception\x1ekeynotfoundexception\x1enotimplementedexception\x1enotsupportedexception\x1enullreferenceexception\x1eobjectdisposedexception\x0a"  # 141
-    b"unhandled exception.\x0a"  # 142
-    b"' in expression or statement\x1funexpected token '\x1eclosing\x1fmissing \x1eexpression\x1fmissing \x1efunction body\x1fmissing \x1emissing \x1fstatement block\x1emissing ')' in function parameter list\x1emissing closing '\x1eparseexception\x1eparsererror\x1ethe string is missing the terminator\x0a"  # 143
-    b", failed: \x1ftests passed: \x1ebut was:\x1efailed:\x0a"  # 144
-    b"ps\x0a"  # 145
-    b"about_execution_policies\x1eis not digitally signed\x1epssecurityexception\x1erunning scripts is disabled on this system\x1eunauthorizedaccess\x0a"  # 146
-    b"found\x1fnot \x1fowershell\x1efound\x1fnot \x1fwsh\x1einstalled\x1fnot \x1fowershell\x1einstalled\x1fnot \x1fwsh\x0a"  # 147
-    b"' is not recognized\x1fthe term '\x1ecommandnotfoundexception\x0a"  # 148
-    b"' was not loaded because no valid module file was found\x1fthe specified module '\x1emodulenotfound\x1eno match was found for the specified search criteria and module name\x0a"  # 149
-    b"' because it is \x1fan empty\x1fcannot bind argument to parameter '\x1e' because it is \x1fcannot bind argument to parameter '\x1fnull\x1ecannot index into a null array\x1eexception\x1fparameterbinding\x1einvokemethodonnull\x1emethodnotfound\x1epropertynotfoundexception\x1eyou cannot call a method on a null-valued expression\x0a"  # 150
-    b" docker daemon \x1fis \x1frunning?\x1fthe\x1e docker daemon \x1fis \x1frunning?\x1fyour\x1ecannot connect to the docker daemon\x1econnection refused\x1fdial unix \x1fdocker.sock: \x1edial unix \x1fdocker.sock: \x1fno such file or directory\x1edocker_engine: the system cannot find the file specified\x1eopen //./pipe/docker\x0a"  # 151
-    b" not found\x1fimage \x1e not found\x1fmanifest for \x1emanifest unknown\x1eno matching manifest for\x1eno such image\x0a"  # 152
-    b") does not match\x1fimage's platform (\x1edoes not match the detected host platform\x0a"  # 153
-    b"requested access to the resource is denied\x0a"  # 154
-    b"copy failed: \x1ffile not found\x1ecopy failed: \x1fforbidden path\x1ecopy failed: \x1fstat\x1efailed to calculate checksum of ref\x1efailed to compute cache key\x0a"  # 155
-    b"dockerfile parse error\x1eunknown instruction: \x0a"  # 156
-    b" failed\x1fcreate\x1foci runtime \x1e failed\x1fexec\x1foci runtime \x0a"  # 157
-    b"evicted\x1ethe node was low on resource: \x0a"  # 158
-    b" nodes are available\x1ecpu\x1finsufficient \x1edidn't match pod's node affinity\x1eephemeral-storage\x1finsufficient \x1efailedscheduling\x1ehad untolerated taint\x1einsufficient \x1fmemory\x1einsufficient \x1fnvidia.com/gpu\x1einsufficient \x1fpods\x1eunschedulable\x0a"  # 159
-    b"back-off pulling image\x1eerrimageneverpull\x1eerrimagepull\x1efailed to pull image\x1eimagepullbackoff\x1einvalidimagename\x0a"  # 160
-    b"\x22 cannot\x1fis forbidden: user \x22\x1eerror from server (forbidden)\x1eyou must be logged in to the server\x0a"  # 161
-    b"current-context is not set\x1einvalid configuration: no configuration\x1eno configuration has been provided\x1eno context exists with the name\x0a"  # 162
-    b"forbidden: exceeded quota: \x0a"  # 163
-    b"\x22 in version\x1fno matches for kind \x22\x0a"  # 164
-    b"error validating data: \x1estrict decoding error\x1eunknown field \x22\x1evalidationerror(\x0a"  # 165
-    b" not well-formed\x1fjson\x1e not well-formed\x1fyaml\x1e'-' indicator\x1fdid not find expected \x1e<document start>\x1fdid not find expected \x1eblock\x1fcollection\x1fwhile parsing a \x1eblock\x1fmapping\x1fwhile parsing a \x1ecollection\x1fflow\x1fwhile parsing a \x1ecould not find expected\x1fyaml: line \x1ecould not find expected ':'\x1edid not find expected\x1fyaml: line \x1edid not find expected \x1fkey\x1edid not find expected \x1fnode content\x1eerror converting yaml to json: yaml:\x1eerror in your yaml syntax\x1eflow\x1fmapping\x1fwhile parsing a \x1efound character that cannot start\x1fyaml: line \x1efound character that cannot start any token\x1ehere\x1fmapping values are not allowed \x1ein this context\x1fmapping values are not allowed \x1emapping values are not allowed\x1fyaml: line \x1eparsererror\x1fyaml.\x1escannererror\x1fyaml.\x1esyntax error while loading yaml\x1eyaml parse error\x0a"  # 166
-    b"another operation (install/upgrade/rollback) is in progress\x0a"  # 167
-    b"argument or block definition required\x1ferror: \x1eerror: \x1finvalid block definition\x1eerror: \x1finvalid character\x1eerror: \x1finvalid expression\x1eerror: \x1finvalid multi-line string\x1eerror: \x1fmissing item separator\x1eerror: \x1fmissing newline after argument\x1eerror: \x1funclosed configuration block\x1eerror: \x1funterminated template string\x0a"  # 168
-    b"call to unknown function\x1ferror: \x1ecycle: \x1ferror: \x1eduplicate \x1ferror: \x1foutput\x1eduplicate \x1ferror: \x1fresource\x1eduplicate \x1ferror: \x1fvariable\x1eerror: \x1fincorrect attribute value type\x1eerror: \x1finput variable\x1finvalid value for \x1eerror: \x1finput variable\x1freference to undeclared \x1eerror: \x1finvalid count argument\x1eerror: \x1finvalid for_each argument\x1eerror: \x1finvalid function argument\x1eerror: \x1finvalid reference\x1eerror: \x1finvalid value for \x1fmodule argument\x1eerror: \x1flocal value\x1freference to undeclared \x1eerror: \x1fmissing required argument\x1eerror: \x1fmodule\x1freference to undeclared \x1eerror: \x1freference to undeclared \x1fresource\x1eerror: \x1funsupported argument\x1eerror: \x1funsupported attribute\x1eerror: \x1funsupported block type\x0a"  # 169
-    b"backend initialization required\x1ecould not load plugin\x1einconsistent dependency lock file\x1emodule not installed\x1eplease run \x22terraform init\x22\x1eplugin reinitialization required\x1erequired plugins are not installed\x0a"  # 170
-    b"failed to \x1finstall provider\x1efailed to \x1fquery available provider packages\x0a"  # 171
-    b"conditionalcheckfailedexception\x1eerror acquiring the state lock\x1eerror locking state\x0a"  # 172
-    b"failed to refresh cached credentials\x1eno credentials found\x1eno valid credential sources found\x0a"  # 173
-    b"is not set, and has no default value\x1eno value for required variable\x0a"  # 174
-    b"host key is known for\x1fno \x1ehost key verification failed\x1eremote host identification has changed\x0a"  # 175
-    b" for '\x1f' are too open\x1fpermissions \x1e\x22: \x1fbad permissions\x1fload key \x22\x1e\x22: \x1ferror in libcrypto\x1fload key \x22\x1e\x22: \x1finvalid format\x1fload key \x22\x1eunprotected private key file\x0a"  # 176
-    b" for '\x1fcould not read \x1fpassword\x1e for '\x1fcould not read \x1fusername\x1eterminal prompts disabled\x0a"  # 177
-    b"' not found\x1ffatal: repository '\x1emake sure you have the correct access rights\x1erepository not found\x0a"  # 178
-    b"detected dubious ownership in repository\x1enot a git repository\x1esafe.directory\x0a"  # 179
-    b"): \x1fconflict (\x1eautomatic merge failed; fix conflicts\x1eerror: could not apply \x1emerge conflict in\x1eresolve all conflicts manually\x1eyou have unmerged paths\x0a"  # 180
-    b"gh006\x1egh013\x1eprotected branch hook declined\x1eprotected branch update failed\x1epush cannot contain secrets\x1erepository rule violations found\x1eyou are not allowed to push code to protected branches\x0a"  # 181
-    b" (\x1ferror 104\x1e authentication failed\x1fident\x1e authentication failed\x1fpeer\x1e28p01\x1eaccess denied for user\x1eaccess_denied_error\x1fer_\x1eerr invalid password\x1eerror 1142 (\x1einvalidpassword\x1eno pg_hba.conf entry for\x1enoauth\x1enoperm\x1epassword authentication failed for user\x1esasl authentication failed\x1ewrongpass\x0a"  # 182
-    b" \x22\x1f\x22 does not exist\x1fdatabase\x1e \x22\x1f\x22 does not exist\x1frole\x1e\x22 is not available\x1fextension \x22\x1e3d000\x1eer_bad_db_error\x1einvalidcatalogname\x1eunknown database '\x0a"  # 183
-    b" failed\x1fconnection to server at \x22\x1e53300\x1e57p0\x1eadminshutdown\x1ecannotconnectnow\x1ecould not receive data from server\x1ein recovery mode\x1fthe database system is \x1eis the server running\x1enot yet accepting connections\x1fthe database system is \x1eremaining connection slots are reserved\x1eshutting down\x1fthe database system is \x1esorry, too many clients already\x1essl connection has been closed unexpectedly\x1essl syscall error: eof detected\x1estarting up\x1fthe database system is \x1eterminating connection due to administrator command\x1etoo many connections\x0a"  # 184
-    b" (\x1f02\x1ferror 20\x1e (\x1f03\x1ferror 20\x1e (\x1f06\x1ferror 20\x1e (\x1f13\x1ferror 20\x1ecan't connect to \x1fmysql server\x1eer_con_count_error\x1elost connection to mysql server\x1emysql server has gone away\x1eprotocol_connection_lost\x0a"  # 185
-    b" connecting to \x1ferror \x1ebusy redis is busy\x1eclusterdown\x1eloading redis is loading\x1emasterdown\x1emax number of clients reached\x1ereadonly you can't write against a read only replica\x1etryagain\x0a"  # 186
-    b"misconf\x1eoom command not allowed when used memory\x0a"  # 187
-    b"\x22: syntax error\x1fnear \x22\x1e42601\x1eer_parse_error\x1eincomplete input\x1esyntax error at or near\x1eyou have an error in your sql syntax\x0a"  # 188
-    b"\x22 \x1fcolumn \x22\x1fdoes not exist\x1e42703\x1eer_bad_field_error\x1eno such column: \x1eundefinedcolumn\x1eunknown column '\x0a"  # 189
-    b"\x22 does not exist\x1frelation \x22\x1e' doesn't exist\x1ftable '\x1e42p01\x1eer_no_such_table\x1eno such table: \x1eundefinedtable\x0a"  # 190
-    b" constraint\x1fcheck\x1fviolates \x1e constraint\x1fforeign key\x1fviolates \x1e constraint\x1fnot-null\x1fviolates \x1e constraint\x1funique\x1fviolates \x1e' for key\x1fduplicate entry '\x1e2350\x1eduplicate key value\x1eer_dup_entry\x1eforeign key constraint failed\x1eintegrityerror\x1enot null constraint failed\x1eunique constraint failed\x1euniqueviolation\x0a"  # 191
-    b"cantopen\x1fsqlite_\x1ecorrupt\x1fsqlite_\x1edatabase disk image is malformed\x1edisk i/o error\x1efull\x1fsqlite_\x1ereadonly\x1fsqlite_\x1esqlite_ioerr\x1eunable to open database file\x0a"  # 192
-    b"err unknown command\x1eerr wrong number of arguments\x1ewrongtype\x0a"  # 193
-    b"bandwidthlimitexceeded\x1eec2throttledexception\x1elimitexceededexception\x1eprovisionedthroughputexceededexception\x1erequestlimitexceeded\x1erequestthrottled\x1erequestthrottledexception\x1eslowdown\x1ethrottledexception\x1ethrottling\x1ethrottlingexception\x0a"  # 194
-    b"authfailure\x1eexpired\x1fsecurity token included in the request is \x1eexpiredtoken\x1eexpiredtokenexception\x1eincompletesignature\x1einvalid\x1fsecurity token included in the request is \x1einvalidaccesskeyid\x1einvalidclienttokenid\x1einvalidsignatureexception\x1einvalidtoken\x1emissingauthenticationtoken\x1enotauthorizedexception\x1esignaturedoesnotmatch\x1esso session associated with this profile has expired\x1ethe aws access key id you provided does not exist\x1etoken has expired and refresh failed\x1eunauthorizedoperation\x1eunrecognizedclientexception\x0a"  # 195
-    b"is not authorized to perform\x1ewith an explicit deny\x0a"  # 196
-    b") could not be found\x1fthe config profile (\x1ecould not load credentials from any providers\x1ecredentialsprovidererror\x1efailed to retrieve credentials\x1emissing credentials in config\x1eno ec2 imds role found\x1enoauthhandlerfound\x1enocredentialproviders\x1enocredentialserror\x1enoregionerror\x1eprofilenotfound\x1eunable to load sdk config\x1eunable to locate credentials\x1eyou must specify a region\x0a"  # 197
-    b" than your current\x1finstances\x1fyou have requested more \x1e than your current\x1fvcpu capacity\x1fyou have requested more \x1eaddresslimitexceeded\x1einstancelimitexceeded\x1eservicequotaexceededexception\x1etoomanybuckets\x1evcpulimitexceeded\x1evpclimitexceeded\x0a"  # 198
-    b"could not connect to the endpoint url\x1einsufficientinstancecapacity\x1einternalerror\x1einternalfailure\x1epriorrequestnotcomplete\x1eserviceunavailable\x0a"  # 199
-    b" is now earlier than\x1fsignature expired: \x1eclock skew\x1erequesttimetooskewed\x0a"  # 200
-    b"nosuchbucket\x1enosuchentity\x1eparameternotfound\x1eresourcenotfoundexception\x0a"  # 201
-    b"invalidparameterexception\x1einvalidparametervalue\x1emalformedpolicydocument\x1emissingparameter\x1evalidationerror\x1evalidationexception\x0a"  # 202
-    b"access_token_scope_insufficient\x1eapi key expired\x1eapi key not valid\x1eapi_key_invalid\x1eiam_permission_denied\x1einvalid_grant\x1ereauthentication failed\x1erequest had insufficient authentication scopes\x1erequest had invalid authentication credentials\x1ethe caller does not have permission\x1etoken has been expired or revoked\x1eunauthenticated\x0a"  # 203
-    b" not been set up\x1fefault \x1fpplication \x1fredentials ha\x1ecould not automatically determine credentials\x1edefaultcredentialserror\x1edoes not exist\x1fgoogle_application_credentials\x1egoogle_application_credentials\x1fnot found\x1egoogle_application_credentials\x1fnot set\x1eyou do not currently have an active account selected\x1eyour default credentials were not found\x0a"  # 204
-    b" exceed\x1f quota limit\x1fquota metric\x1e' and limit '\x1fquota exceeded for quota metric '\x1e' exceeded.\x1flimit: \x1fquota '\x0a"  # 205
-    b" before or it is disabled\x1fhas not been used in project \x1e] not enabled\x1fapi [\x1eaccessnotconfigured\x1eservice_disabled\x0a"  # 206
-    b"backenderror\x1edoes not have enough resources available to fulfill the request\x1eunavailable\x1ezone_resource_pool_exhausted\x0a"  # 207
-    b"aadsts\x1eauthenticationfailed\x1eauthorizationfailed\x1eauthorizationpermissionmismatch\x1eclientauthenticationerror\x1edoes not have authorization to perform action\x1eexpiredauthenticationtoken\x1einvalidauthenticationtoken\x1einvalidauthenticationtokentenant\x1ekeybasedauthenticationnotpermitted\x1elinkedauthorizationfailed\x1erequestdisallowedbypolicy\x0a"  # 208
-    b"credentialunavailableerror\x1edefaultazurecredential failed to retrieve a token\x1eenvironmentcredential authentication unavailable\x1emanagedidentitycredential authentication unavailable\x1eno subscription found\x1eplease run 'az login' to setup account\x0a"  # 209
-    b"exceeding approved \x1fquota\x1equotaexceeded\x0a"  # 210
-    b"anotheroperationinprogress\x1eoperationpreempted\x1eretryableerror\x1eserverbusy\x0a"  # 211
-    b"containernotfound\x1emissingsubscriptionregistration\x1eresourcegroupnotfound\x1eskunotavailable\x1estorageaccountnotfound\x1esubscriptionnotfound\x0a"  # 212
-    b" to create or update workflow\x1fgithub app\x1frefusing to allow a\x1e to create or update workflow\x1foauth app\x1frefusing to allow a\x1e to create or update workflow\x1fpersonal access token\x1frefusing to allow a\x1ebad credentials\x1egh007\x1ehas not been granted the required scopes\x1ehttp basic: access denied\x1emust have admin rights\x1erequires authentication\x1eresource not accessible by integration\x1esupport for password authentication was removed\x0a"  # 213
-    b"error: preparation failed\x1ejob failed (system failure)\x1elost communication with the server\x1erunner has received a shutdown signal\x1erunner is not responding\x1ethe job was not acquired by runner\x1ethe operation was canceled.\x0a"  # 214
-    b"invalid workflow file\x1ethe workflow is not valid\x1eunable to resolve action\x1eunrecognized named-value\x0a"  # 215
-    b" not \x1fgithub_token \x1fis\x1fprovided\x1e not \x1fgithub_token \x1fis\x1fset\x1e not \x1fgithub_token \x1fprovided\x1fwas\x1e not \x1fgithub_token \x1fset\x1fwas\x1einput required and not supplied: \x0a"  # 216
-    b"no runner matching the specified labels\x1ethe project doesn't have any runners\x1fthis job is stuck because \x1ethis job is stuck because \x1fyou don't have any active runners\x0a"  # 217
-    b"account_deactivated\x1eauthentication_error\x1eauthenticationerror\x1egated repo\x1eincorrect api key provided\x1einvalid x-api-key\x1einvalid_api_key\x1epermission_error\x1epermissiondeniederror\x0a"  # 218
-    b"_api_key\x1fdid not find \x1eapi_key client option must be set\x1ecould not resolve authentication method\x1eexpected either api_key or auth_token to be set\x1efound\x1fno api key \x1emissingapikeyerror\x1eno api key \x1fprovided\x0a"  # 219
-    b" rate limit\x1fcall\x1fexceeded \x1e rate limit\x1fexceeded \x1ftoken\x1erate limit reached for\x0a"  # 220
-    b" tokens\x1fmaximum context length is \x1econtext_length_exceeded\x1eexceed context limit\x1eexceeds the maximum \x1ftokens\x1eprompt is too long\x1estring_above_max_length\x0a"  # 221
-    b"api_error\x1einternalservererror\x1eserviceunavailableerror\x1ethe server had an error while processing your request\x0a"  # 222
-    b"' not found, try pulling it first\x1fmodel '\x1e` does not exist\x1fthe model `\x1eis not a valid model identifier\x1emodel_not_found\x0a"  # 223
-    b"content management policy\x1econtent_policy_violation\x1eresponsibleaipolicyviolation\x0a"  # 224
-    b"badrequesterror\x1einvalid_request_error\x0a"  # 225
-    b"cublas_status_alloc_failed\x1ecuda error: out of memory\x1ecuda out of memory\x1ecudaerrormemoryallocation\x1ecudamalloc failed\x1ecudnn_status_alloc_failed\x1ehip out of memory\x1emps backend out of memory\x1eoom when allocating tensor\x1eout of memory on device\x1eoutofmemoryerror: cuda\x1eresourceexhaustederror\x0a"  # 226
-    b" error\x1finitialization\x1fnvidia-container-cli: \x1e error\x1fnvidia-container-cli: \x1frequirement\x1e\x22 with capabilities: [[gpu]]\x1fcould not select device driver \x22\x1ecannot initialize cuda without aten_cuda library\x1ecouldn't communicate with the nvidia driver\x1ecuda driver version is insufficient\x1ecuda_error_no_device\x1ecudaerrorinsufficientdriver\x1ecudaerrornodevice\x1efailed call to cuinit\x1efailed to initialize nvml\x1efound no nvidia driver\x1elibcuda.so.1: cannot open shared object file\x1eno cuda gpus are available\x1eno cuda-capable device is detected\x1eno kernel image is available for execution on the device\x1envidia driver on your system is too old\x1envidia-smi has failed\x1envml: driver/library version mismatch\x1etorch not compiled with cuda enabled\x1eunknown or invalid runtime name: nvidia\x0a"  # 227
-    b"are busy or unavailable\x1fcuda-capable device\x1ecudaerrordevicesunavailable\x0a"  # 228
-    b"an illegal memory access was encountered\x1ecublas_status_execution_failed\x1ecudaerrorillegaladdress\x1edevice-side assert triggered\x1emisaligned address\x0a"  # 229
-    b"nccl_timeout\x1ewatchdog caught collective operation timeout\x0a"  # 230
-    b": \x0a"  # 231
-    b" failure(s), \x1f warning(s)\x1ffailed: \x1erule violation summary\x0a"  # 232
-    b" at \x1fconditions\x1e at \x1fmappings\x1e at \x1fmetadata\x1e at \x1foutputs\x1e at \x1fparameters\x1e at \x1fresources\x1e at \x1frules\x1e at \x1ftransform\x1e[cfn-lint] \x0a"  # 233
-    b"template invalid!\x0a"  # 234
-    b" failed\x1f-test\x1fpod \x1efailed\x1fphase:\x0a"  # 235
-    b" (loaderror)\x1fcannot load such file -- \x1e(loaderror)\x0a"  # 236
-    b"bundler::gemnotfound\x1ecould not find gem '\x0a"  # 237
-    b" example\x1f failure\x1f, \x0a"  # 238
-    b" detected\x1f file\x1f inspected, \x1f offense\x0a"  # 239
-    b" bytes exhausted\x1fallowed memory size of \x0a"  # 240
-    b"your requirements could not be resolved to an installable set of packages\x0a"  # 241
-    b"packagesnotfounderror\x1eresolvepackagenotfound\x1eunsatisfiableerror\x0a"  # 242
-    b"' in scope\x1ferror: cannot find \x0a"  # 243
-    b"** (\x1fmismatcheddelimitererror\x1e** (\x1fsyntaxerror\x1e** (\x1ftokenmissingerror\x0a"  # 244
-    b"** (\x1fcompileerror\x1e** (\x1fundefinedfunctionerror\x0a"  # 245
-    b"access_refused\x0a"  # 246
-    b" minutes\x1fran longer than the maximum time of \x1eexceeded the maximum allowed time of \x0a"  # 247
-    b"hip_error_outofmemory\x1ehiperroroutofmemory\x0a"  # 248
-    b" failed\x0a"  # 249
-    b"ambiguous type variable\x1ecould not deduce \x1ecouldn't match \x1fexpected type\x1ecouldn't match \x1fkind\x1ecouldn't match \x1ftype\x1eno instance for \x1enot in scope: \x1evariable not in scope:\x0a"  # 250
-    b"(possibly incorrect indentation\x1fparse error \x1e: error\x1fhs:\x1fparse error\x1eon input\x1fparse error \x0a"  # 251
-    b" is not a member of\x1f.s\x1f: \x1fbt\x1fvalue \x1e is not a member of\x1f.s\x1f: \x1fcala\x1fvalue \x1e needs \x1f.s\x1f: \x1fbt\x1fmethod\x1frecursive \x1ftype\x1e needs \x1f.s\x1f: \x1fbt\x1frecursive \x1ftype\x1fvalue\x1e needs \x1f.s\x1f: \x1fcala\x1fmethod\x1frecursive \x1ftype\x1e needs \x1f.s\x1f: \x1fcala\x1frecursive \x1ftype\x1fvalue\x1e.s\x1f: \x1fambiguous reference to overloaded definition\x1fbt\x1e.s\x1f: \x1fambiguous reference to overloaded definition\x1fcala\x1e.s\x1f: \x1fbt\x1fcould not find implicit value\x1e.s\x1f: \x1fbt\x1fmissing argument list\x1e.s\x1f: \x1fbt\x1ftoo many arguments\x1e.s\x1f: \x1fbt\x1ftype mismatch;\x1e.s\x1f: \x1fcala\x1fcould not find implicit value\x1e.s\x1f: \x1fcala\x1fmissing argument list\x1e.s\x1f: \x1fcala\x1ftoo many arguments\x1e.s\x1f: \x1fcala\x1ftype mismatch;\x1e.s\x1fbt\x1fnot found: \x1fobject\x1e.s\x1fbt\x1fnot found: \x1ftype\x1e.s\x1fbt\x1fnot found: \x1fvalue\x1e.s\x1fcala\x1fnot found: \x1fobject\x1e.s\x1fcala\x1fnot found: \x1ftype\x1e.s\x1fcala\x1fnot found: \x1fvalue\x0a"  # 252
-    b".dart:\x1f: error: \x0a"  # 253
-    b".dart:\x1f: error: \x1fcan't find '\x1e.dart:\x1f: error: \x1fexpected \x1e.dart:\x1f: error: \x1funexpected token\x0a"  # 254
-    b"error \x0a"  # 255
-    b" [\x1f] is required but does not seem to be installed\x1fpackage \x1e not found in current path\x1fmodule\x1e not found in current path\x1fpackage\x0a"  # 256
-    b".pm in @inc\x1fcan't locate \x0a"  # 257
-    b" but found\x1f[error]\x1fexpected \x1e but found\x1ferror:\x1fexpected \x1e[error]\x1fregular expression\x1funterminated \x1e[error]\x1fstring\x1funterminated \x1e[error]\x1fstring literal\x1funterminated \x1e[error]\x1ftemplate literal\x1funterminated \x1e[error]\x1funexpected \x22\x1e[error]\x1funexpected end of file\x1eerror:\x1fregular expression\x1funterminated \x1eerror:\x1fstring\x1funterminated \x1eerror:\x1fstring literal\x1funterminated \x1eerror:\x1ftemplate literal\x1funterminated \x1eerror:\x1funexpected \x22\x1eerror:\x1funexpected end of file\x0a"  # 258
-    b"rollup failed to resolve import \x22\x0a"  # 259
+    b" may not be available\x1fcould not be established. \x1e to connect to\x1e was refused\x1fconnection to the server \x1ebroken pipe\x1eclosed by remote host\x1econnection \x1ecould not connect to\x1ecouldn't connect to server\x1eearly eof\x1efailed sending data to the peer\x1efailed to establish a new connection\x1efailure when receiving data from the peer\x1eremote end closed connection\x1eremote end hung up unexpectedly\x1eserver closed the connection unexpectedly\x1eserver returned nothing (no headers, no data)\x1esocket hang up\x1etransferred a partial file\x1eunexpected eof\x0a"  # 4
+    b"can't\x1fconnect\x1ecan't\x1freach\x1ecannot\x1fconnect\x1ecannot\x1freach\x1econnect\x1fcould not\x1econnect\x1fcouldn't\x1econnect\x1ffailed to\x1econnect\x1funable to\x1econnecting to\x1ferror \x1ecould not\x1freach\x1ecouldn't\x1freach\x1efailed to\x1freach\x1ereach\x1funable to\x0a"  # 5
+    b"\x0a"  # 6
+    b"could not resolve \x1fhost\x1ecould not resolve \x1fhostname\x1ecould not resolve \x1fproxy\x1ecould not resolve '\x1eeai_again\x1fgetaddrinfo \x1eenotfound\x1fgetaddrinfo \x1efailed\x1fgetaddrinfo \x1efailed to resolve '\x1ename or service not known\x1ename resolution failed\x1eno address associated with hostname\x1eno such host\x1enodename nor servname\x1eserver misbehaving\x1etemporary failure in name resolution\x1etemporary failure resolving\x1eunknown host\x0a"  # 7
+    b"eai_again\x1eeai_noname\x1eenotfound\x1eerr_name_not_resolved\x1enameresolutionerror\x1eunknownhostexception\x0a"  # 8
+    b"down\x1fnetwork is \x1eenetdown\x1ehost\x1funreach\x1ehost is unreachable\x1enet\x1funreach\x1enetwork is \x1funreachable\x1eno route to host\x0a"  # 9
+    b"curl\x1frpc failed; \x1eeof occurred in violation of protocol\x1egnutls recv error\x1egnutls_handshake() failed\x1ehttp\x1frpc failed; \x1essl_error_syscall\x1etls connection was non-properly terminated\x0a"  # 10
+    b"certificate has expired\x1ecertificate verify failed\x1ecertificate_verify_failed\x1epkix path building failed\x1eself\x1fsigned certificate\x1essl certificate problem\x1eunable to find valid certification path\x1eunable to get local issuer certificate\x1ex509: certificate\x0a"  # 11
+    b"40\x1fcode\x1e40\x1ferror\x1e40\x1fhttp\x1e40\x1fresponse\x1e40\x1freturned\x1e40\x1fstatus\x1e401 unauthorized\x1e407 proxy authentication required\x0a"  # 12
+    b"403\x1fcode\x1e403\x1ferror\x1e403\x1fhttp\x1e403\x1fresponse\x1e403\x1freturned\x1e403\x1fstatus\x1e403 forbidden\x1eforbidden (403)\x0a"  # 13
+    b" to connect\x1fed\x1funable\x1funauthori\x1e to connect\x1ffailed\x1fforbidden\x1e to connect\x1ffailed\x1funauthori\x1e to connect\x1fforbidden\x1funable\x0a"  # 14
+    b"408\x1fcode\x1e408\x1ferror\x1e408\x1fhttp\x1e408\x1fresponse\x1e408\x1freturned\x1e408\x1fstatus\x1e408 request time\x1fout\x0a"  # 15
+    b"429\x1fcode\x1e429\x1ferror\x1e429\x1fhttp\x1e429\x1fresponse\x1e429\x1freturned\x1e429\x1fstatus\x1e429 too many requests\x0a"  # 16
+    b" server error\x1f50\x1e00\x1fcode\x1e00\x1fgot 5\x1e00\x1fhttp\x1e02\x1fcode\x1e02\x1fgot 5\x1e02\x1fhttp\x1e03\x1fcode\x1e03\x1fgot 5\x1e03\x1fhttp\x1e04\x1fcode\x1e04\x1fgot 5\x1e04\x1fhttp\x1e29\x1fcode\x1e29\x1fgot 5\x1e29\x1fhttp\x1ebad gateway\x1eerror\x1egateway time\x1fout\x1einternal server error\x1eresponse\x1ereturned\x1eservice \x1funavailable\x1estatus\x0a"  # 17
+    b"abuse detection\x1ecalls\x1ftoo many \x1eed\x1fthrottl\x1eexceeded \x1fquota\x1eing\x1fthrottl\x1elimit\x1frate\x1equota exceeded\x1erate exceeded\x1erequest limit exceeded\x1esubmitted too quickly\x1etoo many requests\x0a"  # 18
+    b"rate_limit_error\x1erate_limit_exceeded\x1eratelimited\x1eratelimiterror\x1eratelimitexceeded\x1eresource_exhausted\x1eresourceexhausted\x1esubscriptionrequeststhrottled\x1etoomanyrequests\x1etoomanyrequestsexception\x1euserratelimitexceeded\x0a"  # 19
+    b" overloaded\x1fapi\x1e overloaded\x1fare\x1e overloaded\x1fcurrently\x1e overloaded\x1fengine\x1e overloaded\x1fis\x1e overloaded\x1fmodel\x1e overloaded\x1fserver\x1e overloaded\x1fservice\x1eoverloaded\x1eoverloaded_error\x0a"  # 20
+    b" data quota\x1fits\x1fover \x1e data quota\x1fover \x1fyour\x1e failed\x1f ha\x1fpayment\x1e permanently\x1fceeded\x1fquota ex\x1e permanently\x1fhausted\x1fquota ex\x1e quota \x1fdata\x1fexceeded\x1e quota \x1fdata\x1fhas been hit\x1e quota \x1fexceeded\x1fstorage\x1e quota \x1fhas been hit\x1fstorage\x1ebilling \x1fdisabled\x1ebilling \x1fnot enabled\x1ebilling_disabled\x1echeck your plan and billing\x1ecredit balance is too low\x1eexceeded your current quota\x1einsufficient_quota\x1erequires billing to be enabled\x1espending limit\x0a"  # 21
+    b"access denied\x1eauthentication \x1ebad credentials\x1ebeen revoked\x1ecredentials\x1eed\x1fnot authori\x1eed\x1funauthori\x1eexpired\x1eexpired \x1ftoken\x1ein\x1ftoken\x1fusername or \x1einvalid\x1fkey\x1einvalid\x1fsecret\x1einvalid\x1ftoken\x1einvalid \x1ekey\x1frevoked\x1elogin failed\x1emust be logged in\x1enot valid\x1epassword\x1erevoked\x1fsecret\x1erevoked\x1ftoken\x1eunauthenticated\x0a"  # 22
+    b" is denied\x1faccess to the path \x1e not have \x1faccess\x1fdo\x1e not have \x1fauthorization\x1fdo\x1e not have \x1fdo\x1fpermission\x1eaccess is denied\x1einsufficient \x1fpermissions\x1einsufficient \x1fprivileges\x1einsufficient \x1fscope\x1emust be owner of\x1eoperation not permitted\x1epermission denied\x0a"  # 23
+    b"accessdenied\x1eaccessdeniedexception\x1eeacces\x1eeperm\x1epermission_denied\x1epermissiondenied\x1epermissionerror\x1eunauthorizedaccessexception\x0a"  # 24
+    b" licen\x1fexpired\x1e licen\x1finvalid\x1e licen\x1fno valid\x1eexpired\x1flicen\x1einvalid\x1flicen\x1elicen\x1fmissing\x1elicen\x1fnot found\x1elicen\x1frequired\x0a"  # 25
+    b"' is full\x1fthe table '\x1e[errno 28]\x1edisk is full\x1edisk quota exceeded\x1ediskpressure\x1eenospc\x1einsufficient disk space\x1eno space left on device\x1enot enough space on the disk\x1eout of disk space\x0a"  # 26
+    b"attempt to write a readonly database\x1eerofs\x1eonly file\x1fread\x1fsystem\x0a"  # 27
+    b" 137\x1fcode\x1fexit\x1e 137\x1fexit\x1fstatus\x1e killed\x1ecannot allocate memory\x1eerror 137\x1eexceed\x1fmemory limit\x1eexhausted\x1fmemory \x1efailed\x1fmemory allocation \x1efailed to allocate memory\x1einsufficient memory\x1ekilled\x1ekilled process \x1ekilled signal terminated program\x1ememory \x1fquota exceeded\x1enot enough memory\x1eoom\x1eoomd\x1eout of memory\x1ereturned a non-zero code: 137\x1esignal terminated program\x1estatus=9/kill\x1estd::bad_alloc\x1esystemd-oomd\x1eunable to allocate \x0a"  # 28
+    b"enomem\x1eerr_worker_out_of_memory\x1ememoryerror\x1eoomkilled\x1eoutofmemoryerror\x1eoutofmemoryexception\x0a"  # 29
+    b": \x1favailable\x1fmemory\x1fno \x1frror\x1e: \x1favailable\x1fmemory\x1fno \x1fxception\x1e: \x1fcannot allocate memory\x1frror\x1e: \x1fcannot allocate memory\x1fxception\x1e: \x1fexhausted\x1fmemory \x1frror\x1e: \x1fexhausted\x1fmemory \x1fxception\x1e: \x1ffree\x1fmemory\x1fno \x1frror\x1e: \x1ffree\x1fmemory\x1fno \x1fxception\x1e: \x1finsufficient \x1fmemory\x1frror\x1e: \x1finsufficient \x1fmemory\x1fxception\x1e: \x1fmemory\x1fnot enough \x1frror\x1e: \x1fmemory\x1fnot enough \x1fxception\x0a"  # 30
+    b" to \x1facquire\x1ffailed\x1flock\x1e to \x1facquire\x1flock\x1funable\x1e to \x1ffailed\x1flock\x1fobtain\x1e to \x1flock\x1fobtain\x1funable\x1eacquire\x1fcould not \x1flock\x1eanother \x1fholding\x1finstance\x1fis\x1eanother \x1fholding\x1fis\x1fprocess\x1eanother \x1fin progress\x1eanother \x1finstance\x1fis\x1frunning\x1eanother \x1fis\x1foperation\x1eanother \x1fis\x1fprocess\x1frunning\x1eanother \x1fseems to be\x1ecould not \x1fget\x1flock\x1ecould not \x1flock\x1fobtain\x1ecould not serialize access\x1edatabase \x1fis locked\x1edeadlock \x1fdetected\x1edeadlock \x1ffound\x1ein use by another\x1fis \x1elock\x1fwaiting for \x1eresource busy\x1eserialization failure\x1etext file busy\x1etry restarting transaction\x0a"  # 31
+    b"(40001)\x1e40p01\x1e55p03\x1edeadlockdetected\x1eebusy\x1eer_lock_deadlock\x1eetxtbsy\x1elocknotavailable\x1eserializationfailure\x1esqlite_busy\x1esqlstate 40001\x1esqlstate[40001]\x0a"  # 32
+    b"eagain\x1eis \x1funavailable\x1enot ready yet\x1eserver is busy\x1etemporarily unavailable\x1etry again\x0a"  # 33
+    b"' not found\x1fcommand '\x1ean internal or external command\x1fis not recognized as \x1ebinary\x1fis not installed\x1ebinary\x1fnot found\x1ecommand not found\x1ecompiler\x1fis not installed\x1ecompiler\x1fnot found\x1ecould not find \x1fexecutable\x1ecould not find \x1fprogram\x1eexecutable\x1fis not installed\x1eexecutable\x1fnot found\x1eexecutable file not found in \x1fpath\x1ein\x1fnot found \x1fpath\x1einterpreter\x1fis not installed\x1einterpreter\x1fnot found\x1eis not installed\x1fprogram\x1eis not recognized as \x1fthe name of a cmdlet\x1enot found\x1fprogram\x1enot found \x1fon\x1fpath\x0a"  # 34
+    b" 2] \x1f: '\x1f: [\x1ferrno\x1ferror\x1e 2] \x1f: '\x1f: [\x1ferrno\x1ffilenotfounderror\x1e 2] \x1f: '\x1f: [\x1ferrno\x1foserror\x1e 2] \x1f: '\x1f: [\x1fwinerror\x1e enoent\x1fspawn \x1e' failed: no such file or directory\x1ferror: command '\x1e: \x1fcommand not found\x1fmake\x1e: \x1fmake\x1fno such file or directory\x1e: no such file or directory\x1fenv: \x1e[winerror 2] the system cannot find the file specified\x1ecannot run program \x22\x1eno such file or directory\x1fsh: \x1enot found\x1fsh: \x0a"  # 35
+    b" 12\x1ferror\x1e 12\x1fexit code\x1e 12\x1fexit status\x1e 12\x1fexited with code\x1e 12\x1freturned a non-zero code:\x0a"  # 36
+    b": bad interpreter\x1e: permission denied\x1fsh: \x1ecannot execute binary file\x1eexec format error\x0a"  # 37
+    b"cannot open shared object file\x1ecould not load library\x1edll\x1funable to load \x1edll load failed\x1eerror while loading shared libraries\x1elibrary not loaded\x1eshared library\x1funable to load \x0a"  # 38
+    b"access\x1fcannot\x1fkey\x1eaccess\x1fcould not\x1fkey\x1eaccess\x1fcouldn't\x1fkey\x1eaccess\x1ffailed to\x1fkey\x1eaccess\x1fkey\x1funable to\x1eapi\x1fcannot\x1ffind\x1fkey\x1eapi\x1fcannot\x1fkey\x1flocate\x1eapi\x1fcould not\x1fkey\x1eapi\x1fcouldn't\x1ffind\x1fkey\x1eapi\x1fcouldn't\x1fkey\x1flocate\x1eapi\x1ffailed to\x1fkey\x1eapi\x1ffind\x1fkey\x1funable to\x1eapi\x1fkey\x1flocate\x1funable to\x1ecannot\x1fcredential\x1ecannot\x1fdiscover\x1fkey\x1ecould not\x1fcredential\x1ecould not\x1fdiscover\x1fkey\x1ecouldn't\x1fcredential\x1ecouldn't\x1fdiscover\x1fkey\x1ecredential\x1fdiscover\x1ecredential\x1ffailed to\x1ecredential\x1funable to\x1ediscover\x1ffailed to\x1fkey\x1ediscover\x1fkey\x1funable to\x0a"  # 39
+    b"environment variable\x1fmissing\x1eenvironment variable\x1fnot defined\x1eenvironment variable\x1frequired\x1eenvironment variable\x1funset\x1eis empty\x1eis not defined\x1eis not set\x1emissing \x1fvariable\x1emust be set\x1enot set\x1eunbound variable\x0a"  # 40
+    b"called\x1fno \x1fpackage \x1eis not available\x1fpackage \x1eis not installed\x1fpackage \x1enamed\x1fno \x1fpackage \x1enot found\x1fpackage \x1epackage \x1fwas not found\x0a"  # 41
+    b"cannot create executables\x1fconfigure: error: \x1ecannot find\x1fconfigure: error: \x1econfigure: error: \x1fcould not find\x1econfigure: error: \x1fis required\x1econfigure: error: \x1fmissing\x1econfigure: error: \x1fno acceptable\x1econfigure: error: \x1fnot\x1frequired\x1econfigure: error: \x1fnot found\x1econfigure: error: \x1fnot installed\x1econfigure: error: \x1fnot present\x1econfigure: error: \x1fnot usable\x1econfigure: error: \x1funable to find\x0a"  # 42
+    b": file not found\x1ecould not find include file\x1eimport\x1fnot found\x1einclude\x1fnot found\x1einclude file\x1fnot found\x0a"  # 43
+    b"bucket\x1fnot found\x1ecluster\x1fnot found\x1ecould not be found\x1edataset\x1fnot found\x1edoes not exist\x1edoesn't exist\x1ehosted zone\x1fnot found\x1ekey vault\x1fnot found\x1enamespace\x1fnot found\x1enot found\x1fproject\x1enot found\x1fqueue\x1enot found\x1fregistry\x1enot found\x1fstack\x1enot found\x1fsubnet\x1enot found\x1fsubscription\x1enot found\x1ftopic\x1enot found\x1fvpc\x1eresource group\x1eservice account\x1ewas not found\x0a"  # 44
+    b" version\x1fonly supports \x1e version is \x1fcurrent \x0a"  # 45
+    b"\x22 unexpected\x1fsyntax error: \x1ebad substitution\x1eend of file unexpected\x1fsyntax error: \x1eparse error near\x1esyntax error near unexpected token\x1esyntax error: \x1funterminated quoted string\x1esyntax error: unexpected end of file\x1esyntax error: unterminated quoted string\x1eunexpected eof while looking for matching\x0a"  # 46
+    b"error\x1fsyntax\x1eparse error\x1eparsing error\x1eunexpected token\x0a"  # 47
+    b": bad interpreter\x1e^m: bad interpreter\x0a"  # 48
+    b"task_failed\x0a"  # 49
+    b"- hook id: \x0a"  # 50
+    b"hook\x1fpre\x1fstart\x0a"  # 51
+    b"declined\x1fhook\x1efail\x1fpre-commit\x1efailed\x1fhook\x1ehook\x1frejected\x0a"  # 52
+    b"[remote rejected] \x1fhook declined)\x0a"  # 53
+    b"files were modified by this hook\x0a"  # 54
+    b"indentationerror\x1esyntaxerror\x1etaberror\x0a"  # 55
+    b"invalid\x1fsyntax\x0a"  # 56
+    b" failed\x0a"  # 57
+    b"::\x1ferror \x1efailed \x0a"  # 58
+    b" fail\x1fed\x1ftest\x1e fail\x1fing\x1ftest\x1eare\x1ffailing tests\x1fthere \x1eare\x1ftest failures\x1fthere \x1efailing tests\x1fthere \x1fwere\x1etest failure\x1etest failures\x1fthere \x1fwere\x0a"  # 59
+    b"--> \x1f.py\x1e.py\x1f: \x0a"  # 60
+    b".py\x1f: error: \x0a"  # 61
+    b"be reformatted\x1fwould \x1ereformat\x1fwould \x0a"  # 62
+    b" error\x1ffound \x0a"  # 63
+    b"error\x1flint\x1efailed\x1flint\x1efailure\x1flint\x0a"  # 64
+    b"assert\x1eassertionerror\x0a"  # 65
+    b"assertionerror\x0a"  # 66
+    b"attributeerror\x1eindexerror\x1ekeyerror\x1elookuperror\x1enameerror\x1enotimplementederror\x1eoverflowerror\x1erangeerror\x1erecursionerror\x1ereferenceerror\x1etypeerror\x1eunboundlocalerror\x1eunicodedecodeerror\x1eunicodeencodeerror\x1evalueerror\x1ezerodivisionerror\x0a"  # 67
+    b"runtimeerror: \x0a"  # 68
+    b"traceback (most recent call last):\x0a"  # 69
+    b"' from partially initialized module\x1fcannot import name '\x1eimporterror: cannot import name\x0a"  # 70
+    b"importerror\x1emodulenotfounderror\x1eno module named\x0a"  # 71
+    b"keyerror: '\x0a"  # 72
+    b"conflicting dependencies\x1ecould not find a version that satisfies the requirement\x1eno matching distribution found for\x1eno solution found when resolving\x1erequires a different python\x1eresolutionimpossible\x1esolverproblemerror\x1eversion solving failed\x0a"  # 73
+    b"externally-managed-environment\x1ethis environment is externally managed\x0a"  # 74
+    b" or greater is required\x1fmicrosoft visual c++ \x1e' failed: no such file or directory\x1ferror: command '\x1e': no such file or directory\x1funable to execute '\x1epython.h: no such file or directory\x0a"  # 75
+    b" column \x1fexpecting value: line \x1e in json\x1funexpected token \x1eis not valid json\x1ejson.parse: unexpected\x1ejsondecodeerror\x0a"  # 76
+    b"cannot find module '\x1ecannot find package '\x1ecould not resolve \x22\x1eerr_module_not_found\x1emodule not found: error: can't resolve '\x1emodule_not_found\x0a"  # 77
+    b"can't resolve '\x1ecannot find module '\x1ecannot find package '\x1ecould not resolve \x22\x0a"  # 78
+    b"couldn't find any versions for\x1ee404\x1eeresolve\x1eerr_pnpm_\x1ffetch_404\x1eerr_pnpm_\x1fno_matching_version\x1eerr_pnpm_\x1fpeer_dep_issues\x1eetarget\x1eno matching version found for\x1enotarget\x1eunable to resolve dependency tree\x0a"  # 79
+    b"e401\x1ee403\x1eeneedauth\x1eeotp\x1eneed auth\x1eyou must be logged in to\x0a"  # 80
+    b"--frozen-lockfile\x1eare in sync\x1eerr_pnpm_outdated_lockfile\x1elockfile needs to be updated\x1ethe lockfile would have been modified\x0a"  # 81
+    b"digital envelope routines::unsupported\x1eebadengine\x1eerr_ossl_evp_unsupported\x1ethe engine \x22node\x22 is incompatible\x1eunsupported engine\x0a"  # 82
+    b"could not find any visual studio installation\x1egyp err! find \x1fpython\x1egyp err! find \x1fvs\x1egyp err! stack error: not found: make\x0a"  # 83
+    b"err_worker_out_of_memory\x1ejavascript heap out of memory\x1ereached heap limit\x0a"  # 84
+    b" failed\x1ftest\x1e failed\x1ftest files\x1e failed\x1ftest suites:\x1e failed\x1ftests\x1e failing\x1e# fail\x1efail\x1enot ok \x0a"  # 85
+    b").\x1fexpect(\x1ffunction\x1fto\x1e).\x1fexpect(\x1fjest.fn()\x1fto\x1e).\x1fexpect(\x1fmock\x1fto\x1e).\x1fexpect(\x1freceived\x1fto\x1e).\x1fexpect(\x1fto\x1fvalue\x0a"  # 86
+    b" test failed.\x1ferr!\x1fnpm \x1e test failed.\x1ferror\x1fnpm \x0a"  # 87
+    b"error\x0a"  # 88
+    b" (\x1f: unexpected token\x0a"  # 89
+    b" (\x1f error\x1f problem\x0a"  # 90
+    b"code style issues \x1ffound\x1ecode style issues \x1fwere found\x1eforgot to run prettier?\x0a"  # 91
+    b" of \x1fcannot read propert\x1fnull\x1e of \x1fcannot read propert\x1fundefined\x1eis not a function\x0a"  # 92
+    b"triggeruncaughtexception\x1eunhandled promise rejection\x1eunhandledpromiserejection\x0a"  # 93
+    b"address already in use\x1eeaddrinuse\x1eonly one usage of each socket address\x1eport is already allocated\x0a"  # 94
+    b"ts1\x0a"  # 95
+    b" error ts\x1eerror ts\x0a"  # 96
+    b"' file not found\x1f.h\x1ffatal error: '\x1e.h\x1f: no such file or directory\x1ffatal error: \x1ecannot find -l\x0a"  # 97
+    b" character\x1ferror: \x1fmissing terminating \x1e' in program\x1ferror: \x1fstray '\x5c\x1e')'\x1ferror: \x1fexpected \x1e';'\x1ferror: \x1fexpected \x1e']'\x1ferror: \x1fexpected \x1e'{'\x1ferror: \x1fexpected \x1e'}'\x1ferror: \x1fexpected \x1eafter\x1ferror: \x1fexpected \x1eat end of declaration\x1ferror: \x1fexpected \x1eat end of input\x1ferror: \x1fexpected \x1ebefore\x1ferror: \x1fexpected \x1edeclaration\x1ferror: \x1fexpected \x1eerror: \x1fexpected \x1fexpression\x1eerror: \x1fexpected \x1fidentifier\x1eerror: \x1fexpected \x1fprimary-expression\x1eerror: \x1fexpected \x1funqualified-id\x0a"  # 98
+    b" arguments to function\x1ferror: \x1ffew\x1ftoo \x1e arguments to function\x1ferror: \x1fmany\x1ftoo \x1econflicting types for\x1ferror: \x1edoes not name a type\x1ferror: \x1eerror: \x1fhas no member named\x1eerror: \x1fimplicit declaration of function\x1eerror: \x1fincompatible type\x1eerror: \x1finvalid conversion\x1eerror: \x1fno matching function for call to\x1eerror: \x1fno member named\x1eerror: \x1fundeclared\x1eerror: \x1funknown type name\x1eerror: \x1fuse of undeclared identifier\x1eerror: \x1fwas not declared in this scope\x0a"  # 99
+    b" for architecture\x1fundefined symbol\x1eld: symbol(s) not found\x1eundefined reference to \x1eunresolved external symbol\x0a"  # 100
+    b"[-werror\x1eall warnings being treated as errors\x0a"  # 101
+    b"*** missing separator\x0a"  # 102
+    b"no rule to make target\x0a"  # 103
+    b".cmake\x22\x1fby not providing \x22find\x1e_compiler could be found\x1fno cmake_\x1ecould not find \x1ecould not find a package configuration file\x1eis not able to compile a simple test program\x0a"  # 104
+    b"cmake error\x0a"  # 105
+    b" expected\x1f.java:[\x1f] \x1fclass, interface, \x1fenum, or record\x1e expected\x1f.java:[\x1f] \x1fclass, interface, \x1for enum\x1e expected\x1fclass, interface, \x1fenum, or record\x1ferror: \x1e expected\x1fclass, interface, \x1ferror: \x1for enum\x1e')' expected\x1f.java:[\x1f] \x1e')' expected\x1ferror: \x1e';' expected\x1f.java:[\x1f] \x1e';' expected\x1ferror: \x1e.java:[\x1f<identifier> expected\x1f] \x1e.java:[\x1f] \x1fexpression\x1fillegal start of \x1e.java:[\x1f] \x1fillegal start of \x1ftype\x1e.java:[\x1f] \x1fnot a statement\x1e.java:[\x1f] \x1freached end of file while parsing\x1e.java:[\x1f] \x1funclosed string literal\x1e<identifier> expected\x1ferror: \x1eerror: \x1fexpression\x1fillegal start of \x1eerror: \x1fillegal start of \x1ftype\x1eerror: \x1fnot a statement\x1eerror: \x1freached end of file while parsing\x1eerror: \x1funclosed string literal\x0a"  # 106
+    b" does not exist\x1fpackage \x1e.kt\x1fe: \x1ecannot be applied to\x1ecannot find symbol\x1eerror: \x1fincompatible types\x1eerror: \x1fmethod\x1fnon-static \x1eerror: \x1ftype mismatch\x1eincompatible types\x1fjava\x1eincompatible types\x1fkt\x1eincompatible types\x1fscala\x1eis not abstract and does not override\x1ejava\x1fmethod\x1fnon-static \x1ejava\x1ftype mismatch\x1ekt\x1fmethod\x1fnon-static \x1ekt\x1ftype mismatch\x1emethod\x1fnon-static \x1fscala\x1emethod does not override\x1emight not have been initialized\x1enon-static \x1fvariable\x1escala\x1ftype mismatch\x1eunreported exception\x1eunresolved reference\x0a"  # 107
+    b" failed\x1f> task :\x1fcompile\x1e:compile\x1fexecution failed for task '\x1ecompilation error\x1ecompilation failed; see the compiler error output\x0a"  # 108
+    b" failed\x1f tests completed, \x1e, failures: \x1ftests run: \x1e:test\x1fexecution failed for task '\x1e> task :\x1ftest failed\x0a"  # 109
+    b" found\x1fspotbugs\x1echeckstyle\x1fviolation\x1echeckstyle violations\x1eerror\x1fktlint\x1eformat violations\x1ektlint\x1fviolation\x1epmd failure\x1espotless\x1fviolations\x0a"  # 110
+    b"gc overhead limit exceeded\x1egradle build daemon disappeared unexpectedly\x1ejava heap space\x1enative thread\x1funable to create \x1ethere is insufficient memory for the java runtime environment\x0a"  # 111
+    b"classnotfoundexception\x1ecompiled by a more recent version of the java runtime\x1ecould not find or load main class\x1enoclassdeffounderror\x1eunsupported class file major version\x1eunsupportedclassversionerror\x0a"  # 112
+    b" release: \x1finvalid \x1fsource\x1e release: \x1finvalid \x1ftarget\x1egradle requires jvm \x1ejava_home is \x1fnot set\x1ejava_home is \x1fset to an invalid directory\x1eno java runtime present\x1eno matching toolchains found\x1eunable to locate a java runtime\x0a"  # 113
+    b"could not find \x1ecould not find artifact\x1efailure to find \x1enon-resolvable parent pom\x1ewas cached in the local repository, resolution will not be reattempted\x0a"  # 114
+    b"could not resolve \x0a"  # 115
+    b"abstractmethoderror\x1earithmeticexception\x1earrayindexoutofboundsexception\x1eclasscastexception\x1econcurrentmodificationexception\x1eillegalargumentexception\x1eillegalstateexception\x1eindexoutofboundsexception\x1ekotlinnullpointerexception\x1enosuchelementexception\x1enosuchfielderror\x1enosuchmethoderror\x1enullpointerexception\x1enumberformatexception\x1estackoverflowerror\x1estringindexoutofboundsexception\x1euninitializedpropertyaccessexception\x1eunsupportedoperationexception\x0a"  # 116
+    b"exception in thread \x22\x0a"  # 117
+    b" passed, \x1ffailed\x1foops: \x1e passed, \x1foops: \x1fpanicked\x1e--- fail: \x1e.go:\x1f: \x1fpanic\x1efail\x0a"  # 118
+    b"', found\x1f.go:\x1f: expected '\x1e.go:\x1f: syntax error:\x1ego: errors parsing go.mod\x1esyntax error: unexpected\x0a"  # 119
+    b".go:\x1f: \x0a"  # 120
+    b"[build failed]\x0a"  # 121
+    b" [running]\x1fgoroutine \x1eindex out of range\x1fruntime error: \x1einteger divide by zero\x1fruntime error: \x1einvalid memory address\x1fruntime error: \x1enil pointer dereference\x1epanic: \x1eruntime error: \x1fslice bounds out of range\x0a"  # 122
+    b"all goroutines are asleep - deadlock\x1efatal error: concurrent map \x1fread and map write\x1efatal error: concurrent map \x1fwrites\x0a"  # 123
+    b" is not in \x1fgoroot\x1fpackage \x1e is not in \x1fpackage \x1fstd\x1e\x22 in any of\x1fcannot find package \x22\x1e: not found\x1fgo: module \x1ego.mod requires go >= \x1emissing go.sum entry\x1eno required module provides package\x1eunknown revision\x0a"  # 124
+    b"error[e\x0a"  # 125
+    b"463]: can't find crate for\x1ferror[e0\x1e514]\x1ferror[e0\x0a"  # 126
+    b"block comment\x1ferror: \x1funterminated \x1edouble quote string\x1ferror: \x1funterminated \x1eerror: \x1fexpected \x1eerror: \x1fmismatched closing delimiter\x1eerror: \x1fraw string\x1funterminated \x1eerror: \x1fthis file contains an unclosed delimiter\x1eerror: \x1funexpected closing delimiter\x0a"  # 127
+    b" stdout ----\x1f---- \x1eerror: test failed, to rerun pass\x1etest result: failed\x0a"  # 128
+    b" due to \x1f previous error\x1fcould not compile `\x1e#[deny(clippy::\x0a"  # 129
+    b" at line \x1fdiff in \x0a"  # 130
+    b"= right` failed\x1fassertion `left \x1eassertion failed\x0a"  # 131
+    b"' panicked at\x1fthread '\x0a"  # 132
+    b" or newer\x1frequires rustc \x1e' is not installed\x1ftoolchain '\x1e` in registry\x1fcould not find `\x1e` not found\x1flinker `\x1ecould not exec the linker\x1ecould not find directory of openssl installation\x1ecould not find system library\x1efailed to select a version for\x1eno matching package named\x0a"  # 133
+    b"failed to run custom build command for\x0a"  # 134
+    b"001\x1ferror cs1\x1e002\x1ferror cs1\x1e003\x1ferror cs1\x1e009\x1ferror cs1\x1e010\x1ferror cs1\x1e012\x1ferror cs1\x1e022\x1ferror cs1\x1e026\x1ferror cs1\x1e031\x1ferror cs1\x1e040\x1ferror cs1\x1e041\x1ferror cs1\x1e513\x1ferror cs1\x1e514\x1ferror cs1\x1e519\x1ferror cs1\x1e525\x1ferror cs1\x1e733\x1ferror cs1\x0a"  # 135
+    b"): error \x1fbc\x1fvb\x1e): error \x1fca\x1fvb\x1e): error \x1fcs\x1e): error \x1ffs\x1e): error \x1fide\x1fvb\x1e): error \x1fsa\x1fvb\x0a"  # 136
+    b" [\x1ffailed \x1fs]\x1efailed!\x1ffailed:\x1efailed: \x1ftotal tests: \x1etest run failed\x0a"  # 137
+    b"charset\x1ferror \x1eerror \x1ffinalnewline\x1eerror \x1fimports\x1eerror \x1fwhitespace\x1efix whitespace formatting\x0a"  # 138
+    b"' for '\x1funable to resolve '\x1enu110\x1eunable to find package\x0a"  # 139
+    b"nu1301\x1eunable to load the service index for source\x0a"  # 140
+    b" was not found\x1f', version '\x1fthe framework '\x1ea compatible .net sdk was not found\x1ecould not load file or assembly\x1eit was not possible to find any compatible framework version\x1emsb4019\x1emsb4236\x1enetsdk1004\x1enetsdk1045\x1eno .net sdks were found\x1eyou must install or update .net to run\x0a"  # 141
+    b"argumentexception\x1eargumentnullexception\x1eargumentoutofrangeexception\x1edividebyzeroexception\x1eformatexception\x1eindexoutofrangeexception\x1einvalidcastexception\x1einvalidoperationexception\x1ekeynotfoundexception\x1enotimplementedexception\x1enotsupportedexception\x1enullreferenceexception\x1eobjectdisposedexception\x0a"  # 142
+    b"unhandled exception.\x0a"  # 143
+    b"' in expression or statement\x1funexpected token '\x1eclosing\x1fmissing \x1eexpression\x1fmissing \x1efunction body\x1fmissing \x1emissing \x1fstatement block\x1emissing ')' in function parameter list\x1emissing closing '\x1eparseexception\x1eparsererror\x1ethe string is missing the terminator\x0a"  # 144
+    b", failed: \x1ftests passed: \x1ebut was:\x1efailed:\x0a"  # 145
+    b"ps\x0a"  # 146
+    b"about_execution_policies\x1eis not digitally signed\x1epssecurityexception\x1erunning scripts is disabled on this system\x1eunauthorizedaccess\x0a"  # 147
+    b"found\x1fnot \x1fowershell\x1efound\x1fnot \x1fwsh\x1einstalled\x1fnot \x1fowershell\x1einstalled\x1fnot \x1fwsh\x0a"  # 148
+    b"' is not recognized\x1fthe term '\x1ecommandnotfoundexception\x0a"  # 149
+    b"' was not loaded because no valid module file was found\x1fthe specified module '\x1emodulenotfound\x1eno match was found for the specified search criteria and module name\x0a"  # 150
+    b"' because it is \x1fan empty\x1fcannot bind argument to parameter '\x1e' because it is \x1fcannot bind argument to parameter '\x1fnull\x1ecannot index into a null array\x1eexception\x1fparameterbinding\x1einvokemethodonnull\x1emethodnotfound\x1epropertynotfoundexception\x1eyou cannot call a method on a null-valued expression\x0a"  # 151
+    b" docker daemon \x1fis \x1frunning?\x1fthe\x1e docker daemon \x1fis \x1frunning?\x1fyour\x1ecannot connect to the docker daemon\x1econnection refused\x1fdial unix \x1fdocker.sock: \x1edial unix \x1fdocker.sock: \x1fno such file or directory\x1edocker_engine: the system cannot find the file specified\x1eopen //./pipe/docker\x0a"  # 152
+    b" not found\x1fimage \x1e not found\x1fmanifest for \x1emanifest unknown\x1eno matching manifest for\x1eno such image\x0a"  # 153
+    b") does not match\x1fimage's platform (\x1edoes not match the detected host platform\x0a"  # 154
+    b"requested access to the resource is denied\x0a"  # 155
+    b"copy failed: \x1ffile not found\x1ecopy failed: \x1fforbidden path\x1ecopy failed: \x1fstat\x1efailed to calculate checksum of ref\x1efailed to compute cache key\x0a"  # 156
+    b"dockerfile parse error\x1eunknown instruction: \x0a"  # 157
+    b" failed\x1fcreate\x1foci runtime \x1e failed\x1fexec\x1foci runtime \x0a"  # 158
+    b"evicted\x1ethe node was low on resource: \x0a"  # 159
+    b" nodes are available\x1ecpu\x1finsufficient \x1edidn't match pod's node affinity\x1eephemeral-storage\x1finsufficient \x1efailedscheduling\x1ehad untolerated taint\x1einsufficient \x1fmemory\x1einsufficient \x1fnvidia.com/gpu\x1einsufficient \x1fpods\x1eunschedulable\x0a"  # 160
+    b"back-off pulling image\x1eerrimageneverpull\x1eerrimagepull\x1efailed to pull image\x1eimagepullbackoff\x1einvalidimagename\x0a"  # 161
+    b"\x22 cannot\x1fis forbidden: user \x22\x1eerror from server (forbidden)\x1eyou must be logged in to the server\x0a"  # 162
+    b"current-context is not set\x1einvalid configuration: no configuration\x1eno configuration has been provided\x1eno context exists with the name\x0a"  # 163
+    b"forbidden: exceeded quota: \x0a"  # 164
+    b"\x22 in version\x1fno matches for kind \x22\x0a"  # 165
+    b"error validating data: \x1estrict decoding error\x1eunknown field \x22\x1evalidationerror(\x0a"  # 166
+    b" not well-formed\x1fjson\x1e not well-formed\x1fyaml\x1e'-' indicator\x1fdid not find expected \x1e<document start>\x1fdid not find expected \x1eblock\x1fcollection\x1fwhile parsing a \x1eblock\x1fmapping\x1fwhile parsing a \x1ecollection\x1fflow\x1fwhile parsing a \x1ecould not find expected\x1fyaml: line \x1ecould not find expected ':'\x1edid not find expected\x1fyaml: line \x1edid not find expected \x1fkey\x1edid not find expected \x1fnode content\x1eerror converting yaml to json: yaml:\x1eerror in your yaml syntax\x1eflow\x1fmapping\x1fwhile parsing a \x1efound character that cannot start\x1fyaml: line \x1efound character that cannot start any token\x1ehere\x1fmapping values are not allowed \x1ein this context\x1fmapping values are not allowed \x1emapping values are not allowed\x1fyaml: line \x1eparsererror\x1fyaml.\x1escannererror\x1fyaml.\x1esyntax error while loading yaml\x1eyaml parse error\x0a"  # 167
+    b"another operation (install/upgrade/rollback) is in progress\x0a"  # 168
+    b"argument or block definition required\x1ferror: \x1eerror: \x1finvalid block definition\x1eerror: \x1finvalid character\x1eerror: \x1finvalid expression\x1eerror: \x1finvalid multi-line string\x1eerror: \x1fmissing item separator\x1eerror: \x1fmissing newline after argument\x1eerror: \x1funclosed configuration block\x1eerror: \x1funterminated template string\x0a"  # 169
+    b"call to unknown function\x1ferror: \x1ecycle: \x1ferror: \x1eduplicate \x1ferror: \x1foutput\x1eduplicate \x1ferror: \x1fresource\x1eduplicate \x1ferror: \x1fvariable\x1eerror: \x1fincorrect attribute value type\x1eerror: \x1finput variable\x1finvalid value for \x1eerror: \x1finput variable\x1freference to undeclared \x1eerror: \x1finvalid count argument\x1eerror: \x1finvalid for_each argument\x1eerror: \x1finvalid function argument\x1eerror: \x1finvalid reference\x1eerror: \x1finvalid value for \x1fmodule argument\x1eerror: \x1flocal value\x1freference to undeclared \x1eerror: \x1fmissing required argument\x1eerror: \x1fmodule\x1freference to undeclared \x1eerror: \x1freference to undeclared \x1fresource\x1eerror: \x1funsupported argument\x1eerror: \x1funsupported attribute\x1eerror: \x1funsupported block type\x0a"  # 170
+    b"backend initialization required\x1ecould not load plugin\x1einconsistent dependency lock file\x1emodule not installed\x1eplease run \x22terraform init\x22\x1eplugin reinitialization required\x1erequired plugins are not installed\x0a"  # 171
+    b"failed to \x1finstall provider\x1efailed to \x1fquery available provider packages\x0a"  # 172
+    b"conditionalcheckfailedexception\x1eerror acquiring the state lock\x1eerror locking state\x0a"  # 173
+    b"failed to refresh cached credentials\x1eno credentials found\x1eno valid credential sources found\x0a"  # 174
+    b"is not set, and has no default value\x1eno value for required variable\x0a"  # 175
+    b"host key is known for\x1fno \x1ehost key verification failed\x1eremote host identification has changed\x0a"  # 176
+    b" for '\x1f' are too open\x1fpermissions \x1e\x22: \x1fbad permissions\x1fload key \x22\x1e\x22: \x1ferror in libcrypto\x1fload key \x22\x1e\x22: \x1finvalid format\x1fload key \x22\x1eunprotected private key file\x0a"  # 177
+    b" for '\x1fcould not read \x1fpassword\x1e for '\x1fcould not read \x1fusername\x1eterminal prompts disabled\x0a"  # 178
+    b"' not found\x1ffatal: repository '\x1emake sure you have the correct access rights\x1erepository not found\x0a"  # 179
+    b"detected dubious ownership in repository\x1enot a git repository\x1esafe.directory\x0a"  # 180
+    b"): \x1fconflict (\x1eautomatic merge failed; fix conflicts\x1eerror: could not apply \x1emerge conflict in\x1eresolve all conflicts manually\x1eyou have unmerged paths\x0a"  # 181
+    b"gh006\x1egh013\x1eprotected branch hook declined\x1eprotected branch update failed\x1epush cannot contain secrets\x1erepository rule violations found\x1eyou are not allowed to push code to protected branches\x0a"  # 182
+    b" (\x1ferror 104\x1e authentication failed\x1fident\x1e authentication failed\x1fpeer\x1e28p01\x1eaccess denied for user\x1eaccess_denied_error\x1fer_\x1eerr invalid password\x1eerror 1142 (\x1einvalidpassword\x1eno pg_hba.conf entry for\x1enoauth\x1enoperm\x1epassword authentication failed for user\x1esasl authentication failed\x1ewrongpass\x0a"  # 183
+    b" \x22\x1f\x22 does not exist\x1fdatabase\x1e \x22\x1f\x22 does not exist\x1frole\x1e\x22 is not available\x1fextension \x22\x1e3d000\x1eer_bad_db_error\x1einvalidcatalogname\x1eunknown database '\x0a"  # 184
+    b" failed\x1fconnection to server at \x22\x1e53300\x1e57p0\x1eadminshutdown\x1ecannotconnectnow\x1ecould not receive data from server\x1ein recovery mode\x1fthe database system is \x1eis the server running\x1enot yet accepting connections\x1fthe database system is \x1eremaining connection slots are reserved\x1eshutting down\x1fthe database system is \x1esorry, too many clients already\x1essl connection has been closed unexpectedly\x1essl syscall error: eof detected\x1estarting up\x1fthe database system is \x1eterminating connection due to administrator command\x1etoo many connections\x0a"  # 185
+    b" (\x1f02\x1ferror 20\x1e (\x1f03\x1ferror 20\x1e (\x1f06\x1ferror 20\x1e (\x1f13\x1ferror 20\x1ecan't connect to \x1fmysql server\x1eer_con_count_error\x1elost connection to mysql server\x1emysql server has gone away\x1eprotocol_connection_lost\x0a"  # 186
+    b" connecting to \x1ferror \x1ebusy redis is busy\x1eclusterdown\x1eloading redis is loading\x1emasterdown\x1emax number of clients reached\x1ereadonly you can't write against a read only replica\x1etryagain\x0a"  # 187
+    b"misconf\x1eoom command not allowed when used memory\x0a"  # 188
+    b"\x22: syntax error\x1fnear \x22\x1e42601\x1eer_parse_error\x1eincomplete input\x1esyntax error at or near\x1eyou have an error in your sql syntax\x0a"  # 189
+    b"\x22 \x1fcolumn \x22\x1fdoes not exist\x1e42703\x1eer_bad_field_error\x1eno such column: \x1eundefinedcolumn\x1eunknown column '\x0a"  # 190
+    b"\x22 does not exist\x1frelation \x22\x1e' doesn't exist\x1ftable '\x1e42p01\x1eer_no_such_table\x1eno such table: \x1eundefinedtable\x0a"  # 191
+    b" constraint\x1fcheck\x1fviolates \x1e constraint\x1fforeign key\x1fviolates \x1e constraint\x1fnot-null\x1fviolates \x1e constraint\x1funique\x1fviolates \x1e' for key\x1fduplicate entry '\x1e2350\x1eduplicate key value\x1eer_dup_entry\x1eforeign key constraint failed\x1eintegrityerror\x1enot null constraint failed\x1eunique constraint failed\x1euniqueviolation\x0a"  # 192
+    b"cantopen\x1fsqlite_\x1ecorrupt\x1fsqlite_\x1edatabase disk image is malformed\x1edisk i/o error\x1efull\x1fsqlite_\x1ereadonly\x1fsqlite_\x1esqlite_ioerr\x1eunable to open database file\x0a"  # 193
+    b"err unknown command\x1eerr wrong number of arguments\x1ewrongtype\x0a"  # 194
+    b"bandwidthlimitexceeded\x1eec2throttledexception\x1elimitexceededexception\x1eprovisionedthroughputexceededexception\x1erequestlimitexceeded\x1erequestthrottled\x1erequestthrottledexception\x1eslowdown\x1ethrottledexception\x1ethrottling\x1ethrottlingexception\x0a"  # 195
+    b"authfailure\x1eexpired\x1fsecurity token included in the request is \x1eexpiredtoken\x1eexpiredtokenexception\x1eincompletesignature\x1einvalid\x1fsecurity token included in the request is \x1einvalidaccesskeyid\x1einvalidclienttokenid\x1einvalidsignatureexception\x1einvalidtoken\x1emissingauthenticationtoken\x1enotauthorizedexception\x1esignaturedoesnotmatch\x1esso session associated with this profile has expired\x1ethe aws access key id you provided does not exist\x1etoken has expired and refresh failed\x1eunauthorizedoperation\x1eunrecognizedclientexception\x0a"  # 196
+    b"is not authorized to perform\x1ewith an explicit deny\x0a"  # 197
+    b") could not be found\x1fthe config profile (\x1ecould not load credentials from any providers\x1ecredentialsprovidererror\x1efailed to retrieve credentials\x1emissing credentials in config\x1eno ec2 imds role found\x1enoauthhandlerfound\x1enocredentialproviders\x1enocredentialserror\x1enoregionerror\x1eprofilenotfound\x1eunable to load sdk config\x1eunable to locate credentials\x1eyou must specify a region\x0a"  # 198
+    b" than your current\x1finstances\x1fyou have requested more \x1e than your current\x1fvcpu capacity\x1fyou have requested more \x1eaddresslimitexceeded\x1einstancelimitexceeded\x1eservicequotaexceededexception\x1etoomanybuckets\x1evcpulimitexceeded\x1evpclimitexceeded\x0a"  # 199
+    b"could not connect to the endpoint url\x1einsufficientinstancecapacity\x1einternalerror\x1einternalfailure\x1epriorrequestnotcomplete\x1eserviceunavailable\x0a"  # 200
+    b" is now earlier than\x1fsignature expired: \x1eclock skew\x1erequesttimetooskewed\x0a"  # 201
+    b"nosuchbucket\x1enosuchentity\x1eparameternotfound\x1eresourcenotfoundexception\x0a"  # 202
+    b"invalidparameterexception\x1einvalidparametervalue\x1emalformedpolicydocument\x1emissingparameter\x1evalidationerror\x1evalidationexception\x0a"  # 203
+    b"access_token_scope_insufficient\x1eapi key expired\x1eapi key not valid\x1eapi_key_invalid\x1eiam_permission_denied\x1einvalid_grant\x1ereauthentication failed\x1erequest had insufficient authentication scopes\x1erequest had invalid authentication credentials\x1ethe caller does not have permission\x1etoken has been expired or revoked\x1eunauthenticated\x0a"  # 204
+    b" not been set up\x1fefault \x1fpplication \x1fredentials ha\x1ecould not automatically determine credentials\x1edefaultcredentialserror\x1edoes not exist\x1fgoogle_application_credentials\x1egoogle_application_credentials\x1fnot found\x1egoogle_application_credentials\x1fnot set\x1eyou do not currently have an active account selected\x1eyour default credentials were not found\x0a"  # 205
+    b" exceed\x1f quota limit\x1fquota metric\x1e' and limit '\x1fquota exceeded for quota metric '\x1e' exceeded.\x1flimit: \x1fquota '\x0a"  # 206
+    b" before or it is disabled\x1fhas not been used in project \x1e] not enabled\x1fapi [\x1eaccessnotconfigured\x1eservice_disabled\x0a"  # 207
+    b"backenderror\x1edoes not have enough resources available to fulfill the request\x1eunavailable\x1ezone_resource_pool_exhausted\x0a"  # 208
+    b"aadsts\x1eauthenticationfailed\x1eauthorizationfailed\x1eauthorizationpermissionmismatch\x1eclientauthenticationerror\x1edoes not have authorization to perform action\x1eexpiredauthenticationtoken\x1einvalidauthenticationtoken\x1einvalidauthenticationtokentenant\x1ekeybasedauthenticationnotpermitted\x1elinkedauthorizationfailed\x1erequestdisallowedbypolicy\x0a"  # 209
+    b"credentialunavailableerror\x1edefaultazurecredential failed to retrieve a token\x1eenvironmentcredential authentication unavailable\x1emanagedidentitycredential authentication unavailable\x1eno subscription found\x1eplease run 'az login' to setup account\x0a"  # 210
+    b"exceeding approved \x1fquota\x1equotaexceeded\x0a"  # 211
+    b"anotheroperationinprogress\x1eoperationpreempted\x1eretryableerror\x1eserverbusy\x0a"  # 212
+    b"containernotfound\x1emissingsubscriptionregistration\x1eresourcegroupnotfound\x1eskunotavailable\x1estorageaccountnotfound\x1esubscriptionnotfound\x0a"  # 213
+    b" to create or update workflow\x1fgithub app\x1frefusing to allow a\x1e to create or update workflow\x1foauth app\x1frefusing to allow a\x1e to create or update workflow\x1fpersonal access token\x1frefusing to allow a\x1ebad credentials\x1egh007\x1ehas not been granted the required scopes\x1ehttp basic: access denied\x1emust have admin rights\x1erequires authentication\x1eresource not accessible by integration\x1esupport for password authentication was removed\x0a"  # 214
+    b"error: preparation failed\x1ejob failed (system failure)\x1elost communication with the server\x1erunner has received a shutdown signal\x1erunner is not responding\x1ethe job was not acquired by runner\x1ethe operation was canceled.\x0a"  # 215
+    b"invalid workflow file\x1ethe workflow is not valid\x1eunable to resolve action\x1eunrecognized named-value\x0a"  # 216
+    b" not \x1fgithub_token \x1fis\x1fprovided\x1e not \x1fgithub_token \x1fis\x1fset\x1e not \x1fgithub_token \x1fprovided\x1fwas\x1e not \x1fgithub_token \x1fset\x1fwas\x1einput required and not supplied: \x0a"  # 217
+    b"no runner matching the specified labels\x1ethe project doesn't have any runners\x1fthis job is stuck because \x1ethis job is stuck because \x1fyou don't have any active runners\x0a"  # 218
+    b"account_deactivated\x1eauthentication_error\x1eauthenticationerror\x1egated repo\x1eincorrect api key provided\x1einvalid x-api-key\x1einvalid_api_key\x1epermission_error\x1epermissiondeniederror\x0a"  # 219
+    b"_api_key\x1fdid not find \x1eapi_key client option must be set\x1ecould not resolve authentication method\x1eexpected either api_key or auth_token to be set\x1efound\x1fno api key \x1emissingapikeyerror\x1eno api key \x1fprovided\x0a"  # 220
+    b" rate limit\x1fcall\x1fexceeded \x1e rate limit\x1fexceeded \x1ftoken\x1erate limit reached for\x0a"  # 221
+    b" tokens\x1fmaximum context length is \x1econtext_length_exceeded\x1eexceed context limit\x1eexceeds the maximum \x1ftokens\x1eprompt is too long\x1estring_above_max_length\x0a"  # 222
+    b"api_error\x1einternalservererror\x1eserviceunavailableerror\x1ethe server had an error while processing your request\x0a"  # 223
+    b"' not found, try pulling it first\x1fmodel '\x1e` does not exist\x1fthe model `\x1eis not a valid model identifier\x1emodel_not_found\x0a"  # 224
+    b"content management policy\x1econtent_policy_violation\x1eresponsibleaipolicyviolation\x0a"  # 225
+    b"badrequesterror\x1einvalid_request_error\x0a"  # 226
+    b"cublas_status_alloc_failed\x1ecuda error: out of memory\x1ecuda out of memory\x1ecudaerrormemoryallocation\x1ecudamalloc failed\x1ecudnn_status_alloc_failed\x1ehip out of memory\x1emps backend out of memory\x1eoom when allocating tensor\x1eout of memory on device\x1eoutofmemoryerror: cuda\x1eresourceexhaustederror\x0a"  # 227
+    b" error\x1finitialization\x1fnvidia-container-cli: \x1e error\x1fnvidia-container-cli: \x1frequirement\x1e\x22 with capabilities: [[gpu]]\x1fcould not select device driver \x22\x1ecannot initialize cuda without aten_cuda library\x1ecouldn't communicate with the nvidia driver\x1ecuda driver version is insufficient\x1ecuda_error_no_device\x1ecudaerrorinsufficientdriver\x1ecudaerrornodevice\x1efailed call to cuinit\x1efailed to initialize nvml\x1efound no nvidia driver\x1elibcuda.so.1: cannot open shared object file\x1eno cuda gpus are available\x1eno cuda-capable device is detected\x1eno kernel image is available for execution on the device\x1envidia driver on your system is too old\x1envidia-smi has failed\x1envml: driver/library version mismatch\x1etorch not compiled with cuda enabled\x1eunknown or invalid runtime name: nvidia\x0a"  # 228
+    b"are busy or unavailable\x1fcuda-capable device\x1ecudaerrordevicesunavailable\x0a"  # 229
+    b"an illegal memory access was encountered\x1ecublas_status_execution_failed\x1ecudaerrorillegaladdress\x1edevice-side assert triggered\x1emisaligned address\x0a"  # 230
+    b"nccl_timeout\x1ewatchdog caught collective operation timeout\x0a"  # 231
+    b": \x0a"  # 232
+    b" failure(s), \x1f warning(s)\x1ffailed: \x1erule violation summary\x0a"  # 233
+    b" at \x1fconditions\x1e at \x1fmappings\x1e at \x1fmetadata\x1e at \x1foutputs\x1e at \x1fparameters\x1e at \x1fresources\x1e at \x1frules\x1e at \x1ftransform\x1e[cfn-lint] \x0a"  # 234
+    b"template invalid!\x0a"  # 235
+    b" failed\x1f-test\x1fpod \x1efailed\x1fphase:\x0a"  # 236
+    b" (loaderror)\x1fcannot load such file -- \x1e(loaderror)\x0a"  # 237
+    b"bundler::gemnotfound\x1ecould not find gem '\x0a"  # 238
+    b" example\x1f failure\x1f, \x0a"  # 239
+    b" detected\x1f file\x1f inspected, \x1f offense\x0a"  # 240
+    b" bytes exhausted\x1fallowed memory size of \x0a"  # 241
+    b"your requirements could not be resolved to an installable set of packages\x0a"  # 242
+    b"packagesnotfounderror\x1eresolvepackagenotfound\x1eunsatisfiableerror\x0a"  # 243
+    b"' in scope\x1ferror: cannot find \x0a"  # 244
+    b"** (\x1fmismatcheddelimitererror\x1e** (\x1fsyntaxerror\x1e** (\x1ftokenmissingerror\x0a"  # 245
+    b"** (\x1fcompileerror\x1e** (\x1fundefinedfunctionerror\x0a"  # 246
+    b"access_refused\x0a"  # 247
+    b" minutes\x1fran longer than the maximum time of \x1eexceeded the maximum allowed time of \x0a"  # 248
+    b"hip_error_outofmemory\x1ehiperroroutofmemory\x0a"  # 249
+    b" failed\x0a"  # 250
+    b"ambiguous type variable\x1ecould not deduce \x1ecouldn't match \x1fexpected type\x1ecouldn't match \x1fkind\x1ecouldn't match \x1ftype\x1eno instance for \x1enot in scope: \x1evariable not in scope:\x0a"  # 251
+    b"(possibly incorrect indentation\x1fparse error \x1e: error\x1fhs:\x1fparse error\x1eon input\x1fparse error \x0a"  # 252
+    b" is not a member of\x1f.s\x1f: \x1fbt\x1fvalue \x1e is not a member of\x1f.s\x1f: \x1fcala\x1fvalue \x1e needs \x1f.s\x1f: \x1fbt\x1fmethod\x1frecursive \x1ftype\x1e needs \x1f.s\x1f: \x1fbt\x1frecursive \x1ftype\x1fvalue\x1e needs \x1f.s\x1f: \x1fcala\x1fmethod\x1frecursive \x1ftype\x1e needs \x1f.s\x1f: \x1fcala\x1frecursive \x1ftype\x1fvalue\x1e.s\x1f: \x1fambiguous reference to overloaded definition\x1fbt\x1e.s\x1f: \x1fambiguous reference to overloaded definition\x1fcala\x1e.s\x1f: \x1fbt\x1fcould not find implicit value\x1e.s\x1f: \x1fbt\x1fmissing argument list\x1e.s\x1f: \x1fbt\x1ftoo many arguments\x1e.s\x1f: \x1fbt\x1ftype mismatch;\x1e.s\x1f: \x1fcala\x1fcould not find implicit value\x1e.s\x1f: \x1fcala\x1fmissing argument list\x1e.s\x1f: \x1fcala\x1ftoo many arguments\x1e.s\x1f: \x1fcala\x1ftype mismatch;\x1e.s\x1fbt\x1fnot found: \x1fobject\x1e.s\x1fbt\x1fnot found: \x1ftype\x1e.s\x1fbt\x1fnot found: \x1fvalue\x1e.s\x1fcala\x1fnot found: \x1fobject\x1e.s\x1fcala\x1fnot found: \x1ftype\x1e.s\x1fcala\x1fnot found: \x1fvalue\x0a"  # 253
+    b".dart:\x1f: error: \x0a"  # 254
+    b".dart:\x1f: error: \x1fcan't find '\x1e.dart:\x1f: error: \x1fexpected \x1e.dart:\x1f: error: \x1funexpected token\x0a"  # 255
+    b"error \x0a"  # 256
+    b" [\x1f] is required but does not seem to be installed\x1fpackage \x1e not found in current path\x1fmodule\x1e not found in current path\x1fpackage\x0a"  # 257
+    b".pm in @inc\x1fcan't locate \x0a"  # 258
+    b" but found\x1f[error]\x1fexpected \x1e but found\x1ferror:\x1fexpected \x1e[error]\x1fregular expression\x1funterminated \x1e[error]\x1fstring\x1funterminated \x1e[error]\x1fstring literal\x1funterminated \x1e[error]\x1ftemplate literal\x1funterminated \x1e[error]\x1funexpected \x22\x1e[error]\x1funexpected end of file\x1eerror:\x1fregular expression\x1funterminated \x1eerror:\x1fstring\x1funterminated \x1eerror:\x1fstring literal\x1funterminated \x1eerror:\x1ftemplate literal\x1funterminated \x1eerror:\x1funexpected \x22\x1eerror:\x1funexpected end of file\x0a"  # 259
     b"rollup failed to resolve import \x22\x0a"  # 260
-    b" dl\x0a"  # 261
-    b" line \x1fin \x1e: \x1f[sc\x1ferror\x1e: \x1f[sc\x1fnote\x1e: \x1f[sc\x1fwarning\x1eshellcheck.net/wiki/sc\x0a"  # 262
-    b"error: missing binary: \x1emissing prebuilt package for '\x0a"  # 263
-    b" not found\x1fependency \x0a"  # 264
-    b"could not find python interpreter with spec\x1einterpreternotfound\x0a"  # 265
-    b"could not find a version that matches\x0a"  # 266
-    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1eavailable\x1ebrokenpipe\x1ecaused by: \x1eclient_exceptions\x1econnect\x1ferrors\x1econnect\x1fexc\x1econnect\x1fftplib\x1econnect\x1fimaplib\x1econnect\x1fpoplib\x1econnect\x1fsmtplib\x1edisconnected\x1eerrorfactory\x1eexception\x1eexceptions\x1ehostdown\x1enetworkerror\x1essh_exception\x1eunavailable\x1eunreachable\x0a"  # 267
-    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1ecaused by: \x1fout\x1ftimed\x1ecaused by: \x1ftimeout\x1eclient_exceptions\x1edeadlineexceeded\x1eerrorfactory\x1eerrors\x1fout\x1ftimed\x1eerrors\x1ftimeout\x1eexc\x1fout\x1ftimed\x1eexc\x1ftimeout\x1eexception\x1fout\x1ftimed\x1eexception\x1ftimeout\x1eexceptions\x1fout\x1ftimed\x1eexceptions\x1ftimeout\x1eftplib\x1fout\x1ftimed\x1eftplib\x1ftimeout\x1eimaplib\x1fout\x1ftimed\x1eimaplib\x1ftimeout\x1eout\x1fpoplib\x1ftimed\x1eout\x1fsmtplib\x1ftimed\x1epoplib\x1ftimeout\x1esmtplib\x1ftimeout\x1essh_exception\x0a"  # 268
-    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1ecaused by: \x1eclient_exceptions\x1eerrorfactory\x1eerrors\x1fratelimit\x1eerrors\x1fthrottl\x1eexc\x1fratelimit\x1eexc\x1fthrottl\x1eexception\x1fratelimit\x1eexception\x1fthrottl\x1eexceptions\x1eftplib\x1fratelimit\x1eftplib\x1fthrottl\x1eimaplib\x1fratelimit\x1eimaplib\x1fthrottl\x1epoplib\x1fratelimit\x1epoplib\x1fthrottl\x1erate_limit\x1eratelimit\x1fsmtplib\x1esmtplib\x1fthrottl\x1essh_exception\x1etoo_many_requests\x1etoomanyrequests\x0a"  # 269
-    b"\x0a"  # 270
-    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1eapikeymissing\x1ecaused by: \x1eclient_exceptions\x1ecredential\x1fnotfound\x1ecredentialunavailable\x1edefaultcredentials\x1eerrorfactory\x1eerrors\x1fnoapikey\x1eexc\x1fnoapikey\x1eexception\x1fnoapikey\x1eexceptions\x1fnoapikey\x1eftplib\x1fnoapikey\x1eimaplib\x1fnoapikey\x1emissingapikey\x1emissingcredential\x1emissingtoken\x1enoapikey\x1fpoplib\x1enoapikey\x1fsmtplib\x1enoauthtoken\x1enocredential\x1essh_exception\x1etokennotfound\x0a"  # 271
-    b"auth\x1fdenied\x1eauthentication\x1ebad\x1flogin\x1ebad\x1fuser\x1ebind\x1fdenied\x1ecredential\x1edenied\x1fin\x1fsign\x1edenied\x1flog-in\x1edenied\x1flogin\x1edenied\x1flogon\x1eincorrect\x1einvalid\x1flogin\x1einvalid\x1fuser\x1elogin\x1fwrong\x1enot accepted\x1enot successful\x1epassphrase\x1epassword\x1erefused\x1erejected\x1eunsuccessful\x1euser\x1fwrong\x0a"  # 272
-    b"1017\x1fora-\x1e5.7.\x1f535\x1e530\x1flogin\x1e530\x1fnot logged in\x1e530\x1fuser\x1eauthenticationfailed\x1ecredentials\x1finvalid\x1einvalid_auth\x1enot_authed\x0a"  # 273
-    b"1017\x1fora-\x1e5.7.\x1f535\x1e530\x1fnot logged in\x1eauthentication\x1eauthenticationfailed\x1ebad\x1fuser\x1econnect\x1ecredential\x1edenied\x1eerror\x1fuser\x1eexception\x1efailure\x1eincorrect\x1einvalid\x1einvalid_auth\x1elogin\x1enot accepted\x1enot successful\x1enot_authed\x1epassphrase\x1epassword\x1erefused\x1erejected\x1eunsuccessful\x0a"  # 274
-    b"api\x1ffound\x1fkey\x1eapi\x1fgiven\x1fkey\x1eapi\x1fkey\x1fmissing\x1eapi\x1fkey\x1fpresent\x1eapi\x1fkey\x1fset\x1eavailable\x1fno \x1econfigured\x1ecredential\x1efound\x1fsecret\x1efound\x1ftoken\x1egiven\x1fsecret\x1egiven\x1ftoken\x1emissing\x1fsecret\x1emissing\x1ftoken\x1emissing \x1eno \x1fsupplied\x1enot \x1fsupplied\x1epassword\x1epresent\x1fsecret\x1epresent\x1ftoken\x1eprovided\x1esecret\x1fset\x1eset\x1ftoken\x1especified\x0a"  # 275
+    b"rollup failed to resolve import \x22\x0a"  # 261
+    b" dl\x0a"  # 262
+    b" line \x1fin \x1e: \x1f[sc\x1ferror\x1e: \x1f[sc\x1fnote\x1e: \x1f[sc\x1fwarning\x1eshellcheck.net/wiki/sc\x0a"  # 263
+    b"error: missing binary: \x1emissing prebuilt package for '\x0a"  # 264
+    b" not found\x1fependency \x0a"  # 265
+    b"could not find python interpreter with spec\x1einterpreternotfound\x0a"  # 266
+    b"could not find a version that matches\x0a"  # 267
+    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1eavailable\x1ebrokenpipe\x1ecaused by: \x1eclient_exceptions\x1econnect\x1ferrors\x1econnect\x1fexc\x1econnect\x1fftplib\x1econnect\x1fimaplib\x1econnect\x1fpoplib\x1econnect\x1fsmtplib\x1edisconnected\x1eerrorfactory\x1eexception\x1eexceptions\x1ehostdown\x1enetworkerror\x1essh_exception\x1eunavailable\x1eunreachable\x0a"  # 268
+    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1ecaused by: \x1fout\x1ftimed\x1ecaused by: \x1ftimeout\x1eclient_exceptions\x1edeadlineexceeded\x1eerrorfactory\x1eerrors\x1fout\x1ftimed\x1eerrors\x1ftimeout\x1eexc\x1fout\x1ftimed\x1eexc\x1ftimeout\x1eexception\x1fout\x1ftimed\x1eexception\x1ftimeout\x1eexceptions\x1fout\x1ftimed\x1eexceptions\x1ftimeout\x1eftplib\x1fout\x1ftimed\x1eftplib\x1ftimeout\x1eimaplib\x1fout\x1ftimed\x1eimaplib\x1ftimeout\x1eout\x1fpoplib\x1ftimed\x1eout\x1fsmtplib\x1ftimed\x1epoplib\x1ftimeout\x1esmtplib\x1ftimeout\x1essh_exception\x0a"  # 269
+    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1ecaused by: \x1eclient_exceptions\x1eerrorfactory\x1eerrors\x1fratelimit\x1eerrors\x1fthrottl\x1eexc\x1fratelimit\x1eexc\x1fthrottl\x1eexception\x1fratelimit\x1eexception\x1fthrottl\x1eexceptions\x1eftplib\x1fratelimit\x1eftplib\x1fthrottl\x1eimaplib\x1fratelimit\x1eimaplib\x1fthrottl\x1epoplib\x1fratelimit\x1epoplib\x1fthrottl\x1erate_limit\x1eratelimit\x1fsmtplib\x1esmtplib\x1fthrottl\x1essh_exception\x1etoo_many_requests\x1etoomanyrequests\x0a"  # 270
+    b"\x0a"  # 271
+    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1eapikeymissing\x1ecaused by: \x1eclient_exceptions\x1ecredential\x1fnotfound\x1ecredentialunavailable\x1edefaultcredentials\x1eerrorfactory\x1eerrors\x1fnoapikey\x1eexc\x1fnoapikey\x1eexception\x1fnoapikey\x1eexceptions\x1fnoapikey\x1eftplib\x1fnoapikey\x1eimaplib\x1fnoapikey\x1emissingapikey\x1emissingcredential\x1emissingtoken\x1enoapikey\x1fpoplib\x1enoapikey\x1fsmtplib\x1enoauthtoken\x1enocredential\x1essh_exception\x1etokennotfound\x0a"  # 272
+    b"auth\x1fdenied\x1eauthentication\x1ebad\x1flogin\x1ebad\x1fuser\x1ebind\x1fdenied\x1ecredential\x1edenied\x1fin\x1fsign\x1edenied\x1flog-in\x1edenied\x1flogin\x1edenied\x1flogon\x1eincorrect\x1einvalid\x1flogin\x1einvalid\x1fuser\x1elogin\x1fwrong\x1enot accepted\x1enot successful\x1epassphrase\x1epassword\x1erefused\x1erejected\x1eunsuccessful\x1euser\x1fwrong\x0a"  # 273
+    b"1017\x1fora-\x1e5.7.\x1f535\x1e530\x1flogin\x1e530\x1fnot logged in\x1e530\x1fuser\x1eauthenticationfailed\x1ecredentials\x1finvalid\x1einvalid_auth\x1enot_authed\x0a"  # 274
+    b"1017\x1fora-\x1e5.7.\x1f535\x1e530\x1fnot logged in\x1eauthentication\x1eauthenticationfailed\x1ebad\x1fuser\x1econnect\x1ecredential\x1edenied\x1eerror\x1fuser\x1eexception\x1efailure\x1eincorrect\x1einvalid\x1einvalid_auth\x1elogin\x1enot accepted\x1enot successful\x1enot_authed\x1epassphrase\x1epassword\x1erefused\x1erejected\x1eunsuccessful\x0a"  # 275
+    b"api\x1ffound\x1fkey\x1eapi\x1fgiven\x1fkey\x1eapi\x1fkey\x1fmissing\x1eapi\x1fkey\x1fpresent\x1eapi\x1fkey\x1fset\x1eavailable\x1fno \x1econfigured\x1ecredential\x1efound\x1fsecret\x1efound\x1ftoken\x1egiven\x1fsecret\x1egiven\x1ftoken\x1emissing\x1fsecret\x1emissing\x1ftoken\x1emissing \x1eno \x1fsupplied\x1enot \x1fsupplied\x1epassword\x1epresent\x1fsecret\x1epresent\x1ftoken\x1eprovided\x1esecret\x1fset\x1eset\x1ftoken\x1especified\x0a"  # 276
 )

@@ -115,11 +115,20 @@ RULES: dict[str, tuple[Row, ...]] = {
             r"closed\b|\bcould not be established\. (?:Broker|Node) may not be available\b"
             # libcurl's error strings (lib/strerror.c), which git, cmake, vcpkg and R print
             r"|\bFailure when receiving data from the peer\b|\bFailed sending data to the peer\b"
-            r"|\bServer returned nothing \(no headers, no data\)|\bTransferred a partial file\b"
-            # a server that could not be reached (Prisma P1001 `Can't reach database server`)
-            r"|\b(?:can(?:no|')t|could not|couldn't|unable to|failed to) (?:reach|connect)\b"
-            r"|\berror (?:while )?connecting to\b",
+            r"|\bServer returned nothing \(no headers, no data\)|\bTransferred a partial file\b",
             "curl: (7) Failed to connect to localhost port 8080: Connection refused",
+        ),
+        (
+            # a server that could not be reached (Prisma P1001 `Can't reach database server`);
+            # a row of its own, so its prefilter words are the ones it needs
+            "server unreachable",
+            GENERIC,
+            UNKNOWN,
+            T,
+            "reach connect connecting",
+            r"(?i)\b(?:cannot|can't|could not|couldn't|unable to|failed to) (?:reach|connect)\b"
+            r"|\berror (?:while )?connecting to\b",
+            "Error: P1001: Can't reach database server at `db`:`5432`",
         ),
         (
             "named connection error",
