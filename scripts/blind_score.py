@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "src"))
 
-from incidents.classify import classify  # noqa: E402
+from incidents.classify import classify
 
 # the ecosystems issue 16 names, by the tool folder a blind file sits in
 ECOSYSTEMS = {
