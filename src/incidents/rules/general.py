@@ -39,7 +39,9 @@ RULES: dict[str, tuple[Row, ...]] = {
             r"|\bexpired (?:token|credentials)\b|\bbad credentials\b|\bnot authori[sz]ed\b"
             r"|\bunauthori[sz]ed\b|\baccess denied\b|\b(?:invalid|incorrect) (?:username or "
             r"(?:password|token)|password)\b|\blogin failed\b|\bmust be logged in\b"
-            r"|\bunauthenticated\b",
+            # not terraform's `- Installed hashicorp/oci v6.13.0 (unauthenticated)`: a package
+            # installed without a signature check, a success line (`Installed %s v%s (%s%s)`)
+            r"|(?<!\()\bunauthenticated\b|\bunauthenticated\b(?!\))",
             "fatal: Authentication failed for 'https://github.com/o/r.git/'",
         ),
         (

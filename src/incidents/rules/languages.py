@@ -421,6 +421,18 @@ RULES: dict[str, tuple[Row, ...]] = {
             "node:internal/process/promises:288 triggerUncaughtException",
         ),
         (
+            # node's ERR_REQUIRE_ESM (`require() of ES Module %s not supported.`, older `Must use
+            # import to load ES Module`): the calling code must use import(), a code change
+            "require of ES module",
+            NAMED,
+            UNKNOWN,
+            C,
+            "err_require_esm require import",
+            r"\bERR_REQUIRE_ESM\b|\brequire\(\) of ES Module\b|\bMust use import to load ES Module\b",
+            "Error [ERR_REQUIRE_ESM]: require() of ES Module /app/node_modules/chalk/index.js not"
+            " supported.",
+        ),
+        (
             "address in use",
             NAMED,
             UNKNOWN,
@@ -448,7 +460,10 @@ RULES: dict[str, tuple[Row, ...]] = {
             C,
             words_of(_TS_CODES, "ts") + " ts tsx mts cts js jsx vue",
             r"\.(?:[cm]?tsx?|jsx?|vue)(?:\(\d+,\d+\)|:\d+:\d+)(?::| -) error TS\d{4,5}\b|"
-            + any_of(_TS_CODES, "error TS"),
+            + any_of(_TS_CODES, "error TS")
+            # the loaders (ts-loader `[tsl] ERROR`, awesome-typescript-loader `[at-loader]`,
+            # fork-ts-checker) print the code without tsc's `error ` before it
+            + "|" + any_of(_TS_CODES, "TS") + ": ",
             "src/app.ts(8,7): error TS2322: Type 'string' is not assignable to type 'number'.",
         ),
     ),
