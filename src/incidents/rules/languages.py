@@ -421,6 +421,18 @@ RULES: dict[str, tuple[Row, ...]] = {
             "node:internal/process/promises:288 triggerUncaughtException",
         ),
         (
+            # npm's usage errors (`npm ERR! code EUSAGE`), `npm ci` without a lock file above all
+            # (`The \`npm ci\` command can only install with an existing package-lock.json`):
+            # the repository's files or its CI command, not the machine
+            "npm usage error",
+            NAMED,
+            UNKNOWN,
+            C,
+            "eusage install",
+            r"\bcode EUSAGE\b|\bcan only install with an existing package-lock\.json\b",
+            "npm ERR! code EUSAGE",
+        ),
+        (
             # node's ERR_REQUIRE_ESM (`require() of ES Module %s not supported.`, older `Must use
             # import to load ES Module`): the calling code must use import(), a code change
             "require of ES module",

@@ -68,6 +68,17 @@ RULES: dict[str, tuple[Row, ...]] = {
             "Program.cs(8,13): error CS0103: The name 'cout' does not exist in the current context",
         ),
         (
+            # the test frameworks' assertion messages: MSTest `Assert.AreEqual failed.
+            # Expected:<1>. Actual:<2>.`, xUnit `Assert.Equal() Failure`
+            "dotnet assertion failed",
+            VERDICT,
+            TEST,
+            C,
+            "assert",
+            r"\bAssert\.\w+ failed\. |\bAssert\.\w+\(\) Failure\b",
+            "Assert.AreEqual failed. Expected:<1>. Actual:<2>.",
+        ),
+        (
             "dotnet test failed",
             VERDICT,
             TEST,

@@ -36,6 +36,18 @@ RULES: dict[str, tuple[Row, ...]] = {
             " daemon running?",
         ),
         (
+            # the daemon's `Conflict. The container name %q is already in use by container %q.
+            # You have to remove (or rename) that container`: a container to free (env)
+            "container name in use",
+            NAMED,
+            UNKNOWN,
+            E,
+            "container",
+            r"The container name \S+ is already in use by container\b",
+            'docker: Error response from daemon: Conflict. The container name "/web" is already'
+            ' in use by container "4a5a".',
+        ),
+        (
             "image not found",
             GENERIC,
             UNKNOWN,

@@ -11,11 +11,13 @@ from incidents.rules import (
     REFINED,
     SYNTAX,
     TEST,
+    TIMEOUT,
     UNKNOWN,
     VERDICT,
     C,
     E,
     Row,
+    T,
     any_of,
     words_of,
 )
@@ -308,6 +310,17 @@ RULES: dict[str, tuple[Row, ...]] = {
             r"bounds out of range|integer divide by zero)|\bnil pointer dereference\b|\bgoroutine \d+"
             r" \[running\]",
             "panic: runtime error: invalid memory address or nil pointer dereference",
+        ),
+        (
+            # the testing package's alarm (`panic(fmt.Sprintf("test timed out after %v", d))`):
+            # a time limit reached, not a panic of the code
+            "go test timed out",
+            REFINED,
+            TIMEOUT,
+            T,
+            "timed",
+            r"(?m)^panic: test timed out after \d",
+            "panic: test timed out after 10m0s",
         ),
         (
             "go fatal deadlock",
