@@ -34,270 +34,270 @@ ECOSYSTEMS: tuple[tuple[str, str, int, str, tuple[int, ...]], ...] = (
     ("dotnet", "microsoft", 138, "cs1001 cs1002 cs1003 cs1009 cs1010 cs1012 cs1022 cs1026 cs1031 cs1040 cs1041 cs1513 cs1514 cs1519 cs1525 cs1733|cs vb fs|assert|failed|whitespace finalnewline charset imports formatting|nu1101 nu1102 nu1103 nu1100 unable|nu1301 index|netsdk1045 netsdk1004 msb4236 msb4019 compatible framework possible install sdks assembly|nullreferenceexception invalidoperationexception argumentnullexception argumentoutofrangeexception argumentexception indexoutofrangeexception invalidcastexception formatexception notimplementedexception notsupportedexception dividebyzeroexception objectdisposedexception keynotfoundexception|unhandled", (97, 62, 51, 126, 83, 75, 58, 299, 299, 23,)),
     ("powershell", "microsoft", 148, "parsererror parseexception missing unexpected string|failed was|psavoidusingcmdletaliases psavoidusingwritehost psuseapprovedverbs psavoidusingplaintextforpassword psusedeclaredvarsmorethanassignments psavoidusinginvokeexpression psavoidglobalvars psuseshouldprocessforstatechangingfunctions psavoidusingpositionalparameters psusesingularnouns psavoidtrailingwhitespace pspossibleincorrectcomparisonwithnull psusebomforunicodeencodedfile psavoidusingemptycatchblock psusecompatiblecmdlets psavoiddefaultvalueswitchparameter psuseoutputtypecorrectly psprovidecommenthelp psreviewunusedparameter psuseconsistentindentation psuseconsistentwhitespace psplaceopenbrace psplaceclosebrace psalignassignmentstatement psavoidusingconverttosecurestringwithplaintext psavoidusingusernameandpasswordparams psavoidusingcomputernamehardcoded psmisleadingbacktick psavoidsemicolonsaslineterminators pspossibleincorrectusageofassignmentoperator psusecmdletcorrectly psavoidlonglines psavoidoverwritingbuiltincmdlets psavoidassignmenttoautomaticvariable psusesupportsshouldprocess psuseusingscopemodifierinnewrunspaces psavoidusingdeprecatedmanifestfields ps1 psm1 psd1|scripts signed unauthorizedaccess about_execution_policies pssecurityexception|pwsh powershell|commandnotfoundexception term|module modulenotfound|null invokemethodonnull bind parameterbindingvalidationexception parameterbindingexception propertynotfoundexception methodnotfound", (250, 86, 1084, 142, 65, 65, 170, 274,)),
     ("docker", "platforms", 156, "docker docker_engine pipe|container|manifest image|platform|requested|cache copy checksum|dockerfile|oci", (259, 55, 122, 87, 42, 115, 50, 36,)),
-    ("kubernetes", "platforms", 164, "low evicted|insufficient nodes failedscheduling affinity untolerated unschedulable|imagepullbackoff errimagepull errimageneverpull invalidimagename pulling pull|forbidden logged|notfound|localhost configuration context|quota|kind|validating validationerror field strict|yaml json scannererror parsererror parsing character find mapping|operation", (42, 192, 116, 108, 30, 133, 27, 41, 104, 604, 61,)),
-    ("terraform", "platforms", 175, "argument block unclosed expression newline character unterminated separator string|unsupported missing invalid reference incorrect call count for_each duplicate cycle|backend plugins inconsistent plugin init installed reinitialization|query install|lock locking conditionalcheckfailedexception|credential credentials|value default", (248, 423, 206, 70, 86, 95, 67,)),
-    ("git and ssh", "platforms", 182, "host identification|unprotected permissions load|username password terminal|repository|access|repository dubious safe|conflict conflicts apply unmerged|gh006 gh013 protected violations secrets", (97, 144, 74, 64, 48, 77, 167, 197,)),
-    ("databases", "databases", 190, "password pg_hba invalidpassword 28p01 sasl ident peer noauth wrongpass noperm er_access_denied_error er_dbaccess_denied_error 1045 1044 1142 denied|role database invalidcatalogname 3d000 unknown er_bad_db_error extension|database server terminating clients slots connections cannotconnectnow adminshutdown 57p01 57p03 53300 receive ssl connection|mysql 2002 2003 2006 2013 er_con_count_error protocol_connection_lost|loading busy clusterdown tryagain readonly masterdown connecting clients|oom misconf|syntax er_parse_error 42601 near incomplete|column undefinedcolumn 42703 er_bad_field_error|relation table undefinedtable 42p01 er_no_such_table|violates duplicate unique foreign null integrityerror uniqueviolation er_dup_entry 23505 23503 23502|database sqlite_cantopen sqlite_corrupt sqlite_full sqlite_readonly disk sqlite_ioerr sqlite_ioerr_write sqlite_ioerr_read sqlite_ioerr_fsync|wrongtype unknown wrong", (316, 159, 496, 180, 218, 52, 140, 153, 128, 261, 140, 71,)),
-    ("aws", "services", 202, "throttlingexception throttling throttledexception requestlimitexceeded slowdown provisionedthroughputexceededexception requestthrottled requestthrottledexception ec2throttledexception bandwidthlimitexceeded limitexceededexception|expiredtoken expiredtokenexception invalidclienttokenid unrecognizedclientexception signaturedoesnotmatch invalidaccesskeyid invalidsignatureexception authfailure incompletesignature missingauthenticationtoken unauthorizedoperation notauthorizedexception invalidtoken security sso|authorized explicit|locate nocredentialserror nocredentialproviders load credentialsprovidererror profile profilenotfound region noregionerror retrieve sdk imds noauthhandlerfound missing|servicequotaexceededexception vcpulimitexceeded instancelimitexceeded addresslimitexceeded vpclimitexceeded toomanybuckets requested|internalerror internalfailure serviceunavailable serviceunavailableexception insufficientinstancecapacity priorrequestnotcomplete endpoint|requesttimetooskewed signature clock|nosuchbucket resourcenotfoundexception nosuchentity parameternotfound|validationexception validationerror invalidparametervalue invalidparametervalueexception invalidparameterexception malformedpolicydocument missingparameter", (237, 477, 50, 397, 200, 161, 82, 77, 146,)),
-    ("gcp", "services", 211, "unauthenticated scopes access_token_scope_insufficient invalid_grant reauthentication revoked caller iam_permission_denied credentials api_key_invalid key|automatically defaultcredentialserror default active google_application_credentials application|quota|service_disabled used enabled accessnotconfigured|unavailable serviceunavailable backenderror zone_resource_pool_exhausted resources", (341, 313, 157, 129, 129,)),
-    ("azure", "services", 216, "aadsts50001 aadsts50020 aadsts50034 aadsts50053 aadsts50055 aadsts50057 aadsts50058 aadsts50076 aadsts50079 aadsts50105 aadsts50126 aadsts50158 aadsts50173 aadsts53003 aadsts65001 aadsts70000 aadsts70001 aadsts70002 aadsts70008 aadsts70011 aadsts70016 aadsts70021 aadsts70043 aadsts90002 aadsts500011 aadsts500113 aadsts700016 aadsts700024 aadsts700027 aadsts700082 aadsts7000215 aadsts7000222 authorizationfailed invalidauthenticationtoken expiredauthenticationtoken authenticationfailed authorizationpermissionmismatch keybasedauthenticationnotpermitted authorization linkedauthorizationfailed requestdisallowedbypolicy invalidauthenticationtokentenant clientauthenticationerror|az defaultazurecredential credentialunavailableerror environmentcredential subscription managedidentitycredential|quotaexceeded quota|retryableerror anotheroperationinprogress serverbusy operationpreempted|resourcegroupnotfound subscriptionnotfound containernotfound storageaccountnotfound missingsubscriptionregistration skunotavailable", (542, 243, 48, 79, 139,)),
-    ("github and gitlab", "services", 221, "credentials accessible authentication admin gh007 scopes refusing basic password|communication shutdown canceled system acquired responding preparation|workflow resolve unrecognized|input github_token|stuck runner runners", (328, 217, 97, 83, 140,)),
-    ("llm providers", "services", 226, "authenticationerror invalid_api_key incorrect authentication_error invalid permissiondeniederror permission_error account_deactivated gated|api_key authentication key missingapikeyerror|rate exceeded|context_length_exceeded context prompt length tokens string_above_max_length|serviceunavailableerror api_error internalservererror server|model_not_found model|content_policy_violation content responsibleaipolicyviolation|badrequesterror invalid_request_error", (199, 199, 57, 174, 119, 130, 87, 45,)),
-    ("gpu", "services", 234, "cuda outofmemoryerror cudaerrormemoryallocation cublas_status_alloc_failed cudnn_status_alloc_failed device hip mps oom resourceexhaustederror cudamalloc|cuda driver nvidia torch kernel cuda_error_no_device cudaerrornodevice cudaerrorinsufficientdriver select libcuda cuinit nvml runtime aten_cuda gpus|cuda cudaerrordevicesunavailable|device illegal cudaerrorillegaladdress cublas_status_execution_failed misaligned|watchdog nccl_timeout", (302, 753, 96, 155, 61,)),
-    ("ansible-lint", "checkers", 239, "yml yaml args avoid command complexity deprecated empty fqcn galaxy ignore inline jinja key latest literal load loop meta name no only package parser partial playbook risky role run sanity schema syntax var yaml|failed rule", (1545, 80,)),
-    ("cfn-lint", "checkers", 241, "cfn resources parameters outputs mappings conditions metadata rules transform|template", (141, 31,)),
-    ("helm", "checkers", 243, "pod phase", (61,)),
-    ("ruby", "others", 244, "loaderror|gemnotfound gem|examples example|offense offenses", (58, 55, 37, 53,)),
-    ("php", "others", 248, "allowed|requirements", (46, 77,)),
-    ("conda", "others", 250, "packagesnotfounderror unsatisfiableerror resolvepackagenotfound", (71,)),
-    ("swift", "others", 251, "scope", (51,)),
-    ("elixir", "others", 252, "syntaxerror tokenmissingerror mismatcheddelimitererror|compileerror", (67, 48,)),
-    ("amqp", "others", 254, "access_refused", (18,)),
-    ("ci-time-limit", "others", 255, "longer exceeded", (97,)),
-    ("rocm", "others", 256, "hip_error_outofmemory hiperroroutofmemory", (49,)),
-    ("test-summary", "others", 257, "failed", (57,)),
-    ("haskell", "toolchains", 258, "match scope instance deduce ambiguous|parse", (219, 125,)),
-    ("scala", "toolchains", 260, "scala sbt", (306,)),
-    ("dart", "toolchains", 261, "dart|dart|error", (23, 73, 56,)),
-    ("julia and perl", "toolchains", 264, "package module|locate", (135, 38,)),
-    ("esbuild", "toolchains", 266, "expected unexpected unterminated", (185,)),
-    ("bundlers", "toolchains", 267, "resolve|resolve", (58, 44,)),
-    ("dockerfile and shell linters", "toolchains", 269, "dl1001 dl3000 dl3001 dl3002 dl3003 dl3004 dl3005 dl3006 dl3007 dl3008 dl3009 dl3010 dl3011 dl3012 dl3013 dl3014 dl3015 dl3016 dl3017 dl3018 dl3019 dl3020 dl3021 dl3022 dl3023 dl3024 dl3025 dl3026 dl3027 dl3028 dl3029 dl3030 dl3031 dl3032 dl3033 dl3034 dl3035 dl3036 dl3037 dl3038 dl3039 dl3040 dl3041 dl3042 dl3043 dl3044 dl3045 dl3046 dl3047 dl3048 dl3049 dl3050 dl3051 dl3052 dl3053 dl3054 dl3055 dl3056 dl3057 dl3058 dl3059 dl3060 dl3061 dl3062 dl4000 dl4001 dl4002 dl4003 dl4004 dl4005 dl4006|line shellcheck note warning error", (21, 158,)),
-    ("package resolvers", "toolchains", 271, "missing|dependency|interpreternotfound interpreter|matches", (60, 60, 69, 41,)),
-    ("exception names", "exceptions", 275, "errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused", (407, 295, 322, 649, 428,)),
-    ("credentials in words", "exceptions", 280, "invalid incorrect wrong bad denied refused rejected unsuccessful successful accepted|01017 invalidcredentials invalid_credentials invalid_auth not_authed authenticationfailed 535 530|invalid incorrect wrong bad denied refused rejected unsuccessful successful accepted 01017 invalidcredentials invalid_credentials invalid_auth not_authed authenticationfailed 535 530|api api_key apikey key credentials credential token password secret", (452, 173, 812, 588,)),
+    ("kubernetes", "platforms", 164, "low evicted|insufficient nodes failedscheduling affinity untolerated unschedulable|imagepullbackoff errimagepull errimageneverpull invalidimagename pulling pull|forbidden logged|notfound|timeout allotted|localhost configuration context|quota|kind|validating validationerror field strict|yaml json scannererror parsererror parsing character find mapping|operation", (42, 192, 116, 108, 30, 82, 133, 27, 41, 104, 604, 61,)),
+    ("terraform", "platforms", 176, "argument block unclosed expression newline character unterminated separator string|unsupported missing invalid reference incorrect call count for_each duplicate cycle|backend plugins inconsistent plugin init installed reinitialization|query install|lock locking conditionalcheckfailedexception|credential credentials|value default", (248, 423, 206, 70, 86, 95, 67,)),
+    ("git and ssh", "platforms", 183, "host identification|unprotected permissions load|username password terminal|repository|access|repository dubious safe|conflict conflicts apply unmerged|gh006 gh013 protected violations secrets", (97, 144, 74, 64, 48, 77, 167, 197,)),
+    ("databases", "databases", 191, "password pg_hba invalidpassword 28p01 sasl ident peer noauth wrongpass noperm er_access_denied_error er_dbaccess_denied_error 1045 1044 1142 denied|role database invalidcatalogname 3d000 unknown er_bad_db_error extension|database server terminating clients slots connections cannotconnectnow adminshutdown 57p01 57p03 53300 receive ssl connection|mysql 2002 2003 2006 2013 er_con_count_error protocol_connection_lost|loading busy clusterdown tryagain readonly masterdown connecting clients|oom misconf|syntax er_parse_error 42601 near incomplete|column undefinedcolumn 42703 er_bad_field_error|relation table undefinedtable 42p01 er_no_such_table|violates duplicate unique foreign null integrityerror uniqueviolation er_dup_entry 23505 23503 23502|database sqlite_cantopen sqlite_corrupt sqlite_full sqlite_readonly disk sqlite_ioerr sqlite_ioerr_write sqlite_ioerr_read sqlite_ioerr_fsync|wrongtype unknown wrong", (316, 159, 496, 180, 218, 52, 140, 153, 128, 261, 140, 71,)),
+    ("aws", "services", 203, "throttlingexception throttling throttledexception requestlimitexceeded slowdown provisionedthroughputexceededexception requestthrottled requestthrottledexception ec2throttledexception bandwidthlimitexceeded limitexceededexception|expiredtoken expiredtokenexception invalidclienttokenid unrecognizedclientexception signaturedoesnotmatch invalidaccesskeyid invalidsignatureexception authfailure incompletesignature missingauthenticationtoken unauthorizedoperation notauthorizedexception invalidtoken security sso|authorized explicit|locate nocredentialserror nocredentialproviders load credentialsprovidererror profile profilenotfound region noregionerror retrieve sdk imds noauthhandlerfound missing|servicequotaexceededexception vcpulimitexceeded instancelimitexceeded addresslimitexceeded vpclimitexceeded toomanybuckets requested|internalerror internalfailure serviceunavailable serviceunavailableexception insufficientinstancecapacity priorrequestnotcomplete endpoint|requesttimetooskewed signature clock|nosuchbucket resourcenotfoundexception nosuchentity parameternotfound|validationexception validationerror invalidparametervalue invalidparametervalueexception invalidparameterexception malformedpolicydocument missingparameter", (237, 477, 50, 397, 200, 161, 82, 77, 146,)),
+    ("gcp", "services", 212, "unauthenticated scopes access_token_scope_insufficient invalid_grant reauthentication revoked caller iam_permission_denied credentials api_key_invalid key|automatically defaultcredentialserror default active google_application_credentials application|quota|service_disabled used enabled accessnotconfigured|unavailable serviceunavailable backenderror zone_resource_pool_exhausted resources", (341, 313, 157, 129, 129,)),
+    ("azure", "services", 217, "aadsts50001 aadsts50020 aadsts50034 aadsts50053 aadsts50055 aadsts50057 aadsts50058 aadsts50076 aadsts50079 aadsts50105 aadsts50126 aadsts50158 aadsts50173 aadsts53003 aadsts65001 aadsts70000 aadsts70001 aadsts70002 aadsts70008 aadsts70011 aadsts70016 aadsts70021 aadsts70043 aadsts90002 aadsts500011 aadsts500113 aadsts700016 aadsts700024 aadsts700027 aadsts700082 aadsts7000215 aadsts7000222 authorizationfailed invalidauthenticationtoken expiredauthenticationtoken authenticationfailed authorizationpermissionmismatch keybasedauthenticationnotpermitted authorization linkedauthorizationfailed requestdisallowedbypolicy invalidauthenticationtokentenant clientauthenticationerror|az defaultazurecredential credentialunavailableerror environmentcredential subscription managedidentitycredential|quotaexceeded quota|retryableerror anotheroperationinprogress serverbusy operationpreempted|resourcegroupnotfound subscriptionnotfound containernotfound storageaccountnotfound missingsubscriptionregistration skunotavailable", (542, 243, 48, 79, 139,)),
+    ("github and gitlab", "services", 222, "credentials accessible authentication admin gh007 scopes refusing basic password|communication shutdown canceled system acquired responding preparation|workflow resolve unrecognized|input github_token|stuck runner runners", (328, 217, 97, 83, 140,)),
+    ("llm providers", "services", 227, "authenticationerror invalid_api_key incorrect authentication_error invalid permissiondeniederror permission_error account_deactivated gated|api_key authentication key missingapikeyerror|rate exceeded|context_length_exceeded context prompt length tokens string_above_max_length|serviceunavailableerror api_error internalservererror server|model_not_found model|content_policy_violation content responsibleaipolicyviolation|badrequesterror invalid_request_error", (199, 199, 57, 174, 119, 130, 87, 45,)),
+    ("gpu", "services", 235, "cuda outofmemoryerror cudaerrormemoryallocation cublas_status_alloc_failed cudnn_status_alloc_failed device hip mps oom resourceexhaustederror cudamalloc|cuda driver nvidia torch kernel cuda_error_no_device cudaerrornodevice cudaerrorinsufficientdriver select libcuda cuinit nvml runtime aten_cuda gpus|cuda cudaerrordevicesunavailable|device illegal cudaerrorillegaladdress cublas_status_execution_failed misaligned|watchdog nccl_timeout", (302, 753, 96, 155, 61,)),
+    ("ansible-lint", "checkers", 240, "yml yaml args avoid command complexity deprecated empty fqcn galaxy ignore inline jinja key latest literal load loop meta name no only package parser partial playbook risky role run sanity schema syntax var yaml|failed rule", (1545, 80,)),
+    ("cfn-lint", "checkers", 242, "cfn resources parameters outputs mappings conditions metadata rules transform|template", (141, 31,)),
+    ("helm", "checkers", 244, "pod phase", (61,)),
+    ("ruby", "others", 245, "loaderror|gemnotfound gem|examples example|offense offenses", (58, 55, 37, 53,)),
+    ("php", "others", 249, "allowed|requirements", (46, 77,)),
+    ("conda", "others", 251, "packagesnotfounderror unsatisfiableerror resolvepackagenotfound", (71,)),
+    ("swift", "others", 252, "scope", (51,)),
+    ("elixir", "others", 253, "syntaxerror tokenmissingerror mismatcheddelimitererror|compileerror", (67, 48,)),
+    ("amqp", "others", 255, "access_refused", (18,)),
+    ("ci-time-limit", "others", 256, "longer exceeded", (97,)),
+    ("rocm", "others", 257, "hip_error_outofmemory hiperroroutofmemory", (49,)),
+    ("test-summary", "others", 258, "failed", (57,)),
+    ("haskell", "toolchains", 259, "match scope instance deduce ambiguous|parse", (219, 125,)),
+    ("scala", "toolchains", 261, "scala sbt", (306,)),
+    ("dart", "toolchains", 262, "dart|dart|error", (23, 73, 56,)),
+    ("julia and perl", "toolchains", 265, "package module|locate", (135, 38,)),
+    ("esbuild", "toolchains", 267, "expected unexpected unterminated", (185,)),
+    ("bundlers", "toolchains", 268, "resolve|resolve", (58, 44,)),
+    ("dockerfile and shell linters", "toolchains", 270, "dl1001 dl3000 dl3001 dl3002 dl3003 dl3004 dl3005 dl3006 dl3007 dl3008 dl3009 dl3010 dl3011 dl3012 dl3013 dl3014 dl3015 dl3016 dl3017 dl3018 dl3019 dl3020 dl3021 dl3022 dl3023 dl3024 dl3025 dl3026 dl3027 dl3028 dl3029 dl3030 dl3031 dl3032 dl3033 dl3034 dl3035 dl3036 dl3037 dl3038 dl3039 dl3040 dl3041 dl3042 dl3043 dl3044 dl3045 dl3046 dl3047 dl3048 dl3049 dl3050 dl3051 dl3052 dl3053 dl3054 dl3055 dl3056 dl3057 dl3058 dl3059 dl3060 dl3061 dl3062 dl4000 dl4001 dl4002 dl4003 dl4004 dl4005 dl4006|line shellcheck note warning error", (21, 158,)),
+    ("package resolvers", "toolchains", 272, "missing|dependency|interpreternotfound interpreter|matches", (60, 60, 69, 41,)),
+    ("exception names", "exceptions", 276, "errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused", (407, 295, 322, 649, 428,)),
+    ("credentials in words", "exceptions", 281, "invalid incorrect wrong bad denied refused rejected unsuccessful successful accepted|01017 invalidcredentials invalid_credentials invalid_auth not_authed authenticationfailed 535 530|invalid incorrect wrong bad denied refused rejected unsuccessful successful accepted 01017 invalidcredentials invalid_credentials invalid_auth not_authed authenticationfailed 535 530|api api_key apikey key credentials credential token password secret", (452, 173, 812, 588,)),
 )
 
 WORDS: dict[int, bytes] = {
     48: (
-        b"\n01017 281 282"
+        b"\n01017 282 283"
     ),
     49: (
-        b"\n1044 190\n1045 190\n1142 190\n126 36\n127 36\n137 28"
+        b"\n1044 191\n1045 191\n1142 191\n126 36\n127 36\n137 28"
     ),
     50: (
-        b"\n2002 193\n2003 193\n2006 193\n2013 193\n23502 199\n23503 199\n23505 199\n28p01 190"
+        b"\n2002 194\n2003 194\n2006 194\n2013 194\n23502 200\n23503 200\n23505 200\n28p01 191"
     ),
     51: (
-        b"\n3d000 191"
+        b"\n3d000 192"
     ),
     52: (
-        b"\n40001 32\n401 12\n403 13\n407 12\n408 15\n40p01 32\n42601 196\n42703 197\n429 16"
-        b"\n42p01 198"
+        b"\n40001 32\n401 12\n403 13\n407 12\n408 15\n40p01 32\n42601 197\n42703 198\n429 16"
+        b"\n42p01 199"
     ),
     53: (
-        b"\n500 17\n502 17\n503 17\n504 17\n529 17\n530 281 282\n53300 192\n535 281 282\n55p03 32"
-        b"\n57p01 192\n57p03 192"
+        b"\n500 17\n502 17\n503 17\n504 17\n529 17\n530 282 283\n53300 193\n535 282 283\n55p03 32"
+        b"\n57p01 193\n57p03 193"
     ),
     95: (
-        b"\n_exceptions 275 276 277 278 279"
+        b"\n_exceptions 276 277 278 279 280"
     ),
     97: (
-        b"\naadsts50001 216\naadsts500011 216\naadsts500113 216\naadsts50020 216\naadsts50034 216"
-        b"\naadsts50053 216\naadsts50055 216\naadsts50057 216\naadsts50058 216\naadsts50076 216"
-        b"\naadsts50079 216\naadsts50105 216\naadsts50126 216\naadsts50158 216\naadsts50173 216"
-        b"\naadsts53003 216\naadsts65001 216\naadsts70000 216\naadsts70001 216\naadsts700016 216"
-        b"\naadsts70002 216\naadsts7000215 216\naadsts7000222 216\naadsts700024 216"
-        b"\naadsts700027 216\naadsts70008 216\naadsts700082 216\naadsts70011 216\naadsts70016 216"
-        b"\naadsts70021 216\naadsts70043 216\naadsts90002 216\nabout_execution_policies 151"
-        b"\nabstractmethoderror 118\nabuse 18\naccepted 280 282\naccess 186\naccess_refused 254"
-        b"\naccess_token_scope_insufficient 211\naccessdenied 24\naccessdeniedexception 24"
-        b"\naccessible 221\naccesskeyid 39\naccessnotconfigured 214\naccount 44"
-        b"\naccount_deactivated 226\nacquired 222\nactive 212\naddress 96\naddresslimitexceeded 206"
-        b"\nadmin 221\nadminshutdown 192\naffinity 165\nagain 33\nallocate 28\nallocated 96"
-        b"\nallocation 28\nallowed 248\nambiguous 258\nanother 31\nanotheroperationinprogress 219"
-        b"\nanswer 1\napi 283\napi_error 230\napi_key 227 283\napi_key_invalid 211"
-        b"\napiconnectionerror 6\napikey 283\napitimeouterror 2\napplication 212\napplied 109"
-        b"\napply 188\nargs 239\nargument 175\nargumentexception 146\nargumentnullexception 146"
-        b"\nargumentoutofrangeexception 146\narguments 101\narithmeticexception 118"
-        b"\narrayindexoutofboundsexception 118\nartifact 116\nassembly 145\nassert 65 140"
-        b"\nassertion 134\nassertionerror 65 66\naten_cuda 235\nattributeerror 67\nauth 80"
-        b"\nauthentication 22 221 227\nauthentication_error 226\nauthenticationerror 226"
-        b"\nauthenticationfailed 216 281 282\nauthfailure 203\nauthorised 22\nauthorization 216"
-        b"\nauthorizationfailed 216\nauthorizationpermissionmismatch 216\nauthorized 22 204"
-        b"\nautomatically 212\navoid 239\naz 217"
+        b"\naadsts50001 217\naadsts500011 217\naadsts500113 217\naadsts50020 217\naadsts50034 217"
+        b"\naadsts50053 217\naadsts50055 217\naadsts50057 217\naadsts50058 217\naadsts50076 217"
+        b"\naadsts50079 217\naadsts50105 217\naadsts50126 217\naadsts50158 217\naadsts50173 217"
+        b"\naadsts53003 217\naadsts65001 217\naadsts70000 217\naadsts70001 217\naadsts700016 217"
+        b"\naadsts70002 217\naadsts7000215 217\naadsts7000222 217\naadsts700024 217"
+        b"\naadsts700027 217\naadsts70008 217\naadsts700082 217\naadsts70011 217\naadsts70016 217"
+        b"\naadsts70021 217\naadsts70043 217\naadsts90002 217\nabout_execution_policies 151"
+        b"\nabstractmethoderror 118\nabuse 18\naccepted 281 283\naccess 187\naccess_refused 255"
+        b"\naccess_token_scope_insufficient 212\naccessdenied 24\naccessdeniedexception 24"
+        b"\naccessible 222\naccesskeyid 39\naccessnotconfigured 215\naccount 44"
+        b"\naccount_deactivated 227\nacquired 223\nactive 213\naddress 96\naddresslimitexceeded 207"
+        b"\nadmin 222\nadminshutdown 193\naffinity 165\nagain 33\nallocate 28\nallocated 96"
+        b"\nallocation 28\nallotted 169\nallowed 249\nambiguous 259\nanother 31"
+        b"\nanotheroperationinprogress 220\nanswer 1\napi 284\napi_error 231\napi_key 228 284"
+        b"\napi_key_invalid 212\napiconnectionerror 6\napikey 284\napitimeouterror 2"
+        b"\napplication 213\napplied 109\napply 189\nargs 240\nargument 176\nargumentexception 146"
+        b"\nargumentnullexception 146\nargumentoutofrangeexception 146\narguments 101"
+        b"\narithmeticexception 118\narrayindexoutofboundsexception 118\nartifact 116\nassembly 145"
+        b"\nassert 65 140\nassertion 134\nassertionerror 65 66\naten_cuda 236\nattributeerror 67"
+        b"\nauth 80\nauthentication 22 222 228\nauthentication_error 227\nauthenticationerror 227"
+        b"\nauthenticationfailed 217 282 283\nauthfailure 204\nauthorised 22\nauthorization 217"
+        b"\nauthorizationfailed 217\nauthorizationpermissionmismatch 217\nauthorized 22 205"
+        b"\nautomatically 213\navoid 240\naz 218"
     ),
     98: (
-        b"\nbackend 177\nbackenderror 215\nbad 280 282\nbad_alloc 28\nbadrequesterror 233"
-        b"\nbalance 21\nbandwidthlimitexceeded 202\nbasic 221\nbilling 21\nbilling_disabled 21"
-        b"\nbinary 34\nbind 155\nblock 175\nbrokenpipeerror 6\nbucket 44\nbuckets 44\nbuild 123"
-        b"\nbusy 31 33 194"
+        b"\nbackend 178\nbackenderror 216\nbad 281 283\nbad_alloc 28\nbadrequesterror 234"
+        b"\nbalance 21\nbandwidthlimitexceeded 203\nbasic 222\nbilling 21\nbilling_disabled 21"
+        b"\nbinary 34\nbind 155\nblock 176\nbrokenpipeerror 6\nbucket 44\nbuckets 44\nbuild 123"
+        b"\nbusy 31 33 195"
     ),
     99: (
-        b"\ncache 161\ncached 116\ncall 176\ncaller 211\ncalls 18\ncanceled 222"
-        b"\ncannotconnectnow 192\ncaused 275 276 277 278 279\ncertificate 11"
-        b"\ncertificate_verify_failed 11\ncertification 11\ncfn 241\ncharacter 173 175\ncharset 142"
+        b"\ncache 161\ncached 116\ncall 177\ncaller 212\ncalls 18\ncanceled 223"
+        b"\ncannotconnectnow 193\ncaused 276 277 278 279 280\ncertificate 11"
+        b"\ncertificate_verify_failed 11\ncertification 11\ncfn 242\ncharacter 174 176\ncharset 142"
         b"\ncheckstyle 112\nchecksum 161\nchunkedencodingerror 6\nclasscastexception 118"
-        b"\nclassnotfoundexception 114\nclient_exceptions 275 276 277 278 279"
-        b"\nclientauthenticationerror 216\nclientconnectorerror 6\nclients 192 194\nclienttimeout 2"
-        b"\nclippy 132\nclock 208\nclosed 4\ncluster 44\nclusterdown 194\ncmake 107\ncolumn 197"
-        b"\ncommand 34 75 239\ncommandnotfoundexception 153\ncommunication 222\ncompatible 145"
-        b"\ncompilation 110\ncompile 106 132\ncompileerror 253\ncompiler 34\ncompleted 111"
-        b"\ncomplexity 239\nconcurrent 126\nconcurrentmodificationexception 118"
-        b"\nconditionalcheckfailedexception 179\nconditions 241\nconfiguration 106 169\nconfigure 42"
-        b"\nconflict 188\nconflicting 73 101\nconflicts 188\nconnect 4 5 14\nconnectexception 6"
-        b"\nconnecting 4 5 194\nconnection 4 192\nconnectionabortederror 6\nconnectionclosederror 6"
-        b"\nconnectionerror 6\nconnectionrefusederror 6\nconnectionreseterror 6\nconnections 192"
+        b"\nclassnotfoundexception 114\nclient_exceptions 276 277 278 279 280"
+        b"\nclientauthenticationerror 217\nclientconnectorerror 6\nclients 193 195\nclienttimeout 2"
+        b"\nclippy 132\nclock 209\nclosed 4\ncluster 44\nclusterdown 195\ncmake 107\ncolumn 198"
+        b"\ncommand 34 75 240\ncommandnotfoundexception 153\ncommunication 223\ncompatible 145"
+        b"\ncompilation 110\ncompile 106 132\ncompileerror 254\ncompiler 34\ncompleted 111"
+        b"\ncomplexity 240\nconcurrent 126\nconcurrentmodificationexception 118"
+        b"\nconditionalcheckfailedexception 180\nconditions 242\nconfiguration 106 170\nconfigure 42"
+        b"\nconflict 189\nconflicting 73 101\nconflicts 189\nconnect 4 5 14\nconnectexception 6"
+        b"\nconnecting 4 5 195\nconnection 4 193\nconnectionabortederror 6\nconnectionclosederror 6"
+        b"\nconnectionerror 6\nconnectionrefusederror 6\nconnectionreseterror 6\nconnections 193"
         b"\nconnecttimeout 2\nconnecttimeouterror 2\nconnecttimeoutexception 2\ncontainer 157"
-        b"\ncontainernotfound 220\ncontent 232\ncontent_policy_violation 232\ncontext 169 229"
-        b"\ncontext_length_exceeded 229\nconversion 101\ncopy 161\ncould 106\ncouldn 4\ncount 176"
-        b"\ncredential 39 180 283\ncredentials 22 39 180 211 221 283\ncredentialsprovidererror 205"
-        b"\ncredentialunavailableerror 217\ncs 139\ncs1001 138\ncs1002 138\ncs1003 138\ncs1009 138"
+        b"\ncontainernotfound 221\ncontent 233\ncontent_policy_violation 233\ncontext 170 230"
+        b"\ncontext_length_exceeded 230\nconversion 101\ncopy 161\ncould 106\ncouldn 4\ncount 177"
+        b"\ncredential 39 181 284\ncredentials 22 39 181 212 222 284\ncredentialsprovidererror 206"
+        b"\ncredentialunavailableerror 218\ncs 139\ncs1001 138\ncs1002 138\ncs1003 138\ncs1009 138"
         b"\ncs1010 138\ncs1012 138\ncs1022 138\ncs1026 138\ncs1031 138\ncs1040 138\ncs1041 138"
         b"\ncs1513 138\ncs1514 138\ncs1519 138\ncs1525 138\ncs1733 138\ncts 98"
-        b"\ncublas_status_alloc_failed 234\ncublas_status_execution_failed 237\ncuda 234 235 236"
-        b"\ncuda_error_no_device 235\ncudaerrordevicesunavailable 236\ncudaerrorillegaladdress 237"
-        b"\ncudaerrorinsufficientdriver 235\ncudaerrormemoryallocation 234\ncudaerrornodevice 235"
-        b"\ncudamalloc 234\ncudnn_status_alloc_failed 234\ncuinit 235\ncurrent 45\ncustom 137"
-        b"\ncycle 176"
+        b"\ncublas_status_alloc_failed 235\ncublas_status_execution_failed 238\ncuda 235 236 237"
+        b"\ncuda_error_no_device 236\ncudaerrordevicesunavailable 237\ncudaerrorillegaladdress 238"
+        b"\ncudaerrorinsufficientdriver 236\ncudaerrormemoryallocation 235\ncudaerrornodevice 236"
+        b"\ncudamalloc 235\ncudnn_status_alloc_failed 235\ncuinit 236\ncurrent 45\ncustom 137"
+        b"\ncycle 177"
     ),
     100: (
-        b"\ndaemon 113\ndart 261 262\ndatabase 191 192 200\ndataset 44\ndeadline 1"
+        b"\ndaemon 113\ndart 262 263\ndatabase 192 193 201\ndataset 44\ndeadline 1"
         b"\ndeadline_exceeded 2\ndeadlineexceeded 2\ndeadlock 31\ndeadlockdetected 32\ndeclared 101"
-        b"\ndeclined 53\ndeduce 258\ndefault 181 212\ndefaultazurecredential 217"
-        b"\ndefaultcredentialserror 212\ndelimiter 130\ndenied 22 23 190 280 282\ndependency 272"
-        b"\ndeprecated 239\ndevice 234 237\ndiff 133\ndifferent 73\ndirectory 35 99\ndisk 200"
-        b"\ndiskpressure 26\ndistribution 73\ndividebyzeroexception 146\ndl1001 269\ndl3000 269"
-        b"\ndl3001 269\ndl3002 269\ndl3003 269\ndl3004 269\ndl3005 269\ndl3006 269\ndl3007 269"
-        b"\ndl3008 269\ndl3009 269\ndl3010 269\ndl3011 269\ndl3012 269\ndl3013 269\ndl3014 269"
-        b"\ndl3015 269\ndl3016 269\ndl3017 269\ndl3018 269\ndl3019 269\ndl3020 269\ndl3021 269"
-        b"\ndl3022 269\ndl3023 269\ndl3024 269\ndl3025 269\ndl3026 269\ndl3027 269\ndl3028 269"
-        b"\ndl3029 269\ndl3030 269\ndl3031 269\ndl3032 269\ndl3033 269\ndl3034 269\ndl3035 269"
-        b"\ndl3036 269\ndl3037 269\ndl3038 269\ndl3039 269\ndl3040 269\ndl3041 269\ndl3042 269"
-        b"\ndl3043 269\ndl3044 269\ndl3045 269\ndl3046 269\ndl3047 269\ndl3048 269\ndl3049 269"
-        b"\ndl3050 269\ndl3051 269\ndl3052 269\ndl3053 269\ndl3054 269\ndl3055 269\ndl3056 269"
-        b"\ndl3057 269\ndl3058 269\ndl3059 269\ndl3060 269\ndl3061 269\ndl3062 269\ndl4000 269"
-        b"\ndl4001 269\ndl4002 269\ndl4003 269\ndl4004 269\ndl4005 269\ndl4006 269\ndll 38"
-        b"\ndocker 156\ndocker_engine 156\ndockerfile 162\ndown 9\ndriver 235\ndubious 187"
-        b"\nduplicate 176 199"
+        b"\ndeclined 53\ndeduce 259\ndefault 182 213\ndefaultazurecredential 218"
+        b"\ndefaultcredentialserror 213\ndelimiter 130\ndenied 22 23 191 281 283\ndependency 273"
+        b"\ndeprecated 240\ndevice 235 238\ndiff 133\ndifferent 73\ndirectory 35 99\ndisk 201"
+        b"\ndiskpressure 26\ndistribution 73\ndividebyzeroexception 146\ndl1001 270\ndl3000 270"
+        b"\ndl3001 270\ndl3002 270\ndl3003 270\ndl3004 270\ndl3005 270\ndl3006 270\ndl3007 270"
+        b"\ndl3008 270\ndl3009 270\ndl3010 270\ndl3011 270\ndl3012 270\ndl3013 270\ndl3014 270"
+        b"\ndl3015 270\ndl3016 270\ndl3017 270\ndl3018 270\ndl3019 270\ndl3020 270\ndl3021 270"
+        b"\ndl3022 270\ndl3023 270\ndl3024 270\ndl3025 270\ndl3026 270\ndl3027 270\ndl3028 270"
+        b"\ndl3029 270\ndl3030 270\ndl3031 270\ndl3032 270\ndl3033 270\ndl3034 270\ndl3035 270"
+        b"\ndl3036 270\ndl3037 270\ndl3038 270\ndl3039 270\ndl3040 270\ndl3041 270\ndl3042 270"
+        b"\ndl3043 270\ndl3044 270\ndl3045 270\ndl3046 270\ndl3047 270\ndl3048 270\ndl3049 270"
+        b"\ndl3050 270\ndl3051 270\ndl3052 270\ndl3053 270\ndl3054 270\ndl3055 270\ndl3056 270"
+        b"\ndl3057 270\ndl3058 270\ndl3059 270\ndl3060 270\ndl3061 270\ndl3062 270\ndl4000 270"
+        b"\ndl4001 270\ndl4002 270\ndl4003 270\ndl4004 270\ndl4005 270\ndl4006 270\ndll 38"
+        b"\ndocker 156\ndocker_engine 156\ndockerfile 162\ndown 9\ndriver 236\ndubious 188"
+        b"\nduplicate 177 200"
     ),
     101: (
         b"\ne0463 129\ne0514 129\ne401 80\ne403 80\ne404 79\neacces 24\neaddrinuse 96\neagain 33"
-        b"\neai_again 8\neai_noname 8\nebadengine 82\nebusy 32\nec2throttledexception 202"
+        b"\neai_again 8\neai_noname 8\nebadengine 82\nebusy 32\nec2throttledexception 203"
         b"\neconnaborted 6\neconnection 6\neconnrefused 6\neconnreset 6\nehostdown 6\nehostunreach 9"
-        b"\nempty 239\nenabled 214\nendpoint 207\nendpointconnectionerror 6\neneedauth 80"
+        b"\nempty 240\nenabled 215\nendpoint 208\nendpointconnectionerror 6\neneedauth 80"
         b"\nenetdown 9\nenetunreach 9\nengine 82\nenoent 35\nenomem 29\nenospc 26\nenotfound 8"
-        b"\nenvironment 40\nenvironmentcredential 217\neof 4 10 46\neotp 80\neperm 24\nepipe 6"
-        b"\ner_access_denied_error 190\ner_bad_db_error 191\ner_bad_field_error 197"
-        b"\ner_con_count_error 193\ner_dbaccess_denied_error 190\ner_dup_entry 199"
-        b"\ner_lock_deadlock 32\ner_lock_wait_timeout 2\ner_no_such_table 198\ner_parse_error 196"
+        b"\nenvironment 40\nenvironmentcredential 218\neof 4 10 46\neotp 80\neperm 24\nepipe 6"
+        b"\ner_access_denied_error 191\ner_bad_db_error 192\ner_bad_field_error 198"
+        b"\ner_con_count_error 194\ner_dbaccess_denied_error 191\ner_dup_entry 200"
+        b"\ner_lock_deadlock 32\ner_lock_wait_timeout 2\ner_no_such_table 199\ner_parse_error 197"
         b"\neresolve 79\nerofs 27\nerr_connection_closed 6\nerr_connection_refused 6"
         b"\nerr_connection_reset 6\nerr_module_not_found 77\nerr_name_not_resolved 8\nerr_network 6"
         b"\nerr_ossl_evp_unsupported 82\nerr_pnpm_fetch_404 79\nerr_pnpm_no_matching_version 79"
         b"\nerr_pnpm_outdated_lockfile 81\nerr_pnpm_peer_dep_issues 79\nerr_require_esm 95"
         b"\nerr_socket_connection_timeout 2\nerr_timed_out 2\nerr_worker_out_of_memory 29 84"
-        b"\nerrimageneverpull 166\nerrimagepull 166\nerrno 26\nerror 58 88 128 263 270"
-        b"\nerrorfactory 275 276 277 278 279\nerrors 111 275 276 277 278 279\nesockettimedout 2"
-        b"\nestablished 4\netarget 79\netimedout 2\netxtbsy 32\neusage 94\nevicted 164\nexample 246"
-        b"\nexamples 246\nexc 275 276 277 278 279\nexceeded 1 3 228 255"
-        b"\nexception 119 275 276 277 278 279\nexceptions 275 276 277 278 279\nexec 37"
+        b"\nerrimageneverpull 166\nerrimagepull 166\nerrno 26\nerror 58 88 128 264 271"
+        b"\nerrorfactory 276 277 278 279 280\nerrors 111 276 277 278 279 280\nesockettimedout 2"
+        b"\nestablished 4\netarget 79\netimedout 2\netxtbsy 32\neusage 94\nevicted 164\nexample 247"
+        b"\nexamples 247\nexc 276 277 278 279 280\nexceeded 1 3 229 256"
+        b"\nexception 119 276 277 278 279 280\nexceptions 276 277 278 279 280\nexec 37"
         b"\nexecutable 34\nexecute 37\nexecution 3 110 111\nexhausted 28\nexist 109\nexpect 86"
-        b"\nexpected 100 108 121 130 266\nexpecting 76\nexpired 22\nexpiredauthenticationtoken 216"
-        b"\nexpiredtoken 203\nexpiredtokenexception 203\nexplicit 204\nexpression 175\nextension 191"
+        b"\nexpected 100 108 121 130 267\nexpecting 76\nexpired 22\nexpiredauthenticationtoken 217"
+        b"\nexpiredtoken 204\nexpiredtokenexception 204\nexplicit 205\nexpression 176\nextension 192"
         b"\nexternally 74"
     ),
     102: (
-        b"\nfail 85 120\nfailed 4 57 58 85 131 141 149 240 257\nfailedscheduling 165\nfailing 59 85"
-        b"\nfailure 4 59\nfailures 59 111\nfield 172\nfile 43\nfinalnewline 142\nfind 99 116 136 173"
-        b"\nfor_each 176\nforbidden 167\nforeign 199\nformatexception 146\nformatting 142"
-        b"\nfound 35 63 99\nfqcn 239\nframework 145\nfrozen 81\nfs 139\nftplib 275 276 277 278 279"
+        b"\nfail 85 120\nfailed 4 57 58 85 131 141 149 241 258\nfailedscheduling 165\nfailing 59 85"
+        b"\nfailure 4 59\nfailures 59 111\nfield 173\nfile 43\nfinalnewline 142\nfind 99 116 136 174"
+        b"\nfor_each 177\nforbidden 167\nforeign 200\nformatexception 146\nformatting 142"
+        b"\nfound 35 63 99\nfqcn 240\nframework 145\nfrozen 81\nfs 139\nftplib 276 277 278 279 280"
         b"\nfull 26\nfunction 92"
     ),
     103: (
-        b"\ngalaxy 239\ngated 226\ngateway 17\ngem 245\ngemnotfound 245\ngetaddrinfo 7\ngh006 189"
-        b"\ngh007 221\ngh013 189\ngithub_token 224\ngnutls 10\ngnutls_handshake 10\ngo 121 122"
-        b"\ngoogle_application_credentials 212\ngoroot 127\ngoroutine 124\ngoroutines 126\ngpus 235"
+        b"\ngalaxy 240\ngated 227\ngateway 17\ngem 246\ngemnotfound 246\ngetaddrinfo 7\ngh006 190"
+        b"\ngh007 222\ngh013 190\ngithub_token 225\ngnutls 10\ngnutls_handshake 10\ngo 121 122"
+        b"\ngoogle_application_credentials 213\ngoroot 127\ngoroutine 124\ngoroutines 126\ngpus 236"
         b"\ngroup 44\ngyp 83"
     ),
     104: (
-        b"\nhang 4\nheap 84 113\nhip 234\nhip_error_outofmemory 256\nhiperroroutofmemory 256"
-        b"\nhook 50 51 52 54\nhost 7 182\nhostname 7\nhttptimeoutexception 2\nhung 4"
+        b"\nhang 4\nheap 84 113\nhip 235\nhip_error_outofmemory 257\nhiperroroutofmemory 257"
+        b"\nhook 50 51 52 54\nhost 7 183\nhostname 7\nhttptimeoutexception 2\nhung 4"
     ),
     105: (
-        b"\niam_permission_denied 211\nident 190\nidentification 182\nignore 239\nillegal 108 237"
+        b"\niam_permission_denied 212\nident 191\nidentification 183\nignore 240\nillegal 108 238"
         b"\nillegalargumentexception 118\nillegalstateexception 118\nimage 158\nimagepullbackoff 166"
-        b"\nimaplib 275 276 277 278 279\nimds 205\nimplicit 101\nimport 43 70 95\nimporterror 71"
-        b"\nimports 142\ninclude 43\nincompatible 101 109\nincomplete 196\nincompleteread 6"
-        b"\nincompletesignature 203\ninconsistent 177\nincorrect 176 226 280 282"
+        b"\nimaplib 276 277 278 279 280\nimds 206\nimplicit 101\nimport 43 70 95\nimporterror 71"
+        b"\nimports 142\ninclude 43\nincompatible 101 109\nincomplete 197\nincompleteread 6"
+        b"\nincompletesignature 204\ninconsistent 178\nincorrect 177 227 281 283"
         b"\nindentationerror 55\nindex 144\nindexerror 67\nindexoutofboundsexception 118"
-        b"\nindexoutofrangeexception 146\ninit 177\ninitialized 109\ninline 239\ninput 224"
-        b"\ninstall 94 145 178\ninstalled 177\ninstance 258\ninstancelimitexceeded 206"
-        b"\ninsufficient 23 113 165\ninsufficient_quota 21\ninsufficientinstancecapacity 207"
-        b"\nintegrityerror 199\ninternal 17\ninternalerror 207\ninternalfailure 207"
-        b"\ninternalservererror 230\ninterpreter 34 37 48 273\ninterpreternotfound 273"
-        b"\ninvalid 22 176 226 280 282\ninvalid_api_key 226\ninvalid_auth 281 282"
-        b"\ninvalid_credentials 281 282\ninvalid_grant 211\ninvalid_request_error 233"
-        b"\ninvalidaccesskeyid 203\ninvalidauthenticationtoken 216"
-        b"\ninvalidauthenticationtokentenant 216\ninvalidcastexception 146\ninvalidcatalogname 191"
-        b"\ninvalidclienttokenid 203\ninvalidcredentials 281 282\ninvalidimagename 166"
-        b"\ninvalidoperationexception 146\ninvalidparameterexception 210\ninvalidparametervalue 210"
-        b"\ninvalidparametervalueexception 210\ninvalidpassword 190\ninvalidsignatureexception 203"
-        b"\ninvalidtoken 203\ninvokemethodonnull 155"
+        b"\nindexoutofrangeexception 146\ninit 178\ninitialized 109\ninline 240\ninput 225"
+        b"\ninstall 94 145 179\ninstalled 178\ninstance 259\ninstancelimitexceeded 207"
+        b"\ninsufficient 23 113 165\ninsufficient_quota 21\ninsufficientinstancecapacity 208"
+        b"\nintegrityerror 200\ninternal 17\ninternalerror 208\ninternalfailure 208"
+        b"\ninternalservererror 231\ninterpreter 34 37 48 274\ninterpreternotfound 274"
+        b"\ninvalid 22 177 227 281 283\ninvalid_api_key 227\ninvalid_auth 282 283"
+        b"\ninvalid_credentials 282 283\ninvalid_grant 212\ninvalid_request_error 234"
+        b"\ninvalidaccesskeyid 204\ninvalidauthenticationtoken 217"
+        b"\ninvalidauthenticationtokentenant 217\ninvalidcastexception 146\ninvalidcatalogname 192"
+        b"\ninvalidclienttokenid 204\ninvalidcredentials 282 283\ninvalidimagename 166"
+        b"\ninvalidoperationexception 146\ninvalidparameterexception 211\ninvalidparametervalue 211"
+        b"\ninvalidparametervalueexception 211\ninvalidpassword 191\ninvalidsignatureexception 204"
+        b"\ninvalidtoken 204\ninvokemethodonnull 155"
     ),
     106: (
-        b"\njava 115\njava_home 115\njinja 239\njs 98\njson 76 173\njsondecodeerror 76\njsx 98"
+        b"\njava 115\njava_home 115\njinja 240\njs 98\njson 76 174\njsondecodeerror 76\njsx 98"
         b"\njvm 115"
     ),
     107: (
-        b"\nkernel 235\nkex_exchange_identification 6\nkey 39 211 227 239 283"
-        b"\nkeybasedauthenticationnotpermitted 216\nkeyerror 67 72\nkeynotfoundexception 146"
-        b"\nkill 28\nkilled 28\nkind 171\nknown 7\nkotlinnullpointerexception 118\nkt 109"
+        b"\nkernel 236\nkex_exchange_identification 6\nkey 39 212 228 240 284"
+        b"\nkeybasedauthenticationnotpermitted 217\nkeyerror 67 72\nkeynotfoundexception 146"
+        b"\nkill 28\nkilled 28\nkind 172\nknown 7\nkotlinnullpointerexception 118\nkt 109"
         b"\nktlint 112\nkts 109"
     ),
     108: (
-        b"\nlatest 239\nlength 229\nlibcuda 235\nlibraries 38\nlibrary 38 136\nlicence 25"
-        b"\nlicense 25\nlimit 18\nlimitexceededexception 202\nline 270"
-        b"\nlinkedauthorizationfailed 216\nlinker 136\nlint 64\nlinting 64\nliteral 239"
-        b"\nload 183 205 239\nloaderror 244\nloading 194\nlocalhost 169\nlocate 205 265\nlock 31 179"
-        b"\nlocked 31\nlockfile 81\nlocking 179\nlocknotavailable 32\nlocktimeout 2"
-        b"\nlogged 22 80 167\nlogin 22\nlonger 3 255\nlookuperror 67\nloop 239\nlow 164"
+        b"\nlatest 240\nlength 230\nlibcuda 236\nlibraries 38\nlibrary 38 136\nlicence 25"
+        b"\nlicense 25\nlimit 18\nlimitexceededexception 203\nline 271"
+        b"\nlinkedauthorizationfailed 217\nlinker 136\nlint 64\nlinting 64\nliteral 240"
+        b"\nload 184 206 240\nloaderror 245\nloading 195\nlocalhost 170\nlocate 206 266\nlock 31 180"
+        b"\nlocked 31\nlockfile 81\nlocking 180\nlocknotavailable 32\nlocktimeout 2"
+        b"\nlogged 22 80 167\nlogin 22\nlonger 3 256\nlookuperror 67\nloop 240\nlow 164"
     ),
     109: (
-        b"\nmain 114\nmajor 114\nmalformedpolicydocument 210\nmanagedidentitycredential 217"
-        b"\nmanifest 158\nmapping 173\nmappings 241\nmasterdown 194\nmatch 258\nmatches 274"
-        b"\nmatching 79 101 136\nmember 101\nmemory 28 30\nmemoryerror 29\nmeta 239\nmetadata 241"
-        b"\nmethodnotfound 155\nmicrosoft 75\nmisaligned 237\nmisbehaving 7\nmisconf 195"
-        b"\nmismatch 109\nmismatched 130\nmismatcheddelimitererror 252\nmissing 100 148 176 205 271"
-        b"\nmissingapikeyerror 227\nmissingauthenticationtoken 203\nmissingparameter 210"
-        b"\nmissingsubscriptionregistration 220\nmodel 231\nmodel_not_found 231\nmodified 81"
-        b"\nmodule 71 77 78 127 154 264\nmodule_not_found 77\nmodulenotfound 154"
-        b"\nmodulenotfounderror 71\nmps 234\nmsb4019 145\nmsb4236 145\nmts 98\nmust 40\nmysql 193"
+        b"\nmain 114\nmajor 114\nmalformedpolicydocument 211\nmanagedidentitycredential 218"
+        b"\nmanifest 158\nmapping 174\nmappings 242\nmasterdown 195\nmatch 259\nmatches 275"
+        b"\nmatching 79 101 136\nmember 101\nmemory 28 30\nmemoryerror 29\nmeta 240\nmetadata 242"
+        b"\nmethodnotfound 155\nmicrosoft 75\nmisaligned 238\nmisbehaving 7\nmisconf 196"
+        b"\nmismatch 109\nmismatched 130\nmismatcheddelimitererror 253\nmissing 100 148 177 206 272"
+        b"\nmissingapikeyerror 228\nmissingauthenticationtoken 204\nmissingparameter 211"
+        b"\nmissingsubscriptionregistration 221\nmodel 232\nmodel_not_found 232\nmodified 81"
+        b"\nmodule 71 77 78 127 154 265\nmodule_not_found 77\nmodulenotfound 154"
+        b"\nmodulenotfounderror 71\nmps 235\nmsb4019 145\nmsb4236 145\nmts 98\nmust 40\nmysql 194"
     ),
     110: (
-        b"\nname 101 239\nnameerror 67\nnameresolutionerror 8\nnamespace 44\nnative 113"
-        b"\nnccl_timeout 238\nnear 196\nnetsdk1004 145\nnetsdk1045 145\nnewconnectionerror 6"
-        b"\nnewline 175\nnil 124\nno 239\nnoauth 190\nnoauthhandlerfound 205"
-        b"\nnoclassdeffounderror 114\nnocredentialproviders 205\nnocredentialserror 205\nnodename 7"
-        b"\nnodes 165\nnoperm 190\nnoregionerror 205\nnosuchbucket 209\nnosuchelementexception 118"
-        b"\nnosuchentity 209\nnosuchfielderror 118\nnosuchmethoderror 118\nnot_authed 281 282"
-        b"\nnotarget 79\nnotauthorizedexception 203\nnote 270\nnotfound 168\nnotimplementederror 67"
+        b"\nname 101 240\nnameerror 67\nnameresolutionerror 8\nnamespace 44\nnative 113"
+        b"\nnccl_timeout 239\nnear 197\nnetsdk1004 145\nnetsdk1045 145\nnewconnectionerror 6"
+        b"\nnewline 176\nnil 124\nno 240\nnoauth 191\nnoauthhandlerfound 206"
+        b"\nnoclassdeffounderror 114\nnocredentialproviders 206\nnocredentialserror 206\nnodename 7"
+        b"\nnodes 165\nnoperm 191\nnoregionerror 206\nnosuchbucket 210\nnosuchelementexception 118"
+        b"\nnosuchentity 210\nnosuchfielderror 118\nnosuchmethoderror 118\nnot_authed 282 283"
+        b"\nnotarget 79\nnotauthorizedexception 204\nnote 271\nnotfound 168\nnotimplementederror 67"
         b"\nnotimplementedexception 146\nnotsupportedexception 146\nnu1100 143\nnu1101 143"
-        b"\nnu1102 143\nnu1103 143\nnu1301 144\nnull 155 199\nnullpointerexception 118"
-        b"\nnullreferenceexception 146\nnumberformatexception 118\nnvidia 235\nnvml 235"
+        b"\nnu1102 143\nnu1103 143\nnu1301 144\nnull 155 200\nnullpointerexception 118"
+        b"\nnullreferenceexception 146\nnumberformatexception 118\nnvidia 236\nnvml 236"
     ),
     111: (
-        b"\nobject 38\nobjectdisposedexception 146\noci 163\noffense 247\noffenses 247\nok 85"
-        b"\nonly 27 239\noom 28 195 234\noom_kill 28\noom_killer 28\noomd 28\noomkilled 29"
-        b"\noomkiller 28\noops 120\nopenssl 136\noperation 174\noperationpreempted 219"
-        b"\noperationtimedout 2\noutofmemoryerror 29 234\noutofmemoryexception 29\noutputs 241"
+        b"\nobject 38\nobjectdisposedexception 146\noci 163\noffense 248\noffenses 248\nok 85"
+        b"\nonly 27 240\noom 28 196 235\noom_kill 28\noom_killer 28\noomd 28\noomkilled 29"
+        b"\noomkiller 28\noops 120\nopenssl 136\noperation 175\noperationpreempted 220"
+        b"\noperationtimedout 2\noutofmemoryerror 29 235\noutofmemoryexception 29\noutputs 242"
         b"\noverflowerror 67\noverhead 113\noverloaded 20\noverloaded_error 20\noverride 109"
         b"\nowner 23"
     ),
     112: (
-        b"\npackage 41 77 78 127 239 264\npackagesnotfounderror 250\npanic 120 124\npanicked 135"
+        b"\npackage 41 77 78 127 240 265\npackagesnotfounderror 251\npanic 120 124\npanicked 135"
         b"\nparameter 40\nparameterbindingexception 155\nparameterbindingvalidationexception 155"
-        b"\nparameternotfound 209\nparameters 241\nparse 46 47 259\nparseexception 148\nparser 239"
-        b"\nparsererror 148 173\nparsing 47 108 173\npartial 239\npassword 22 184 190 221 283"
-        b"\npath 34\npayment 21\npayments 21\npeer 190\npermanently 21\npermission 23 37"
-        b"\npermission_denied 24\npermission_error 226\npermissiondenied 24"
-        b"\npermissiondeniederror 226\npermissionerror 24\npermissions 23 183\npermitted 23"
-        b"\npg_hba 190\nphase 243\npipe 4 156\npkix 11\nplatform 159\nplaybook 239\nplugin 177"
-        b"\nplugins 177\npmd 112\npod 243\npooltimeout 2\npoplib 275 276 277 278 279\npossible 145"
-        b"\npowershell 152\npre 51 52\npre_start_hook 51\npreparation 222\nprettier 91"
-        b"\npriorrequestnotcomplete 207\nprivileges 23\nproblem 90\nproblems 90\nprofile 205"
-        b"\nprofilenotfound 205\nprogram 34 35\nproject 44\nprompt 229\nproperties 92"
-        b"\npropertynotfoundexception 155\nprotected 189\nprotocol_connection_lost 193"
-        b"\nprotocolerror 6\nproviding 106\nprovisionedthroughputexceededexception 202\nps1 150"
+        b"\nparameternotfound 210\nparameters 242\nparse 46 47 260\nparseexception 148\nparser 240"
+        b"\nparsererror 148 174\nparsing 47 108 174\npartial 240\npassword 22 185 191 222 284"
+        b"\npath 34\npayment 21\npayments 21\npeer 191\npermanently 21\npermission 23 37"
+        b"\npermission_denied 24\npermission_error 227\npermissiondenied 24"
+        b"\npermissiondeniederror 227\npermissionerror 24\npermissions 23 184\npermitted 23"
+        b"\npg_hba 191\nphase 244\npipe 4 156\npkix 11\nplatform 159\nplaybook 240\nplugin 178"
+        b"\nplugins 178\npmd 112\npod 244\npooltimeout 2\npoplib 276 277 278 279 280\npossible 145"
+        b"\npowershell 152\npre 51 52\npre_start_hook 51\npreparation 223\nprettier 91"
+        b"\npriorrequestnotcomplete 208\nprivileges 23\nproblem 90\nproblems 90\nprofile 206"
+        b"\nprofilenotfound 206\nprogram 34 35\nproject 44\nprompt 230\nproperties 92"
+        b"\npropertynotfoundexception 155\nprotected 190\nprotocol_connection_lost 194"
+        b"\nprotocolerror 6\nproviding 106\nprovisionedthroughputexceededexception 203\nps1 150"
         b"\npsalignassignmentstatement 150\npsavoidassignmenttoautomaticvariable 150"
         b"\npsavoiddefaultvalueswitchparameter 150\npsavoidglobalvars 150\npsavoidlonglines 150"
         b"\npsavoidoverwritingbuiltincmdlets 150\npsavoidsemicolonsaslineterminators 150"
@@ -319,62 +319,62 @@ WORDS: dict[int, bytes] = {
         b"\npulling 166\npwsh 152\npy 60 61\npyi 60 61\npython 75"
     ),
     113: (
-        b"\nquery 178\nquerycanceled 2\nqueue 44\nquickly 18\nquota 18 21 26 170 213 218"
-        b"\nquotaexceeded 218"
+        b"\nquery 179\nquerycanceled 2\nqueue 44\nquickly 18\nquota 18 21 26 171 214 219"
+        b"\nquotaexceeded 219"
     ),
     114: (
-        b"\nrangeerror 67\nrate 18 228\nrate_limit 18\nrate_limit_error 19"
+        b"\nrangeerror 67\nrate 18 229\nrate_limit 18\nrate_limit_error 19"
         b"\nrate_limit_exceeded 19 19\nrate_limited 18\nrate_limiting 18\nrate_limits 18"
         b"\nratelimit 18\nratelimited 18 19\nratelimiterror 19\nratelimitexceeded 19 19"
-        b"\nratelimiting 18\nratelimits 18\nreach 4 5\nreadonly 27 194\nreadtimeout 2"
-        b"\nreadtimeouterror 2\nreadtimeoutexception 2\nready 33\nreauthentication 211\nreceive 192"
-        b"\nrecent 114\nrecognized 34\nrecursionerror 67\nreference 176\nreferenceerror 67"
-        b"\nreformat 62\nreformatted 62\nrefused 280 282\nrefusing 221\nregion 205\nregistry 44"
-        b"\nreinitialization 177\nrejected 280 282\nrelation 198\nrelease 115\nremotedisconnected 6"
-        b"\nreply 1\nrepository 185 187\nrequest 18\nrequestdisallowedbypolicy 216"
-        b"\nrequested 160 206\nrequestlimitexceeded 202\nrequests 18\nrequestthrottled 202"
-        b"\nrequestthrottledexception 202\nrequesttimeout 2\nrequesttimeoutexception 2"
-        b"\nrequesttimetooskewed 208\nrequire 95\nrequirements 249\nrequires 127\nresolution 7"
-        b"\nresolutionimpossible 73\nresolvable 116\nresolve 7 77 78 79 117 223 267 268"
-        b"\nresolvepackagenotfound 250\nresolving 7\nresource_exhausted 19\nresourceexhausted 19"
-        b"\nresourceexhaustederror 234\nresourcegroupnotfound 220\nresourcenotfoundexception 209"
-        b"\nresources 215 241\nrespond 1\nresponding 222\nresponsibleaipolicyviolation 232"
-        b"\nrestarting 31\nretrieve 205\nretryableerror 219\nrevision 127\nrevoked 22 211\nrisky 239"
-        b"\nrole 191 239\nroute 9\nrpc 10\nrule 105 240\nrules 241\nrun 239\nrunner 225\nrunners 225"
-        b"\nruntime 115 124 235\nruntimeerror 68\nrustc 136"
+        b"\nratelimiting 18\nratelimits 18\nreach 4 5\nreadonly 27 195\nreadtimeout 2"
+        b"\nreadtimeouterror 2\nreadtimeoutexception 2\nready 33\nreauthentication 212\nreceive 193"
+        b"\nrecent 114\nrecognized 34\nrecursionerror 67\nreference 177\nreferenceerror 67"
+        b"\nreformat 62\nreformatted 62\nrefused 281 283\nrefusing 222\nregion 206\nregistry 44"
+        b"\nreinitialization 178\nrejected 281 283\nrelation 199\nrelease 115\nremotedisconnected 6"
+        b"\nreply 1\nrepository 186 188\nrequest 18\nrequestdisallowedbypolicy 217"
+        b"\nrequested 160 207\nrequestlimitexceeded 203\nrequests 18\nrequestthrottled 203"
+        b"\nrequestthrottledexception 203\nrequesttimeout 2\nrequesttimeoutexception 2"
+        b"\nrequesttimetooskewed 209\nrequire 95\nrequirements 250\nrequires 127\nresolution 7"
+        b"\nresolutionimpossible 73\nresolvable 116\nresolve 7 77 78 79 117 224 268 269"
+        b"\nresolvepackagenotfound 251\nresolving 7\nresource_exhausted 19\nresourceexhausted 19"
+        b"\nresourceexhaustederror 235\nresourcegroupnotfound 221\nresourcenotfoundexception 210"
+        b"\nresources 216 242\nrespond 1\nresponding 223\nresponsibleaipolicyviolation 233"
+        b"\nrestarting 31\nretrieve 206\nretryableerror 220\nrevision 127\nrevoked 22 212\nrisky 240"
+        b"\nrole 192 240\nroute 9\nrpc 10\nrule 105 241\nrules 242\nrun 240\nrunner 226\nrunners 226"
+        b"\nruntime 115 124 236\nruntimeerror 68\nrustc 136"
     ),
     115: (
-        b"\nsafe 187\nsanity 239\nsasl 190\nsatisfies 73\nsbt 260\nscala 260\nscannererror 173"
-        b"\nschema 239\nscope 251 258\nscopes 23 211 221\nscripts 151\nsdk 205\nsdks 145\nsecret 283"
-        b"\nsecretaccesskey 39\nsecrets 189\nsecurity 203\nselect 136 235\nseparator 104 175"
-        b"\nserialization 31\nserializationfailure 32\nserialize 31\nserver 4 192 230"
-        b"\nserverbusy 219\nserverdisconnectederror 6\nservertimeoutexception 2"
-        b"\nservice_disabled 214\nservicequotaexceededexception 206\nserviceunavailable 207 215"
-        b"\nserviceunavailableerror 230\nserviceunavailableexception 207\nset 40\nshared 38"
-        b"\nshellcheck 270\nshutdown 222\nsignal 28\nsignature 208\nsignaturedoesnotmatch 203"
-        b"\nsigned 151\nskunotavailable 220\nslots 192\nslowdown 202\nsmtplib 275 276 277 278 279"
+        b"\nsafe 188\nsanity 240\nsasl 191\nsatisfies 73\nsbt 261\nscala 261\nscannererror 174"
+        b"\nschema 240\nscope 252 259\nscopes 23 212 222\nscripts 151\nsdk 206\nsdks 145\nsecret 284"
+        b"\nsecretaccesskey 39\nsecrets 190\nsecurity 204\nselect 136 236\nseparator 104 176"
+        b"\nserialization 31\nserializationfailure 32\nserialize 31\nserver 4 193 231"
+        b"\nserverbusy 220\nserverdisconnectederror 6\nservertimeoutexception 2"
+        b"\nservice_disabled 215\nservicequotaexceededexception 207\nserviceunavailable 208 216"
+        b"\nserviceunavailableerror 231\nserviceunavailableexception 208\nset 40\nshared 38"
+        b"\nshellcheck 271\nshutdown 223\nsignal 28\nsignature 209\nsignaturedoesnotmatch 204"
+        b"\nsigned 151\nskunotavailable 221\nslots 193\nslowdown 203\nsmtplib 276 277 278 279 280"
         b"\nsockettimeoutexception 2\nsolution 73\nsolverproblemerror 73\nsolving 73\nspace 26"
-        b"\nspending 21\nspotbugs 112\nspotless 112\nsqlite_busy 32\nsqlite_cantopen 200"
-        b"\nsqlite_corrupt 200\nsqlite_full 200\nsqlite_ioerr 200\nsqlite_ioerr_fsync 200"
-        b"\nsqlite_ioerr_read 200\nsqlite_ioerr_write 200\nsqlite_readonly 200"
-        b"\nssh_exception 275 276 277 278 279\nssl 192\nssl_error_syscall 10\nssleoferror 6\nsso 203"
+        b"\nspending 21\nspotbugs 112\nspotless 112\nsqlite_busy 32\nsqlite_cantopen 201"
+        b"\nsqlite_corrupt 201\nsqlite_full 201\nsqlite_ioerr 201\nsqlite_ioerr_fsync 201"
+        b"\nsqlite_ioerr_read 201\nsqlite_ioerr_write 201\nsqlite_readonly 201"
+        b"\nssh_exception 276 277 278 279 280\nssl 193\nssl_error_syscall 10\nssleoferror 6\nsso 204"
         b"\nstack 44\nstackoverflowerror 118\nstart_hook 51\nstatement 108\nstatic 109\nstdout 131"
-        b"\nstorageaccountnotfound 220\nstray 100\nstrict 172\nstring 148 175"
-        b"\nstring_above_max_length 229\nstringindexoutofboundsexception 118\nstuck 225\nstyle 91"
-        b"\nsubnet 44\nsubscription 44 217\nsubscriptionnotfound 220"
-        b"\nsubscriptionrequeststhrottled 19\nsubstitution 46\nsuccessful 280 282\nsum 127"
-        b"\nsupports 45\nsymbol 102 109\nsymbols 102\nsync 81\nsyntax 46 47 56 121 196 239"
-        b"\nsyntaxerror 47 55 252\nsystem 222"
+        b"\nstorageaccountnotfound 221\nstray 100\nstrict 173\nstring 148 176"
+        b"\nstring_above_max_length 230\nstringindexoutofboundsexception 118\nstuck 226\nstyle 91"
+        b"\nsubnet 44\nsubscription 44 218\nsubscriptionnotfound 221"
+        b"\nsubscriptionrequeststhrottled 19\nsubstitution 46\nsuccessful 281 283\nsum 127"
+        b"\nsupports 45\nsymbol 102 109\nsymbols 102\nsync 81\nsyntax 46 47 56 121 197 240"
+        b"\nsyntaxerror 47 55 253\nsystem 223"
     ),
     116: (
-        b"\ntaberror 55\ntable 198\ntask 110 111\ntask_failed 49\ntemplate 242\ntemporarily 33"
-        b"\nterm 153\nterminal 184\nterminating 192\ntest 59 87\ntests 59\nthrottled 18"
-        b"\nthrottledexception 202\nthrottling 18 202\nthrottlingexception 202\ntime 1\ntimed 0 125"
-        b"\ntimedout 0\ntimeout 1\ntimeoutcancellationexception 2\ntimeouterror 2"
-        b"\ntimeoutexception 2\ntimeoutexpired 2\ntls 10\ntoken 283\ntokenmissingerror 252"
-        b"\ntokens 229\ntoolchain 136\ntoolchains 115\ntoomanybuckets 206\ntoomanyrequests 19 19"
-        b"\ntoomanyrequestsexception 19\ntopic 44\ntorch 235\ntraceback 69\ntransferred 4"
-        b"\ntransform 241\ntriggeruncaughtexception 93\ntryagain 194\nts 98\nts1002 97\nts1003 97"
+        b"\ntaberror 55\ntable 199\ntask 110 111\ntask_failed 49\ntemplate 243\ntemporarily 33"
+        b"\nterm 153\nterminal 185\nterminating 193\ntest 59 87\ntests 59\nthrottled 18"
+        b"\nthrottledexception 203\nthrottling 18 203\nthrottlingexception 203\ntime 1\ntimed 0 125"
+        b"\ntimedout 0\ntimeout 1 169\ntimeoutcancellationexception 2\ntimeouterror 2"
+        b"\ntimeoutexception 2\ntimeoutexpired 2\ntls 10\ntoken 284\ntokenmissingerror 253"
+        b"\ntokens 230\ntoolchain 136\ntoolchains 115\ntoomanybuckets 207\ntoomanyrequests 19 19"
+        b"\ntoomanyrequestsexception 19\ntopic 44\ntorch 236\ntraceback 69\ntransferred 4"
+        b"\ntransform 242\ntriggeruncaughtexception 93\ntryagain 195\nts 98\nts1002 97\nts1003 97"
         b"\nts1005 97\nts1009 97\nts1010 97\nts1011 97\nts1012 97\nts1013 97\nts1014 97\nts1068 97"
         b"\nts1109 97\nts1110 97\nts1121 97\nts1124 97\nts1125 97\nts1126 97\nts1127 97\nts1128 97"
         b"\nts1131 97\nts1134 97\nts1135 97\nts1136 97\nts1138 97\nts1141 97\nts1144 97\nts1160 97"
@@ -386,39 +386,39 @@ WORDS: dict[int, bytes] = {
         b"\nts7006 98\nts7016 98\nts7053 98\ntsx 98\ntypeerror 67"
     ),
     117: (
-        b"\nunable 75 143\nunauthenticated 22 211\nunauthorised 22\nunauthorized 22"
-        b"\nunauthorizedaccess 151\nunauthorizedaccessexception 24\nunauthorizedoperation 203"
-        b"\nunavailable 17 33 215\nunbound 40\nunboundlocalerror 67\nunclosed 108 130 175"
+        b"\nunable 75 143\nunauthenticated 22 212\nunauthorised 22\nunauthorized 22"
+        b"\nunauthorizedaccess 151\nunauthorizedaccessexception 24\nunauthorizedoperation 204"
+        b"\nunavailable 17 33 216\nunbound 40\nunboundlocalerror 67\nunclosed 108 130 176"
         b"\nund_err_connect_timeout 2\nund_err_headers_timeout 2\nund_err_socket 6\nundeclared 101"
-        b"\nundefined 102\nundefinedcolumn 197\nundefinedtable 198\nunexpected 47 89 148 266"
+        b"\nundefined 102\nundefinedcolumn 198\nundefinedtable 199\nunexpected 47 89 148 267"
         b"\nunhandled 93 147\nunhandledpromiserejection 93\nunicodedecodeerror 67"
-        b"\nunicodeencodeerror 67\nuninitializedpropertyaccessexception 118\nunique 199"
-        b"\nuniqueviolation 199\nunknown 191 201\nunknownhostexception 8\nunmerged 188"
-        b"\nunprotected 183\nunreachable 9\nunrecognized 223\nunrecognizedclientexception 203"
-        b"\nunreported 109\nunresolved 102 109\nunsatisfiableerror 250\nunschedulable 165"
-        b"\nunsuccessful 280 282\nunsupported 82 176\nunsupportedclassversionerror 114"
-        b"\nunsupportedoperationexception 118\nunterminated 130 175 266\nuntolerated 165\nusage 96"
-        b"\nused 214\nusername 184\nuserratelimitexceeded 19"
+        b"\nunicodeencodeerror 67\nuninitializedpropertyaccessexception 118\nunique 200"
+        b"\nuniqueviolation 200\nunknown 192 202\nunknownhostexception 8\nunmerged 189"
+        b"\nunprotected 184\nunreachable 9\nunrecognized 224\nunrecognizedclientexception 204"
+        b"\nunreported 109\nunresolved 102 109\nunsatisfiableerror 251\nunschedulable 165"
+        b"\nunsuccessful 281 283\nunsupported 82 177\nunsupportedclassversionerror 114"
+        b"\nunsupportedoperationexception 118\nunterminated 130 176 267\nuntolerated 165\nusage 96"
+        b"\nused 215\nusername 185\nuserratelimitexceeded 19"
     ),
     118: (
-        b"\nvalidating 172\nvalidationerror 172 210\nvalidationexception 210\nvalue 181"
-        b"\nvalueerror 67\nvar 239\nvariable 40\nvariables 40\nvault 44\nvb 139"
-        b"\nvcpulimitexceeded 206\nversions 79\nviolates 199\nviolation 112\nviolations 112 189"
-        b"\nvisual 83\nvpc 44\nvpclimitexceeded 206\nvue 98"
+        b"\nvalidating 173\nvalidationerror 173 211\nvalidationexception 211\nvalue 182"
+        b"\nvalueerror 67\nvar 240\nvariable 40\nvariables 40\nvault 44\nvb 139"
+        b"\nvcpulimitexceeded 207\nversions 79\nviolates 200\nviolation 112\nviolations 112 190"
+        b"\nvisual 83\nvpc 44\nvpclimitexceeded 207\nvue 98"
     ),
     119: (
-        b"\nwarning 270\nwarnings 103\nwas 149\nwatchdog 238\nwerror 103\nwhitespace 142"
-        b"\nwinerror 35\nworkflow 223\nwritetimeout 2\nwrong 201 280 282\nwrongpass 190"
-        b"\nwrongtype 201"
+        b"\nwarning 271\nwarnings 103\nwas 149\nwatchdog 239\nwerror 103\nwhitespace 142"
+        b"\nwinerror 35\nworkflow 224\nwritetimeout 2\nwrong 202 281 283\nwrongpass 191"
+        b"\nwrongtype 202"
     ),
     120: (
         b"\nx509 11"
     ),
     121: (
-        b"\nyaml 173 239 239\nyml 239"
+        b"\nyaml 174 240 240\nyml 240"
     ),
     122: (
-        b"\nzerodivisionerror 67\nzone 44\nzone_resource_pool_exhausted 215"
+        b"\nzerodivisionerror 67\nzone 44\nzone_resource_pool_exhausted 216"
     ),
 }
 
@@ -592,119 +592,120 @@ NEEDS: bytes = (
     b"back-off pulling image\x1eerrimageneverpull\x1eerrimagepull\x1efailed to pull image\x1eimagepullbackoff\x1einvalidimagename\x0a"  # 166
     b"\x22 cannot\x1fis forbidden: user \x22\x1eerror from server (forbidden)\x1eyou must be logged in to the server\x0a"  # 167
     b"error from server (notfound)\x0a"  # 168
-    b"current-context is not set\x1einvalid configuration: no configuration\x1eno configuration has been provided\x1eno context exists with the name\x0a"  # 169
-    b"forbidden: exceeded quota: \x0a"  # 170
-    b"\x22 in version\x1fno matches for kind \x22\x0a"  # 171
-    b"error validating data: \x1estrict decoding error\x1eunknown field \x22\x1evalidationerror(\x0a"  # 172
-    b" not well-formed\x1fjson\x1e not well-formed\x1fyaml\x1e'-' indicator\x1fdid not find expected \x1e<document start>\x1fdid not find expected \x1eblock\x1fcollection\x1fwhile parsing a \x1eblock\x1fmapping\x1fwhile parsing a \x1ecollection\x1fflow\x1fwhile parsing a \x1ecould not find expected\x1fyaml: line \x1ecould not find expected ':'\x1edid not find expected\x1fyaml: line \x1edid not find expected \x1fkey\x1edid not find expected \x1fnode content\x1eerror converting yaml to json: yaml:\x1eerror in your yaml syntax\x1eflow\x1fmapping\x1fwhile parsing a \x1efound character that cannot start\x1fyaml: line \x1efound character that cannot start any token\x1ehere\x1fmapping values are not allowed \x1ein this context\x1fmapping values are not allowed \x1emapping values are not allowed\x1fyaml: line \x1eparsererror\x1fyaml.\x1escannererror\x1fyaml.\x1esyntax error while loading yaml\x1eyaml parse error\x0a"  # 173
-    b"another operation (install/upgrade/rollback) is in progress\x0a"  # 174
-    b"argument or block definition required\x1ferror: \x1eerror: \x1finvalid block definition\x1eerror: \x1finvalid character\x1eerror: \x1finvalid expression\x1eerror: \x1finvalid multi-line string\x1eerror: \x1fmissing item separator\x1eerror: \x1fmissing newline after argument\x1eerror: \x1funclosed configuration block\x1eerror: \x1funterminated template string\x0a"  # 175
-    b"call to unknown function\x1ferror: \x1ecycle: \x1ferror: \x1eduplicate \x1ferror: \x1foutput\x1eduplicate \x1ferror: \x1fresource\x1eduplicate \x1ferror: \x1fvariable\x1eerror: \x1fincorrect attribute value type\x1eerror: \x1finput variable\x1finvalid value for \x1eerror: \x1finput variable\x1freference to undeclared \x1eerror: \x1finvalid count argument\x1eerror: \x1finvalid for_each argument\x1eerror: \x1finvalid function argument\x1eerror: \x1finvalid reference\x1eerror: \x1finvalid value for \x1fmodule argument\x1eerror: \x1flocal value\x1freference to undeclared \x1eerror: \x1fmissing required argument\x1eerror: \x1fmodule\x1freference to undeclared \x1eerror: \x1freference to undeclared \x1fresource\x1eerror: \x1funsupported argument\x1eerror: \x1funsupported attribute\x1eerror: \x1funsupported block type\x0a"  # 176
-    b"backend initialization required\x1ecould not load plugin\x1einconsistent dependency lock file\x1emodule not installed\x1eplease run \x22terraform init\x22\x1eplugin reinitialization required\x1erequired plugins are not installed\x0a"  # 177
-    b"failed to \x1finstall provider\x1efailed to \x1fquery available provider packages\x0a"  # 178
-    b"conditionalcheckfailedexception\x1eerror acquiring the state lock\x1eerror locking state\x0a"  # 179
-    b"failed to refresh cached credentials\x1eno credentials found\x1eno valid credential sources found\x0a"  # 180
-    b"is not set, and has no default value\x1eno value for required variable\x0a"  # 181
-    b"host key is known for\x1fno \x1ehost key verification failed\x1eremote host identification has changed\x0a"  # 182
-    b" for '\x1f' are too open\x1fpermissions \x1e\x22: \x1fbad permissions\x1fload key \x22\x1e\x22: \x1ferror in libcrypto\x1fload key \x22\x1e\x22: \x1finvalid format\x1fload key \x22\x1eunprotected private key file\x0a"  # 183
-    b" for '\x1fcould not read \x1fpassword\x1e for '\x1fcould not read \x1fusername\x1eterminal prompts disabled\x0a"  # 184
-    b"' not found\x1ffatal: repository '\x1erepository not found\x0a"  # 185
-    b"make sure you have the correct access rights\x0a"  # 186
-    b"detected dubious ownership in repository\x1enot a git repository\x1esafe.directory\x0a"  # 187
-    b"): \x1fconflict (\x1eautomatic merge failed; fix conflicts\x1eerror: could not apply \x1emerge conflict in\x1eresolve all conflicts manually\x1eyou have unmerged paths\x0a"  # 188
-    b"gh006\x1egh013\x1eprotected branch hook declined\x1eprotected branch update failed\x1epush cannot contain secrets\x1erepository rule violations found\x1eyou are not allowed to push code to protected branches\x0a"  # 189
-    b" (\x1ferror 104\x1e authentication failed\x1fident\x1e authentication failed\x1fpeer\x1e28p01\x1eaccess denied for user\x1eaccess_denied_error\x1fer_\x1eerr invalid password\x1eerror 1142 (\x1einvalidpassword\x1eno pg_hba.conf entry for\x1enoauth\x1enoperm\x1epassword authentication failed for user\x1esasl authentication failed\x1ewrongpass\x0a"  # 190
-    b" \x22\x1f\x22 does not exist\x1fdatabase\x1e \x22\x1f\x22 does not exist\x1frole\x1e\x22 is not available\x1fextension \x22\x1e3d000\x1eer_bad_db_error\x1einvalidcatalogname\x1eunknown database '\x0a"  # 191
-    b" failed\x1fconnection to server at \x22\x1e53300\x1e57p0\x1eadminshutdown\x1ecannotconnectnow\x1ecould not receive data from server\x1ein recovery mode\x1fthe database system is \x1eis the server running\x1enot yet accepting connections\x1fthe database system is \x1eremaining connection slots are reserved\x1eshutting down\x1fthe database system is \x1esorry, too many clients already\x1essl connection has been closed unexpectedly\x1essl syscall error: eof detected\x1estarting up\x1fthe database system is \x1eterminating connection due to administrator command\x1etoo many connections\x0a"  # 192
-    b" (\x1f02\x1ferror 20\x1e (\x1f03\x1ferror 20\x1e (\x1f06\x1ferror 20\x1e (\x1f13\x1ferror 20\x1ecan't connect to \x1fmysql server\x1eer_con_count_error\x1elost connection to mysql server\x1emysql server has gone away\x1eprotocol_connection_lost\x0a"  # 193
-    b" connecting to \x1ferror \x1ebusy redis is busy\x1eclusterdown\x1eloading redis is loading\x1emasterdown\x1emax number of clients reached\x1ereadonly you can't write against a read only replica\x1etryagain\x0a"  # 194
-    b"misconf\x1eoom command not allowed when used memory\x0a"  # 195
-    b"\x22: syntax error\x1fnear \x22\x1e42601\x1eer_parse_error\x1eincomplete input\x1esyntax error at or near\x1eyou have an error in your sql syntax\x0a"  # 196
-    b"\x22 \x1fcolumn \x22\x1fdoes not exist\x1e42703\x1eer_bad_field_error\x1eno such column: \x1eundefinedcolumn\x1eunknown column '\x0a"  # 197
-    b"\x22 does not exist\x1frelation \x22\x1e' doesn't exist\x1ftable '\x1e42p01\x1eer_no_such_table\x1eno such table: \x1eundefinedtable\x0a"  # 198
-    b" constraint\x1fcheck\x1fviolates \x1e constraint\x1fforeign key\x1fviolates \x1e constraint\x1fnot-null\x1fviolates \x1e constraint\x1funique\x1fviolates \x1e' for key\x1fduplicate entry '\x1e2350\x1eduplicate key value\x1eer_dup_entry\x1eforeign key constraint failed\x1eintegrityerror\x1enot null constraint failed\x1eunique constraint failed\x1euniqueviolation\x0a"  # 199
-    b"cantopen\x1fsqlite_\x1ecorrupt\x1fsqlite_\x1edatabase disk image is malformed\x1edisk i/o error\x1efull\x1fsqlite_\x1ereadonly\x1fsqlite_\x1esqlite_ioerr\x1eunable to open database file\x0a"  # 200
-    b"err unknown command\x1eerr wrong number of arguments\x1ewrongtype\x0a"  # 201
-    b"bandwidthlimitexceeded\x1eec2throttledexception\x1elimitexceededexception\x1eprovisionedthroughputexceededexception\x1erequestlimitexceeded\x1erequestthrottled\x1erequestthrottledexception\x1eslowdown\x1ethrottledexception\x1ethrottling\x1ethrottlingexception\x0a"  # 202
-    b"authfailure\x1eexpired\x1fsecurity token included in the request is \x1eexpiredtoken\x1eexpiredtokenexception\x1eincompletesignature\x1einvalid\x1fsecurity token included in the request is \x1einvalidaccesskeyid\x1einvalidclienttokenid\x1einvalidsignatureexception\x1einvalidtoken\x1emissingauthenticationtoken\x1enotauthorizedexception\x1esignaturedoesnotmatch\x1esso session associated with this profile has expired\x1ethe aws access key id you provided does not exist\x1etoken has expired and refresh failed\x1eunauthorizedoperation\x1eunrecognizedclientexception\x0a"  # 203
-    b"is not authorized to perform\x1ewith an explicit deny\x0a"  # 204
-    b") could not be found\x1fthe config profile (\x1ecould not load credentials from any providers\x1ecredentialsprovidererror\x1efailed to retrieve credentials\x1emissing credentials in config\x1eno ec2 imds role found\x1enoauthhandlerfound\x1enocredentialproviders\x1enocredentialserror\x1enoregionerror\x1eprofilenotfound\x1eunable to load sdk config\x1eunable to locate credentials\x1eyou must specify a region\x0a"  # 205
-    b" than your current\x1finstances\x1fyou have requested more \x1e than your current\x1fvcpu capacity\x1fyou have requested more \x1eaddresslimitexceeded\x1einstancelimitexceeded\x1eservicequotaexceededexception\x1etoomanybuckets\x1evcpulimitexceeded\x1evpclimitexceeded\x0a"  # 206
-    b"could not connect to the endpoint url\x1einsufficientinstancecapacity\x1einternalerror\x1einternalfailure\x1epriorrequestnotcomplete\x1eserviceunavailable\x0a"  # 207
-    b" is now earlier than\x1fsignature expired: \x1eclock skew\x1erequesttimetooskewed\x0a"  # 208
-    b"nosuchbucket\x1enosuchentity\x1eparameternotfound\x1eresourcenotfoundexception\x0a"  # 209
-    b"invalidparameterexception\x1einvalidparametervalue\x1emalformedpolicydocument\x1emissingparameter\x1evalidationerror\x1evalidationexception\x0a"  # 210
-    b"access_token_scope_insufficient\x1eapi key expired\x1eapi key not valid\x1eapi_key_invalid\x1eiam_permission_denied\x1einvalid_grant\x1ereauthentication failed\x1erequest had insufficient authentication scopes\x1erequest had invalid authentication credentials\x1ethe caller does not have permission\x1etoken has been expired or revoked\x1eunauthenticated\x0a"  # 211
-    b" not been set up\x1fefault \x1fpplication \x1fredentials ha\x1ecould not automatically determine credentials\x1edefaultcredentialserror\x1edoes not exist\x1fgoogle_application_credentials\x1egoogle_application_credentials\x1fnot found\x1egoogle_application_credentials\x1fnot set\x1eyou do not currently have an active account selected\x1eyour default credentials were not found\x0a"  # 212
-    b" exceed\x1f quota limit\x1fquota metric\x1e' and limit '\x1fquota exceeded for quota metric '\x1e' exceeded.\x1flimit: \x1fquota '\x0a"  # 213
-    b" before or it is disabled\x1fhas not been used in project \x1e] not enabled\x1fapi [\x1eaccessnotconfigured\x1eservice_disabled\x0a"  # 214
-    b"backenderror\x1edoes not have enough resources available to fulfill the request\x1eunavailable\x1ezone_resource_pool_exhausted\x0a"  # 215
-    b"aadsts\x1eauthenticationfailed\x1eauthorizationfailed\x1eauthorizationpermissionmismatch\x1eclientauthenticationerror\x1edoes not have authorization to perform action\x1eexpiredauthenticationtoken\x1einvalidauthenticationtoken\x1einvalidauthenticationtokentenant\x1ekeybasedauthenticationnotpermitted\x1elinkedauthorizationfailed\x1erequestdisallowedbypolicy\x0a"  # 216
-    b"credentialunavailableerror\x1edefaultazurecredential failed to retrieve a token\x1eenvironmentcredential authentication unavailable\x1emanagedidentitycredential authentication unavailable\x1eno subscription found\x1eplease run 'az login' to setup account\x0a"  # 217
-    b"exceeding approved \x1fquota\x1equotaexceeded\x0a"  # 218
-    b"anotheroperationinprogress\x1eoperationpreempted\x1eretryableerror\x1eserverbusy\x0a"  # 219
-    b"containernotfound\x1emissingsubscriptionregistration\x1eresourcegroupnotfound\x1eskunotavailable\x1estorageaccountnotfound\x1esubscriptionnotfound\x0a"  # 220
-    b" to create or update workflow\x1fgithub app\x1frefusing to allow a\x1e to create or update workflow\x1foauth app\x1frefusing to allow a\x1e to create or update workflow\x1fpersonal access token\x1frefusing to allow a\x1ebad credentials\x1egh007\x1ehas not been granted the required scopes\x1ehttp basic: access denied\x1emust have admin rights\x1erequires authentication\x1eresource not accessible by integration\x1esupport for password authentication was removed\x0a"  # 221
-    b"error: preparation failed\x1ejob failed (system failure)\x1elost communication with the server\x1erunner has received a shutdown signal\x1erunner is not responding\x1ethe job was not acquired by runner\x1ethe operation was canceled.\x0a"  # 222
-    b"invalid workflow file\x1ethe workflow is not valid\x1eunable to resolve action\x1eunrecognized named-value\x0a"  # 223
-    b" not \x1fgithub_token \x1fis\x1fprovided\x1e not \x1fgithub_token \x1fis\x1fset\x1e not \x1fgithub_token \x1fprovided\x1fwas\x1e not \x1fgithub_token \x1fset\x1fwas\x1einput required and not supplied: \x0a"  # 224
-    b"no runner matching the specified labels\x1ethe project doesn't have any runners\x1fthis job is stuck because \x1ethis job is stuck because \x1fyou don't have any active runners\x0a"  # 225
-    b"account_deactivated\x1eauthentication_error\x1eauthenticationerror\x1egated repo\x1eincorrect api key provided\x1einvalid x-api-key\x1einvalid_api_key\x1epermission_error\x1epermissiondeniederror\x0a"  # 226
-    b"_api_key\x1fdid not find \x1eapi_key client option must be set\x1ecould not resolve authentication method\x1eexpected either api_key or auth_token to be set\x1efound\x1fno api key \x1emissingapikeyerror\x1eno api key \x1fprovided\x0a"  # 227
-    b" rate limit\x1fcall\x1fexceeded \x1e rate limit\x1fexceeded \x1ftoken\x1erate limit reached for\x0a"  # 228
-    b" tokens\x1fmaximum context length is \x1econtext_length_exceeded\x1eexceed context limit\x1eexceeds the maximum \x1ftokens\x1eprompt is too long\x1estring_above_max_length\x0a"  # 229
-    b"api_error\x1einternalservererror\x1eserviceunavailableerror\x1ethe server had an error while processing your request\x0a"  # 230
-    b"' not found, try pulling it first\x1fmodel '\x1e` does not exist\x1fthe model `\x1eis not a valid model identifier\x1emodel_not_found\x0a"  # 231
-    b"content management policy\x1econtent_policy_violation\x1eresponsibleaipolicyviolation\x0a"  # 232
-    b"badrequesterror\x1einvalid_request_error\x0a"  # 233
-    b"cublas_status_alloc_failed\x1ecuda error: out of memory\x1ecuda out of memory\x1ecudaerrormemoryallocation\x1ecudamalloc failed\x1ecudnn_status_alloc_failed\x1ehip out of memory\x1emps backend out of memory\x1eoom when allocating tensor\x1eout of memory on device\x1eoutofmemoryerror: cuda\x1eresourceexhaustederror\x0a"  # 234
-    b" error\x1finitialization\x1fnvidia-container-cli: \x1e error\x1fnvidia-container-cli: \x1frequirement\x1e\x22 with capabilities: [[gpu]]\x1fcould not select device driver \x22\x1ecannot initialize cuda without aten_cuda library\x1ecouldn't communicate with the nvidia driver\x1ecuda driver version is insufficient\x1ecuda_error_no_device\x1ecudaerrorinsufficientdriver\x1ecudaerrornodevice\x1efailed call to cuinit\x1efailed to initialize nvml\x1efound no nvidia driver\x1elibcuda.so.1: cannot open shared object file\x1eno cuda gpus are available\x1eno cuda-capable device is detected\x1eno kernel image is available for execution on the device\x1envidia driver on your system is too old\x1envidia-smi has failed\x1envml: driver/library version mismatch\x1etorch not compiled with cuda enabled\x1eunknown or invalid runtime name: nvidia\x0a"  # 235
-    b"are busy or unavailable\x1fcuda-capable device\x1ecudaerrordevicesunavailable\x0a"  # 236
-    b"an illegal memory access was encountered\x1ecublas_status_execution_failed\x1ecudaerrorillegaladdress\x1edevice-side assert triggered\x1emisaligned address\x0a"  # 237
-    b"nccl_timeout\x1ewatchdog caught collective operation timeout\x0a"  # 238
-    b": \x0a"  # 239
-    b" failure(s), \x1f warning(s)\x1ffailed: \x1erule violation summary\x0a"  # 240
-    b" at \x1fconditions\x1e at \x1fmappings\x1e at \x1fmetadata\x1e at \x1foutputs\x1e at \x1fparameters\x1e at \x1fresources\x1e at \x1frules\x1e at \x1ftransform\x1e[cfn-lint] \x0a"  # 241
-    b"template invalid!\x0a"  # 242
-    b" failed\x1f-test\x1fpod \x1efailed\x1fphase:\x0a"  # 243
-    b" (loaderror)\x1fcannot load such file -- \x1e(loaderror)\x0a"  # 244
-    b"bundler::gemnotfound\x1ecould not find gem '\x0a"  # 245
-    b" example\x1f failure\x1f, \x0a"  # 246
-    b" detected\x1f file\x1f inspected, \x1f offense\x0a"  # 247
-    b" bytes exhausted\x1fallowed memory size of \x0a"  # 248
-    b"your requirements could not be resolved to an installable set of packages\x0a"  # 249
-    b"packagesnotfounderror\x1eresolvepackagenotfound\x1eunsatisfiableerror\x0a"  # 250
-    b"' in scope\x1ferror: cannot find \x0a"  # 251
-    b"** (\x1fmismatcheddelimitererror\x1e** (\x1fsyntaxerror\x1e** (\x1ftokenmissingerror\x0a"  # 252
-    b"** (\x1fcompileerror\x1e** (\x1fundefinedfunctionerror\x0a"  # 253
-    b"access_refused\x0a"  # 254
-    b" minutes\x1fran longer than the maximum time of \x1eexceeded the maximum allowed time of \x0a"  # 255
-    b"hip_error_outofmemory\x1ehiperroroutofmemory\x0a"  # 256
-    b" failed\x0a"  # 257
-    b"ambiguous type variable\x1ecould not deduce \x1ecouldn't match \x1fexpected type\x1ecouldn't match \x1fkind\x1ecouldn't match \x1ftype\x1eno instance for \x1enot in scope: \x1evariable not in scope:\x0a"  # 258
-    b"(possibly incorrect indentation\x1fparse error \x1e: error\x1fhs:\x1fparse error\x1eon input\x1fparse error \x0a"  # 259
-    b" is not a member of\x1f.s\x1f: \x1fbt\x1fvalue \x1e is not a member of\x1f.s\x1f: \x1fcala\x1fvalue \x1e needs \x1f.s\x1f: \x1fbt\x1fmethod\x1frecursive \x1ftype\x1e needs \x1f.s\x1f: \x1fbt\x1frecursive \x1ftype\x1fvalue\x1e needs \x1f.s\x1f: \x1fcala\x1fmethod\x1frecursive \x1ftype\x1e needs \x1f.s\x1f: \x1fcala\x1frecursive \x1ftype\x1fvalue\x1e.s\x1f: \x1fambiguous reference to overloaded definition\x1fbt\x1e.s\x1f: \x1fambiguous reference to overloaded definition\x1fcala\x1e.s\x1f: \x1fbt\x1fcould not find implicit value\x1e.s\x1f: \x1fbt\x1fmissing argument list\x1e.s\x1f: \x1fbt\x1ftoo many arguments\x1e.s\x1f: \x1fbt\x1ftype mismatch;\x1e.s\x1f: \x1fcala\x1fcould not find implicit value\x1e.s\x1f: \x1fcala\x1fmissing argument list\x1e.s\x1f: \x1fcala\x1ftoo many arguments\x1e.s\x1f: \x1fcala\x1ftype mismatch;\x1e.s\x1fbt\x1fnot found: \x1fobject\x1e.s\x1fbt\x1fnot found: \x1ftype\x1e.s\x1fbt\x1fnot found: \x1fvalue\x1e.s\x1fcala\x1fnot found: \x1fobject\x1e.s\x1fcala\x1fnot found: \x1ftype\x1e.s\x1fcala\x1fnot found: \x1fvalue\x0a"  # 260
-    b".dart:\x1f: error: \x0a"  # 261
-    b".dart:\x1f: error: \x1fcan't find '\x1e.dart:\x1f: error: \x1fexpected \x1e.dart:\x1f: error: \x1funexpected token\x0a"  # 262
-    b"error \x0a"  # 263
-    b" [\x1f] is required but does not seem to be installed\x1fpackage \x1e not found in current path\x1fmodule\x1e not found in current path\x1fpackage\x0a"  # 264
-    b".pm in @inc\x1fcan't locate \x0a"  # 265
-    b" but found\x1f[error]\x1fexpected \x1e but found\x1ferror:\x1fexpected \x1e[error]\x1fregular expression\x1funterminated \x1e[error]\x1fstring\x1funterminated \x1e[error]\x1fstring literal\x1funterminated \x1e[error]\x1ftemplate literal\x1funterminated \x1e[error]\x1funexpected \x22\x1e[error]\x1funexpected end of file\x1eerror:\x1fregular expression\x1funterminated \x1eerror:\x1fstring\x1funterminated \x1eerror:\x1fstring literal\x1funterminated \x1eerror:\x1ftemplate literal\x1funterminated \x1eerror:\x1funexpected \x22\x1eerror:\x1funexpected end of file\x0a"  # 266
-    b"rollup failed to resolve import \x22\x0a"  # 267
+    b"error from server (timeout)\x1eunable to return a response in the time allotted\x0a"  # 169
+    b"current-context is not set\x1einvalid configuration: no configuration\x1eno configuration has been provided\x1eno context exists with the name\x0a"  # 170
+    b"forbidden: exceeded quota: \x0a"  # 171
+    b"\x22 in version\x1fno matches for kind \x22\x0a"  # 172
+    b"error validating data: \x1estrict decoding error\x1eunknown field \x22\x1evalidationerror(\x0a"  # 173
+    b" not well-formed\x1fjson\x1e not well-formed\x1fyaml\x1e'-' indicator\x1fdid not find expected \x1e<document start>\x1fdid not find expected \x1eblock\x1fcollection\x1fwhile parsing a \x1eblock\x1fmapping\x1fwhile parsing a \x1ecollection\x1fflow\x1fwhile parsing a \x1ecould not find expected\x1fyaml: line \x1ecould not find expected ':'\x1edid not find expected\x1fyaml: line \x1edid not find expected \x1fkey\x1edid not find expected \x1fnode content\x1eerror converting yaml to json: yaml:\x1eerror in your yaml syntax\x1eflow\x1fmapping\x1fwhile parsing a \x1efound character that cannot start\x1fyaml: line \x1efound character that cannot start any token\x1ehere\x1fmapping values are not allowed \x1ein this context\x1fmapping values are not allowed \x1emapping values are not allowed\x1fyaml: line \x1eparsererror\x1fyaml.\x1escannererror\x1fyaml.\x1esyntax error while loading yaml\x1eyaml parse error\x0a"  # 174
+    b"another operation (install/upgrade/rollback) is in progress\x0a"  # 175
+    b"argument or block definition required\x1ferror: \x1eerror: \x1finvalid block definition\x1eerror: \x1finvalid character\x1eerror: \x1finvalid expression\x1eerror: \x1finvalid multi-line string\x1eerror: \x1fmissing item separator\x1eerror: \x1fmissing newline after argument\x1eerror: \x1funclosed configuration block\x1eerror: \x1funterminated template string\x0a"  # 176
+    b"call to unknown function\x1ferror: \x1ecycle: \x1ferror: \x1eduplicate \x1ferror: \x1foutput\x1eduplicate \x1ferror: \x1fresource\x1eduplicate \x1ferror: \x1fvariable\x1eerror: \x1fincorrect attribute value type\x1eerror: \x1finput variable\x1finvalid value for \x1eerror: \x1finput variable\x1freference to undeclared \x1eerror: \x1finvalid count argument\x1eerror: \x1finvalid for_each argument\x1eerror: \x1finvalid function argument\x1eerror: \x1finvalid reference\x1eerror: \x1finvalid value for \x1fmodule argument\x1eerror: \x1flocal value\x1freference to undeclared \x1eerror: \x1fmissing required argument\x1eerror: \x1fmodule\x1freference to undeclared \x1eerror: \x1freference to undeclared \x1fresource\x1eerror: \x1funsupported argument\x1eerror: \x1funsupported attribute\x1eerror: \x1funsupported block type\x0a"  # 177
+    b"backend initialization required\x1ecould not load plugin\x1einconsistent dependency lock file\x1emodule not installed\x1eplease run \x22terraform init\x22\x1eplugin reinitialization required\x1erequired plugins are not installed\x0a"  # 178
+    b"failed to \x1finstall provider\x1efailed to \x1fquery available provider packages\x0a"  # 179
+    b"conditionalcheckfailedexception\x1eerror acquiring the state lock\x1eerror locking state\x0a"  # 180
+    b"failed to refresh cached credentials\x1eno credentials found\x1eno valid credential sources found\x0a"  # 181
+    b"is not set, and has no default value\x1eno value for required variable\x0a"  # 182
+    b"host key is known for\x1fno \x1ehost key verification failed\x1eremote host identification has changed\x0a"  # 183
+    b" for '\x1f' are too open\x1fpermissions \x1e\x22: \x1fbad permissions\x1fload key \x22\x1e\x22: \x1ferror in libcrypto\x1fload key \x22\x1e\x22: \x1finvalid format\x1fload key \x22\x1eunprotected private key file\x0a"  # 184
+    b" for '\x1fcould not read \x1fpassword\x1e for '\x1fcould not read \x1fusername\x1eterminal prompts disabled\x0a"  # 185
+    b"' not found\x1ffatal: repository '\x1erepository not found\x0a"  # 186
+    b"make sure you have the correct access rights\x0a"  # 187
+    b"detected dubious ownership in repository\x1enot a git repository\x1esafe.directory\x0a"  # 188
+    b"): \x1fconflict (\x1eautomatic merge failed; fix conflicts\x1eerror: could not apply \x1emerge conflict in\x1eresolve all conflicts manually\x1eyou have unmerged paths\x0a"  # 189
+    b"gh006\x1egh013\x1eprotected branch hook declined\x1eprotected branch update failed\x1epush cannot contain secrets\x1erepository rule violations found\x1eyou are not allowed to push code to protected branches\x0a"  # 190
+    b" (\x1ferror 104\x1e authentication failed\x1fident\x1e authentication failed\x1fpeer\x1e28p01\x1eaccess denied for user\x1eaccess_denied_error\x1fer_\x1eerr invalid password\x1eerror 1142 (\x1einvalidpassword\x1eno pg_hba.conf entry for\x1enoauth\x1enoperm\x1epassword authentication failed for user\x1esasl authentication failed\x1ewrongpass\x0a"  # 191
+    b" \x22\x1f\x22 does not exist\x1fdatabase\x1e \x22\x1f\x22 does not exist\x1frole\x1e\x22 is not available\x1fextension \x22\x1e3d000\x1eer_bad_db_error\x1einvalidcatalogname\x1eunknown database '\x0a"  # 192
+    b" failed\x1fconnection to server at \x22\x1e53300\x1e57p0\x1eadminshutdown\x1ecannotconnectnow\x1ecould not receive data from server\x1ein recovery mode\x1fthe database system is \x1eis the server running\x1enot yet accepting connections\x1fthe database system is \x1eremaining connection slots are reserved\x1eshutting down\x1fthe database system is \x1esorry, too many clients already\x1essl connection has been closed unexpectedly\x1essl syscall error: eof detected\x1estarting up\x1fthe database system is \x1eterminating connection due to administrator command\x1etoo many connections\x0a"  # 193
+    b" (\x1f02\x1ferror 20\x1e (\x1f03\x1ferror 20\x1e (\x1f06\x1ferror 20\x1e (\x1f13\x1ferror 20\x1ecan't connect to \x1fmysql server\x1eer_con_count_error\x1elost connection to mysql server\x1emysql server has gone away\x1eprotocol_connection_lost\x0a"  # 194
+    b" connecting to \x1ferror \x1ebusy redis is busy\x1eclusterdown\x1eloading redis is loading\x1emasterdown\x1emax number of clients reached\x1ereadonly you can't write against a read only replica\x1etryagain\x0a"  # 195
+    b"misconf\x1eoom command not allowed when used memory\x0a"  # 196
+    b"\x22: syntax error\x1fnear \x22\x1e42601\x1eer_parse_error\x1eincomplete input\x1esyntax error at or near\x1eyou have an error in your sql syntax\x0a"  # 197
+    b"\x22 \x1fcolumn \x22\x1fdoes not exist\x1e42703\x1eer_bad_field_error\x1eno such column: \x1eundefinedcolumn\x1eunknown column '\x0a"  # 198
+    b"\x22 does not exist\x1frelation \x22\x1e' doesn't exist\x1ftable '\x1e42p01\x1eer_no_such_table\x1eno such table: \x1eundefinedtable\x0a"  # 199
+    b" constraint\x1fcheck\x1fviolates \x1e constraint\x1fforeign key\x1fviolates \x1e constraint\x1fnot-null\x1fviolates \x1e constraint\x1funique\x1fviolates \x1e' for key\x1fduplicate entry '\x1e2350\x1eduplicate key value\x1eer_dup_entry\x1eforeign key constraint failed\x1eintegrityerror\x1enot null constraint failed\x1eunique constraint failed\x1euniqueviolation\x0a"  # 200
+    b"cantopen\x1fsqlite_\x1ecorrupt\x1fsqlite_\x1edatabase disk image is malformed\x1edisk i/o error\x1efull\x1fsqlite_\x1ereadonly\x1fsqlite_\x1esqlite_ioerr\x1eunable to open database file\x0a"  # 201
+    b"err unknown command\x1eerr wrong number of arguments\x1ewrongtype\x0a"  # 202
+    b"bandwidthlimitexceeded\x1eec2throttledexception\x1elimitexceededexception\x1eprovisionedthroughputexceededexception\x1erequestlimitexceeded\x1erequestthrottled\x1erequestthrottledexception\x1eslowdown\x1ethrottledexception\x1ethrottling\x1ethrottlingexception\x0a"  # 203
+    b"authfailure\x1eexpired\x1fsecurity token included in the request is \x1eexpiredtoken\x1eexpiredtokenexception\x1eincompletesignature\x1einvalid\x1fsecurity token included in the request is \x1einvalidaccesskeyid\x1einvalidclienttokenid\x1einvalidsignatureexception\x1einvalidtoken\x1emissingauthenticationtoken\x1enotauthorizedexception\x1esignaturedoesnotmatch\x1esso session associated with this profile has expired\x1ethe aws access key id you provided does not exist\x1etoken has expired and refresh failed\x1eunauthorizedoperation\x1eunrecognizedclientexception\x0a"  # 204
+    b"is not authorized to perform\x1ewith an explicit deny\x0a"  # 205
+    b") could not be found\x1fthe config profile (\x1ecould not load credentials from any providers\x1ecredentialsprovidererror\x1efailed to retrieve credentials\x1emissing credentials in config\x1eno ec2 imds role found\x1enoauthhandlerfound\x1enocredentialproviders\x1enocredentialserror\x1enoregionerror\x1eprofilenotfound\x1eunable to load sdk config\x1eunable to locate credentials\x1eyou must specify a region\x0a"  # 206
+    b" than your current\x1finstances\x1fyou have requested more \x1e than your current\x1fvcpu capacity\x1fyou have requested more \x1eaddresslimitexceeded\x1einstancelimitexceeded\x1eservicequotaexceededexception\x1etoomanybuckets\x1evcpulimitexceeded\x1evpclimitexceeded\x0a"  # 207
+    b"could not connect to the endpoint url\x1einsufficientinstancecapacity\x1einternalerror\x1einternalfailure\x1epriorrequestnotcomplete\x1eserviceunavailable\x0a"  # 208
+    b" is now earlier than\x1fsignature expired: \x1eclock skew\x1erequesttimetooskewed\x0a"  # 209
+    b"nosuchbucket\x1enosuchentity\x1eparameternotfound\x1eresourcenotfoundexception\x0a"  # 210
+    b"invalidparameterexception\x1einvalidparametervalue\x1emalformedpolicydocument\x1emissingparameter\x1evalidationerror\x1evalidationexception\x0a"  # 211
+    b"access_token_scope_insufficient\x1eapi key expired\x1eapi key not valid\x1eapi_key_invalid\x1eiam_permission_denied\x1einvalid_grant\x1ereauthentication failed\x1erequest had insufficient authentication scopes\x1erequest had invalid authentication credentials\x1ethe caller does not have permission\x1etoken has been expired or revoked\x1eunauthenticated\x0a"  # 212
+    b" not been set up\x1fefault \x1fpplication \x1fredentials ha\x1ecould not automatically determine credentials\x1edefaultcredentialserror\x1edoes not exist\x1fgoogle_application_credentials\x1egoogle_application_credentials\x1fnot found\x1egoogle_application_credentials\x1fnot set\x1eyou do not currently have an active account selected\x1eyour default credentials were not found\x0a"  # 213
+    b" exceed\x1f quota limit\x1fquota metric\x1e' and limit '\x1fquota exceeded for quota metric '\x1e' exceeded.\x1flimit: \x1fquota '\x0a"  # 214
+    b" before or it is disabled\x1fhas not been used in project \x1e] not enabled\x1fapi [\x1eaccessnotconfigured\x1eservice_disabled\x0a"  # 215
+    b"backenderror\x1edoes not have enough resources available to fulfill the request\x1eunavailable\x1ezone_resource_pool_exhausted\x0a"  # 216
+    b"aadsts\x1eauthenticationfailed\x1eauthorizationfailed\x1eauthorizationpermissionmismatch\x1eclientauthenticationerror\x1edoes not have authorization to perform action\x1eexpiredauthenticationtoken\x1einvalidauthenticationtoken\x1einvalidauthenticationtokentenant\x1ekeybasedauthenticationnotpermitted\x1elinkedauthorizationfailed\x1erequestdisallowedbypolicy\x0a"  # 217
+    b"credentialunavailableerror\x1edefaultazurecredential failed to retrieve a token\x1eenvironmentcredential authentication unavailable\x1emanagedidentitycredential authentication unavailable\x1eno subscription found\x1eplease run 'az login' to setup account\x0a"  # 218
+    b"exceeding approved \x1fquota\x1equotaexceeded\x0a"  # 219
+    b"anotheroperationinprogress\x1eoperationpreempted\x1eretryableerror\x1eserverbusy\x0a"  # 220
+    b"containernotfound\x1emissingsubscriptionregistration\x1eresourcegroupnotfound\x1eskunotavailable\x1estorageaccountnotfound\x1esubscriptionnotfound\x0a"  # 221
+    b" to create or update workflow\x1fgithub app\x1frefusing to allow a\x1e to create or update workflow\x1foauth app\x1frefusing to allow a\x1e to create or update workflow\x1fpersonal access token\x1frefusing to allow a\x1ebad credentials\x1egh007\x1ehas not been granted the required scopes\x1ehttp basic: access denied\x1emust have admin rights\x1erequires authentication\x1eresource not accessible by integration\x1esupport for password authentication was removed\x0a"  # 222
+    b"error: preparation failed\x1ejob failed (system failure)\x1elost communication with the server\x1erunner has received a shutdown signal\x1erunner is not responding\x1ethe job was not acquired by runner\x1ethe operation was canceled.\x0a"  # 223
+    b"invalid workflow file\x1ethe workflow is not valid\x1eunable to resolve action\x1eunrecognized named-value\x0a"  # 224
+    b" not \x1fgithub_token \x1fis\x1fprovided\x1e not \x1fgithub_token \x1fis\x1fset\x1e not \x1fgithub_token \x1fprovided\x1fwas\x1e not \x1fgithub_token \x1fset\x1fwas\x1einput required and not supplied: \x0a"  # 225
+    b"no runner matching the specified labels\x1ethe project doesn't have any runners\x1fthis job is stuck because \x1ethis job is stuck because \x1fyou don't have any active runners\x0a"  # 226
+    b"account_deactivated\x1eauthentication_error\x1eauthenticationerror\x1egated repo\x1eincorrect api key provided\x1einvalid x-api-key\x1einvalid_api_key\x1epermission_error\x1epermissiondeniederror\x0a"  # 227
+    b"_api_key\x1fdid not find \x1eapi_key client option must be set\x1ecould not resolve authentication method\x1eexpected either api_key or auth_token to be set\x1efound\x1fno api key \x1emissingapikeyerror\x1eno api key \x1fprovided\x0a"  # 228
+    b" rate limit\x1fcall\x1fexceeded \x1e rate limit\x1fexceeded \x1ftoken\x1erate limit reached for\x0a"  # 229
+    b" tokens\x1fmaximum context length is \x1econtext_length_exceeded\x1eexceed context limit\x1eexceeds the maximum \x1ftokens\x1eprompt is too long\x1estring_above_max_length\x0a"  # 230
+    b"api_error\x1einternalservererror\x1eserviceunavailableerror\x1ethe server had an error while processing your request\x0a"  # 231
+    b"' not found, try pulling it first\x1fmodel '\x1e` does not exist\x1fthe model `\x1eis not a valid model identifier\x1emodel_not_found\x0a"  # 232
+    b"content management policy\x1econtent_policy_violation\x1eresponsibleaipolicyviolation\x0a"  # 233
+    b"badrequesterror\x1einvalid_request_error\x0a"  # 234
+    b"cublas_status_alloc_failed\x1ecuda error: out of memory\x1ecuda out of memory\x1ecudaerrormemoryallocation\x1ecudamalloc failed\x1ecudnn_status_alloc_failed\x1ehip out of memory\x1emps backend out of memory\x1eoom when allocating tensor\x1eout of memory on device\x1eoutofmemoryerror: cuda\x1eresourceexhaustederror\x0a"  # 235
+    b" error\x1finitialization\x1fnvidia-container-cli: \x1e error\x1fnvidia-container-cli: \x1frequirement\x1e\x22 with capabilities: [[gpu]]\x1fcould not select device driver \x22\x1ecannot initialize cuda without aten_cuda library\x1ecouldn't communicate with the nvidia driver\x1ecuda driver version is insufficient\x1ecuda_error_no_device\x1ecudaerrorinsufficientdriver\x1ecudaerrornodevice\x1efailed call to cuinit\x1efailed to initialize nvml\x1efound no nvidia driver\x1elibcuda.so.1: cannot open shared object file\x1eno cuda gpus are available\x1eno cuda-capable device is detected\x1eno kernel image is available for execution on the device\x1envidia driver on your system is too old\x1envidia-smi has failed\x1envml: driver/library version mismatch\x1etorch not compiled with cuda enabled\x1eunknown or invalid runtime name: nvidia\x0a"  # 236
+    b"are busy or unavailable\x1fcuda-capable device\x1ecudaerrordevicesunavailable\x0a"  # 237
+    b"an illegal memory access was encountered\x1ecublas_status_execution_failed\x1ecudaerrorillegaladdress\x1edevice-side assert triggered\x1emisaligned address\x0a"  # 238
+    b"nccl_timeout\x1ewatchdog caught collective operation timeout\x0a"  # 239
+    b": \x0a"  # 240
+    b" failure(s), \x1f warning(s)\x1ffailed: \x1erule violation summary\x0a"  # 241
+    b" at \x1fconditions\x1e at \x1fmappings\x1e at \x1fmetadata\x1e at \x1foutputs\x1e at \x1fparameters\x1e at \x1fresources\x1e at \x1frules\x1e at \x1ftransform\x1e[cfn-lint] \x0a"  # 242
+    b"template invalid!\x0a"  # 243
+    b" failed\x1f-test\x1fpod \x1efailed\x1fphase:\x0a"  # 244
+    b" (loaderror)\x1fcannot load such file -- \x1e(loaderror)\x0a"  # 245
+    b"bundler::gemnotfound\x1ecould not find gem '\x0a"  # 246
+    b" example\x1f failure\x1f, \x0a"  # 247
+    b" detected\x1f file\x1f inspected, \x1f offense\x0a"  # 248
+    b" bytes exhausted\x1fallowed memory size of \x0a"  # 249
+    b"your requirements could not be resolved to an installable set of packages\x0a"  # 250
+    b"packagesnotfounderror\x1eresolvepackagenotfound\x1eunsatisfiableerror\x0a"  # 251
+    b"' in scope\x1ferror: cannot find \x0a"  # 252
+    b"** (\x1fmismatcheddelimitererror\x1e** (\x1fsyntaxerror\x1e** (\x1ftokenmissingerror\x0a"  # 253
+    b"** (\x1fcompileerror\x1e** (\x1fundefinedfunctionerror\x0a"  # 254
+    b"access_refused\x0a"  # 255
+    b" minutes\x1fran longer than the maximum time of \x1eexceeded the maximum allowed time of \x0a"  # 256
+    b"hip_error_outofmemory\x1ehiperroroutofmemory\x0a"  # 257
+    b" failed\x0a"  # 258
+    b"ambiguous type variable\x1ecould not deduce \x1ecouldn't match \x1fexpected type\x1ecouldn't match \x1fkind\x1ecouldn't match \x1ftype\x1eno instance for \x1enot in scope: \x1evariable not in scope:\x0a"  # 259
+    b"(possibly incorrect indentation\x1fparse error \x1e: error\x1fhs:\x1fparse error\x1eon input\x1fparse error \x0a"  # 260
+    b" is not a member of\x1f.s\x1f: \x1fbt\x1fvalue \x1e is not a member of\x1f.s\x1f: \x1fcala\x1fvalue \x1e needs \x1f.s\x1f: \x1fbt\x1fmethod\x1frecursive \x1ftype\x1e needs \x1f.s\x1f: \x1fbt\x1frecursive \x1ftype\x1fvalue\x1e needs \x1f.s\x1f: \x1fcala\x1fmethod\x1frecursive \x1ftype\x1e needs \x1f.s\x1f: \x1fcala\x1frecursive \x1ftype\x1fvalue\x1e.s\x1f: \x1fambiguous reference to overloaded definition\x1fbt\x1e.s\x1f: \x1fambiguous reference to overloaded definition\x1fcala\x1e.s\x1f: \x1fbt\x1fcould not find implicit value\x1e.s\x1f: \x1fbt\x1fmissing argument list\x1e.s\x1f: \x1fbt\x1ftoo many arguments\x1e.s\x1f: \x1fbt\x1ftype mismatch;\x1e.s\x1f: \x1fcala\x1fcould not find implicit value\x1e.s\x1f: \x1fcala\x1fmissing argument list\x1e.s\x1f: \x1fcala\x1ftoo many arguments\x1e.s\x1f: \x1fcala\x1ftype mismatch;\x1e.s\x1fbt\x1fnot found: \x1fobject\x1e.s\x1fbt\x1fnot found: \x1ftype\x1e.s\x1fbt\x1fnot found: \x1fvalue\x1e.s\x1fcala\x1fnot found: \x1fobject\x1e.s\x1fcala\x1fnot found: \x1ftype\x1e.s\x1fcala\x1fnot found: \x1fvalue\x0a"  # 261
+    b".dart:\x1f: error: \x0a"  # 262
+    b".dart:\x1f: error: \x1fcan't find '\x1e.dart:\x1f: error: \x1fexpected \x1e.dart:\x1f: error: \x1funexpected token\x0a"  # 263
+    b"error \x0a"  # 264
+    b" [\x1f] is required but does not seem to be installed\x1fpackage \x1e not found in current path\x1fmodule\x1e not found in current path\x1fpackage\x0a"  # 265
+    b".pm in @inc\x1fcan't locate \x0a"  # 266
+    b" but found\x1f[error]\x1fexpected \x1e but found\x1ferror:\x1fexpected \x1e[error]\x1fregular expression\x1funterminated \x1e[error]\x1fstring\x1funterminated \x1e[error]\x1fstring literal\x1funterminated \x1e[error]\x1ftemplate literal\x1funterminated \x1e[error]\x1funexpected \x22\x1e[error]\x1funexpected end of file\x1eerror:\x1fregular expression\x1funterminated \x1eerror:\x1fstring\x1funterminated \x1eerror:\x1fstring literal\x1funterminated \x1eerror:\x1ftemplate literal\x1funterminated \x1eerror:\x1funexpected \x22\x1eerror:\x1funexpected end of file\x0a"  # 267
     b"rollup failed to resolve import \x22\x0a"  # 268
-    b" dl\x0a"  # 269
-    b" line \x1fin \x1e: \x1f[sc\x1ferror\x1e: \x1f[sc\x1fnote\x1e: \x1f[sc\x1fwarning\x1eshellcheck.net/wiki/sc\x0a"  # 270
-    b"error: missing binary: \x1emissing prebuilt package for '\x0a"  # 271
-    b" not found\x1fependency \x0a"  # 272
-    b"could not find python interpreter with spec\x1einterpreternotfound\x0a"  # 273
-    b"could not find a version that matches\x0a"  # 274
-    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1eavailable\x1ebrokenpipe\x1ecaused by: \x1eclient_exceptions\x1econnect\x1ferrors\x1econnect\x1fexc\x1econnect\x1fftplib\x1econnect\x1fimaplib\x1econnect\x1fpoplib\x1econnect\x1fsmtplib\x1edisconnected\x1eerrorfactory\x1eexception\x1eexceptions\x1ehostdown\x1enetworkerror\x1essh_exception\x1eunavailable\x1eunreachable\x0a"  # 275
-    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1ecaused by: \x1fout\x1ftimed\x1ecaused by: \x1ftimeout\x1eclient_exceptions\x1edeadlineexceeded\x1eerrorfactory\x1eerrors\x1fout\x1ftimed\x1eerrors\x1ftimeout\x1eexc\x1fout\x1ftimed\x1eexc\x1ftimeout\x1eexception\x1fout\x1ftimed\x1eexception\x1ftimeout\x1eexceptions\x1fout\x1ftimed\x1eexceptions\x1ftimeout\x1eftplib\x1fout\x1ftimed\x1eftplib\x1ftimeout\x1eimaplib\x1fout\x1ftimed\x1eimaplib\x1ftimeout\x1eout\x1fpoplib\x1ftimed\x1eout\x1fsmtplib\x1ftimed\x1epoplib\x1ftimeout\x1esmtplib\x1ftimeout\x1essh_exception\x0a"  # 276
-    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1ecaused by: \x1eclient_exceptions\x1eerrorfactory\x1eerrors\x1fratelimit\x1eerrors\x1fthrottl\x1eexc\x1fratelimit\x1eexc\x1fthrottl\x1eexception\x1fratelimit\x1eexception\x1fthrottl\x1eexceptions\x1eftplib\x1fratelimit\x1eftplib\x1fthrottl\x1eimaplib\x1fratelimit\x1eimaplib\x1fthrottl\x1epoplib\x1fratelimit\x1epoplib\x1fthrottl\x1erate_limit\x1eratelimit\x1fsmtplib\x1esmtplib\x1fthrottl\x1essh_exception\x1etoo_many_requests\x1etoomanyrequests\x0a"  # 277
-    b"\x0a"  # 278
-    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1eapikeymissing\x1ecaused by: \x1eclient_exceptions\x1ecredential\x1fnotfound\x1ecredentialunavailable\x1edefaultcredentials\x1eerrorfactory\x1eerrors\x1fnoapikey\x1eexc\x1fnoapikey\x1eexception\x1fnoapikey\x1eexceptions\x1fnoapikey\x1eftplib\x1fnoapikey\x1eimaplib\x1fnoapikey\x1emissingapikey\x1emissingcredential\x1emissingtoken\x1enoapikey\x1fpoplib\x1enoapikey\x1fsmtplib\x1enoauthtoken\x1enocredential\x1essh_exception\x1etokennotfound\x0a"  # 279
-    b"auth\x1fdenied\x1eauthentication\x1ebad\x1flogin\x1ebad\x1fuser\x1ebind\x1fdenied\x1ecredential\x1edenied\x1fin\x1fsign\x1edenied\x1flog-in\x1edenied\x1flogin\x1edenied\x1flogon\x1eincorrect\x1einvalid\x1flogin\x1einvalid\x1fuser\x1elogin\x1fwrong\x1enot accepted\x1enot successful\x1epassphrase\x1epassword\x1erefused\x1erejected\x1eunsuccessful\x1euser\x1fwrong\x0a"  # 280
-    b"1017\x1fora-\x1e5.7.\x1f535\x1e530\x1flogin\x1e530\x1fnot logged in\x1e530\x1fuser\x1eauthenticationfailed\x1ecredentials\x1finvalid\x1einvalid_auth\x1enot_authed\x0a"  # 281
-    b"1017\x1fora-\x1e5.7.\x1f535\x1e530\x1fnot logged in\x1eauthentication\x1eauthenticationfailed\x1ebad\x1fuser\x1econnect\x1ecredential\x1edenied\x1eerror\x1fuser\x1eexception\x1efailure\x1eincorrect\x1einvalid\x1einvalid_auth\x1elogin\x1enot accepted\x1enot successful\x1enot_authed\x1epassphrase\x1epassword\x1erefused\x1erejected\x1eunsuccessful\x0a"  # 282
-    b"api\x1ffound\x1fkey\x1eapi\x1fgiven\x1fkey\x1eapi\x1fkey\x1fmissing\x1eapi\x1fkey\x1fpresent\x1eapi\x1fkey\x1fset\x1eavailable\x1fno \x1econfigured\x1ecredential\x1efound\x1fsecret\x1efound\x1ftoken\x1egiven\x1fsecret\x1egiven\x1ftoken\x1emissing\x1fsecret\x1emissing\x1ftoken\x1emissing \x1eno \x1fsupplied\x1enot \x1fsupplied\x1epassword\x1epresent\x1fsecret\x1epresent\x1ftoken\x1eprovided\x1esecret\x1fset\x1eset\x1ftoken\x1especified\x0a"  # 283
+    b"rollup failed to resolve import \x22\x0a"  # 269
+    b" dl\x0a"  # 270
+    b" line \x1fin \x1e: \x1f[sc\x1ferror\x1e: \x1f[sc\x1fnote\x1e: \x1f[sc\x1fwarning\x1eshellcheck.net/wiki/sc\x0a"  # 271
+    b"error: missing binary: \x1emissing prebuilt package for '\x0a"  # 272
+    b" not found\x1fependency \x0a"  # 273
+    b"could not find python interpreter with spec\x1einterpreternotfound\x0a"  # 274
+    b"could not find a version that matches\x0a"  # 275
+    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1eavailable\x1ebrokenpipe\x1ecaused by: \x1eclient_exceptions\x1econnect\x1ferrors\x1econnect\x1fexc\x1econnect\x1fftplib\x1econnect\x1fimaplib\x1econnect\x1fpoplib\x1econnect\x1fsmtplib\x1edisconnected\x1eerrorfactory\x1eexception\x1eexceptions\x1ehostdown\x1enetworkerror\x1essh_exception\x1eunavailable\x1eunreachable\x0a"  # 276
+    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1ecaused by: \x1fout\x1ftimed\x1ecaused by: \x1ftimeout\x1eclient_exceptions\x1edeadlineexceeded\x1eerrorfactory\x1eerrors\x1fout\x1ftimed\x1eerrors\x1ftimeout\x1eexc\x1fout\x1ftimed\x1eexc\x1ftimeout\x1eexception\x1fout\x1ftimed\x1eexception\x1ftimeout\x1eexceptions\x1fout\x1ftimed\x1eexceptions\x1ftimeout\x1eftplib\x1fout\x1ftimed\x1eftplib\x1ftimeout\x1eimaplib\x1fout\x1ftimed\x1eimaplib\x1ftimeout\x1eout\x1fpoplib\x1ftimed\x1eout\x1fsmtplib\x1ftimed\x1epoplib\x1ftimeout\x1esmtplib\x1ftimeout\x1essh_exception\x0a"  # 277
+    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1ecaused by: \x1eclient_exceptions\x1eerrorfactory\x1eerrors\x1fratelimit\x1eerrors\x1fthrottl\x1eexc\x1fratelimit\x1eexc\x1fthrottl\x1eexception\x1fratelimit\x1eexception\x1fthrottl\x1eexceptions\x1eftplib\x1fratelimit\x1eftplib\x1fthrottl\x1eimaplib\x1fratelimit\x1eimaplib\x1fthrottl\x1epoplib\x1fratelimit\x1epoplib\x1fthrottl\x1erate_limit\x1eratelimit\x1fsmtplib\x1esmtplib\x1fthrottl\x1essh_exception\x1etoo_many_requests\x1etoomanyrequests\x0a"  # 278
+    b"\x0a"  # 279
+    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1eapikeymissing\x1ecaused by: \x1eclient_exceptions\x1ecredential\x1fnotfound\x1ecredentialunavailable\x1edefaultcredentials\x1eerrorfactory\x1eerrors\x1fnoapikey\x1eexc\x1fnoapikey\x1eexception\x1fnoapikey\x1eexceptions\x1fnoapikey\x1eftplib\x1fnoapikey\x1eimaplib\x1fnoapikey\x1emissingapikey\x1emissingcredential\x1emissingtoken\x1enoapikey\x1fpoplib\x1enoapikey\x1fsmtplib\x1enoauthtoken\x1enocredential\x1essh_exception\x1etokennotfound\x0a"  # 280
+    b"auth\x1fdenied\x1eauthentication\x1ebad\x1flogin\x1ebad\x1fuser\x1ebind\x1fdenied\x1ecredential\x1edenied\x1fin\x1fsign\x1edenied\x1flog-in\x1edenied\x1flogin\x1edenied\x1flogon\x1eincorrect\x1einvalid\x1flogin\x1einvalid\x1fuser\x1elogin\x1fwrong\x1enot accepted\x1enot successful\x1epassphrase\x1epassword\x1erefused\x1erejected\x1eunsuccessful\x1euser\x1fwrong\x0a"  # 281
+    b"1017\x1fora-\x1e5.7.\x1f535\x1e530\x1flogin\x1e530\x1fnot logged in\x1e530\x1fuser\x1eauthenticationfailed\x1ecredentials\x1finvalid\x1einvalid_auth\x1enot_authed\x0a"  # 282
+    b"1017\x1fora-\x1e5.7.\x1f535\x1e530\x1fnot logged in\x1eauthentication\x1eauthenticationfailed\x1ebad\x1fuser\x1econnect\x1ecredential\x1edenied\x1eerror\x1fuser\x1eexception\x1efailure\x1eincorrect\x1einvalid\x1einvalid_auth\x1elogin\x1enot accepted\x1enot successful\x1enot_authed\x1epassphrase\x1epassword\x1erefused\x1erejected\x1eunsuccessful\x0a"  # 283
+    b"api\x1ffound\x1fkey\x1eapi\x1fgiven\x1fkey\x1eapi\x1fkey\x1fmissing\x1eapi\x1fkey\x1fpresent\x1eapi\x1fkey\x1fset\x1eavailable\x1fno \x1econfigured\x1ecredential\x1efound\x1fsecret\x1efound\x1ftoken\x1egiven\x1fsecret\x1egiven\x1ftoken\x1emissing\x1fsecret\x1emissing\x1ftoken\x1emissing \x1eno \x1fsupplied\x1enot \x1fsupplied\x1epassword\x1epresent\x1fsecret\x1epresent\x1ftoken\x1eprovided\x1esecret\x1fset\x1eset\x1ftoken\x1especified\x0a"  # 284
 )

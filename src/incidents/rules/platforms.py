@@ -11,6 +11,7 @@ from incidents.rules import (
     RATE_LIMIT,
     REFINED,
     SYNTAX,
+    TIMEOUT,
     UNKNOWN,
     VERDICT,
     C,
@@ -158,6 +159,18 @@ RULES: dict[str, tuple[Row, ...]] = {
             "notfound",
             r"Error from server \(NotFound\)",
             'Error from server (NotFound): deployments.apps "web" not found',
+        ),
+        (
+            # the API server's 504 (apimachinery: StatusReasonTimeout, `the server was unable to
+            # return a response in the time allotted, but may still be processing the request`)
+            "kubernetes server timeout",
+            NAMED,
+            TIMEOUT,
+            T,
+            "timeout allotted",
+            r"Error from server \(Timeout\)|\bunable to return a response in the time allotted\b",
+            "Error from server (Timeout): the server was unable to return a response in the time"
+            " allotted, but may still be processing the request (get pods)",
         ),
         (
             "kubectl has no cluster",
