@@ -26,399 +26,403 @@ ECOSYSTEMS: tuple[tuple[str, str, int, str, tuple[int, ...]], ...] = (
     ("the task and hooks", "general", 49, "task_failed|hook|pre_start_hook pre start_hook hook|hook pre|declined|hook", (15, 18, 28, 87, 50, 36,)),
     ("python", "languages", 55, "syntaxerror indentationerror taberror|syntax|failed|failed error|test tests failures failure failing|py pyi|py pyi|reformat reformatted|found|lint linting|assert assertionerror|assertionerror|typeerror nameerror attributeerror keyerror indexerror valueerror zerodivisionerror unboundlocalerror recursionerror notimplementederror unicodedecodeerror unicodeencodeerror overflowerror lookuperror referenceerror rangeerror|runtimeerror|traceback|import|modulenotfounderror module importerror|keyerror|resolutionimpossible distribution satisfies conflicting solution solving solverproblemerror different|externally|microsoft command python unable|json jsondecodeerror expecting", (63, 25, 29, 29, 128, 70, 36, 47, 26, 49, 36, 18, 235, 16, 41, 98, 59, 32, 257, 77, 201, 130,)),
     ("node", "languages", 77, "module module_not_found err_module_not_found package resolve|module resolve package|eresolve etarget matching e404 notarget versions err_pnpm_no_matching_version err_pnpm_peer_dep_issues err_pnpm_fetch_404 resolve|e401 e403 eneedauth eotp auth logged|sync lockfile frozen err_pnpm_outdated_lockfile modified|ebadengine engine err_ossl_evp_unsupported unsupported|gyp visual|heap err_worker_out_of_memory|failed failing fail ok|expect|test|error|unexpected|problem problems|style prettier|function properties|unhandledpromiserejection unhandled triggeruncaughtexception|eusage install|err_require_esm require import|eaddrinuse address allocated usage", (226, 113, 208, 83, 135, 141, 111, 81, 216, 102, 34, 60, 51, 39, 63, 72, 91, 72, 86, 113,)),
-    ("typescript", "languages", 97, "ts1002 ts1003 ts1005 ts1009 ts1010 ts1011 ts1012 ts1013 ts1014 ts1068 ts1109 ts1110 ts1121 ts1124 ts1125 ts1126 ts1127 ts1128 ts1131 ts1134 ts1135 ts1136 ts1138 ts1141 ts1144 ts1160 ts1161 ts1185 ts1381 ts1382 ts1434 ts1435|ts2304 ts2305 ts2306 ts2307 ts2322 ts2339 ts2345 ts2349 ts2353 ts2362 ts2367 ts2416 ts2448 ts2454 ts2531 ts2532 ts2551 ts2552 ts2554 ts2559 ts2564 ts2580 ts2584 ts2614 ts2688 ts2739 ts2740 ts2741 ts2769 ts2792 ts6133 ts6196 ts7006 ts7016 ts7053 ts18047 ts18048 ts tsx mts cts js jsx vue", (169, 476,)),
+    ("typescript", "languages", 97, "ts1002 ts1003 ts1005 ts1009 ts1010 ts1011 ts1012 ts1013 ts1014 ts1068 ts1109 ts1110 ts1121 ts1124 ts1125 ts1126 ts1127 ts1128 ts1131 ts1134 ts1135 ts1136 ts1138 ts1141 ts1144 ts1160 ts1161 ts1185 ts1381 ts1382 ts1434 ts1435|ts2304 ts2305 ts2306 ts2307 ts2322 ts2339 ts2345 ts2349 ts2353 ts2362 ts2367 ts2416 ts2448 ts2454 ts2531 ts2532 ts2551 ts2552 ts2554 ts2559 ts2564 ts2580 ts2584 ts2614 ts2688 ts2739 ts2740 ts2741 ts2769 ts2792 ts6133 ts6196 ts7006 ts7016 ts7053 ts18047 ts18048 ts5023 ts5024 ts5025 ts5053 ts5055 ts5056 ts5069 ts5070 ts5083 ts5095 ts5101 ts6046 ts6053 ts6059 ts17004 ts18002 ts18003 ts tsx mts cts js jsx vue", (169, 652,)),
     ("make, gcc, cmake", "runtimes", 99, "directory found find|expected stray missing|undeclared declared member name implicit incompatible conversion matching conflicting arguments|undefined unresolved symbol symbols|warnings werror|separator|rule|could configuration providing compile|cmake", (150, 272, 344, 126, 60, 26, 26, 196, 15,)),
     ("jvm", "runtimes", 108, "expected illegal parsing unclosed statement|symbol incompatible applied override unreported exist static initialized unresolved mismatch kt kts|compilation execution task|failures errors completed task execution|spotless violations violation checkstyle ktlint pmd spotbugs|overhead heap native daemon insufficient|classnotfoundexception noclassdeffounderror main unsupportedclassversionerror recent major|java_home java runtime jvm toolchains release|artifact find cached resolvable|resolve|nullpointerexception classcastexception arrayindexoutofboundsexception indexoutofboundsexception stringindexoutofboundsexception illegalargumentexception illegalstateexception numberformatexception unsupportedoperationexception concurrentmodificationexception arithmeticexception nosuchelementexception nosuchmethoderror nosuchfielderror abstractmethoderror stackoverflowerror uninitializedpropertyaccessexception kotlinnullpointerexception|exception", (251, 344, 149, 160, 190, 189, 209, 200, 196, 129, 448, 30,)),
     ("go", "runtimes", 120, "fail panic oops|syntax expected go|go|build|panic runtime nil goroutine|timed|goroutines concurrent|module package sum requires revision goroot", (126, 127, 44, 16, 180, 35, 94, 234,)),
-    ("rust", "runtimes", 128, "error|e0463 e0514|expected unclosed delimiter unterminated mismatched|failed stdout|clippy compile|diff|assertion|panicked|matching select find rustc toolchain linker library openssl|custom", (17, 57, 236, 89, 79, 29, 122, 30, 323, 42,)),
-    ("dotnet", "microsoft", 138, "cs1001 cs1002 cs1003 cs1009 cs1010 cs1012 cs1022 cs1026 cs1031 cs1040 cs1041 cs1513 cs1514 cs1519 cs1525 cs1733|cs vb fs|assert|failed|whitespace finalnewline charset imports formatting|nu1101 nu1102 nu1103 nu1100 unable|nu1301 index|netsdk1045 netsdk1004 msb4236 msb4019 compatible framework possible install sdks assembly|nullreferenceexception invalidoperationexception argumentnullexception argumentoutofrangeexception argumentexception indexoutofrangeexception invalidcastexception formatexception notimplementedexception notsupportedexception dividebyzeroexception objectdisposedexception keynotfoundexception|unhandled", (97, 62, 51, 126, 83, 75, 58, 299, 299, 23,)),
-    ("powershell", "microsoft", 148, "parsererror parseexception missing unexpected string|failed was|psavoidusingcmdletaliases psavoidusingwritehost psuseapprovedverbs psavoidusingplaintextforpassword psusedeclaredvarsmorethanassignments psavoidusinginvokeexpression psavoidglobalvars psuseshouldprocessforstatechangingfunctions psavoidusingpositionalparameters psusesingularnouns psavoidtrailingwhitespace pspossibleincorrectcomparisonwithnull psusebomforunicodeencodedfile psavoidusingemptycatchblock psusecompatiblecmdlets psavoiddefaultvalueswitchparameter psuseoutputtypecorrectly psprovidecommenthelp psreviewunusedparameter psuseconsistentindentation psuseconsistentwhitespace psplaceopenbrace psplaceclosebrace psalignassignmentstatement psavoidusingconverttosecurestringwithplaintext psavoidusingusernameandpasswordparams psavoidusingcomputernamehardcoded psmisleadingbacktick psavoidsemicolonsaslineterminators pspossibleincorrectusageofassignmentoperator psusecmdletcorrectly psavoidlonglines psavoidoverwritingbuiltincmdlets psavoidassignmenttoautomaticvariable psusesupportsshouldprocess psuseusingscopemodifierinnewrunspaces psavoidusingdeprecatedmanifestfields ps1 psm1 psd1|scripts signed unauthorizedaccess about_execution_policies pssecurityexception|pwsh powershell|commandnotfoundexception term|module modulenotfound|null invokemethodonnull bind parameterbindingvalidationexception parameterbindingexception propertynotfoundexception methodnotfound", (250, 86, 1084, 142, 65, 65, 170, 274,)),
-    ("docker", "platforms", 156, "docker docker_engine pipe|container|manifest image|platform|requested|cache copy checksum|dockerfile|oci", (259, 55, 122, 87, 42, 115, 50, 36,)),
-    ("kubernetes", "platforms", 164, "low evicted|insufficient nodes failedscheduling affinity untolerated unschedulable|imagepullbackoff errimagepull errimageneverpull invalidimagename pulling pull|forbidden logged|notfound|timeout allotted|localhost configuration context|quota|kind|validating validationerror field strict|yaml json scannererror parsererror parsing character find mapping|operation", (42, 192, 116, 108, 30, 82, 133, 27, 41, 104, 604, 61,)),
-    ("terraform", "platforms", 176, "argument block unclosed expression newline character unterminated separator string|unsupported missing invalid reference incorrect call count for_each duplicate cycle|backend plugins inconsistent plugin init installed reinitialization|query install|lock locking conditionalcheckfailedexception|credential credentials|value default", (248, 423, 206, 70, 86, 95, 67,)),
-    ("git and ssh", "platforms", 183, "host identification|unprotected permissions load|username password terminal|repository|access|repository dubious safe|conflict conflicts apply unmerged|gh006 gh013 protected violations secrets", (97, 144, 74, 64, 48, 77, 167, 197,)),
-    ("databases", "databases", 191, "password pg_hba invalidpassword 28p01 sasl ident peer noauth wrongpass noperm er_access_denied_error er_dbaccess_denied_error 1045 1044 1142 denied|role database invalidcatalogname 3d000 unknown er_bad_db_error extension|database server terminating clients slots connections cannotconnectnow adminshutdown 57p01 57p03 53300 receive ssl connection|mysql 2002 2003 2006 2013 er_con_count_error protocol_connection_lost|loading busy clusterdown tryagain readonly masterdown connecting clients|oom misconf|syntax er_parse_error 42601 near incomplete|column undefinedcolumn 42703 er_bad_field_error|relation table undefinedtable 42p01 er_no_such_table|violates duplicate unique foreign null integrityerror uniqueviolation er_dup_entry 23505 23503 23502|database sqlite_cantopen sqlite_corrupt sqlite_full sqlite_readonly disk sqlite_ioerr sqlite_ioerr_write sqlite_ioerr_read sqlite_ioerr_fsync|wrongtype unknown wrong", (316, 159, 496, 180, 218, 52, 140, 153, 128, 261, 140, 71,)),
-    ("aws", "services", 203, "throttlingexception throttling throttledexception requestlimitexceeded slowdown provisionedthroughputexceededexception requestthrottled requestthrottledexception ec2throttledexception bandwidthlimitexceeded limitexceededexception|expiredtoken expiredtokenexception invalidclienttokenid unrecognizedclientexception signaturedoesnotmatch invalidaccesskeyid invalidsignatureexception authfailure incompletesignature missingauthenticationtoken unauthorizedoperation notauthorizedexception invalidtoken security sso|authorized explicit|locate nocredentialserror nocredentialproviders load credentialsprovidererror profile profilenotfound region noregionerror retrieve sdk imds noauthhandlerfound missing|servicequotaexceededexception vcpulimitexceeded instancelimitexceeded addresslimitexceeded vpclimitexceeded toomanybuckets requested|internalerror internalfailure serviceunavailable serviceunavailableexception insufficientinstancecapacity priorrequestnotcomplete endpoint|requesttimetooskewed signature clock|nosuchbucket resourcenotfoundexception nosuchentity parameternotfound|validationexception validationerror invalidparametervalue invalidparametervalueexception invalidparameterexception malformedpolicydocument missingparameter", (237, 477, 50, 397, 200, 161, 82, 77, 146,)),
-    ("gcp", "services", 212, "unauthenticated scopes access_token_scope_insufficient invalid_grant reauthentication revoked caller iam_permission_denied credentials api_key_invalid key|automatically defaultcredentialserror default active google_application_credentials application|quota|service_disabled used enabled accessnotconfigured|unavailable serviceunavailable backenderror zone_resource_pool_exhausted resources", (341, 313, 157, 129, 129,)),
-    ("azure", "services", 217, "aadsts50001 aadsts50020 aadsts50034 aadsts50053 aadsts50055 aadsts50057 aadsts50058 aadsts50076 aadsts50079 aadsts50105 aadsts50126 aadsts50158 aadsts50173 aadsts53003 aadsts65001 aadsts70000 aadsts70001 aadsts70002 aadsts70008 aadsts70011 aadsts70016 aadsts70021 aadsts70043 aadsts90002 aadsts500011 aadsts500113 aadsts700016 aadsts700024 aadsts700027 aadsts700082 aadsts7000215 aadsts7000222 authorizationfailed invalidauthenticationtoken expiredauthenticationtoken authenticationfailed authorizationpermissionmismatch keybasedauthenticationnotpermitted authorization linkedauthorizationfailed requestdisallowedbypolicy invalidauthenticationtokentenant clientauthenticationerror|az defaultazurecredential credentialunavailableerror environmentcredential subscription managedidentitycredential|quotaexceeded quota|retryableerror anotheroperationinprogress serverbusy operationpreempted|resourcegroupnotfound subscriptionnotfound containernotfound storageaccountnotfound missingsubscriptionregistration skunotavailable", (542, 243, 48, 79, 139,)),
-    ("github and gitlab", "services", 222, "credentials accessible authentication admin gh007 scopes refusing basic password|communication shutdown canceled system acquired responding preparation|workflow resolve unrecognized|input github_token|stuck runner runners", (328, 217, 97, 83, 140,)),
-    ("llm providers", "services", 227, "authenticationerror invalid_api_key incorrect authentication_error invalid permissiondeniederror permission_error account_deactivated gated|api_key authentication key missingapikeyerror|rate exceeded|context_length_exceeded context prompt length tokens string_above_max_length|serviceunavailableerror api_error internalservererror server|model_not_found model|content_policy_violation content responsibleaipolicyviolation|badrequesterror invalid_request_error", (199, 199, 57, 174, 119, 130, 87, 45,)),
-    ("gpu", "services", 235, "cuda outofmemoryerror cudaerrormemoryallocation cublas_status_alloc_failed cudnn_status_alloc_failed device hip mps oom resourceexhaustederror cudamalloc|cuda driver nvidia torch kernel cuda_error_no_device cudaerrornodevice cudaerrorinsufficientdriver select libcuda cuinit nvml runtime aten_cuda gpus|cuda cudaerrordevicesunavailable|device illegal cudaerrorillegaladdress cublas_status_execution_failed misaligned|watchdog nccl_timeout", (302, 753, 96, 155, 61,)),
-    ("ansible-lint", "checkers", 240, "yml yaml args avoid command complexity deprecated empty fqcn galaxy ignore inline jinja key latest literal load loop meta name no only package parser partial playbook risky role run sanity schema syntax var yaml|failed rule", (1545, 80,)),
-    ("cfn-lint", "checkers", 242, "cfn resources parameters outputs mappings conditions metadata rules transform|template", (141, 31,)),
-    ("helm", "checkers", 244, "pod phase", (61,)),
-    ("ruby", "others", 245, "loaderror|gemnotfound gem|examples example|offense offenses", (58, 55, 37, 53,)),
-    ("php", "others", 249, "allowed|requirements", (46, 77,)),
-    ("conda", "others", 251, "packagesnotfounderror unsatisfiableerror resolvepackagenotfound", (71,)),
-    ("swift", "others", 252, "scope", (51,)),
-    ("elixir", "others", 253, "syntaxerror tokenmissingerror mismatcheddelimitererror|compileerror", (67, 48,)),
-    ("amqp", "others", 255, "access_refused", (18,)),
-    ("ci-time-limit", "others", 256, "longer exceeded", (97,)),
-    ("rocm", "others", 257, "hip_error_outofmemory hiperroroutofmemory", (49,)),
-    ("test-summary", "others", 258, "failed", (57,)),
-    ("haskell", "toolchains", 259, "match scope instance deduce ambiguous|parse", (219, 125,)),
-    ("scala", "toolchains", 261, "scala sbt", (306,)),
-    ("dart", "toolchains", 262, "dart|dart|error", (23, 73, 56,)),
-    ("julia and perl", "toolchains", 265, "package module|locate", (135, 38,)),
-    ("esbuild", "toolchains", 267, "expected unexpected unterminated", (185,)),
-    ("bundlers", "toolchains", 268, "resolve|resolve", (58, 44,)),
-    ("dockerfile and shell linters", "toolchains", 270, "dl1001 dl3000 dl3001 dl3002 dl3003 dl3004 dl3005 dl3006 dl3007 dl3008 dl3009 dl3010 dl3011 dl3012 dl3013 dl3014 dl3015 dl3016 dl3017 dl3018 dl3019 dl3020 dl3021 dl3022 dl3023 dl3024 dl3025 dl3026 dl3027 dl3028 dl3029 dl3030 dl3031 dl3032 dl3033 dl3034 dl3035 dl3036 dl3037 dl3038 dl3039 dl3040 dl3041 dl3042 dl3043 dl3044 dl3045 dl3046 dl3047 dl3048 dl3049 dl3050 dl3051 dl3052 dl3053 dl3054 dl3055 dl3056 dl3057 dl3058 dl3059 dl3060 dl3061 dl3062 dl4000 dl4001 dl4002 dl4003 dl4004 dl4005 dl4006|line shellcheck note warning error", (21, 158,)),
-    ("package resolvers", "toolchains", 272, "missing|dependency|interpreternotfound interpreter|matches", (60, 60, 69, 41,)),
-    ("exception names", "exceptions", 276, "errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused", (407, 295, 322, 649, 428,)),
-    ("credentials in words", "exceptions", 281, "invalid incorrect wrong bad denied refused rejected unsuccessful successful accepted|01017 invalidcredentials invalid_credentials invalid_auth not_authed authenticationfailed 535 530|invalid incorrect wrong bad denied refused rejected unsuccessful successful accepted 01017 invalidcredentials invalid_credentials invalid_auth not_authed authenticationfailed 535 530|api api_key apikey key credentials credential token password secret", (452, 173, 812, 588,)),
+    ("rust", "runtimes", 128, "error|e0463 e0514|expected unclosed delimiter unterminated mismatched|failed stdout|clippy compile|clippy|diff|assertion|panicked|matching select find rustc toolchain linker library openssl|custom", (17, 57, 236, 89, 79, 75, 29, 122, 30, 323, 42,)),
+    ("dotnet", "microsoft", 139, "cs1001 cs1002 cs1003 cs1009 cs1010 cs1012 cs1022 cs1026 cs1031 cs1040 cs1041 cs1513 cs1514 cs1519 cs1525 cs1733|cs vb fs|assert|failed|whitespace finalnewline charset imports formatting|nu1101 nu1102 nu1103 nu1100 unable|nu1301 index|netsdk1045 netsdk1004 msb4236 msb4019 compatible framework possible install sdks assembly|nullreferenceexception invalidoperationexception argumentnullexception argumentoutofrangeexception argumentexception indexoutofrangeexception invalidcastexception formatexception notimplementedexception notsupportedexception dividebyzeroexception objectdisposedexception keynotfoundexception|unhandled", (97, 62, 51, 126, 83, 75, 58, 299, 299, 23,)),
+    ("powershell", "microsoft", 149, "parsererror parseexception missing unexpected string|failed was|psavoidusingcmdletaliases psavoidusingwritehost psuseapprovedverbs psavoidusingplaintextforpassword psusedeclaredvarsmorethanassignments psavoidusinginvokeexpression psavoidglobalvars psuseshouldprocessforstatechangingfunctions psavoidusingpositionalparameters psusesingularnouns psavoidtrailingwhitespace pspossibleincorrectcomparisonwithnull psusebomforunicodeencodedfile psavoidusingemptycatchblock psusecompatiblecmdlets psavoiddefaultvalueswitchparameter psuseoutputtypecorrectly psprovidecommenthelp psreviewunusedparameter psuseconsistentindentation psuseconsistentwhitespace psplaceopenbrace psplaceclosebrace psalignassignmentstatement psavoidusingconverttosecurestringwithplaintext psavoidusingusernameandpasswordparams psavoidusingcomputernamehardcoded psmisleadingbacktick psavoidsemicolonsaslineterminators pspossibleincorrectusageofassignmentoperator psusecmdletcorrectly psavoidlonglines psavoidoverwritingbuiltincmdlets psavoidassignmenttoautomaticvariable psusesupportsshouldprocess psuseusingscopemodifierinnewrunspaces psavoidusingdeprecatedmanifestfields ps1 psm1 psd1|scripts signed unauthorizedaccess about_execution_policies pssecurityexception|pwsh powershell|commandnotfoundexception term|module modulenotfound|null invokemethodonnull bind parameterbindingvalidationexception parameterbindingexception propertynotfoundexception methodnotfound", (250, 86, 1084, 142, 65, 65, 170, 274,)),
+    ("docker", "platforms", 157, "docker docker_engine pipe|container|manifest image|platform|requested|cache copy checksum|dockerfile|oci", (259, 55, 122, 87, 42, 115, 50, 36,)),
+    ("kubernetes", "platforms", 165, "low evicted|insufficient nodes failedscheduling affinity untolerated unschedulable|imagepullbackoff errimagepull errimageneverpull invalidimagename pulling pull|forbidden logged|notfound|timeout allotted|localhost configuration context|quota|kind|use|mountvolume|invalid|validating validationerror field strict|yaml json scannererror parsererror parsing character find mapping|operation", (42, 192, 116, 108, 30, 82, 133, 27, 41, 45, 79, 31, 104, 604, 61,)),
+    ("terraform", "platforms", 180, "argument block unclosed expression newline character unterminated separator string|unsupported missing invalid reference incorrect call count for_each duplicate cycle|backend plugins inconsistent plugin init installed reinitialization|query install|lock locking conditionalcheckfailedexception|credential credentials|value default", (248, 423, 206, 70, 86, 95, 67,)),
+    ("git and ssh", "platforms", 187, "host identification|unprotected permissions load|username password terminal|repository|access|repository dubious safe|conflict conflicts apply unmerged|gh006 gh013 protected violations secrets", (97, 144, 74, 64, 48, 77, 167, 197,)),
+    ("databases", "databases", 195, "password pg_hba invalidpassword 28p01 sasl ident peer noauth wrongpass noperm er_access_denied_error er_dbaccess_denied_error 1045 1044 1142 denied|role database invalidcatalogname 3d000 unknown er_bad_db_error extension|database server terminating clients slots connections cannotconnectnow adminshutdown 57p01 57p03 53300 receive ssl connection|mysql 2002 2003 2006 2013 er_con_count_error protocol_connection_lost|loading busy clusterdown tryagain readonly masterdown connecting clients busyloadingerror|oom misconf|syntax er_parse_error 42601 near incomplete|column undefinedcolumn 42703 er_bad_field_error|relation table undefinedtable 42p01 er_no_such_table|violates duplicate unique foreign null integrityerror uniqueviolation er_dup_entry 23505 23503 23502|database sqlite_cantopen sqlite_corrupt sqlite_full sqlite_readonly disk sqlite_ioerr sqlite_ioerr_write sqlite_ioerr_read sqlite_ioerr_fsync|wrongtype unknown wrong", (316, 159, 496, 180, 239, 52, 140, 153, 128, 261, 140, 71,)),
+    ("aws", "services", 207, "throttlingexception throttling throttledexception requestlimitexceeded slowdown provisionedthroughputexceededexception requestthrottled requestthrottledexception ec2throttledexception bandwidthlimitexceeded limitexceededexception|expiredtoken expiredtokenexception invalidclienttokenid unrecognizedclientexception signaturedoesnotmatch invalidaccesskeyid invalidsignatureexception authfailure incompletesignature missingauthenticationtoken unauthorizedoperation notauthorizedexception invalidtoken security sso|authorized explicit|locate nocredentialserror nocredentialproviders load credentialsprovidererror profile profilenotfound region noregionerror retrieve sdk imds noauthhandlerfound missing|servicequotaexceededexception vcpulimitexceeded instancelimitexceeded addresslimitexceeded vpclimitexceeded toomanybuckets requested|internalerror internalfailure serviceunavailable serviceunavailableexception insufficientinstancecapacity priorrequestnotcomplete endpoint|requesttimetooskewed signature clock|nosuchbucket resourcenotfoundexception nosuchentity parameternotfound|validationexception validationerror invalidparametervalue invalidparametervalueexception invalidparameterexception malformedpolicydocument missingparameter", (237, 477, 50, 397, 200, 161, 82, 77, 146,)),
+    ("gcp", "services", 216, "unauthenticated scopes access_token_scope_insufficient invalid_grant reauthentication revoked caller iam_permission_denied credentials api_key_invalid key|automatically defaultcredentialserror default active google_application_credentials application|quota|service_disabled used enabled accessnotconfigured|unavailable serviceunavailable backenderror zone_resource_pool_exhausted resources", (341, 313, 157, 129, 129,)),
+    ("azure", "services", 221, "aadsts50001 aadsts50020 aadsts50034 aadsts50053 aadsts50055 aadsts50057 aadsts50058 aadsts50076 aadsts50079 aadsts50105 aadsts50126 aadsts50158 aadsts50173 aadsts53003 aadsts65001 aadsts70000 aadsts70001 aadsts70002 aadsts70008 aadsts70011 aadsts70016 aadsts70021 aadsts70043 aadsts90002 aadsts500011 aadsts500113 aadsts700016 aadsts700024 aadsts700027 aadsts700082 aadsts7000215 aadsts7000222 authorizationfailed invalidauthenticationtoken expiredauthenticationtoken authenticationfailed authorizationpermissionmismatch keybasedauthenticationnotpermitted authorization linkedauthorizationfailed requestdisallowedbypolicy invalidauthenticationtokentenant clientauthenticationerror|az defaultazurecredential credentialunavailableerror environmentcredential subscription managedidentitycredential|quotaexceeded quota|retryableerror anotheroperationinprogress serverbusy operationpreempted|resourcegroupnotfound subscriptionnotfound containernotfound storageaccountnotfound missingsubscriptionregistration skunotavailable", (542, 243, 48, 79, 139,)),
+    ("github and gitlab", "services", 226, "credentials accessible authentication admin gh007 scopes refusing basic password|communication shutdown canceled system acquired responding preparation|workflow resolve unrecognized|input github_token|stuck runner runners", (328, 217, 97, 83, 140,)),
+    ("llm providers", "services", 231, "authenticationerror invalid_api_key incorrect authentication_error invalid permissiondeniederror permission_error account_deactivated gated|api_key authentication key missingapikeyerror|rate exceeded|context_length_exceeded context prompt length tokens string_above_max_length|serviceunavailableerror api_error internalservererror server|model_not_found model|content_policy_violation content responsibleaipolicyviolation|badrequesterror invalid_request_error", (199, 199, 57, 174, 119, 130, 87, 45,)),
+    ("gpu", "services", 239, "cuda outofmemoryerror cudaerrormemoryallocation cublas_status_alloc_failed cudnn_status_alloc_failed device hip mps oom resourceexhaustederror cudamalloc|cuda driver nvidia torch kernel cuda_error_no_device cudaerrornodevice cudaerrorinsufficientdriver select libcuda cuinit nvml runtime aten_cuda gpus cudnn_status_not_initialized cudnn_status_alloc_failed cudnn_status_arch_mismatch cudnn_status_version_mismatch|cuda cudaerrordevicesunavailable|device illegal cudaerrorillegaladdress cublas_status_execution_failed misaligned|watchdog nccl_timeout", (302, 834, 96, 155, 61,)),
+    ("ansible-lint", "checkers", 244, "yml yaml args avoid command complexity deprecated empty fqcn galaxy ignore inline jinja key latest literal load loop meta name no only package parser partial playbook risky role run sanity schema syntax var yaml|failed rule", (1545, 80,)),
+    ("cfn-lint", "checkers", 246, "cfn resources parameters outputs mappings conditions metadata rules transform|template", (141, 31,)),
+    ("helm", "checkers", 248, "pod phase", (61,)),
+    ("ruby", "others", 249, "loaderror|gemnotfound gem|examples example|offense offenses", (58, 55, 37, 53,)),
+    ("php", "others", 253, "allowed|requirements", (46, 77,)),
+    ("conda", "others", 255, "packagesnotfounderror unsatisfiableerror resolvepackagenotfound", (71,)),
+    ("swift", "others", 256, "scope", (51,)),
+    ("elixir", "others", 257, "syntaxerror tokenmissingerror mismatcheddelimitererror|compileerror", (67, 48,)),
+    ("amqp", "others", 259, "access_refused", (18,)),
+    ("ci-time-limit", "others", 260, "longer exceeded", (97,)),
+    ("rocm", "others", 261, "hip_error_outofmemory hiperroroutofmemory", (49,)),
+    ("test-summary", "others", 262, "failed", (57,)),
+    ("haskell", "toolchains", 263, "match scope instance deduce ambiguous|parse", (219, 125,)),
+    ("scala", "toolchains", 265, "scala sbt", (306,)),
+    ("dart", "toolchains", 266, "dart|dart|error", (23, 73, 56,)),
+    ("julia and perl", "toolchains", 269, "package module|locate", (135, 38,)),
+    ("esbuild", "toolchains", 271, "expected unexpected unterminated", (185,)),
+    ("bundlers", "toolchains", 272, "resolve|resolve", (58, 44,)),
+    ("dockerfile and shell linters", "toolchains", 274, "dl1001 dl3000 dl3001 dl3002 dl3003 dl3004 dl3005 dl3006 dl3007 dl3008 dl3009 dl3010 dl3011 dl3012 dl3013 dl3014 dl3015 dl3016 dl3017 dl3018 dl3019 dl3020 dl3021 dl3022 dl3023 dl3024 dl3025 dl3026 dl3027 dl3028 dl3029 dl3030 dl3031 dl3032 dl3033 dl3034 dl3035 dl3036 dl3037 dl3038 dl3039 dl3040 dl3041 dl3042 dl3043 dl3044 dl3045 dl3046 dl3047 dl3048 dl3049 dl3050 dl3051 dl3052 dl3053 dl3054 dl3055 dl3056 dl3057 dl3058 dl3059 dl3060 dl3061 dl3062 dl4000 dl4001 dl4002 dl4003 dl4004 dl4005 dl4006|line shellcheck note warning error", (21, 158,)),
+    ("package resolvers", "toolchains", 276, "missing|dependency|interpreternotfound interpreter|matches", (60, 60, 69, 41,)),
+    ("exception names", "exceptions", 280, "errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused", (407, 295, 322, 649, 428,)),
+    ("credentials in words", "exceptions", 285, "invalid incorrect wrong bad denied refused rejected unsuccessful successful accepted|01017 invalidcredentials invalid_credentials invalid_auth not_authed authenticationfailed 535 530|invalid incorrect wrong bad denied refused rejected unsuccessful successful accepted 01017 invalidcredentials invalid_credentials invalid_auth not_authed authenticationfailed 535 530|api api_key apikey key credentials credential token password secret", (452, 173, 812, 588,)),
 )
 
 WORDS: dict[int, bytes] = {
     48: (
-        b"\n01017 282 283"
+        b"\n01017 286 287"
     ),
     49: (
-        b"\n1044 191\n1045 191\n1142 191\n126 36\n127 36\n137 28"
+        b"\n1044 195\n1045 195\n1142 195\n126 36\n127 36\n137 28"
     ),
     50: (
-        b"\n2002 194\n2003 194\n2006 194\n2013 194\n23502 200\n23503 200\n23505 200\n28p01 191"
+        b"\n2002 198\n2003 198\n2006 198\n2013 198\n23502 204\n23503 204\n23505 204\n28p01 195"
     ),
     51: (
-        b"\n3d000 192"
+        b"\n3d000 196"
     ),
     52: (
-        b"\n40001 32\n401 12\n403 13\n407 12\n408 15\n40p01 32\n42601 197\n42703 198\n429 16"
-        b"\n42p01 199"
+        b"\n40001 32\n401 12\n403 13\n407 12\n408 15\n40p01 32\n42601 201\n42703 202\n429 16"
+        b"\n42p01 203"
     ),
     53: (
-        b"\n500 17\n502 17\n503 17\n504 17\n529 17\n530 282 283\n53300 193\n535 282 283\n55p03 32"
-        b"\n57p01 193\n57p03 193"
+        b"\n500 17\n502 17\n503 17\n504 17\n529 17\n530 286 287\n53300 197\n535 286 287\n55p03 32"
+        b"\n57p01 197\n57p03 197"
     ),
     95: (
-        b"\n_exceptions 276 277 278 279 280"
+        b"\n_exceptions 280 281 282 283 284"
     ),
     97: (
-        b"\naadsts50001 217\naadsts500011 217\naadsts500113 217\naadsts50020 217\naadsts50034 217"
-        b"\naadsts50053 217\naadsts50055 217\naadsts50057 217\naadsts50058 217\naadsts50076 217"
-        b"\naadsts50079 217\naadsts50105 217\naadsts50126 217\naadsts50158 217\naadsts50173 217"
-        b"\naadsts53003 217\naadsts65001 217\naadsts70000 217\naadsts70001 217\naadsts700016 217"
-        b"\naadsts70002 217\naadsts7000215 217\naadsts7000222 217\naadsts700024 217"
-        b"\naadsts700027 217\naadsts70008 217\naadsts700082 217\naadsts70011 217\naadsts70016 217"
-        b"\naadsts70021 217\naadsts70043 217\naadsts90002 217\nabout_execution_policies 151"
-        b"\nabstractmethoderror 118\nabuse 18\naccepted 281 283\naccess 187\naccess_refused 255"
-        b"\naccess_token_scope_insufficient 212\naccessdenied 24\naccessdeniedexception 24"
-        b"\naccessible 222\naccesskeyid 39\naccessnotconfigured 215\naccount 44"
-        b"\naccount_deactivated 227\nacquired 223\nactive 213\naddress 96\naddresslimitexceeded 207"
-        b"\nadmin 222\nadminshutdown 193\naffinity 165\nagain 33\nallocate 28\nallocated 96"
-        b"\nallocation 28\nallotted 169\nallowed 249\nambiguous 259\nanother 31"
-        b"\nanotheroperationinprogress 220\nanswer 1\napi 284\napi_error 231\napi_key 228 284"
-        b"\napi_key_invalid 212\napiconnectionerror 6\napikey 284\napitimeouterror 2"
-        b"\napplication 213\napplied 109\napply 189\nargs 240\nargument 176\nargumentexception 146"
-        b"\nargumentnullexception 146\nargumentoutofrangeexception 146\narguments 101"
-        b"\narithmeticexception 118\narrayindexoutofboundsexception 118\nartifact 116\nassembly 145"
-        b"\nassert 65 140\nassertion 134\nassertionerror 65 66\naten_cuda 236\nattributeerror 67"
-        b"\nauth 80\nauthentication 22 222 228\nauthentication_error 227\nauthenticationerror 227"
-        b"\nauthenticationfailed 217 282 283\nauthfailure 204\nauthorised 22\nauthorization 217"
-        b"\nauthorizationfailed 217\nauthorizationpermissionmismatch 217\nauthorized 22 205"
-        b"\nautomatically 213\navoid 240\naz 218"
+        b"\naadsts50001 221\naadsts500011 221\naadsts500113 221\naadsts50020 221\naadsts50034 221"
+        b"\naadsts50053 221\naadsts50055 221\naadsts50057 221\naadsts50058 221\naadsts50076 221"
+        b"\naadsts50079 221\naadsts50105 221\naadsts50126 221\naadsts50158 221\naadsts50173 221"
+        b"\naadsts53003 221\naadsts65001 221\naadsts70000 221\naadsts70001 221\naadsts700016 221"
+        b"\naadsts70002 221\naadsts7000215 221\naadsts7000222 221\naadsts700024 221"
+        b"\naadsts700027 221\naadsts70008 221\naadsts700082 221\naadsts70011 221\naadsts70016 221"
+        b"\naadsts70021 221\naadsts70043 221\naadsts90002 221\nabout_execution_policies 152"
+        b"\nabstractmethoderror 118\nabuse 18\naccepted 285 287\naccess 191\naccess_refused 259"
+        b"\naccess_token_scope_insufficient 216\naccessdenied 24\naccessdeniedexception 24"
+        b"\naccessible 226\naccesskeyid 39\naccessnotconfigured 219\naccount 44"
+        b"\naccount_deactivated 231\nacquired 227\nactive 217\naddress 96\naddresslimitexceeded 211"
+        b"\nadmin 226\nadminshutdown 197\naffinity 166\nagain 33\nallocate 28\nallocated 96"
+        b"\nallocation 28\nallotted 170\nallowed 253\nambiguous 263\nanother 31"
+        b"\nanotheroperationinprogress 224\nanswer 1\napi 288\napi_error 235\napi_key 232 288"
+        b"\napi_key_invalid 216\napiconnectionerror 6\napikey 288\napitimeouterror 2"
+        b"\napplication 217\napplied 109\napply 193\nargs 244\nargument 180\nargumentexception 147"
+        b"\nargumentnullexception 147\nargumentoutofrangeexception 147\narguments 101"
+        b"\narithmeticexception 118\narrayindexoutofboundsexception 118\nartifact 116\nassembly 146"
+        b"\nassert 65 141\nassertion 135\nassertionerror 65 66\naten_cuda 240\nattributeerror 67"
+        b"\nauth 80\nauthentication 22 226 232\nauthentication_error 231\nauthenticationerror 231"
+        b"\nauthenticationfailed 221 286 287\nauthfailure 208\nauthorised 22\nauthorization 221"
+        b"\nauthorizationfailed 221\nauthorizationpermissionmismatch 221\nauthorized 22 209"
+        b"\nautomatically 217\navoid 244\naz 222"
     ),
     98: (
-        b"\nbackend 178\nbackenderror 216\nbad 281 283\nbad_alloc 28\nbadrequesterror 234"
-        b"\nbalance 21\nbandwidthlimitexceeded 203\nbasic 222\nbilling 21\nbilling_disabled 21"
-        b"\nbinary 34\nbind 155\nblock 176\nbrokenpipeerror 6\nbucket 44\nbuckets 44\nbuild 123"
-        b"\nbusy 31 33 195"
+        b"\nbackend 182\nbackenderror 220\nbad 285 287\nbad_alloc 28\nbadrequesterror 238"
+        b"\nbalance 21\nbandwidthlimitexceeded 207\nbasic 226\nbilling 21\nbilling_disabled 21"
+        b"\nbinary 34\nbind 156\nblock 180\nbrokenpipeerror 6\nbucket 44\nbuckets 44\nbuild 123"
+        b"\nbusy 31 33 199\nbusyloadingerror 199"
     ),
     99: (
-        b"\ncache 161\ncached 116\ncall 177\ncaller 212\ncalls 18\ncanceled 223"
-        b"\ncannotconnectnow 193\ncaused 276 277 278 279 280\ncertificate 11"
-        b"\ncertificate_verify_failed 11\ncertification 11\ncfn 242\ncharacter 174 176\ncharset 142"
-        b"\ncheckstyle 112\nchecksum 161\nchunkedencodingerror 6\nclasscastexception 118"
-        b"\nclassnotfoundexception 114\nclient_exceptions 276 277 278 279 280"
-        b"\nclientauthenticationerror 217\nclientconnectorerror 6\nclients 193 195\nclienttimeout 2"
-        b"\nclippy 132\nclock 209\nclosed 4\ncluster 44\nclusterdown 195\ncmake 107\ncolumn 198"
-        b"\ncommand 34 75 240\ncommandnotfoundexception 153\ncommunication 223\ncompatible 145"
-        b"\ncompilation 110\ncompile 106 132\ncompileerror 254\ncompiler 34\ncompleted 111"
-        b"\ncomplexity 240\nconcurrent 126\nconcurrentmodificationexception 118"
-        b"\nconditionalcheckfailedexception 180\nconditions 242\nconfiguration 106 170\nconfigure 42"
-        b"\nconflict 189\nconflicting 73 101\nconflicts 189\nconnect 4 5 14\nconnectexception 6"
-        b"\nconnecting 4 5 195\nconnection 4 193\nconnectionabortederror 6\nconnectionclosederror 6"
-        b"\nconnectionerror 6\nconnectionrefusederror 6\nconnectionreseterror 6\nconnections 193"
-        b"\nconnecttimeout 2\nconnecttimeouterror 2\nconnecttimeoutexception 2\ncontainer 157"
-        b"\ncontainernotfound 221\ncontent 233\ncontent_policy_violation 233\ncontext 170 230"
-        b"\ncontext_length_exceeded 230\nconversion 101\ncopy 161\ncould 106\ncouldn 4\ncount 177"
-        b"\ncredential 39 181 284\ncredentials 22 39 181 212 222 284\ncredentialsprovidererror 206"
-        b"\ncredentialunavailableerror 218\ncs 139\ncs1001 138\ncs1002 138\ncs1003 138\ncs1009 138"
-        b"\ncs1010 138\ncs1012 138\ncs1022 138\ncs1026 138\ncs1031 138\ncs1040 138\ncs1041 138"
-        b"\ncs1513 138\ncs1514 138\ncs1519 138\ncs1525 138\ncs1733 138\ncts 98"
-        b"\ncublas_status_alloc_failed 235\ncublas_status_execution_failed 238\ncuda 235 236 237"
-        b"\ncuda_error_no_device 236\ncudaerrordevicesunavailable 237\ncudaerrorillegaladdress 238"
-        b"\ncudaerrorinsufficientdriver 236\ncudaerrormemoryallocation 235\ncudaerrornodevice 236"
-        b"\ncudamalloc 235\ncudnn_status_alloc_failed 235\ncuinit 236\ncurrent 45\ncustom 137"
-        b"\ncycle 177"
+        b"\ncache 162\ncached 116\ncall 181\ncaller 216\ncalls 18\ncanceled 227"
+        b"\ncannotconnectnow 197\ncaused 280 281 282 283 284\ncertificate 11"
+        b"\ncertificate_verify_failed 11\ncertification 11\ncfn 246\ncharacter 178 180\ncharset 143"
+        b"\ncheckstyle 112\nchecksum 162\nchunkedencodingerror 6\nclasscastexception 118"
+        b"\nclassnotfoundexception 114\nclient_exceptions 280 281 282 283 284"
+        b"\nclientauthenticationerror 221\nclientconnectorerror 6\nclients 197 199\nclienttimeout 2"
+        b"\nclippy 132 133\nclock 213\nclosed 4\ncluster 44\nclusterdown 199\ncmake 107\ncolumn 202"
+        b"\ncommand 34 75 244\ncommandnotfoundexception 154\ncommunication 227\ncompatible 146"
+        b"\ncompilation 110\ncompile 106 132\ncompileerror 258\ncompiler 34\ncompleted 111"
+        b"\ncomplexity 244\nconcurrent 126\nconcurrentmodificationexception 118"
+        b"\nconditionalcheckfailedexception 184\nconditions 246\nconfiguration 106 171\nconfigure 42"
+        b"\nconflict 193\nconflicting 73 101\nconflicts 193\nconnect 4 5 14\nconnectexception 6"
+        b"\nconnecting 4 5 199\nconnection 4 197\nconnectionabortederror 6\nconnectionclosederror 6"
+        b"\nconnectionerror 6\nconnectionrefusederror 6\nconnectionreseterror 6\nconnections 197"
+        b"\nconnecttimeout 2\nconnecttimeouterror 2\nconnecttimeoutexception 2\ncontainer 158"
+        b"\ncontainernotfound 225\ncontent 237\ncontent_policy_violation 237\ncontext 171 234"
+        b"\ncontext_length_exceeded 234\nconversion 101\ncopy 162\ncould 106\ncouldn 4\ncount 181"
+        b"\ncredential 39 185 288\ncredentials 22 39 185 216 226 288\ncredentialsprovidererror 210"
+        b"\ncredentialunavailableerror 222\ncs 140\ncs1001 139\ncs1002 139\ncs1003 139\ncs1009 139"
+        b"\ncs1010 139\ncs1012 139\ncs1022 139\ncs1026 139\ncs1031 139\ncs1040 139\ncs1041 139"
+        b"\ncs1513 139\ncs1514 139\ncs1519 139\ncs1525 139\ncs1733 139\ncts 98"
+        b"\ncublas_status_alloc_failed 239\ncublas_status_execution_failed 242\ncuda 239 240 241"
+        b"\ncuda_error_no_device 240\ncudaerrordevicesunavailable 241\ncudaerrorillegaladdress 242"
+        b"\ncudaerrorinsufficientdriver 240\ncudaerrormemoryallocation 239\ncudaerrornodevice 240"
+        b"\ncudamalloc 239\ncudnn_status_alloc_failed 239 240\ncudnn_status_arch_mismatch 240"
+        b"\ncudnn_status_not_initialized 240\ncudnn_status_version_mismatch 240\ncuinit 240"
+        b"\ncurrent 45\ncustom 138\ncycle 181"
     ),
     100: (
-        b"\ndaemon 113\ndart 262 263\ndatabase 192 193 201\ndataset 44\ndeadline 1"
+        b"\ndaemon 113\ndart 266 267\ndatabase 196 197 205\ndataset 44\ndeadline 1"
         b"\ndeadline_exceeded 2\ndeadlineexceeded 2\ndeadlock 31\ndeadlockdetected 32\ndeclared 101"
-        b"\ndeclined 53\ndeduce 259\ndefault 182 213\ndefaultazurecredential 218"
-        b"\ndefaultcredentialserror 213\ndelimiter 130\ndenied 22 23 191 281 283\ndependency 273"
-        b"\ndeprecated 240\ndevice 235 238\ndiff 133\ndifferent 73\ndirectory 35 99\ndisk 201"
-        b"\ndiskpressure 26\ndistribution 73\ndividebyzeroexception 146\ndl1001 270\ndl3000 270"
-        b"\ndl3001 270\ndl3002 270\ndl3003 270\ndl3004 270\ndl3005 270\ndl3006 270\ndl3007 270"
-        b"\ndl3008 270\ndl3009 270\ndl3010 270\ndl3011 270\ndl3012 270\ndl3013 270\ndl3014 270"
-        b"\ndl3015 270\ndl3016 270\ndl3017 270\ndl3018 270\ndl3019 270\ndl3020 270\ndl3021 270"
-        b"\ndl3022 270\ndl3023 270\ndl3024 270\ndl3025 270\ndl3026 270\ndl3027 270\ndl3028 270"
-        b"\ndl3029 270\ndl3030 270\ndl3031 270\ndl3032 270\ndl3033 270\ndl3034 270\ndl3035 270"
-        b"\ndl3036 270\ndl3037 270\ndl3038 270\ndl3039 270\ndl3040 270\ndl3041 270\ndl3042 270"
-        b"\ndl3043 270\ndl3044 270\ndl3045 270\ndl3046 270\ndl3047 270\ndl3048 270\ndl3049 270"
-        b"\ndl3050 270\ndl3051 270\ndl3052 270\ndl3053 270\ndl3054 270\ndl3055 270\ndl3056 270"
-        b"\ndl3057 270\ndl3058 270\ndl3059 270\ndl3060 270\ndl3061 270\ndl3062 270\ndl4000 270"
-        b"\ndl4001 270\ndl4002 270\ndl4003 270\ndl4004 270\ndl4005 270\ndl4006 270\ndll 38"
-        b"\ndocker 156\ndocker_engine 156\ndockerfile 162\ndown 9\ndriver 236\ndubious 188"
-        b"\nduplicate 177 200"
+        b"\ndeclined 53\ndeduce 263\ndefault 186 217\ndefaultazurecredential 222"
+        b"\ndefaultcredentialserror 217\ndelimiter 130\ndenied 22 23 195 285 287\ndependency 277"
+        b"\ndeprecated 244\ndevice 239 242\ndiff 134\ndifferent 73\ndirectory 35 99\ndisk 205"
+        b"\ndiskpressure 26\ndistribution 73\ndividebyzeroexception 147\ndl1001 274\ndl3000 274"
+        b"\ndl3001 274\ndl3002 274\ndl3003 274\ndl3004 274\ndl3005 274\ndl3006 274\ndl3007 274"
+        b"\ndl3008 274\ndl3009 274\ndl3010 274\ndl3011 274\ndl3012 274\ndl3013 274\ndl3014 274"
+        b"\ndl3015 274\ndl3016 274\ndl3017 274\ndl3018 274\ndl3019 274\ndl3020 274\ndl3021 274"
+        b"\ndl3022 274\ndl3023 274\ndl3024 274\ndl3025 274\ndl3026 274\ndl3027 274\ndl3028 274"
+        b"\ndl3029 274\ndl3030 274\ndl3031 274\ndl3032 274\ndl3033 274\ndl3034 274\ndl3035 274"
+        b"\ndl3036 274\ndl3037 274\ndl3038 274\ndl3039 274\ndl3040 274\ndl3041 274\ndl3042 274"
+        b"\ndl3043 274\ndl3044 274\ndl3045 274\ndl3046 274\ndl3047 274\ndl3048 274\ndl3049 274"
+        b"\ndl3050 274\ndl3051 274\ndl3052 274\ndl3053 274\ndl3054 274\ndl3055 274\ndl3056 274"
+        b"\ndl3057 274\ndl3058 274\ndl3059 274\ndl3060 274\ndl3061 274\ndl3062 274\ndl4000 274"
+        b"\ndl4001 274\ndl4002 274\ndl4003 274\ndl4004 274\ndl4005 274\ndl4006 274\ndll 38"
+        b"\ndocker 157\ndocker_engine 157\ndockerfile 163\ndown 9\ndriver 240\ndubious 192"
+        b"\nduplicate 181 204"
     ),
     101: (
         b"\ne0463 129\ne0514 129\ne401 80\ne403 80\ne404 79\neacces 24\neaddrinuse 96\neagain 33"
-        b"\neai_again 8\neai_noname 8\nebadengine 82\nebusy 32\nec2throttledexception 203"
+        b"\neai_again 8\neai_noname 8\nebadengine 82\nebusy 32\nec2throttledexception 207"
         b"\neconnaborted 6\neconnection 6\neconnrefused 6\neconnreset 6\nehostdown 6\nehostunreach 9"
-        b"\nempty 240\nenabled 215\nendpoint 208\nendpointconnectionerror 6\neneedauth 80"
+        b"\nempty 244\nenabled 219\nendpoint 212\nendpointconnectionerror 6\neneedauth 80"
         b"\nenetdown 9\nenetunreach 9\nengine 82\nenoent 35\nenomem 29\nenospc 26\nenotfound 8"
-        b"\nenvironment 40\nenvironmentcredential 218\neof 4 10 46\neotp 80\neperm 24\nepipe 6"
-        b"\ner_access_denied_error 191\ner_bad_db_error 192\ner_bad_field_error 198"
-        b"\ner_con_count_error 194\ner_dbaccess_denied_error 191\ner_dup_entry 200"
-        b"\ner_lock_deadlock 32\ner_lock_wait_timeout 2\ner_no_such_table 199\ner_parse_error 197"
+        b"\nenvironment 40\nenvironmentcredential 222\neof 4 10 46\neotp 80\neperm 24\nepipe 6"
+        b"\ner_access_denied_error 195\ner_bad_db_error 196\ner_bad_field_error 202"
+        b"\ner_con_count_error 198\ner_dbaccess_denied_error 195\ner_dup_entry 204"
+        b"\ner_lock_deadlock 32\ner_lock_wait_timeout 2\ner_no_such_table 203\ner_parse_error 201"
         b"\neresolve 79\nerofs 27\nerr_connection_closed 6\nerr_connection_refused 6"
         b"\nerr_connection_reset 6\nerr_module_not_found 77\nerr_name_not_resolved 8\nerr_network 6"
         b"\nerr_ossl_evp_unsupported 82\nerr_pnpm_fetch_404 79\nerr_pnpm_no_matching_version 79"
         b"\nerr_pnpm_outdated_lockfile 81\nerr_pnpm_peer_dep_issues 79\nerr_require_esm 95"
         b"\nerr_socket_connection_timeout 2\nerr_timed_out 2\nerr_worker_out_of_memory 29 84"
-        b"\nerrimageneverpull 166\nerrimagepull 166\nerrno 26\nerror 58 88 128 264 271"
-        b"\nerrorfactory 276 277 278 279 280\nerrors 111 276 277 278 279 280\nesockettimedout 2"
-        b"\nestablished 4\netarget 79\netimedout 2\netxtbsy 32\neusage 94\nevicted 164\nexample 247"
-        b"\nexamples 247\nexc 276 277 278 279 280\nexceeded 1 3 229 256"
-        b"\nexception 119 276 277 278 279 280\nexceptions 276 277 278 279 280\nexec 37"
+        b"\nerrimageneverpull 167\nerrimagepull 167\nerrno 26\nerror 58 88 128 268 275"
+        b"\nerrorfactory 280 281 282 283 284\nerrors 111 280 281 282 283 284\nesockettimedout 2"
+        b"\nestablished 4\netarget 79\netimedout 2\netxtbsy 32\neusage 94\nevicted 165\nexample 251"
+        b"\nexamples 251\nexc 280 281 282 283 284\nexceeded 1 3 233 260"
+        b"\nexception 119 280 281 282 283 284\nexceptions 280 281 282 283 284\nexec 37"
         b"\nexecutable 34\nexecute 37\nexecution 3 110 111\nexhausted 28\nexist 109\nexpect 86"
-        b"\nexpected 100 108 121 130 267\nexpecting 76\nexpired 22\nexpiredauthenticationtoken 217"
-        b"\nexpiredtoken 204\nexpiredtokenexception 204\nexplicit 205\nexpression 176\nextension 192"
+        b"\nexpected 100 108 121 130 271\nexpecting 76\nexpired 22\nexpiredauthenticationtoken 221"
+        b"\nexpiredtoken 208\nexpiredtokenexception 208\nexplicit 209\nexpression 180\nextension 196"
         b"\nexternally 74"
     ),
     102: (
-        b"\nfail 85 120\nfailed 4 57 58 85 131 141 149 241 258\nfailedscheduling 165\nfailing 59 85"
-        b"\nfailure 4 59\nfailures 59 111\nfield 173\nfile 43\nfinalnewline 142\nfind 99 116 136 174"
-        b"\nfor_each 177\nforbidden 167\nforeign 200\nformatexception 146\nformatting 142"
-        b"\nfound 35 63 99\nfqcn 240\nframework 145\nfrozen 81\nfs 139\nftplib 276 277 278 279 280"
+        b"\nfail 85 120\nfailed 4 57 58 85 131 142 150 245 262\nfailedscheduling 166\nfailing 59 85"
+        b"\nfailure 4 59\nfailures 59 111\nfield 177\nfile 43\nfinalnewline 143\nfind 99 116 137 178"
+        b"\nfor_each 181\nforbidden 168\nforeign 204\nformatexception 147\nformatting 143"
+        b"\nfound 35 63 99\nfqcn 244\nframework 146\nfrozen 81\nfs 140\nftplib 280 281 282 283 284"
         b"\nfull 26\nfunction 92"
     ),
     103: (
-        b"\ngalaxy 240\ngated 227\ngateway 17\ngem 246\ngemnotfound 246\ngetaddrinfo 7\ngh006 190"
-        b"\ngh007 222\ngh013 190\ngithub_token 225\ngnutls 10\ngnutls_handshake 10\ngo 121 122"
-        b"\ngoogle_application_credentials 213\ngoroot 127\ngoroutine 124\ngoroutines 126\ngpus 236"
+        b"\ngalaxy 244\ngated 231\ngateway 17\ngem 250\ngemnotfound 250\ngetaddrinfo 7\ngh006 194"
+        b"\ngh007 226\ngh013 194\ngithub_token 229\ngnutls 10\ngnutls_handshake 10\ngo 121 122"
+        b"\ngoogle_application_credentials 217\ngoroot 127\ngoroutine 124\ngoroutines 126\ngpus 240"
         b"\ngroup 44\ngyp 83"
     ),
     104: (
-        b"\nhang 4\nheap 84 113\nhip 235\nhip_error_outofmemory 257\nhiperroroutofmemory 257"
-        b"\nhook 50 51 52 54\nhost 7 183\nhostname 7\nhttptimeoutexception 2\nhung 4"
+        b"\nhang 4\nheap 84 113\nhip 239\nhip_error_outofmemory 261\nhiperroroutofmemory 261"
+        b"\nhook 50 51 52 54\nhost 7 187\nhostname 7\nhttptimeoutexception 2\nhung 4"
     ),
     105: (
-        b"\niam_permission_denied 212\nident 191\nidentification 183\nignore 240\nillegal 108 238"
-        b"\nillegalargumentexception 118\nillegalstateexception 118\nimage 158\nimagepullbackoff 166"
-        b"\nimaplib 276 277 278 279 280\nimds 206\nimplicit 101\nimport 43 70 95\nimporterror 71"
-        b"\nimports 142\ninclude 43\nincompatible 101 109\nincomplete 197\nincompleteread 6"
-        b"\nincompletesignature 204\ninconsistent 178\nincorrect 177 227 281 283"
-        b"\nindentationerror 55\nindex 144\nindexerror 67\nindexoutofboundsexception 118"
-        b"\nindexoutofrangeexception 146\ninit 178\ninitialized 109\ninline 240\ninput 225"
-        b"\ninstall 94 145 179\ninstalled 178\ninstance 259\ninstancelimitexceeded 207"
-        b"\ninsufficient 23 113 165\ninsufficient_quota 21\ninsufficientinstancecapacity 208"
-        b"\nintegrityerror 200\ninternal 17\ninternalerror 208\ninternalfailure 208"
-        b"\ninternalservererror 231\ninterpreter 34 37 48 274\ninterpreternotfound 274"
-        b"\ninvalid 22 177 227 281 283\ninvalid_api_key 227\ninvalid_auth 282 283"
-        b"\ninvalid_credentials 282 283\ninvalid_grant 212\ninvalid_request_error 234"
-        b"\ninvalidaccesskeyid 204\ninvalidauthenticationtoken 217"
-        b"\ninvalidauthenticationtokentenant 217\ninvalidcastexception 146\ninvalidcatalogname 192"
-        b"\ninvalidclienttokenid 204\ninvalidcredentials 282 283\ninvalidimagename 166"
-        b"\ninvalidoperationexception 146\ninvalidparameterexception 211\ninvalidparametervalue 211"
-        b"\ninvalidparametervalueexception 211\ninvalidpassword 191\ninvalidsignatureexception 204"
-        b"\ninvalidtoken 204\ninvokemethodonnull 155"
+        b"\niam_permission_denied 216\nident 195\nidentification 187\nignore 244\nillegal 108 242"
+        b"\nillegalargumentexception 118\nillegalstateexception 118\nimage 159\nimagepullbackoff 167"
+        b"\nimaplib 280 281 282 283 284\nimds 210\nimplicit 101\nimport 43 70 95\nimporterror 71"
+        b"\nimports 143\ninclude 43\nincompatible 101 109\nincomplete 201\nincompleteread 6"
+        b"\nincompletesignature 208\ninconsistent 182\nincorrect 181 231 285 287"
+        b"\nindentationerror 55\nindex 145\nindexerror 67\nindexoutofboundsexception 118"
+        b"\nindexoutofrangeexception 147\ninit 182\ninitialized 109\ninline 244\ninput 229"
+        b"\ninstall 94 146 183\ninstalled 182\ninstance 263\ninstancelimitexceeded 211"
+        b"\ninsufficient 23 113 166\ninsufficient_quota 21\ninsufficientinstancecapacity 212"
+        b"\nintegrityerror 204\ninternal 17\ninternalerror 212\ninternalfailure 212"
+        b"\ninternalservererror 235\ninterpreter 34 37 48 278\ninterpreternotfound 278"
+        b"\ninvalid 22 176 181 231 285 287\ninvalid_api_key 231\ninvalid_auth 286 287"
+        b"\ninvalid_credentials 286 287\ninvalid_grant 216\ninvalid_request_error 238"
+        b"\ninvalidaccesskeyid 208\ninvalidauthenticationtoken 221"
+        b"\ninvalidauthenticationtokentenant 221\ninvalidcastexception 147\ninvalidcatalogname 196"
+        b"\ninvalidclienttokenid 208\ninvalidcredentials 286 287\ninvalidimagename 167"
+        b"\ninvalidoperationexception 147\ninvalidparameterexception 215\ninvalidparametervalue 215"
+        b"\ninvalidparametervalueexception 215\ninvalidpassword 195\ninvalidsignatureexception 208"
+        b"\ninvalidtoken 208\ninvokemethodonnull 156"
     ),
     106: (
-        b"\njava 115\njava_home 115\njinja 240\njs 98\njson 76 174\njsondecodeerror 76\njsx 98"
+        b"\njava 115\njava_home 115\njinja 244\njs 98\njson 76 178\njsondecodeerror 76\njsx 98"
         b"\njvm 115"
     ),
     107: (
-        b"\nkernel 236\nkex_exchange_identification 6\nkey 39 212 228 240 284"
-        b"\nkeybasedauthenticationnotpermitted 217\nkeyerror 67 72\nkeynotfoundexception 146"
-        b"\nkill 28\nkilled 28\nkind 172\nknown 7\nkotlinnullpointerexception 118\nkt 109"
+        b"\nkernel 240\nkex_exchange_identification 6\nkey 39 216 232 244 288"
+        b"\nkeybasedauthenticationnotpermitted 221\nkeyerror 67 72\nkeynotfoundexception 147"
+        b"\nkill 28\nkilled 28\nkind 173\nknown 7\nkotlinnullpointerexception 118\nkt 109"
         b"\nktlint 112\nkts 109"
     ),
     108: (
-        b"\nlatest 240\nlength 230\nlibcuda 236\nlibraries 38\nlibrary 38 136\nlicence 25"
-        b"\nlicense 25\nlimit 18\nlimitexceededexception 203\nline 271"
-        b"\nlinkedauthorizationfailed 217\nlinker 136\nlint 64\nlinting 64\nliteral 240"
-        b"\nload 184 206 240\nloaderror 245\nloading 195\nlocalhost 170\nlocate 206 266\nlock 31 180"
-        b"\nlocked 31\nlockfile 81\nlocking 180\nlocknotavailable 32\nlocktimeout 2"
-        b"\nlogged 22 80 167\nlogin 22\nlonger 3 256\nlookuperror 67\nloop 240\nlow 164"
+        b"\nlatest 244\nlength 234\nlibcuda 240\nlibraries 38\nlibrary 38 137\nlicence 25"
+        b"\nlicense 25\nlimit 18\nlimitexceededexception 207\nline 275"
+        b"\nlinkedauthorizationfailed 221\nlinker 137\nlint 64\nlinting 64\nliteral 244"
+        b"\nload 188 210 244\nloaderror 249\nloading 199\nlocalhost 171\nlocate 210 270\nlock 31 184"
+        b"\nlocked 31\nlockfile 81\nlocking 184\nlocknotavailable 32\nlocktimeout 2"
+        b"\nlogged 22 80 168\nlogin 22\nlonger 3 260\nlookuperror 67\nloop 244\nlow 165"
     ),
     109: (
-        b"\nmain 114\nmajor 114\nmalformedpolicydocument 211\nmanagedidentitycredential 218"
-        b"\nmanifest 158\nmapping 174\nmappings 242\nmasterdown 195\nmatch 259\nmatches 275"
-        b"\nmatching 79 101 136\nmember 101\nmemory 28 30\nmemoryerror 29\nmeta 240\nmetadata 242"
-        b"\nmethodnotfound 155\nmicrosoft 75\nmisaligned 238\nmisbehaving 7\nmisconf 196"
-        b"\nmismatch 109\nmismatched 130\nmismatcheddelimitererror 253\nmissing 100 148 177 206 272"
-        b"\nmissingapikeyerror 228\nmissingauthenticationtoken 204\nmissingparameter 211"
-        b"\nmissingsubscriptionregistration 221\nmodel 232\nmodel_not_found 232\nmodified 81"
-        b"\nmodule 71 77 78 127 154 265\nmodule_not_found 77\nmodulenotfound 154"
-        b"\nmodulenotfounderror 71\nmps 235\nmsb4019 145\nmsb4236 145\nmts 98\nmust 40\nmysql 194"
+        b"\nmain 114\nmajor 114\nmalformedpolicydocument 215\nmanagedidentitycredential 222"
+        b"\nmanifest 159\nmapping 178\nmappings 246\nmasterdown 199\nmatch 263\nmatches 279"
+        b"\nmatching 79 101 137\nmember 101\nmemory 28 30\nmemoryerror 29\nmeta 244\nmetadata 246"
+        b"\nmethodnotfound 156\nmicrosoft 75\nmisaligned 242\nmisbehaving 7\nmisconf 200"
+        b"\nmismatch 109\nmismatched 130\nmismatcheddelimitererror 257\nmissing 100 149 181 210 276"
+        b"\nmissingapikeyerror 232\nmissingauthenticationtoken 208\nmissingparameter 215"
+        b"\nmissingsubscriptionregistration 225\nmodel 236\nmodel_not_found 236\nmodified 81"
+        b"\nmodule 71 77 78 127 155 269\nmodule_not_found 77\nmodulenotfound 155"
+        b"\nmodulenotfounderror 71\nmountvolume 175\nmps 239\nmsb4019 146\nmsb4236 146\nmts 98"
+        b"\nmust 40\nmysql 198"
     ),
     110: (
-        b"\nname 101 240\nnameerror 67\nnameresolutionerror 8\nnamespace 44\nnative 113"
-        b"\nnccl_timeout 239\nnear 197\nnetsdk1004 145\nnetsdk1045 145\nnewconnectionerror 6"
-        b"\nnewline 176\nnil 124\nno 240\nnoauth 191\nnoauthhandlerfound 206"
-        b"\nnoclassdeffounderror 114\nnocredentialproviders 206\nnocredentialserror 206\nnodename 7"
-        b"\nnodes 165\nnoperm 191\nnoregionerror 206\nnosuchbucket 210\nnosuchelementexception 118"
-        b"\nnosuchentity 210\nnosuchfielderror 118\nnosuchmethoderror 118\nnot_authed 282 283"
-        b"\nnotarget 79\nnotauthorizedexception 204\nnote 271\nnotfound 168\nnotimplementederror 67"
-        b"\nnotimplementedexception 146\nnotsupportedexception 146\nnu1100 143\nnu1101 143"
-        b"\nnu1102 143\nnu1103 143\nnu1301 144\nnull 155 200\nnullpointerexception 118"
-        b"\nnullreferenceexception 146\nnumberformatexception 118\nnvidia 236\nnvml 236"
+        b"\nname 101 244\nnameerror 67\nnameresolutionerror 8\nnamespace 44\nnative 113"
+        b"\nnccl_timeout 243\nnear 201\nnetsdk1004 146\nnetsdk1045 146\nnewconnectionerror 6"
+        b"\nnewline 180\nnil 124\nno 244\nnoauth 195\nnoauthhandlerfound 210"
+        b"\nnoclassdeffounderror 114\nnocredentialproviders 210\nnocredentialserror 210\nnodename 7"
+        b"\nnodes 166\nnoperm 195\nnoregionerror 210\nnosuchbucket 214\nnosuchelementexception 118"
+        b"\nnosuchentity 214\nnosuchfielderror 118\nnosuchmethoderror 118\nnot_authed 286 287"
+        b"\nnotarget 79\nnotauthorizedexception 208\nnote 275\nnotfound 169\nnotimplementederror 67"
+        b"\nnotimplementedexception 147\nnotsupportedexception 147\nnu1100 144\nnu1101 144"
+        b"\nnu1102 144\nnu1103 144\nnu1301 145\nnull 156 204\nnullpointerexception 118"
+        b"\nnullreferenceexception 147\nnumberformatexception 118\nnvidia 240\nnvml 240"
     ),
     111: (
-        b"\nobject 38\nobjectdisposedexception 146\noci 163\noffense 248\noffenses 248\nok 85"
-        b"\nonly 27 240\noom 28 196 235\noom_kill 28\noom_killer 28\noomd 28\noomkilled 29"
-        b"\noomkiller 28\noops 120\nopenssl 136\noperation 175\noperationpreempted 220"
-        b"\noperationtimedout 2\noutofmemoryerror 29 235\noutofmemoryexception 29\noutputs 242"
+        b"\nobject 38\nobjectdisposedexception 147\noci 164\noffense 252\noffenses 252\nok 85"
+        b"\nonly 27 244\noom 28 200 239\noom_kill 28\noom_killer 28\noomd 28\noomkilled 29"
+        b"\noomkiller 28\noops 120\nopenssl 137\noperation 179\noperationpreempted 224"
+        b"\noperationtimedout 2\noutofmemoryerror 29 239\noutofmemoryexception 29\noutputs 246"
         b"\noverflowerror 67\noverhead 113\noverloaded 20\noverloaded_error 20\noverride 109"
         b"\nowner 23"
     ),
     112: (
-        b"\npackage 41 77 78 127 240 265\npackagesnotfounderror 251\npanic 120 124\npanicked 135"
-        b"\nparameter 40\nparameterbindingexception 155\nparameterbindingvalidationexception 155"
-        b"\nparameternotfound 210\nparameters 242\nparse 46 47 260\nparseexception 148\nparser 240"
-        b"\nparsererror 148 174\nparsing 47 108 174\npartial 240\npassword 22 185 191 222 284"
-        b"\npath 34\npayment 21\npayments 21\npeer 191\npermanently 21\npermission 23 37"
-        b"\npermission_denied 24\npermission_error 227\npermissiondenied 24"
-        b"\npermissiondeniederror 227\npermissionerror 24\npermissions 23 184\npermitted 23"
-        b"\npg_hba 191\nphase 244\npipe 4 156\npkix 11\nplatform 159\nplaybook 240\nplugin 178"
-        b"\nplugins 178\npmd 112\npod 244\npooltimeout 2\npoplib 276 277 278 279 280\npossible 145"
-        b"\npowershell 152\npre 51 52\npre_start_hook 51\npreparation 223\nprettier 91"
-        b"\npriorrequestnotcomplete 208\nprivileges 23\nproblem 90\nproblems 90\nprofile 206"
-        b"\nprofilenotfound 206\nprogram 34 35\nproject 44\nprompt 230\nproperties 92"
-        b"\npropertynotfoundexception 155\nprotected 190\nprotocol_connection_lost 194"
-        b"\nprotocolerror 6\nproviding 106\nprovisionedthroughputexceededexception 203\nps1 150"
-        b"\npsalignassignmentstatement 150\npsavoidassignmenttoautomaticvariable 150"
-        b"\npsavoiddefaultvalueswitchparameter 150\npsavoidglobalvars 150\npsavoidlonglines 150"
-        b"\npsavoidoverwritingbuiltincmdlets 150\npsavoidsemicolonsaslineterminators 150"
-        b"\npsavoidtrailingwhitespace 150\npsavoidusingcmdletaliases 150"
-        b"\npsavoidusingcomputernamehardcoded 150"
-        b"\npsavoidusingconverttosecurestringwithplaintext 150"
-        b"\npsavoidusingdeprecatedmanifestfields 150\npsavoidusingemptycatchblock 150"
-        b"\npsavoidusinginvokeexpression 150\npsavoidusingplaintextforpassword 150"
-        b"\npsavoidusingpositionalparameters 150\npsavoidusingusernameandpasswordparams 150"
-        b"\npsavoidusingwritehost 150\npsd1 150\npsm1 150\npsmisleadingbacktick 150"
-        b"\npsplaceclosebrace 150\npsplaceopenbrace 150\npspossibleincorrectcomparisonwithnull 150"
-        b"\npspossibleincorrectusageofassignmentoperator 150\npsprovidecommenthelp 150"
-        b"\npsreviewunusedparameter 150\npssecurityexception 151\npsuseapprovedverbs 150"
-        b"\npsusebomforunicodeencodedfile 150\npsusecmdletcorrectly 150\npsusecompatiblecmdlets 150"
-        b"\npsuseconsistentindentation 150\npsuseconsistentwhitespace 150"
-        b"\npsusedeclaredvarsmorethanassignments 150\npsuseoutputtypecorrectly 150"
-        b"\npsuseshouldprocessforstatechangingfunctions 150\npsusesingularnouns 150"
-        b"\npsusesupportsshouldprocess 150\npsuseusingscopemodifierinnewrunspaces 150\npull 166"
-        b"\npulling 166\npwsh 152\npy 60 61\npyi 60 61\npython 75"
+        b"\npackage 41 77 78 127 244 269\npackagesnotfounderror 255\npanic 120 124\npanicked 136"
+        b"\nparameter 40\nparameterbindingexception 156\nparameterbindingvalidationexception 156"
+        b"\nparameternotfound 214\nparameters 246\nparse 46 47 264\nparseexception 149\nparser 244"
+        b"\nparsererror 149 178\nparsing 47 108 178\npartial 244\npassword 22 189 195 226 288"
+        b"\npath 34\npayment 21\npayments 21\npeer 195\npermanently 21\npermission 23 37"
+        b"\npermission_denied 24\npermission_error 231\npermissiondenied 24"
+        b"\npermissiondeniederror 231\npermissionerror 24\npermissions 23 188\npermitted 23"
+        b"\npg_hba 195\nphase 248\npipe 4 157\npkix 11\nplatform 160\nplaybook 244\nplugin 182"
+        b"\nplugins 182\npmd 112\npod 248\npooltimeout 2\npoplib 280 281 282 283 284\npossible 146"
+        b"\npowershell 153\npre 51 52\npre_start_hook 51\npreparation 227\nprettier 91"
+        b"\npriorrequestnotcomplete 212\nprivileges 23\nproblem 90\nproblems 90\nprofile 210"
+        b"\nprofilenotfound 210\nprogram 34 35\nproject 44\nprompt 234\nproperties 92"
+        b"\npropertynotfoundexception 156\nprotected 194\nprotocol_connection_lost 198"
+        b"\nprotocolerror 6\nproviding 106\nprovisionedthroughputexceededexception 207\nps1 151"
+        b"\npsalignassignmentstatement 151\npsavoidassignmenttoautomaticvariable 151"
+        b"\npsavoiddefaultvalueswitchparameter 151\npsavoidglobalvars 151\npsavoidlonglines 151"
+        b"\npsavoidoverwritingbuiltincmdlets 151\npsavoidsemicolonsaslineterminators 151"
+        b"\npsavoidtrailingwhitespace 151\npsavoidusingcmdletaliases 151"
+        b"\npsavoidusingcomputernamehardcoded 151"
+        b"\npsavoidusingconverttosecurestringwithplaintext 151"
+        b"\npsavoidusingdeprecatedmanifestfields 151\npsavoidusingemptycatchblock 151"
+        b"\npsavoidusinginvokeexpression 151\npsavoidusingplaintextforpassword 151"
+        b"\npsavoidusingpositionalparameters 151\npsavoidusingusernameandpasswordparams 151"
+        b"\npsavoidusingwritehost 151\npsd1 151\npsm1 151\npsmisleadingbacktick 151"
+        b"\npsplaceclosebrace 151\npsplaceopenbrace 151\npspossibleincorrectcomparisonwithnull 151"
+        b"\npspossibleincorrectusageofassignmentoperator 151\npsprovidecommenthelp 151"
+        b"\npsreviewunusedparameter 151\npssecurityexception 152\npsuseapprovedverbs 151"
+        b"\npsusebomforunicodeencodedfile 151\npsusecmdletcorrectly 151\npsusecompatiblecmdlets 151"
+        b"\npsuseconsistentindentation 151\npsuseconsistentwhitespace 151"
+        b"\npsusedeclaredvarsmorethanassignments 151\npsuseoutputtypecorrectly 151"
+        b"\npsuseshouldprocessforstatechangingfunctions 151\npsusesingularnouns 151"
+        b"\npsusesupportsshouldprocess 151\npsuseusingscopemodifierinnewrunspaces 151\npull 167"
+        b"\npulling 167\npwsh 153\npy 60 61\npyi 60 61\npython 75"
     ),
     113: (
-        b"\nquery 179\nquerycanceled 2\nqueue 44\nquickly 18\nquota 18 21 26 171 214 219"
-        b"\nquotaexceeded 219"
+        b"\nquery 183\nquerycanceled 2\nqueue 44\nquickly 18\nquota 18 21 26 172 218 223"
+        b"\nquotaexceeded 223"
     ),
     114: (
-        b"\nrangeerror 67\nrate 18 229\nrate_limit 18\nrate_limit_error 19"
+        b"\nrangeerror 67\nrate 18 233\nrate_limit 18\nrate_limit_error 19"
         b"\nrate_limit_exceeded 19 19\nrate_limited 18\nrate_limiting 18\nrate_limits 18"
         b"\nratelimit 18\nratelimited 18 19\nratelimiterror 19\nratelimitexceeded 19 19"
-        b"\nratelimiting 18\nratelimits 18\nreach 4 5\nreadonly 27 195\nreadtimeout 2"
-        b"\nreadtimeouterror 2\nreadtimeoutexception 2\nready 33\nreauthentication 212\nreceive 193"
-        b"\nrecent 114\nrecognized 34\nrecursionerror 67\nreference 177\nreferenceerror 67"
-        b"\nreformat 62\nreformatted 62\nrefused 281 283\nrefusing 222\nregion 206\nregistry 44"
-        b"\nreinitialization 178\nrejected 281 283\nrelation 199\nrelease 115\nremotedisconnected 6"
-        b"\nreply 1\nrepository 186 188\nrequest 18\nrequestdisallowedbypolicy 217"
-        b"\nrequested 160 207\nrequestlimitexceeded 203\nrequests 18\nrequestthrottled 203"
-        b"\nrequestthrottledexception 203\nrequesttimeout 2\nrequesttimeoutexception 2"
-        b"\nrequesttimetooskewed 209\nrequire 95\nrequirements 250\nrequires 127\nresolution 7"
-        b"\nresolutionimpossible 73\nresolvable 116\nresolve 7 77 78 79 117 224 268 269"
-        b"\nresolvepackagenotfound 251\nresolving 7\nresource_exhausted 19\nresourceexhausted 19"
-        b"\nresourceexhaustederror 235\nresourcegroupnotfound 221\nresourcenotfoundexception 210"
-        b"\nresources 216 242\nrespond 1\nresponding 223\nresponsibleaipolicyviolation 233"
-        b"\nrestarting 31\nretrieve 206\nretryableerror 220\nrevision 127\nrevoked 22 212\nrisky 240"
-        b"\nrole 192 240\nroute 9\nrpc 10\nrule 105 241\nrules 242\nrun 240\nrunner 226\nrunners 226"
-        b"\nruntime 115 124 236\nruntimeerror 68\nrustc 136"
+        b"\nratelimiting 18\nratelimits 18\nreach 4 5\nreadonly 27 199\nreadtimeout 2"
+        b"\nreadtimeouterror 2\nreadtimeoutexception 2\nready 33\nreauthentication 216\nreceive 197"
+        b"\nrecent 114\nrecognized 34\nrecursionerror 67\nreference 181\nreferenceerror 67"
+        b"\nreformat 62\nreformatted 62\nrefused 285 287\nrefusing 226\nregion 210\nregistry 44"
+        b"\nreinitialization 182\nrejected 285 287\nrelation 203\nrelease 115\nremotedisconnected 6"
+        b"\nreply 1\nrepository 190 192\nrequest 18\nrequestdisallowedbypolicy 221"
+        b"\nrequested 161 211\nrequestlimitexceeded 207\nrequests 18\nrequestthrottled 207"
+        b"\nrequestthrottledexception 207\nrequesttimeout 2\nrequesttimeoutexception 2"
+        b"\nrequesttimetooskewed 213\nrequire 95\nrequirements 254\nrequires 127\nresolution 7"
+        b"\nresolutionimpossible 73\nresolvable 116\nresolve 7 77 78 79 117 228 272 273"
+        b"\nresolvepackagenotfound 255\nresolving 7\nresource_exhausted 19\nresourceexhausted 19"
+        b"\nresourceexhaustederror 239\nresourcegroupnotfound 225\nresourcenotfoundexception 214"
+        b"\nresources 220 246\nrespond 1\nresponding 227\nresponsibleaipolicyviolation 237"
+        b"\nrestarting 31\nretrieve 210\nretryableerror 224\nrevision 127\nrevoked 22 216\nrisky 244"
+        b"\nrole 196 244\nroute 9\nrpc 10\nrule 105 245\nrules 246\nrun 244\nrunner 230\nrunners 230"
+        b"\nruntime 115 124 240\nruntimeerror 68\nrustc 137"
     ),
     115: (
-        b"\nsafe 188\nsanity 240\nsasl 191\nsatisfies 73\nsbt 261\nscala 261\nscannererror 174"
-        b"\nschema 240\nscope 252 259\nscopes 23 212 222\nscripts 151\nsdk 206\nsdks 145\nsecret 284"
-        b"\nsecretaccesskey 39\nsecrets 190\nsecurity 204\nselect 136 236\nseparator 104 176"
-        b"\nserialization 31\nserializationfailure 32\nserialize 31\nserver 4 193 231"
-        b"\nserverbusy 220\nserverdisconnectederror 6\nservertimeoutexception 2"
-        b"\nservice_disabled 215\nservicequotaexceededexception 207\nserviceunavailable 208 216"
-        b"\nserviceunavailableerror 231\nserviceunavailableexception 208\nset 40\nshared 38"
-        b"\nshellcheck 271\nshutdown 223\nsignal 28\nsignature 209\nsignaturedoesnotmatch 204"
-        b"\nsigned 151\nskunotavailable 221\nslots 193\nslowdown 203\nsmtplib 276 277 278 279 280"
+        b"\nsafe 192\nsanity 244\nsasl 195\nsatisfies 73\nsbt 265\nscala 265\nscannererror 178"
+        b"\nschema 244\nscope 256 263\nscopes 23 216 226\nscripts 152\nsdk 210\nsdks 146\nsecret 288"
+        b"\nsecretaccesskey 39\nsecrets 194\nsecurity 208\nselect 137 240\nseparator 104 180"
+        b"\nserialization 31\nserializationfailure 32\nserialize 31\nserver 4 197 235"
+        b"\nserverbusy 224\nserverdisconnectederror 6\nservertimeoutexception 2"
+        b"\nservice_disabled 219\nservicequotaexceededexception 211\nserviceunavailable 212 220"
+        b"\nserviceunavailableerror 235\nserviceunavailableexception 212\nset 40\nshared 38"
+        b"\nshellcheck 275\nshutdown 227\nsignal 28\nsignature 213\nsignaturedoesnotmatch 208"
+        b"\nsigned 152\nskunotavailable 225\nslots 197\nslowdown 207\nsmtplib 280 281 282 283 284"
         b"\nsockettimeoutexception 2\nsolution 73\nsolverproblemerror 73\nsolving 73\nspace 26"
-        b"\nspending 21\nspotbugs 112\nspotless 112\nsqlite_busy 32\nsqlite_cantopen 201"
-        b"\nsqlite_corrupt 201\nsqlite_full 201\nsqlite_ioerr 201\nsqlite_ioerr_fsync 201"
-        b"\nsqlite_ioerr_read 201\nsqlite_ioerr_write 201\nsqlite_readonly 201"
-        b"\nssh_exception 276 277 278 279 280\nssl 193\nssl_error_syscall 10\nssleoferror 6\nsso 204"
+        b"\nspending 21\nspotbugs 112\nspotless 112\nsqlite_busy 32\nsqlite_cantopen 205"
+        b"\nsqlite_corrupt 205\nsqlite_full 205\nsqlite_ioerr 205\nsqlite_ioerr_fsync 205"
+        b"\nsqlite_ioerr_read 205\nsqlite_ioerr_write 205\nsqlite_readonly 205"
+        b"\nssh_exception 280 281 282 283 284\nssl 197\nssl_error_syscall 10\nssleoferror 6\nsso 208"
         b"\nstack 44\nstackoverflowerror 118\nstart_hook 51\nstatement 108\nstatic 109\nstdout 131"
-        b"\nstorageaccountnotfound 221\nstray 100\nstrict 173\nstring 148 176"
-        b"\nstring_above_max_length 230\nstringindexoutofboundsexception 118\nstuck 226\nstyle 91"
-        b"\nsubnet 44\nsubscription 44 218\nsubscriptionnotfound 221"
-        b"\nsubscriptionrequeststhrottled 19\nsubstitution 46\nsuccessful 281 283\nsum 127"
-        b"\nsupports 45\nsymbol 102 109\nsymbols 102\nsync 81\nsyntax 46 47 56 121 197 240"
-        b"\nsyntaxerror 47 55 253\nsystem 223"
+        b"\nstorageaccountnotfound 225\nstray 100\nstrict 177\nstring 149 180"
+        b"\nstring_above_max_length 234\nstringindexoutofboundsexception 118\nstuck 230\nstyle 91"
+        b"\nsubnet 44\nsubscription 44 222\nsubscriptionnotfound 225"
+        b"\nsubscriptionrequeststhrottled 19\nsubstitution 46\nsuccessful 285 287\nsum 127"
+        b"\nsupports 45\nsymbol 102 109\nsymbols 102\nsync 81\nsyntax 46 47 56 121 201 244"
+        b"\nsyntaxerror 47 55 257\nsystem 227"
     ),
     116: (
-        b"\ntaberror 55\ntable 199\ntask 110 111\ntask_failed 49\ntemplate 243\ntemporarily 33"
-        b"\nterm 153\nterminal 185\nterminating 193\ntest 59 87\ntests 59\nthrottled 18"
-        b"\nthrottledexception 203\nthrottling 18 203\nthrottlingexception 203\ntime 1\ntimed 0 125"
-        b"\ntimedout 0\ntimeout 1 169\ntimeoutcancellationexception 2\ntimeouterror 2"
-        b"\ntimeoutexception 2\ntimeoutexpired 2\ntls 10\ntoken 284\ntokenmissingerror 253"
-        b"\ntokens 230\ntoolchain 136\ntoolchains 115\ntoomanybuckets 207\ntoomanyrequests 19 19"
-        b"\ntoomanyrequestsexception 19\ntopic 44\ntorch 236\ntraceback 69\ntransferred 4"
-        b"\ntransform 242\ntriggeruncaughtexception 93\ntryagain 195\nts 98\nts1002 97\nts1003 97"
+        b"\ntaberror 55\ntable 203\ntask 110 111\ntask_failed 49\ntemplate 247\ntemporarily 33"
+        b"\nterm 154\nterminal 189\nterminating 197\ntest 59 87\ntests 59\nthrottled 18"
+        b"\nthrottledexception 207\nthrottling 18 207\nthrottlingexception 207\ntime 1\ntimed 0 125"
+        b"\ntimedout 0\ntimeout 1 170\ntimeoutcancellationexception 2\ntimeouterror 2"
+        b"\ntimeoutexception 2\ntimeoutexpired 2\ntls 10\ntoken 288\ntokenmissingerror 257"
+        b"\ntokens 234\ntoolchain 137\ntoolchains 115\ntoomanybuckets 211\ntoomanyrequests 19 19"
+        b"\ntoomanyrequestsexception 19\ntopic 44\ntorch 240\ntraceback 69\ntransferred 4"
+        b"\ntransform 246\ntriggeruncaughtexception 93\ntryagain 199\nts 98\nts1002 97\nts1003 97"
         b"\nts1005 97\nts1009 97\nts1010 97\nts1011 97\nts1012 97\nts1013 97\nts1014 97\nts1068 97"
         b"\nts1109 97\nts1110 97\nts1121 97\nts1124 97\nts1125 97\nts1126 97\nts1127 97\nts1128 97"
         b"\nts1131 97\nts1134 97\nts1135 97\nts1136 97\nts1138 97\nts1141 97\nts1144 97\nts1160 97"
-        b"\nts1161 97\nts1185 97\nts1381 97\nts1382 97\nts1434 97\nts1435 97\nts18047 98\nts18048 98"
-        b"\nts2304 98\nts2305 98\nts2306 98\nts2307 98\nts2322 98\nts2339 98\nts2345 98\nts2349 98"
-        b"\nts2353 98\nts2362 98\nts2367 98\nts2416 98\nts2448 98\nts2454 98\nts2531 98\nts2532 98"
-        b"\nts2551 98\nts2552 98\nts2554 98\nts2559 98\nts2564 98\nts2580 98\nts2584 98\nts2614 98"
-        b"\nts2688 98\nts2739 98\nts2740 98\nts2741 98\nts2769 98\nts2792 98\nts6133 98\nts6196 98"
-        b"\nts7006 98\nts7016 98\nts7053 98\ntsx 98\ntypeerror 67"
+        b"\nts1161 97\nts1185 97\nts1381 97\nts1382 97\nts1434 97\nts1435 97\nts17004 98\nts18002 98"
+        b"\nts18003 98\nts18047 98\nts18048 98\nts2304 98\nts2305 98\nts2306 98\nts2307 98"
+        b"\nts2322 98\nts2339 98\nts2345 98\nts2349 98\nts2353 98\nts2362 98\nts2367 98\nts2416 98"
+        b"\nts2448 98\nts2454 98\nts2531 98\nts2532 98\nts2551 98\nts2552 98\nts2554 98\nts2559 98"
+        b"\nts2564 98\nts2580 98\nts2584 98\nts2614 98\nts2688 98\nts2739 98\nts2740 98\nts2741 98"
+        b"\nts2769 98\nts2792 98\nts5023 98\nts5024 98\nts5025 98\nts5053 98\nts5055 98\nts5056 98"
+        b"\nts5069 98\nts5070 98\nts5083 98\nts5095 98\nts5101 98\nts6046 98\nts6053 98\nts6059 98"
+        b"\nts6133 98\nts6196 98\nts7006 98\nts7016 98\nts7053 98\ntsx 98\ntypeerror 67"
     ),
     117: (
-        b"\nunable 75 143\nunauthenticated 22 212\nunauthorised 22\nunauthorized 22"
-        b"\nunauthorizedaccess 151\nunauthorizedaccessexception 24\nunauthorizedoperation 204"
-        b"\nunavailable 17 33 216\nunbound 40\nunboundlocalerror 67\nunclosed 108 130 176"
+        b"\nunable 75 144\nunauthenticated 22 216\nunauthorised 22\nunauthorized 22"
+        b"\nunauthorizedaccess 152\nunauthorizedaccessexception 24\nunauthorizedoperation 208"
+        b"\nunavailable 17 33 220\nunbound 40\nunboundlocalerror 67\nunclosed 108 130 180"
         b"\nund_err_connect_timeout 2\nund_err_headers_timeout 2\nund_err_socket 6\nundeclared 101"
-        b"\nundefined 102\nundefinedcolumn 198\nundefinedtable 199\nunexpected 47 89 148 267"
-        b"\nunhandled 93 147\nunhandledpromiserejection 93\nunicodedecodeerror 67"
-        b"\nunicodeencodeerror 67\nuninitializedpropertyaccessexception 118\nunique 200"
-        b"\nuniqueviolation 200\nunknown 192 202\nunknownhostexception 8\nunmerged 189"
-        b"\nunprotected 184\nunreachable 9\nunrecognized 224\nunrecognizedclientexception 204"
-        b"\nunreported 109\nunresolved 102 109\nunsatisfiableerror 251\nunschedulable 165"
-        b"\nunsuccessful 281 283\nunsupported 82 177\nunsupportedclassversionerror 114"
-        b"\nunsupportedoperationexception 118\nunterminated 130 176 267\nuntolerated 165\nusage 96"
-        b"\nused 215\nusername 185\nuserratelimitexceeded 19"
+        b"\nundefined 102\nundefinedcolumn 202\nundefinedtable 203\nunexpected 47 89 149 271"
+        b"\nunhandled 93 148\nunhandledpromiserejection 93\nunicodedecodeerror 67"
+        b"\nunicodeencodeerror 67\nuninitializedpropertyaccessexception 118\nunique 204"
+        b"\nuniqueviolation 204\nunknown 196 206\nunknownhostexception 8\nunmerged 193"
+        b"\nunprotected 188\nunreachable 9\nunrecognized 228\nunrecognizedclientexception 208"
+        b"\nunreported 109\nunresolved 102 109\nunsatisfiableerror 255\nunschedulable 166"
+        b"\nunsuccessful 285 287\nunsupported 82 181\nunsupportedclassversionerror 114"
+        b"\nunsupportedoperationexception 118\nunterminated 130 180 271\nuntolerated 166\nusage 96"
+        b"\nuse 174\nused 219\nusername 189\nuserratelimitexceeded 19"
     ),
     118: (
-        b"\nvalidating 173\nvalidationerror 173 211\nvalidationexception 211\nvalue 182"
-        b"\nvalueerror 67\nvar 240\nvariable 40\nvariables 40\nvault 44\nvb 139"
-        b"\nvcpulimitexceeded 207\nversions 79\nviolates 200\nviolation 112\nviolations 112 190"
-        b"\nvisual 83\nvpc 44\nvpclimitexceeded 207\nvue 98"
+        b"\nvalidating 177\nvalidationerror 177 215\nvalidationexception 215\nvalue 186"
+        b"\nvalueerror 67\nvar 244\nvariable 40\nvariables 40\nvault 44\nvb 140"
+        b"\nvcpulimitexceeded 211\nversions 79\nviolates 204\nviolation 112\nviolations 112 194"
+        b"\nvisual 83\nvpc 44\nvpclimitexceeded 211\nvue 98"
     ),
     119: (
-        b"\nwarning 271\nwarnings 103\nwas 149\nwatchdog 239\nwerror 103\nwhitespace 142"
-        b"\nwinerror 35\nworkflow 224\nwritetimeout 2\nwrong 202 281 283\nwrongpass 191"
-        b"\nwrongtype 202"
+        b"\nwarning 275\nwarnings 103\nwas 150\nwatchdog 243\nwerror 103\nwhitespace 143"
+        b"\nwinerror 35\nworkflow 228\nwritetimeout 2\nwrong 206 285 287\nwrongpass 195"
+        b"\nwrongtype 206"
     ),
     120: (
         b"\nx509 11"
     ),
     121: (
-        b"\nyaml 174 240 240\nyml 240"
+        b"\nyaml 178 244 244\nyml 244"
     ),
     122: (
-        b"\nzerodivisionerror 67\nzone 44\nzone_resource_pool_exhausted 216"
+        b"\nzerodivisionerror 67\nzone 44\nzone_resource_pool_exhausted 220"
     ),
 }
 
@@ -556,156 +560,160 @@ NEEDS: bytes = (
     b"block comment\x1ferror: \x1funterminated \x1edouble quote string\x1ferror: \x1funterminated \x1eerror: \x1fexpected \x1eerror: \x1fmismatched closing delimiter\x1eerror: \x1fraw string\x1funterminated \x1eerror: \x1fthis file contains an unclosed delimiter\x1eerror: \x1funexpected closing delimiter\x0a"  # 130
     b" stdout ----\x1f---- \x1eerror: test failed, to rerun pass\x1etest result: failed\x0a"  # 131
     b" due to \x1f previous error\x1fcould not compile `\x1e#[deny(clippy::\x0a"  # 132
-    b" at line \x1fdiff in \x0a"  # 133
-    b"= right` failed\x1fassertion `left \x1eassertion failed\x0a"  # 134
-    b"' panicked at\x1fthread '\x0a"  # 135
-    b" or newer\x1frequires rustc \x1e' is not installed\x1ftoolchain '\x1e` in registry\x1fcould not find `\x1e` not found\x1flinker `\x1ecould not exec the linker\x1ecould not find directory of openssl installation\x1ecould not find system library\x1efailed to select a version for\x1eno matching package named\x0a"  # 136
-    b"failed to run custom build command for\x0a"  # 137
-    b"001\x1ferror cs1\x1e002\x1ferror cs1\x1e003\x1ferror cs1\x1e009\x1ferror cs1\x1e010\x1ferror cs1\x1e012\x1ferror cs1\x1e022\x1ferror cs1\x1e026\x1ferror cs1\x1e031\x1ferror cs1\x1e040\x1ferror cs1\x1e041\x1ferror cs1\x1e513\x1ferror cs1\x1e514\x1ferror cs1\x1e519\x1ferror cs1\x1e525\x1ferror cs1\x1e733\x1ferror cs1\x0a"  # 138
-    b"): error \x1fbc\x1fvb\x1e): error \x1fca\x1fvb\x1e): error \x1fcs\x1e): error \x1ffs\x1e): error \x1fide\x1fvb\x1e): error \x1fsa\x1fvb\x0a"  # 139
-    b" failed. \x1fassert.\x1e() failure\x1fassert.\x0a"  # 140
-    b" [\x1ffailed \x1fs]\x1efailed!\x1ffailed:\x1efailed: \x1ftotal tests: \x1etest run failed\x0a"  # 141
-    b"charset\x1ferror \x1eerror \x1ffinalnewline\x1eerror \x1fimports\x1eerror \x1fwhitespace\x1efix whitespace formatting\x0a"  # 142
-    b"' for '\x1funable to resolve '\x1enu110\x1eunable to find package\x0a"  # 143
-    b"nu1301\x1eunable to load the service index for source\x0a"  # 144
-    b" was not found\x1f', version '\x1fthe framework '\x1ea compatible .net sdk was not found\x1ecould not load file or assembly\x1eit was not possible to find any compatible framework version\x1emsb4019\x1emsb4236\x1enetsdk1004\x1enetsdk1045\x1eno .net sdks were found\x1eyou must install or update .net to run\x0a"  # 145
-    b"argumentexception\x1eargumentnullexception\x1eargumentoutofrangeexception\x1edividebyzeroexception\x1eformatexception\x1eindexoutofrangeexception\x1einvalidcastexception\x1einvalidoperationexception\x1ekeynotfoundexception\x1enotimplementedexception\x1enotsupportedexception\x1enullreferenceexception\x1eobjectdisposedexception\x0a"  # 146
-    b"unhandled exception.\x0a"  # 147
-    b"' in expression or statement\x1funexpected token '\x1eclosing\x1fmissing \x1eexpression\x1fmissing \x1efunction body\x1fmissing \x1emissing \x1fstatement block\x1emissing ')' in function parameter list\x1emissing closing '\x1eparseexception\x1eparsererror\x1ethe string is missing the terminator\x0a"  # 148
-    b", failed: \x1ftests passed: \x1ebut was:\x1efailed:\x0a"  # 149
-    b"ps\x0a"  # 150
-    b"about_execution_policies\x1eis not digitally signed\x1epssecurityexception\x1erunning scripts is disabled on this system\x1eunauthorizedaccess\x0a"  # 151
-    b"found\x1fnot \x1fowershell\x1efound\x1fnot \x1fwsh\x1einstalled\x1fnot \x1fowershell\x1einstalled\x1fnot \x1fwsh\x0a"  # 152
-    b"' is not recognized\x1fthe term '\x1ecommandnotfoundexception\x0a"  # 153
-    b"' was not loaded because no valid module file was found\x1fthe specified module '\x1emodulenotfound\x1eno match was found for the specified search criteria and module name\x0a"  # 154
-    b"' because it is \x1fan empty\x1fcannot bind argument to parameter '\x1e' because it is \x1fcannot bind argument to parameter '\x1fnull\x1ecannot index into a null array\x1eexception\x1fparameterbinding\x1einvokemethodonnull\x1emethodnotfound\x1epropertynotfoundexception\x1eyou cannot call a method on a null-valued expression\x0a"  # 155
-    b" docker daemon \x1fis \x1frunning?\x1fthe\x1e docker daemon \x1fis \x1frunning?\x1fyour\x1ecannot connect to the docker daemon\x1econnection refused\x1fdial unix \x1fdocker.sock: \x1edial unix \x1fdocker.sock: \x1fno such file or directory\x1edocker_engine: the system cannot find the file specified\x1eopen //./pipe/docker\x0a"  # 156
-    b" is already in use by container\x1fthe container name \x0a"  # 157
-    b" not found\x1fimage \x1e not found\x1fmanifest for \x1emanifest unknown\x1eno matching manifest for\x1eno such image\x0a"  # 158
-    b") does not match\x1fimage's platform (\x1edoes not match the detected host platform\x0a"  # 159
-    b"requested access to the resource is denied\x0a"  # 160
-    b"copy failed: \x1ffile not found\x1ecopy failed: \x1fforbidden path\x1ecopy failed: \x1fstat\x1efailed to calculate checksum of ref\x1efailed to compute cache key\x0a"  # 161
-    b"dockerfile parse error\x1eunknown instruction: \x0a"  # 162
-    b" failed\x1fcreate\x1foci runtime \x1e failed\x1fexec\x1foci runtime \x0a"  # 163
-    b"evicted\x1ethe node was low on resource: \x0a"  # 164
-    b" nodes are available\x1ecpu\x1finsufficient \x1edidn't match pod's node affinity\x1eephemeral-storage\x1finsufficient \x1efailedscheduling\x1ehad untolerated taint\x1einsufficient \x1fmemory\x1einsufficient \x1fnvidia.com/gpu\x1einsufficient \x1fpods\x1eunschedulable\x0a"  # 165
-    b"back-off pulling image\x1eerrimageneverpull\x1eerrimagepull\x1efailed to pull image\x1eimagepullbackoff\x1einvalidimagename\x0a"  # 166
-    b"\x22 cannot\x1fis forbidden: user \x22\x1eerror from server (forbidden)\x1eyou must be logged in to the server\x0a"  # 167
-    b"error from server (notfound)\x0a"  # 168
-    b"error from server (timeout)\x1eunable to return a response in the time allotted\x0a"  # 169
-    b"current-context is not set\x1einvalid configuration: no configuration\x1eno configuration has been provided\x1eno context exists with the name\x0a"  # 170
-    b"forbidden: exceeded quota: \x0a"  # 171
-    b"\x22 in version\x1fno matches for kind \x22\x0a"  # 172
-    b"error validating data: \x1estrict decoding error\x1eunknown field \x22\x1evalidationerror(\x0a"  # 173
-    b" not well-formed\x1fjson\x1e not well-formed\x1fyaml\x1e'-' indicator\x1fdid not find expected \x1e<document start>\x1fdid not find expected \x1eblock\x1fcollection\x1fwhile parsing a \x1eblock\x1fmapping\x1fwhile parsing a \x1ecollection\x1fflow\x1fwhile parsing a \x1ecould not find expected\x1fyaml: line \x1ecould not find expected ':'\x1edid not find expected\x1fyaml: line \x1edid not find expected \x1fkey\x1edid not find expected \x1fnode content\x1eerror converting yaml to json: yaml:\x1eerror in your yaml syntax\x1eflow\x1fmapping\x1fwhile parsing a \x1efound character that cannot start\x1fyaml: line \x1efound character that cannot start any token\x1ehere\x1fmapping values are not allowed \x1ein this context\x1fmapping values are not allowed \x1emapping values are not allowed\x1fyaml: line \x1eparsererror\x1fyaml.\x1escannererror\x1fyaml.\x1esyntax error while loading yaml\x1eyaml parse error\x0a"  # 174
-    b"another operation (install/upgrade/rollback) is in progress\x0a"  # 175
-    b"argument or block definition required\x1ferror: \x1eerror: \x1finvalid block definition\x1eerror: \x1finvalid character\x1eerror: \x1finvalid expression\x1eerror: \x1finvalid multi-line string\x1eerror: \x1fmissing item separator\x1eerror: \x1fmissing newline after argument\x1eerror: \x1funclosed configuration block\x1eerror: \x1funterminated template string\x0a"  # 176
-    b"call to unknown function\x1ferror: \x1ecycle: \x1ferror: \x1eduplicate \x1ferror: \x1foutput\x1eduplicate \x1ferror: \x1fresource\x1eduplicate \x1ferror: \x1fvariable\x1eerror: \x1fincorrect attribute value type\x1eerror: \x1finput variable\x1finvalid value for \x1eerror: \x1finput variable\x1freference to undeclared \x1eerror: \x1finvalid count argument\x1eerror: \x1finvalid for_each argument\x1eerror: \x1finvalid function argument\x1eerror: \x1finvalid reference\x1eerror: \x1finvalid value for \x1fmodule argument\x1eerror: \x1flocal value\x1freference to undeclared \x1eerror: \x1fmissing required argument\x1eerror: \x1fmodule\x1freference to undeclared \x1eerror: \x1freference to undeclared \x1fresource\x1eerror: \x1funsupported argument\x1eerror: \x1funsupported attribute\x1eerror: \x1funsupported block type\x0a"  # 177
-    b"backend initialization required\x1ecould not load plugin\x1einconsistent dependency lock file\x1emodule not installed\x1eplease run \x22terraform init\x22\x1eplugin reinitialization required\x1erequired plugins are not installed\x0a"  # 178
-    b"failed to \x1finstall provider\x1efailed to \x1fquery available provider packages\x0a"  # 179
-    b"conditionalcheckfailedexception\x1eerror acquiring the state lock\x1eerror locking state\x0a"  # 180
-    b"failed to refresh cached credentials\x1eno credentials found\x1eno valid credential sources found\x0a"  # 181
-    b"is not set, and has no default value\x1eno value for required variable\x0a"  # 182
-    b"host key is known for\x1fno \x1ehost key verification failed\x1eremote host identification has changed\x0a"  # 183
-    b" for '\x1f' are too open\x1fpermissions \x1e\x22: \x1fbad permissions\x1fload key \x22\x1e\x22: \x1ferror in libcrypto\x1fload key \x22\x1e\x22: \x1finvalid format\x1fload key \x22\x1eunprotected private key file\x0a"  # 184
-    b" for '\x1fcould not read \x1fpassword\x1e for '\x1fcould not read \x1fusername\x1eterminal prompts disabled\x0a"  # 185
-    b"' not found\x1ffatal: repository '\x1erepository not found\x0a"  # 186
-    b"make sure you have the correct access rights\x0a"  # 187
-    b"detected dubious ownership in repository\x1enot a git repository\x1esafe.directory\x0a"  # 188
-    b"): \x1fconflict (\x1eautomatic merge failed; fix conflicts\x1eerror: could not apply \x1emerge conflict in\x1eresolve all conflicts manually\x1eyou have unmerged paths\x0a"  # 189
-    b"gh006\x1egh013\x1eprotected branch hook declined\x1eprotected branch update failed\x1epush cannot contain secrets\x1erepository rule violations found\x1eyou are not allowed to push code to protected branches\x0a"  # 190
-    b" (\x1ferror 104\x1e authentication failed\x1fident\x1e authentication failed\x1fpeer\x1e28p01\x1eaccess denied for user\x1eaccess_denied_error\x1fer_\x1eerr invalid password\x1eerror 1142 (\x1einvalidpassword\x1eno pg_hba.conf entry for\x1enoauth\x1enoperm\x1epassword authentication failed for user\x1esasl authentication failed\x1ewrongpass\x0a"  # 191
-    b" \x22\x1f\x22 does not exist\x1fdatabase\x1e \x22\x1f\x22 does not exist\x1frole\x1e\x22 is not available\x1fextension \x22\x1e3d000\x1eer_bad_db_error\x1einvalidcatalogname\x1eunknown database '\x0a"  # 192
-    b" failed\x1fconnection to server at \x22\x1e53300\x1e57p0\x1eadminshutdown\x1ecannotconnectnow\x1ecould not receive data from server\x1ein recovery mode\x1fthe database system is \x1eis the server running\x1enot yet accepting connections\x1fthe database system is \x1eremaining connection slots are reserved\x1eshutting down\x1fthe database system is \x1esorry, too many clients already\x1essl connection has been closed unexpectedly\x1essl syscall error: eof detected\x1estarting up\x1fthe database system is \x1eterminating connection due to administrator command\x1etoo many connections\x0a"  # 193
-    b" (\x1f02\x1ferror 20\x1e (\x1f03\x1ferror 20\x1e (\x1f06\x1ferror 20\x1e (\x1f13\x1ferror 20\x1ecan't connect to \x1fmysql server\x1eer_con_count_error\x1elost connection to mysql server\x1emysql server has gone away\x1eprotocol_connection_lost\x0a"  # 194
-    b" connecting to \x1ferror \x1ebusy redis is busy\x1eclusterdown\x1eloading redis is loading\x1emasterdown\x1emax number of clients reached\x1ereadonly you can't write against a read only replica\x1etryagain\x0a"  # 195
-    b"misconf\x1eoom command not allowed when used memory\x0a"  # 196
-    b"\x22: syntax error\x1fnear \x22\x1e42601\x1eer_parse_error\x1eincomplete input\x1esyntax error at or near\x1eyou have an error in your sql syntax\x0a"  # 197
-    b"\x22 \x1fcolumn \x22\x1fdoes not exist\x1e42703\x1eer_bad_field_error\x1eno such column: \x1eundefinedcolumn\x1eunknown column '\x0a"  # 198
-    b"\x22 does not exist\x1frelation \x22\x1e' doesn't exist\x1ftable '\x1e42p01\x1eer_no_such_table\x1eno such table: \x1eundefinedtable\x0a"  # 199
-    b" constraint\x1fcheck\x1fviolates \x1e constraint\x1fforeign key\x1fviolates \x1e constraint\x1fnot-null\x1fviolates \x1e constraint\x1funique\x1fviolates \x1e' for key\x1fduplicate entry '\x1e2350\x1eduplicate key value\x1eer_dup_entry\x1eforeign key constraint failed\x1eintegrityerror\x1enot null constraint failed\x1eunique constraint failed\x1euniqueviolation\x0a"  # 200
-    b"cantopen\x1fsqlite_\x1ecorrupt\x1fsqlite_\x1edatabase disk image is malformed\x1edisk i/o error\x1efull\x1fsqlite_\x1ereadonly\x1fsqlite_\x1esqlite_ioerr\x1eunable to open database file\x0a"  # 201
-    b"err unknown command\x1eerr wrong number of arguments\x1ewrongtype\x0a"  # 202
-    b"bandwidthlimitexceeded\x1eec2throttledexception\x1elimitexceededexception\x1eprovisionedthroughputexceededexception\x1erequestlimitexceeded\x1erequestthrottled\x1erequestthrottledexception\x1eslowdown\x1ethrottledexception\x1ethrottling\x1ethrottlingexception\x0a"  # 203
-    b"authfailure\x1eexpired\x1fsecurity token included in the request is \x1eexpiredtoken\x1eexpiredtokenexception\x1eincompletesignature\x1einvalid\x1fsecurity token included in the request is \x1einvalidaccesskeyid\x1einvalidclienttokenid\x1einvalidsignatureexception\x1einvalidtoken\x1emissingauthenticationtoken\x1enotauthorizedexception\x1esignaturedoesnotmatch\x1esso session associated with this profile has expired\x1ethe aws access key id you provided does not exist\x1etoken has expired and refresh failed\x1eunauthorizedoperation\x1eunrecognizedclientexception\x0a"  # 204
-    b"is not authorized to perform\x1ewith an explicit deny\x0a"  # 205
-    b") could not be found\x1fthe config profile (\x1ecould not load credentials from any providers\x1ecredentialsprovidererror\x1efailed to retrieve credentials\x1emissing credentials in config\x1eno ec2 imds role found\x1enoauthhandlerfound\x1enocredentialproviders\x1enocredentialserror\x1enoregionerror\x1eprofilenotfound\x1eunable to load sdk config\x1eunable to locate credentials\x1eyou must specify a region\x0a"  # 206
-    b" than your current\x1finstances\x1fyou have requested more \x1e than your current\x1fvcpu capacity\x1fyou have requested more \x1eaddresslimitexceeded\x1einstancelimitexceeded\x1eservicequotaexceededexception\x1etoomanybuckets\x1evcpulimitexceeded\x1evpclimitexceeded\x0a"  # 207
-    b"could not connect to the endpoint url\x1einsufficientinstancecapacity\x1einternalerror\x1einternalfailure\x1epriorrequestnotcomplete\x1eserviceunavailable\x0a"  # 208
-    b" is now earlier than\x1fsignature expired: \x1eclock skew\x1erequesttimetooskewed\x0a"  # 209
-    b"nosuchbucket\x1enosuchentity\x1eparameternotfound\x1eresourcenotfoundexception\x0a"  # 210
-    b"invalidparameterexception\x1einvalidparametervalue\x1emalformedpolicydocument\x1emissingparameter\x1evalidationerror\x1evalidationexception\x0a"  # 211
-    b"access_token_scope_insufficient\x1eapi key expired\x1eapi key not valid\x1eapi_key_invalid\x1eiam_permission_denied\x1einvalid_grant\x1ereauthentication failed\x1erequest had insufficient authentication scopes\x1erequest had invalid authentication credentials\x1ethe caller does not have permission\x1etoken has been expired or revoked\x1eunauthenticated\x0a"  # 212
-    b" not been set up\x1fefault \x1fpplication \x1fredentials ha\x1ecould not automatically determine credentials\x1edefaultcredentialserror\x1edoes not exist\x1fgoogle_application_credentials\x1egoogle_application_credentials\x1fnot found\x1egoogle_application_credentials\x1fnot set\x1eyou do not currently have an active account selected\x1eyour default credentials were not found\x0a"  # 213
-    b" exceed\x1f quota limit\x1fquota metric\x1e' and limit '\x1fquota exceeded for quota metric '\x1e' exceeded.\x1flimit: \x1fquota '\x0a"  # 214
-    b" before or it is disabled\x1fhas not been used in project \x1e] not enabled\x1fapi [\x1eaccessnotconfigured\x1eservice_disabled\x0a"  # 215
-    b"backenderror\x1edoes not have enough resources available to fulfill the request\x1eunavailable\x1ezone_resource_pool_exhausted\x0a"  # 216
-    b"aadsts\x1eauthenticationfailed\x1eauthorizationfailed\x1eauthorizationpermissionmismatch\x1eclientauthenticationerror\x1edoes not have authorization to perform action\x1eexpiredauthenticationtoken\x1einvalidauthenticationtoken\x1einvalidauthenticationtokentenant\x1ekeybasedauthenticationnotpermitted\x1elinkedauthorizationfailed\x1erequestdisallowedbypolicy\x0a"  # 217
-    b"credentialunavailableerror\x1edefaultazurecredential failed to retrieve a token\x1eenvironmentcredential authentication unavailable\x1emanagedidentitycredential authentication unavailable\x1eno subscription found\x1eplease run 'az login' to setup account\x0a"  # 218
-    b"exceeding approved \x1fquota\x1equotaexceeded\x0a"  # 219
-    b"anotheroperationinprogress\x1eoperationpreempted\x1eretryableerror\x1eserverbusy\x0a"  # 220
-    b"containernotfound\x1emissingsubscriptionregistration\x1eresourcegroupnotfound\x1eskunotavailable\x1estorageaccountnotfound\x1esubscriptionnotfound\x0a"  # 221
-    b" to create or update workflow\x1fgithub app\x1frefusing to allow a\x1e to create or update workflow\x1foauth app\x1frefusing to allow a\x1e to create or update workflow\x1fpersonal access token\x1frefusing to allow a\x1ebad credentials\x1egh007\x1ehas not been granted the required scopes\x1ehttp basic: access denied\x1emust have admin rights\x1erequires authentication\x1eresource not accessible by integration\x1esupport for password authentication was removed\x0a"  # 222
-    b"error: preparation failed\x1ejob failed (system failure)\x1elost communication with the server\x1erunner has received a shutdown signal\x1erunner is not responding\x1ethe job was not acquired by runner\x1ethe operation was canceled.\x0a"  # 223
-    b"invalid workflow file\x1ethe workflow is not valid\x1eunable to resolve action\x1eunrecognized named-value\x0a"  # 224
-    b" not \x1fgithub_token \x1fis\x1fprovided\x1e not \x1fgithub_token \x1fis\x1fset\x1e not \x1fgithub_token \x1fprovided\x1fwas\x1e not \x1fgithub_token \x1fset\x1fwas\x1einput required and not supplied: \x0a"  # 225
-    b"no runner matching the specified labels\x1ethe project doesn't have any runners\x1fthis job is stuck because \x1ethis job is stuck because \x1fyou don't have any active runners\x0a"  # 226
-    b"account_deactivated\x1eauthentication_error\x1eauthenticationerror\x1egated repo\x1eincorrect api key provided\x1einvalid x-api-key\x1einvalid_api_key\x1epermission_error\x1epermissiondeniederror\x0a"  # 227
-    b"_api_key\x1fdid not find \x1eapi_key client option must be set\x1ecould not resolve authentication method\x1eexpected either api_key or auth_token to be set\x1efound\x1fno api key \x1emissingapikeyerror\x1eno api key \x1fprovided\x0a"  # 228
-    b" rate limit\x1fcall\x1fexceeded \x1e rate limit\x1fexceeded \x1ftoken\x1erate limit reached for\x0a"  # 229
-    b" tokens\x1fmaximum context length is \x1econtext_length_exceeded\x1eexceed context limit\x1eexceeds the maximum \x1ftokens\x1eprompt is too long\x1estring_above_max_length\x0a"  # 230
-    b"api_error\x1einternalservererror\x1eserviceunavailableerror\x1ethe server had an error while processing your request\x0a"  # 231
-    b"' not found, try pulling it first\x1fmodel '\x1e` does not exist\x1fthe model `\x1eis not a valid model identifier\x1emodel_not_found\x0a"  # 232
-    b"content management policy\x1econtent_policy_violation\x1eresponsibleaipolicyviolation\x0a"  # 233
-    b"badrequesterror\x1einvalid_request_error\x0a"  # 234
-    b"cublas_status_alloc_failed\x1ecuda error: out of memory\x1ecuda out of memory\x1ecudaerrormemoryallocation\x1ecudamalloc failed\x1ecudnn_status_alloc_failed\x1ehip out of memory\x1emps backend out of memory\x1eoom when allocating tensor\x1eout of memory on device\x1eoutofmemoryerror: cuda\x1eresourceexhaustederror\x0a"  # 235
-    b" error\x1finitialization\x1fnvidia-container-cli: \x1e error\x1fnvidia-container-cli: \x1frequirement\x1e\x22 with capabilities: [[gpu]]\x1fcould not select device driver \x22\x1ecannot initialize cuda without aten_cuda library\x1ecouldn't communicate with the nvidia driver\x1ecuda driver version is insufficient\x1ecuda_error_no_device\x1ecudaerrorinsufficientdriver\x1ecudaerrornodevice\x1efailed call to cuinit\x1efailed to initialize nvml\x1efound no nvidia driver\x1elibcuda.so.1: cannot open shared object file\x1eno cuda gpus are available\x1eno cuda-capable device is detected\x1eno kernel image is available for execution on the device\x1envidia driver on your system is too old\x1envidia-smi has failed\x1envml: driver/library version mismatch\x1etorch not compiled with cuda enabled\x1eunknown or invalid runtime name: nvidia\x0a"  # 236
-    b"are busy or unavailable\x1fcuda-capable device\x1ecudaerrordevicesunavailable\x0a"  # 237
-    b"an illegal memory access was encountered\x1ecublas_status_execution_failed\x1ecudaerrorillegaladdress\x1edevice-side assert triggered\x1emisaligned address\x0a"  # 238
-    b"nccl_timeout\x1ewatchdog caught collective operation timeout\x0a"  # 239
-    b": \x0a"  # 240
-    b" failure(s), \x1f warning(s)\x1ffailed: \x1erule violation summary\x0a"  # 241
-    b" at \x1fconditions\x1e at \x1fmappings\x1e at \x1fmetadata\x1e at \x1foutputs\x1e at \x1fparameters\x1e at \x1fresources\x1e at \x1frules\x1e at \x1ftransform\x1e[cfn-lint] \x0a"  # 242
-    b"template invalid!\x0a"  # 243
-    b" failed\x1f-test\x1fpod \x1efailed\x1fphase:\x0a"  # 244
-    b" (loaderror)\x1fcannot load such file -- \x1e(loaderror)\x0a"  # 245
-    b"bundler::gemnotfound\x1ecould not find gem '\x0a"  # 246
-    b" example\x1f failure\x1f, \x0a"  # 247
-    b" detected\x1f file\x1f inspected, \x1f offense\x0a"  # 248
-    b" bytes exhausted\x1fallowed memory size of \x0a"  # 249
-    b"your requirements could not be resolved to an installable set of packages\x0a"  # 250
-    b"packagesnotfounderror\x1eresolvepackagenotfound\x1eunsatisfiableerror\x0a"  # 251
-    b"' in scope\x1ferror: cannot find \x0a"  # 252
-    b"** (\x1fmismatcheddelimitererror\x1e** (\x1fsyntaxerror\x1e** (\x1ftokenmissingerror\x0a"  # 253
-    b"** (\x1fcompileerror\x1e** (\x1fundefinedfunctionerror\x0a"  # 254
-    b"access_refused\x0a"  # 255
-    b" minutes\x1fran longer than the maximum time of \x1eexceeded the maximum allowed time of \x0a"  # 256
-    b"hip_error_outofmemory\x1ehiperroroutofmemory\x0a"  # 257
-    b" failed\x0a"  # 258
-    b"ambiguous type variable\x1ecould not deduce \x1ecouldn't match \x1fexpected type\x1ecouldn't match \x1fkind\x1ecouldn't match \x1ftype\x1eno instance for \x1enot in scope: \x1evariable not in scope:\x0a"  # 259
-    b"(possibly incorrect indentation\x1fparse error \x1e: error\x1fhs:\x1fparse error\x1eon input\x1fparse error \x0a"  # 260
-    b" is not a member of\x1f.s\x1f: \x1fbt\x1fvalue \x1e is not a member of\x1f.s\x1f: \x1fcala\x1fvalue \x1e needs \x1f.s\x1f: \x1fbt\x1fmethod\x1frecursive \x1ftype\x1e needs \x1f.s\x1f: \x1fbt\x1frecursive \x1ftype\x1fvalue\x1e needs \x1f.s\x1f: \x1fcala\x1fmethod\x1frecursive \x1ftype\x1e needs \x1f.s\x1f: \x1fcala\x1frecursive \x1ftype\x1fvalue\x1e.s\x1f: \x1fambiguous reference to overloaded definition\x1fbt\x1e.s\x1f: \x1fambiguous reference to overloaded definition\x1fcala\x1e.s\x1f: \x1fbt\x1fcould not find implicit value\x1e.s\x1f: \x1fbt\x1fmissing argument list\x1e.s\x1f: \x1fbt\x1ftoo many arguments\x1e.s\x1f: \x1fbt\x1ftype mismatch;\x1e.s\x1f: \x1fcala\x1fcould not find implicit value\x1e.s\x1f: \x1fcala\x1fmissing argument list\x1e.s\x1f: \x1fcala\x1ftoo many arguments\x1e.s\x1f: \x1fcala\x1ftype mismatch;\x1e.s\x1fbt\x1fnot found: \x1fobject\x1e.s\x1fbt\x1fnot found: \x1ftype\x1e.s\x1fbt\x1fnot found: \x1fvalue\x1e.s\x1fcala\x1fnot found: \x1fobject\x1e.s\x1fcala\x1fnot found: \x1ftype\x1e.s\x1fcala\x1fnot found: \x1fvalue\x0a"  # 261
-    b".dart:\x1f: error: \x0a"  # 262
-    b".dart:\x1f: error: \x1fcan't find '\x1e.dart:\x1f: error: \x1fexpected \x1e.dart:\x1f: error: \x1funexpected token\x0a"  # 263
-    b"error \x0a"  # 264
-    b" [\x1f] is required but does not seem to be installed\x1fpackage \x1e not found in current path\x1fmodule\x1e not found in current path\x1fpackage\x0a"  # 265
-    b".pm in @inc\x1fcan't locate \x0a"  # 266
-    b" but found\x1f[error]\x1fexpected \x1e but found\x1ferror:\x1fexpected \x1e[error]\x1fregular expression\x1funterminated \x1e[error]\x1fstring\x1funterminated \x1e[error]\x1fstring literal\x1funterminated \x1e[error]\x1ftemplate literal\x1funterminated \x1e[error]\x1funexpected \x22\x1e[error]\x1funexpected end of file\x1eerror:\x1fregular expression\x1funterminated \x1eerror:\x1fstring\x1funterminated \x1eerror:\x1fstring literal\x1funterminated \x1eerror:\x1ftemplate literal\x1funterminated \x1eerror:\x1funexpected \x22\x1eerror:\x1funexpected end of file\x0a"  # 267
-    b"rollup failed to resolve import \x22\x0a"  # 268
-    b"rollup failed to resolve import \x22\x0a"  # 269
-    b" dl\x0a"  # 270
-    b" line \x1fin \x1e: \x1f[sc\x1ferror\x1e: \x1f[sc\x1fnote\x1e: \x1f[sc\x1fwarning\x1eshellcheck.net/wiki/sc\x0a"  # 271
-    b"error: missing binary: \x1emissing prebuilt package for '\x0a"  # 272
-    b" not found\x1fependency \x0a"  # 273
-    b"could not find python interpreter with spec\x1einterpreternotfound\x0a"  # 274
-    b"could not find a version that matches\x0a"  # 275
-    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1eavailable\x1ebrokenpipe\x1ecaused by: \x1eclient_exceptions\x1econnect\x1ferrors\x1econnect\x1fexc\x1econnect\x1fftplib\x1econnect\x1fimaplib\x1econnect\x1fpoplib\x1econnect\x1fsmtplib\x1edisconnected\x1eerrorfactory\x1eexception\x1eexceptions\x1ehostdown\x1enetworkerror\x1essh_exception\x1eunavailable\x1eunreachable\x0a"  # 276
-    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1ecaused by: \x1fout\x1ftimed\x1ecaused by: \x1ftimeout\x1eclient_exceptions\x1edeadlineexceeded\x1eerrorfactory\x1eerrors\x1fout\x1ftimed\x1eerrors\x1ftimeout\x1eexc\x1fout\x1ftimed\x1eexc\x1ftimeout\x1eexception\x1fout\x1ftimed\x1eexception\x1ftimeout\x1eexceptions\x1fout\x1ftimed\x1eexceptions\x1ftimeout\x1eftplib\x1fout\x1ftimed\x1eftplib\x1ftimeout\x1eimaplib\x1fout\x1ftimed\x1eimaplib\x1ftimeout\x1eout\x1fpoplib\x1ftimed\x1eout\x1fsmtplib\x1ftimed\x1epoplib\x1ftimeout\x1esmtplib\x1ftimeout\x1essh_exception\x0a"  # 277
-    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1ecaused by: \x1eclient_exceptions\x1eerrorfactory\x1eerrors\x1fratelimit\x1eerrors\x1fthrottl\x1eexc\x1fratelimit\x1eexc\x1fthrottl\x1eexception\x1fratelimit\x1eexception\x1fthrottl\x1eexceptions\x1eftplib\x1fratelimit\x1eftplib\x1fthrottl\x1eimaplib\x1fratelimit\x1eimaplib\x1fthrottl\x1epoplib\x1fratelimit\x1epoplib\x1fthrottl\x1erate_limit\x1eratelimit\x1fsmtplib\x1esmtplib\x1fthrottl\x1essh_exception\x1etoo_many_requests\x1etoomanyrequests\x0a"  # 278
-    b"\x0a"  # 279
-    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1eapikeymissing\x1ecaused by: \x1eclient_exceptions\x1ecredential\x1fnotfound\x1ecredentialunavailable\x1edefaultcredentials\x1eerrorfactory\x1eerrors\x1fnoapikey\x1eexc\x1fnoapikey\x1eexception\x1fnoapikey\x1eexceptions\x1fnoapikey\x1eftplib\x1fnoapikey\x1eimaplib\x1fnoapikey\x1emissingapikey\x1emissingcredential\x1emissingtoken\x1enoapikey\x1fpoplib\x1enoapikey\x1fsmtplib\x1enoauthtoken\x1enocredential\x1essh_exception\x1etokennotfound\x0a"  # 280
-    b"auth\x1fdenied\x1eauthentication\x1ebad\x1flogin\x1ebad\x1fuser\x1ebind\x1fdenied\x1ecredential\x1edenied\x1fin\x1fsign\x1edenied\x1flog-in\x1edenied\x1flogin\x1edenied\x1flogon\x1eincorrect\x1einvalid\x1flogin\x1einvalid\x1fuser\x1elogin\x1fwrong\x1enot accepted\x1enot successful\x1epassphrase\x1epassword\x1erefused\x1erejected\x1eunsuccessful\x1euser\x1fwrong\x0a"  # 281
-    b"1017\x1fora-\x1e5.7.\x1f535\x1e530\x1flogin\x1e530\x1fnot logged in\x1e530\x1fuser\x1eauthenticationfailed\x1ecredentials\x1finvalid\x1einvalid_auth\x1enot_authed\x0a"  # 282
-    b"1017\x1fora-\x1e5.7.\x1f535\x1e530\x1fnot logged in\x1eauthentication\x1eauthenticationfailed\x1ebad\x1fuser\x1econnect\x1ecredential\x1edenied\x1eerror\x1fuser\x1eexception\x1efailure\x1eincorrect\x1einvalid\x1einvalid_auth\x1elogin\x1enot accepted\x1enot successful\x1enot_authed\x1epassphrase\x1epassword\x1erefused\x1erejected\x1eunsuccessful\x0a"  # 283
-    b"api\x1ffound\x1fkey\x1eapi\x1fgiven\x1fkey\x1eapi\x1fkey\x1fmissing\x1eapi\x1fkey\x1fpresent\x1eapi\x1fkey\x1fset\x1eavailable\x1fno \x1econfigured\x1ecredential\x1efound\x1fsecret\x1efound\x1ftoken\x1egiven\x1fsecret\x1egiven\x1ftoken\x1emissing\x1fsecret\x1emissing\x1ftoken\x1emissing \x1eno \x1fsupplied\x1enot \x1fsupplied\x1epassword\x1epresent\x1fsecret\x1epresent\x1ftoken\x1eprovided\x1esecret\x1fset\x1eset\x1ftoken\x1especified\x0a"  # 284
+    b"#[deny(clippy::\x1e`-d clippy::\x1erust-clippy/master/index.html#\x0a"  # 133
+    b" at line \x1fdiff in \x0a"  # 134
+    b"= right` failed\x1fassertion `left \x1eassertion failed\x0a"  # 135
+    b"' panicked at\x1fthread '\x0a"  # 136
+    b" or newer\x1frequires rustc \x1e' is not installed\x1ftoolchain '\x1e` in registry\x1fcould not find `\x1e` not found\x1flinker `\x1ecould not exec the linker\x1ecould not find directory of openssl installation\x1ecould not find system library\x1efailed to select a version for\x1eno matching package named\x0a"  # 137
+    b"failed to run custom build command for\x0a"  # 138
+    b"001\x1ferror cs1\x1e002\x1ferror cs1\x1e003\x1ferror cs1\x1e009\x1ferror cs1\x1e010\x1ferror cs1\x1e012\x1ferror cs1\x1e022\x1ferror cs1\x1e026\x1ferror cs1\x1e031\x1ferror cs1\x1e040\x1ferror cs1\x1e041\x1ferror cs1\x1e513\x1ferror cs1\x1e514\x1ferror cs1\x1e519\x1ferror cs1\x1e525\x1ferror cs1\x1e733\x1ferror cs1\x0a"  # 139
+    b"): error \x1fbc\x1fvb\x1e): error \x1fca\x1fvb\x1e): error \x1fcs\x1e): error \x1ffs\x1e): error \x1fide\x1fvb\x1e): error \x1fsa\x1fvb\x0a"  # 140
+    b" failed. \x1fassert.\x1e() failure\x1fassert.\x0a"  # 141
+    b" [\x1ffailed \x1fs]\x1efailed!\x1ffailed:\x1efailed: \x1ftotal tests: \x1etest run failed\x0a"  # 142
+    b"charset\x1ferror \x1eerror \x1ffinalnewline\x1eerror \x1fimports\x1eerror \x1fwhitespace\x1efix whitespace formatting\x0a"  # 143
+    b"' for '\x1funable to resolve '\x1enu110\x1eunable to find package\x0a"  # 144
+    b"nu1301\x1eunable to load the service index for source\x0a"  # 145
+    b" was not found\x1f', version '\x1fthe framework '\x1ea compatible .net sdk was not found\x1ecould not load file or assembly\x1eit was not possible to find any compatible framework version\x1emsb4019\x1emsb4236\x1enetsdk1004\x1enetsdk1045\x1eno .net sdks were found\x1eyou must install or update .net to run\x0a"  # 146
+    b"argumentexception\x1eargumentnullexception\x1eargumentoutofrangeexception\x1edividebyzeroexception\x1eformatexception\x1eindexoutofrangeexception\x1einvalidcastexception\x1einvalidoperationexception\x1ekeynotfoundexception\x1enotimplementedexception\x1enotsupportedexception\x1enullreferenceexception\x1eobjectdisposedexception\x0a"  # 147
+    b"unhandled exception.\x0a"  # 148
+    b"' in expression or statement\x1funexpected token '\x1eclosing\x1fmissing \x1eexpression\x1fmissing \x1efunction body\x1fmissing \x1emissing \x1fstatement block\x1emissing ')' in function parameter list\x1emissing closing '\x1eparseexception\x1eparsererror\x1ethe string is missing the terminator\x0a"  # 149
+    b", failed: \x1ftests passed: \x1ebut was:\x1efailed:\x0a"  # 150
+    b"ps\x0a"  # 151
+    b"about_execution_policies\x1eis not digitally signed\x1epssecurityexception\x1erunning scripts is disabled on this system\x1eunauthorizedaccess\x0a"  # 152
+    b"found\x1fnot \x1fowershell\x1efound\x1fnot \x1fwsh\x1einstalled\x1fnot \x1fowershell\x1einstalled\x1fnot \x1fwsh\x0a"  # 153
+    b"' is not recognized\x1fthe term '\x1ecommandnotfoundexception\x0a"  # 154
+    b"' was not loaded because no valid module file was found\x1fthe specified module '\x1emodulenotfound\x1eno match was found for the specified search criteria and module name\x0a"  # 155
+    b"' because it is \x1fan empty\x1fcannot bind argument to parameter '\x1e' because it is \x1fcannot bind argument to parameter '\x1fnull\x1ecannot index into a null array\x1eexception\x1fparameterbinding\x1einvokemethodonnull\x1emethodnotfound\x1epropertynotfoundexception\x1eyou cannot call a method on a null-valued expression\x0a"  # 156
+    b" docker daemon \x1fis \x1frunning?\x1fthe\x1e docker daemon \x1fis \x1frunning?\x1fyour\x1ecannot connect to the docker daemon\x1econnection refused\x1fdial unix \x1fdocker.sock: \x1edial unix \x1fdocker.sock: \x1fno such file or directory\x1edocker_engine: the system cannot find the file specified\x1eopen //./pipe/docker\x0a"  # 157
+    b" is already in use by container\x1fthe container name \x0a"  # 158
+    b" not found\x1fimage \x1e not found\x1fmanifest for \x1emanifest unknown\x1eno matching manifest for\x1eno such image\x0a"  # 159
+    b") does not match\x1fimage's platform (\x1edoes not match the detected host platform\x0a"  # 160
+    b"requested access to the resource is denied\x0a"  # 161
+    b"copy failed: \x1ffile not found\x1ecopy failed: \x1fforbidden path\x1ecopy failed: \x1fstat\x1efailed to calculate checksum of ref\x1efailed to compute cache key\x0a"  # 162
+    b"dockerfile parse error\x1eunknown instruction: \x0a"  # 163
+    b" failed\x1fcreate\x1foci runtime \x1e failed\x1fexec\x1foci runtime \x0a"  # 164
+    b"evicted\x1ethe node was low on resource: \x0a"  # 165
+    b" nodes are available\x1ecpu\x1finsufficient \x1edidn't match pod's node affinity\x1eephemeral-storage\x1finsufficient \x1efailedscheduling\x1ehad untolerated taint\x1einsufficient \x1fmemory\x1einsufficient \x1fnvidia.com/gpu\x1einsufficient \x1fpods\x1eunschedulable\x0a"  # 166
+    b"back-off pulling image\x1eerrimageneverpull\x1eerrimagepull\x1efailed to pull image\x1eimagepullbackoff\x1einvalidimagename\x0a"  # 167
+    b"\x22 cannot\x1fis forbidden: user \x22\x1eerror from server (forbidden)\x1eyou must be logged in to the server\x0a"  # 168
+    b"error from server (notfound)\x0a"  # 169
+    b"error from server (timeout)\x1eunable to return a response in the time allotted\x0a"  # 170
+    b"current-context is not set\x1einvalid configuration: no configuration\x1eno configuration has been provided\x1eno context exists with the name\x0a"  # 171
+    b"forbidden: exceeded quota: \x0a"  # 172
+    b"\x22 in version\x1fno matches for kind \x22\x0a"  # 173
+    b"cannot re-use a name that is still in use\x0a"  # 174
+    b" : \x1f not found\x1fconfigmap\x1fmountvolume.setup failed for volume \x1e : \x1f not found\x1fmountvolume.setup failed for volume \x1fsecret\x0a"  # 175
+    b" is invalid: \x1fthe \x0a"  # 176
+    b"error validating data: \x1estrict decoding error\x1eunknown field \x22\x1evalidationerror(\x0a"  # 177
+    b" not well-formed\x1fjson\x1e not well-formed\x1fyaml\x1e'-' indicator\x1fdid not find expected \x1e<document start>\x1fdid not find expected \x1eblock\x1fcollection\x1fwhile parsing a \x1eblock\x1fmapping\x1fwhile parsing a \x1ecollection\x1fflow\x1fwhile parsing a \x1ecould not find expected\x1fyaml: line \x1ecould not find expected ':'\x1edid not find expected\x1fyaml: line \x1edid not find expected \x1fkey\x1edid not find expected \x1fnode content\x1eerror converting yaml to json: yaml:\x1eerror in your yaml syntax\x1eflow\x1fmapping\x1fwhile parsing a \x1efound character that cannot start\x1fyaml: line \x1efound character that cannot start any token\x1ehere\x1fmapping values are not allowed \x1ein this context\x1fmapping values are not allowed \x1emapping values are not allowed\x1fyaml: line \x1eparsererror\x1fyaml.\x1escannererror\x1fyaml.\x1esyntax error while loading yaml\x1eyaml parse error\x0a"  # 178
+    b"another operation (install/upgrade/rollback) is in progress\x0a"  # 179
+    b"argument or block definition required\x1ferror: \x1eerror: \x1finvalid block definition\x1eerror: \x1finvalid character\x1eerror: \x1finvalid expression\x1eerror: \x1finvalid multi-line string\x1eerror: \x1fmissing item separator\x1eerror: \x1fmissing newline after argument\x1eerror: \x1funclosed configuration block\x1eerror: \x1funterminated template string\x0a"  # 180
+    b"call to unknown function\x1ferror: \x1ecycle: \x1ferror: \x1eduplicate \x1ferror: \x1foutput\x1eduplicate \x1ferror: \x1fresource\x1eduplicate \x1ferror: \x1fvariable\x1eerror: \x1fincorrect attribute value type\x1eerror: \x1finput variable\x1finvalid value for \x1eerror: \x1finput variable\x1freference to undeclared \x1eerror: \x1finvalid count argument\x1eerror: \x1finvalid for_each argument\x1eerror: \x1finvalid function argument\x1eerror: \x1finvalid reference\x1eerror: \x1finvalid value for \x1fmodule argument\x1eerror: \x1flocal value\x1freference to undeclared \x1eerror: \x1fmissing required argument\x1eerror: \x1fmodule\x1freference to undeclared \x1eerror: \x1freference to undeclared \x1fresource\x1eerror: \x1funsupported argument\x1eerror: \x1funsupported attribute\x1eerror: \x1funsupported block type\x0a"  # 181
+    b"backend initialization required\x1ecould not load plugin\x1einconsistent dependency lock file\x1emodule not installed\x1eplease run \x22terraform init\x22\x1eplugin reinitialization required\x1erequired plugins are not installed\x0a"  # 182
+    b"failed to \x1finstall provider\x1efailed to \x1fquery available provider packages\x0a"  # 183
+    b"conditionalcheckfailedexception\x1eerror acquiring the state lock\x1eerror locking state\x0a"  # 184
+    b"failed to refresh cached credentials\x1eno credentials found\x1eno valid credential sources found\x0a"  # 185
+    b"is not set, and has no default value\x1eno value for required variable\x0a"  # 186
+    b"host key is known for\x1fno \x1ehost key verification failed\x1eremote host identification has changed\x0a"  # 187
+    b" for '\x1f' are too open\x1fpermissions \x1e\x22: \x1fbad permissions\x1fload key \x22\x1e\x22: \x1ferror in libcrypto\x1fload key \x22\x1e\x22: \x1finvalid format\x1fload key \x22\x1eunprotected private key file\x0a"  # 188
+    b" for '\x1fcould not read \x1fpassword\x1e for '\x1fcould not read \x1fusername\x1eterminal prompts disabled\x0a"  # 189
+    b"' not found\x1ffatal: repository '\x1erepository not found\x0a"  # 190
+    b"make sure you have the correct access rights\x0a"  # 191
+    b"detected dubious ownership in repository\x1enot a git repository\x1esafe.directory\x0a"  # 192
+    b"): \x1fconflict (\x1eautomatic merge failed; fix conflicts\x1eerror: could not apply \x1emerge conflict in\x1eresolve all conflicts manually\x1eyou have unmerged paths\x0a"  # 193
+    b"gh006\x1egh013\x1eprotected branch hook declined\x1eprotected branch update failed\x1epush cannot contain secrets\x1erepository rule violations found\x1eyou are not allowed to push code to protected branches\x0a"  # 194
+    b" (\x1ferror 104\x1e authentication failed\x1fident\x1e authentication failed\x1fpeer\x1e28p01\x1eaccess denied for user\x1eaccess_denied_error\x1fer_\x1eerr invalid password\x1eerror 1142 (\x1einvalidpassword\x1eno pg_hba.conf entry for\x1enoauth\x1enoperm\x1epassword authentication failed for user\x1esasl authentication failed\x1ewrongpass\x0a"  # 195
+    b" \x22\x1f\x22 does not exist\x1fdatabase\x1e \x22\x1f\x22 does not exist\x1frole\x1e\x22 is not available\x1fextension \x22\x1e3d000\x1eer_bad_db_error\x1einvalidcatalogname\x1eunknown database '\x0a"  # 196
+    b" failed\x1fconnection to server at \x22\x1e53300\x1e57p0\x1eadminshutdown\x1ecannotconnectnow\x1ecould not receive data from server\x1ein recovery mode\x1fthe database system is \x1eis the server running\x1enot yet accepting connections\x1fthe database system is \x1eremaining connection slots are reserved\x1eshutting down\x1fthe database system is \x1esorry, too many clients already\x1essl connection has been closed unexpectedly\x1essl syscall error: eof detected\x1estarting up\x1fthe database system is \x1eterminating connection due to administrator command\x1etoo many connections\x0a"  # 197
+    b" (\x1f02\x1ferror 20\x1e (\x1f03\x1ferror 20\x1e (\x1f06\x1ferror 20\x1e (\x1f13\x1ferror 20\x1ecan't connect to \x1fmysql server\x1eer_con_count_error\x1elost connection to mysql server\x1emysql server has gone away\x1eprotocol_connection_lost\x0a"  # 198
+    b" connecting to \x1ferror \x1ebusy redis is busy\x1ebusyloadingerror\x1eclusterdown\x1eloading redis is loading\x1emasterdown\x1emax number of clients reached\x1ereadonly you can't write against a read only replica\x1etryagain\x0a"  # 199
+    b"misconf\x1eoom command not allowed when used memory\x0a"  # 200
+    b"\x22: syntax error\x1fnear \x22\x1e42601\x1eer_parse_error\x1eincomplete input\x1esyntax error at or near\x1eyou have an error in your sql syntax\x0a"  # 201
+    b"\x22 \x1fcolumn \x22\x1fdoes not exist\x1e42703\x1eer_bad_field_error\x1eno such column: \x1eundefinedcolumn\x1eunknown column '\x0a"  # 202
+    b"\x22 does not exist\x1frelation \x22\x1e' doesn't exist\x1ftable '\x1e42p01\x1eer_no_such_table\x1eno such table: \x1eundefinedtable\x0a"  # 203
+    b" constraint\x1fcheck\x1fviolates \x1e constraint\x1fforeign key\x1fviolates \x1e constraint\x1fnot-null\x1fviolates \x1e constraint\x1funique\x1fviolates \x1e' for key\x1fduplicate entry '\x1e2350\x1eduplicate key value\x1eer_dup_entry\x1eforeign key constraint failed\x1eintegrityerror\x1enot null constraint failed\x1eunique constraint failed\x1euniqueviolation\x0a"  # 204
+    b"cantopen\x1fsqlite_\x1ecorrupt\x1fsqlite_\x1edatabase disk image is malformed\x1edisk i/o error\x1efull\x1fsqlite_\x1ereadonly\x1fsqlite_\x1esqlite_ioerr\x1eunable to open database file\x0a"  # 205
+    b"err unknown command\x1eerr wrong number of arguments\x1ewrongtype\x0a"  # 206
+    b"bandwidthlimitexceeded\x1eec2throttledexception\x1elimitexceededexception\x1eprovisionedthroughputexceededexception\x1erequestlimitexceeded\x1erequestthrottled\x1erequestthrottledexception\x1eslowdown\x1ethrottledexception\x1ethrottling\x1ethrottlingexception\x0a"  # 207
+    b"authfailure\x1eexpired\x1fsecurity token included in the request is \x1eexpiredtoken\x1eexpiredtokenexception\x1eincompletesignature\x1einvalid\x1fsecurity token included in the request is \x1einvalidaccesskeyid\x1einvalidclienttokenid\x1einvalidsignatureexception\x1einvalidtoken\x1emissingauthenticationtoken\x1enotauthorizedexception\x1esignaturedoesnotmatch\x1esso session associated with this profile has expired\x1ethe aws access key id you provided does not exist\x1etoken has expired and refresh failed\x1eunauthorizedoperation\x1eunrecognizedclientexception\x0a"  # 208
+    b"is not authorized to perform\x1ewith an explicit deny\x0a"  # 209
+    b") could not be found\x1fthe config profile (\x1ecould not load credentials from any providers\x1ecredentialsprovidererror\x1efailed to retrieve credentials\x1emissing credentials in config\x1eno ec2 imds role found\x1enoauthhandlerfound\x1enocredentialproviders\x1enocredentialserror\x1enoregionerror\x1eprofilenotfound\x1eunable to load sdk config\x1eunable to locate credentials\x1eyou must specify a region\x0a"  # 210
+    b" than your current\x1finstances\x1fyou have requested more \x1e than your current\x1fvcpu capacity\x1fyou have requested more \x1eaddresslimitexceeded\x1einstancelimitexceeded\x1eservicequotaexceededexception\x1etoomanybuckets\x1evcpulimitexceeded\x1evpclimitexceeded\x0a"  # 211
+    b"could not connect to the endpoint url\x1einsufficientinstancecapacity\x1einternalerror\x1einternalfailure\x1epriorrequestnotcomplete\x1eserviceunavailable\x0a"  # 212
+    b" is now earlier than\x1fsignature expired: \x1eclock skew\x1erequesttimetooskewed\x0a"  # 213
+    b"nosuchbucket\x1enosuchentity\x1eparameternotfound\x1eresourcenotfoundexception\x0a"  # 214
+    b"invalidparameterexception\x1einvalidparametervalue\x1emalformedpolicydocument\x1emissingparameter\x1evalidationerror\x1evalidationexception\x0a"  # 215
+    b"access_token_scope_insufficient\x1eapi key expired\x1eapi key not valid\x1eapi_key_invalid\x1eiam_permission_denied\x1einvalid_grant\x1ereauthentication failed\x1erequest had insufficient authentication scopes\x1erequest had invalid authentication credentials\x1ethe caller does not have permission\x1etoken has been expired or revoked\x1eunauthenticated\x0a"  # 216
+    b" not been set up\x1fefault \x1fpplication \x1fredentials ha\x1ecould not automatically determine credentials\x1edefaultcredentialserror\x1edoes not exist\x1fgoogle_application_credentials\x1egoogle_application_credentials\x1fnot found\x1egoogle_application_credentials\x1fnot set\x1eyou do not currently have an active account selected\x1eyour default credentials were not found\x0a"  # 217
+    b" exceed\x1f quota limit\x1fquota metric\x1e' and limit '\x1fquota exceeded for quota metric '\x1e' exceeded.\x1flimit: \x1fquota '\x0a"  # 218
+    b" before or it is disabled\x1fhas not been used in project \x1e] not enabled\x1fapi [\x1eaccessnotconfigured\x1eservice_disabled\x0a"  # 219
+    b"backenderror\x1edoes not have enough resources available to fulfill the request\x1eunavailable\x1ezone_resource_pool_exhausted\x0a"  # 220
+    b"aadsts\x1eauthenticationfailed\x1eauthorizationfailed\x1eauthorizationpermissionmismatch\x1eclientauthenticationerror\x1edoes not have authorization to perform action\x1eexpiredauthenticationtoken\x1einvalidauthenticationtoken\x1einvalidauthenticationtokentenant\x1ekeybasedauthenticationnotpermitted\x1elinkedauthorizationfailed\x1erequestdisallowedbypolicy\x0a"  # 221
+    b"credentialunavailableerror\x1edefaultazurecredential failed to retrieve a token\x1eenvironmentcredential authentication unavailable\x1emanagedidentitycredential authentication unavailable\x1eno subscription found\x1eplease run 'az login' to setup account\x0a"  # 222
+    b"exceeding approved \x1fquota\x1equotaexceeded\x0a"  # 223
+    b"anotheroperationinprogress\x1eoperationpreempted\x1eretryableerror\x1eserverbusy\x0a"  # 224
+    b"containernotfound\x1emissingsubscriptionregistration\x1eresourcegroupnotfound\x1eskunotavailable\x1estorageaccountnotfound\x1esubscriptionnotfound\x0a"  # 225
+    b" to create or update workflow\x1fgithub app\x1frefusing to allow a\x1e to create or update workflow\x1foauth app\x1frefusing to allow a\x1e to create or update workflow\x1fpersonal access token\x1frefusing to allow a\x1ebad credentials\x1egh007\x1ehas not been granted the required scopes\x1ehttp basic: access denied\x1emust have admin rights\x1erequires authentication\x1eresource not accessible by integration\x1esupport for password authentication was removed\x0a"  # 226
+    b"error: preparation failed\x1ejob failed (system failure)\x1elost communication with the server\x1erunner has received a shutdown signal\x1erunner is not responding\x1ethe job was not acquired by runner\x1ethe operation was canceled.\x0a"  # 227
+    b"invalid workflow file\x1ethe workflow is not valid\x1eunable to resolve action\x1eunrecognized named-value\x0a"  # 228
+    b" not \x1fgithub_token \x1fis\x1fprovided\x1e not \x1fgithub_token \x1fis\x1fset\x1e not \x1fgithub_token \x1fprovided\x1fwas\x1e not \x1fgithub_token \x1fset\x1fwas\x1einput required and not supplied: \x0a"  # 229
+    b"no runner matching the specified labels\x1ethe project doesn't have any runners\x1fthis job is stuck because \x1ethis job is stuck because \x1fyou don't have any active runners\x0a"  # 230
+    b"account_deactivated\x1eauthentication_error\x1eauthenticationerror\x1egated repo\x1eincorrect api key provided\x1einvalid x-api-key\x1einvalid_api_key\x1epermission_error\x1epermissiondeniederror\x0a"  # 231
+    b"_api_key\x1fdid not find \x1eapi_key client option must be set\x1ecould not resolve authentication method\x1eexpected either api_key or auth_token to be set\x1efound\x1fno api key \x1emissingapikeyerror\x1eno api key \x1fprovided\x0a"  # 232
+    b" rate limit\x1fcall\x1fexceeded \x1e rate limit\x1fexceeded \x1ftoken\x1erate limit reached for\x0a"  # 233
+    b" tokens\x1fmaximum context length is \x1econtext_length_exceeded\x1eexceed context limit\x1eexceeds the maximum \x1ftokens\x1eprompt is too long\x1estring_above_max_length\x0a"  # 234
+    b"api_error\x1einternalservererror\x1eserviceunavailableerror\x1ethe server had an error while processing your request\x0a"  # 235
+    b"' not found, try pulling it first\x1fmodel '\x1e` does not exist\x1fthe model `\x1eis not a valid model identifier\x1emodel_not_found\x0a"  # 236
+    b"content management policy\x1econtent_policy_violation\x1eresponsibleaipolicyviolation\x0a"  # 237
+    b"badrequesterror\x1einvalid_request_error\x0a"  # 238
+    b"cublas_status_alloc_failed\x1ecuda error: out of memory\x1ecuda out of memory\x1ecudaerrormemoryallocation\x1ecudamalloc failed\x1ecudnn_status_alloc_failed\x1ehip out of memory\x1emps backend out of memory\x1eoom when allocating tensor\x1eout of memory on device\x1eoutofmemoryerror: cuda\x1eresourceexhaustederror\x0a"  # 239
+    b" error\x1fnvidia-container-cli: \x1e\x22 with capabilities: [[gpu]]\x1fcould not select device driver \x22\x1ealloc_failed\x1fcudnn_status_\x1earch_mismatch\x1fcudnn_status_\x1ecannot initialize cuda without aten_cuda library\x1ecouldn't communicate with the nvidia driver\x1ecuda driver version is insufficient\x1ecuda_error_no_device\x1ecudaerrorinsufficientdriver\x1ecudaerrornodevice\x1ecudnn_status_\x1fnot_initialized\x1ecudnn_status_\x1fversion_mismatch\x1efailed call to cuinit\x1efailed to initialize nvml\x1efound no nvidia driver\x1elibcuda.so.1: cannot open shared object file\x1eno cuda gpus are available\x1eno cuda-capable device is detected\x1eno kernel image is available for execution on the device\x1envidia driver on your system is too old\x1envidia-smi has failed\x1envml: driver/library version mismatch\x1etorch not compiled with cuda enabled\x1eunknown or invalid runtime name: nvidia\x0a"  # 240
+    b"are busy or unavailable\x1fcuda-capable device\x1ecudaerrordevicesunavailable\x0a"  # 241
+    b"an illegal memory access was encountered\x1ecublas_status_execution_failed\x1ecudaerrorillegaladdress\x1edevice-side assert triggered\x1emisaligned address\x0a"  # 242
+    b"nccl_timeout\x1ewatchdog caught collective operation timeout\x0a"  # 243
+    b": \x0a"  # 244
+    b" failure(s), \x1f warning(s)\x1ffailed: \x1erule violation summary\x0a"  # 245
+    b" at \x1fconditions\x1e at \x1fmappings\x1e at \x1fmetadata\x1e at \x1foutputs\x1e at \x1fparameters\x1e at \x1fresources\x1e at \x1frules\x1e at \x1ftransform\x1e[cfn-lint] \x0a"  # 246
+    b"template invalid!\x0a"  # 247
+    b" failed\x1f-test\x1fpod \x1efailed\x1fphase:\x0a"  # 248
+    b" (loaderror)\x1fcannot load such file -- \x1e(loaderror)\x0a"  # 249
+    b"bundler::gemnotfound\x1ecould not find gem '\x0a"  # 250
+    b" example\x1f failure\x1f, \x0a"  # 251
+    b" detected\x1f file\x1f inspected, \x1f offense\x0a"  # 252
+    b" bytes exhausted\x1fallowed memory size of \x0a"  # 253
+    b"your requirements could not be resolved to an installable set of packages\x0a"  # 254
+    b"packagesnotfounderror\x1eresolvepackagenotfound\x1eunsatisfiableerror\x0a"  # 255
+    b"' in scope\x1ferror: cannot find \x0a"  # 256
+    b"** (\x1fmismatcheddelimitererror\x1e** (\x1fsyntaxerror\x1e** (\x1ftokenmissingerror\x0a"  # 257
+    b"** (\x1fcompileerror\x1e** (\x1fundefinedfunctionerror\x0a"  # 258
+    b"access_refused\x0a"  # 259
+    b" minutes\x1fran longer than the maximum time of \x1eexceeded the maximum allowed time of \x0a"  # 260
+    b"hip_error_outofmemory\x1ehiperroroutofmemory\x0a"  # 261
+    b" failed\x0a"  # 262
+    b"ambiguous type variable\x1ecould not deduce \x1ecouldn't match \x1fexpected type\x1ecouldn't match \x1fkind\x1ecouldn't match \x1ftype\x1eno instance for \x1enot in scope: \x1evariable not in scope:\x0a"  # 263
+    b"(possibly incorrect indentation\x1fparse error \x1e: error\x1fhs:\x1fparse error\x1eon input\x1fparse error \x0a"  # 264
+    b" is not a member of\x1f.s\x1f: \x1fbt\x1fvalue \x1e is not a member of\x1f.s\x1f: \x1fcala\x1fvalue \x1e needs \x1f.s\x1f: \x1fbt\x1fmethod\x1frecursive \x1ftype\x1e needs \x1f.s\x1f: \x1fbt\x1frecursive \x1ftype\x1fvalue\x1e needs \x1f.s\x1f: \x1fcala\x1fmethod\x1frecursive \x1ftype\x1e needs \x1f.s\x1f: \x1fcala\x1frecursive \x1ftype\x1fvalue\x1e.s\x1f: \x1fambiguous reference to overloaded definition\x1fbt\x1e.s\x1f: \x1fambiguous reference to overloaded definition\x1fcala\x1e.s\x1f: \x1fbt\x1fcould not find implicit value\x1e.s\x1f: \x1fbt\x1fmissing argument list\x1e.s\x1f: \x1fbt\x1ftoo many arguments\x1e.s\x1f: \x1fbt\x1ftype mismatch;\x1e.s\x1f: \x1fcala\x1fcould not find implicit value\x1e.s\x1f: \x1fcala\x1fmissing argument list\x1e.s\x1f: \x1fcala\x1ftoo many arguments\x1e.s\x1f: \x1fcala\x1ftype mismatch;\x1e.s\x1fbt\x1fnot found: \x1fobject\x1e.s\x1fbt\x1fnot found: \x1ftype\x1e.s\x1fbt\x1fnot found: \x1fvalue\x1e.s\x1fcala\x1fnot found: \x1fobject\x1e.s\x1fcala\x1fnot found: \x1ftype\x1e.s\x1fcala\x1fnot found: \x1fvalue\x0a"  # 265
+    b".dart:\x1f: error: \x0a"  # 266
+    b".dart:\x1f: error: \x1fcan't find '\x1e.dart:\x1f: error: \x1fexpected \x1e.dart:\x1f: error: \x1funexpected token\x0a"  # 267
+    b"error \x0a"  # 268
+    b" [\x1f] is required but does not seem to be installed\x1fpackage \x1e not found in current path\x1fmodule\x1e not found in current path\x1fpackage\x0a"  # 269
+    b".pm in @inc\x1fcan't locate \x0a"  # 270
+    b" but found\x1f[error]\x1fexpected \x1e but found\x1ferror:\x1fexpected \x1e[error]\x1fregular expression\x1funterminated \x1e[error]\x1fstring\x1funterminated \x1e[error]\x1fstring literal\x1funterminated \x1e[error]\x1ftemplate literal\x1funterminated \x1e[error]\x1funexpected \x22\x1e[error]\x1funexpected end of file\x1eerror:\x1fregular expression\x1funterminated \x1eerror:\x1fstring\x1funterminated \x1eerror:\x1fstring literal\x1funterminated \x1eerror:\x1ftemplate literal\x1funterminated \x1eerror:\x1funexpected \x22\x1eerror:\x1funexpected end of file\x0a"  # 271
+    b"rollup failed to resolve import \x22\x0a"  # 272
+    b"rollup failed to resolve import \x22\x0a"  # 273
+    b" dl\x0a"  # 274
+    b" line \x1fin \x1e: \x1f[sc\x1ferror\x1e: \x1f[sc\x1fnote\x1e: \x1f[sc\x1fwarning\x1eshellcheck.net/wiki/sc\x0a"  # 275
+    b"error: missing binary: \x1emissing prebuilt package for '\x0a"  # 276
+    b" not found\x1fependency \x0a"  # 277
+    b"could not find python interpreter with spec\x1einterpreternotfound\x0a"  # 278
+    b"could not find a version that matches\x0a"  # 279
+    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1eavailable\x1ebrokenpipe\x1ecaused by: \x1eclient_exceptions\x1econnect\x1ferrors\x1econnect\x1fexc\x1econnect\x1fftplib\x1econnect\x1fimaplib\x1econnect\x1fpoplib\x1econnect\x1fsmtplib\x1edisconnected\x1eerrorfactory\x1eexception\x1eexceptions\x1ehostdown\x1enetworkerror\x1essh_exception\x1eunavailable\x1eunreachable\x0a"  # 280
+    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1ecaused by: \x1fout\x1ftimed\x1ecaused by: \x1ftimeout\x1eclient_exceptions\x1edeadlineexceeded\x1eerrorfactory\x1eerrors\x1fout\x1ftimed\x1eerrors\x1ftimeout\x1eexc\x1fout\x1ftimed\x1eexc\x1ftimeout\x1eexception\x1fout\x1ftimed\x1eexception\x1ftimeout\x1eexceptions\x1fout\x1ftimed\x1eexceptions\x1ftimeout\x1eftplib\x1fout\x1ftimed\x1eftplib\x1ftimeout\x1eimaplib\x1fout\x1ftimed\x1eimaplib\x1ftimeout\x1eout\x1fpoplib\x1ftimed\x1eout\x1fsmtplib\x1ftimed\x1epoplib\x1ftimeout\x1esmtplib\x1ftimeout\x1essh_exception\x0a"  # 281
+    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1ecaused by: \x1eclient_exceptions\x1eerrorfactory\x1eerrors\x1fratelimit\x1eerrors\x1fthrottl\x1eexc\x1fratelimit\x1eexc\x1fthrottl\x1eexception\x1fratelimit\x1eexception\x1fthrottl\x1eexceptions\x1eftplib\x1fratelimit\x1eftplib\x1fthrottl\x1eimaplib\x1fratelimit\x1eimaplib\x1fthrottl\x1epoplib\x1fratelimit\x1epoplib\x1fthrottl\x1erate_limit\x1eratelimit\x1fsmtplib\x1esmtplib\x1fthrottl\x1essh_exception\x1etoo_many_requests\x1etoomanyrequests\x0a"  # 282
+    b"\x0a"  # 283
+    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1eapikeymissing\x1ecaused by: \x1eclient_exceptions\x1ecredential\x1fnotfound\x1ecredentialunavailable\x1edefaultcredentials\x1eerrorfactory\x1eerrors\x1fnoapikey\x1eexc\x1fnoapikey\x1eexception\x1fnoapikey\x1eexceptions\x1fnoapikey\x1eftplib\x1fnoapikey\x1eimaplib\x1fnoapikey\x1emissingapikey\x1emissingcredential\x1emissingtoken\x1enoapikey\x1fpoplib\x1enoapikey\x1fsmtplib\x1enoauthtoken\x1enocredential\x1essh_exception\x1etokennotfound\x0a"  # 284
+    b"auth\x1fdenied\x1eauthentication\x1ebad\x1flogin\x1ebad\x1fuser\x1ebind\x1fdenied\x1ecredential\x1edenied\x1fin\x1fsign\x1edenied\x1flog-in\x1edenied\x1flogin\x1edenied\x1flogon\x1eincorrect\x1einvalid\x1flogin\x1einvalid\x1fuser\x1elogin\x1fwrong\x1enot accepted\x1enot successful\x1epassphrase\x1epassword\x1erefused\x1erejected\x1eunsuccessful\x1euser\x1fwrong\x0a"  # 285
+    b"1017\x1fora-\x1e5.7.\x1f535\x1e530\x1flogin\x1e530\x1fnot logged in\x1e530\x1fuser\x1eauthenticationfailed\x1ecredentials\x1finvalid\x1einvalid_auth\x1enot_authed\x0a"  # 286
+    b"1017\x1fora-\x1e5.7.\x1f535\x1e530\x1fnot logged in\x1eauthentication\x1eauthenticationfailed\x1ebad\x1fuser\x1econnect\x1ecredential\x1edenied\x1eerror\x1fuser\x1eexception\x1efailure\x1eincorrect\x1einvalid\x1einvalid_auth\x1elogin\x1enot accepted\x1enot successful\x1enot_authed\x1epassphrase\x1epassword\x1erefused\x1erejected\x1eunsuccessful\x0a"  # 287
+    b"api\x1ffound\x1fkey\x1eapi\x1fgiven\x1fkey\x1eapi\x1fkey\x1fmissing\x1eapi\x1fkey\x1fpresent\x1eapi\x1fkey\x1fset\x1eavailable\x1fno \x1econfigured\x1ecredential\x1efound\x1fsecret\x1efound\x1ftoken\x1egiven\x1fsecret\x1egiven\x1ftoken\x1emissing\x1fsecret\x1emissing\x1ftoken\x1emissing \x1eno \x1fsupplied\x1enot \x1fsupplied\x1epassword\x1epresent\x1fsecret\x1epresent\x1ftoken\x1eprovided\x1esecret\x1fset\x1eset\x1ftoken\x1especified\x0a"  # 288
 )

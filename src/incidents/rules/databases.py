@@ -73,8 +73,11 @@ RULES: dict[str, tuple[Row, ...]] = {
             NAMED,
             UNKNOWN,
             T,
-            "loading busy clusterdown tryagain readonly masterdown connecting clients",
-            r"\bLOADING Redis is loading\b|\bBUSY Redis is busy\b|\bCLUSTERDOWN\b|\bTRYAGAIN\b"
+            "loading busy clusterdown tryagain readonly masterdown connecting clients"
+            " busyloadingerror",
+            # redis-py drops the prefix into the class: `BusyLoadingError: Redis is loading ...`
+            r"\bLOADING Redis is loading\b|\bBusyLoadingError\b|\bBUSY Redis is busy\b"
+            r"|\bCLUSTERDOWN\b|\bTRYAGAIN\b"
             r"|\bREADONLY You can't write against a read only replica|\bMASTERDOWN\b|\bError \d+ "
             r"connecting to [^\s:]+:\d+|max number of clients reached",
             "redis.exceptions.BusyLoadingError: LOADING Redis is loading the dataset in memory",

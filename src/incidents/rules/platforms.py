@@ -204,6 +204,39 @@ RULES: dict[str, tuple[Row, ...]] = {
             ' matches for kind "Certificate" in version "cert-manager.io/v1"',
         ),
         (
+            # `cannot re-use a name that is still in use`: a release to uninstall (env), like a
+            # container name still taken
+            "helm release name in use",
+            NAMED,
+            UNKNOWN,
+            E,
+            "use",
+            r"\bcannot re-use a name that is still in use\b",
+            "Error: INSTALLATION FAILED: cannot re-use a name that is still in use",
+        ),
+        (
+            # kubelet's FailedMount of a ConfigMap or Secret nobody created
+            # (`MountVolume.SetUp failed for volume "x" : configmap "y" not found`)
+            "volume source missing",
+            NAMED,
+            UNKNOWN,
+            E,
+            "mountvolume",
+            r"\bMountVolume\.SetUp failed for volume \S+ : (?:configmap|secret) \S+ not found",
+            'MountVolume.SetUp failed for volume "config" : configmap "app-config" not found',
+        ),
+        (
+            # the API server's StatusReasonInvalid (`The %s %q is invalid: %s`): the manifest
+            "object invalid",
+            NAMED,
+            UNKNOWN,
+            C,
+            "invalid",
+            r"\bThe [A-Z]\w+ \S+ is invalid: ",
+            'The Deployment "web" is invalid: spec.template.spec.containers[0].image: Required'
+            " value",
+        ),
+        (
             "manifest invalid",
             NAMED,
             UNKNOWN,

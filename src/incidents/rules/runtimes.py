@@ -394,6 +394,17 @@ RULES: dict[str, tuple[Row, ...]] = {
             'error: could not compile `app` (bin "app") due to 2 previous errors',
         ),
         (
+            # clippy's lints denied into errors: its notes `` `-D clippy::x` implied by `-D
+            # warnings` `` and its links to the lint list (rust-clippy/master/index.html#x)
+            "clippy finding",
+            VERDICT,
+            LINT,
+            C,
+            "clippy",
+            r"`-D clippy::[\w-]+`|\brust-clippy/master/index\.html#\w+|\#\[deny\(clippy::",
+            "  = note: `-D clippy::needless-return` implied by `-D warnings`",
+        ),
+        (
             "rustfmt diff",
             VERDICT,
             LINT,

@@ -425,7 +425,9 @@ RULES: dict[str, tuple[Row, ...]] = {
             UNKNOWN,
             E,
             "cuda driver nvidia torch kernel cuda_error_no_device cudaerrornodevice"
-            " cudaerrorinsufficientdriver select libcuda cuinit nvml runtime aten_cuda gpus",
+            " cudaerrorinsufficientdriver select libcuda cuinit nvml runtime aten_cuda gpus"
+            " cudnn_status_not_initialized cudnn_status_alloc_failed cudnn_status_arch_mismatch"
+            " cudnn_status_version_mismatch",
             r"CUDA driver version is insufficient|no CUDA-capable device is detected|NVIDIA-SMI has "
             r"failed|couldn't communicate with the NVIDIA driver|Found no NVIDIA driver|Torch not "
             r"compiled with CUDA enabled|no kernel image is available for execution on the device"
@@ -434,7 +436,10 @@ RULES: dict[str, tuple[Row, ...]] = {
             r"cli: (?:initialization|requirement) error|libcuda\.so\.1: cannot open shared object "
             r"file|failed call to cuInit|NVIDIA driver on your system is too old|NVML: Driver/library"
             r" version mismatch|Failed to initialize NVML|unknown or invalid runtime name: nvidia"
-            r"|Cannot initialize CUDA without ATen_cuda library|No CUDA GPUs are available",
+            r"|Cannot initialize CUDA without ATen_cuda library|No CUDA GPUs are available"
+            # cuDNN that could not start or allocate (its status names): the GPU's set-up or
+            # memory, not the code (`CUDNN_STATUS_BAD_PARAM` and the like stay the code's)
+            r"|\bCUDNN_STATUS_(?:NOT_INITIALIZED|ALLOC_FAILED|ARCH_MISMATCH|VERSION_MISMATCH)\b",
             "AssertionError: Torch not compiled with CUDA enabled",
         ),
         (
