@@ -38,39 +38,39 @@ ECOSYSTEMS: tuple[tuple[str, str, int, str, tuple[int, ...]], ...] = (
     ("terraform", "platforms", 180, "argument block unclosed expression newline character unterminated separator string|unsupported missing invalid reference incorrect call count for_each duplicate cycle|backend plugins inconsistent plugin init installed reinitialization|query install|lock locking conditionalcheckfailedexception|credential credentials|value default", (248, 423, 206, 70, 86, 95, 67,)),
     ("git and ssh", "platforms", 187, "host identification|unprotected permissions load|username password terminal|repository|access|repository dubious safe|conflict conflicts apply unmerged|gh006 gh013 protected violations secrets", (97, 144, 74, 64, 48, 77, 167, 197,)),
     ("databases", "databases", 195, "password pg_hba invalidpassword 28p01 sasl ident peer noauth wrongpass noperm er_access_denied_error er_dbaccess_denied_error 1045 1044 1142 denied|role database invalidcatalogname 3d000 unknown er_bad_db_error extension|database server terminating clients slots connections cannotconnectnow adminshutdown 57p01 57p03 53300 receive ssl connection|mysql 2002 2003 2006 2013 er_con_count_error protocol_connection_lost|loading busy clusterdown tryagain readonly masterdown connecting clients busyloadingerror|oom misconf|syntax er_parse_error 42601 near incomplete|column undefinedcolumn 42703 er_bad_field_error|relation table undefinedtable 42p01 er_no_such_table|violates duplicate unique foreign null integrityerror uniqueviolation er_dup_entry 23505 23503 23502|database sqlite_cantopen sqlite_corrupt sqlite_full sqlite_readonly disk sqlite_ioerr sqlite_ioerr_write sqlite_ioerr_read sqlite_ioerr_fsync|wrongtype unknown wrong", (316, 159, 496, 180, 239, 52, 140, 153, 128, 261, 140, 71,)),
-    ("aws", "services", 207, "throttlingexception throttling throttledexception requestlimitexceeded slowdown provisionedthroughputexceededexception requestthrottled requestthrottledexception ec2throttledexception bandwidthlimitexceeded limitexceededexception|expiredtoken expiredtokenexception invalidclienttokenid unrecognizedclientexception signaturedoesnotmatch invalidaccesskeyid invalidsignatureexception authfailure incompletesignature missingauthenticationtoken unauthorizedoperation notauthorizedexception invalidtoken security sso|authorized explicit|locate nocredentialserror nocredentialproviders load credentialsprovidererror profile profilenotfound region noregionerror retrieve sdk imds noauthhandlerfound missing|servicequotaexceededexception vcpulimitexceeded instancelimitexceeded addresslimitexceeded vpclimitexceeded toomanybuckets requested|internalerror internalfailure serviceunavailable serviceunavailableexception insufficientinstancecapacity priorrequestnotcomplete endpoint|requesttimetooskewed signature clock|nosuchbucket resourcenotfoundexception nosuchentity parameternotfound|validationexception validationerror invalidparametervalue invalidparametervalueexception invalidparameterexception malformedpolicydocument missingparameter", (237, 477, 50, 397, 200, 161, 82, 77, 146,)),
-    ("gcp", "services", 216, "unauthenticated scopes access_token_scope_insufficient invalid_grant reauthentication revoked caller iam_permission_denied credentials api_key_invalid key|automatically defaultcredentialserror default active google_application_credentials application|quota|service_disabled used enabled accessnotconfigured|unavailable serviceunavailable backenderror zone_resource_pool_exhausted resources", (341, 313, 157, 129, 129,)),
-    ("azure", "services", 221, "aadsts50001 aadsts50020 aadsts50034 aadsts50053 aadsts50055 aadsts50057 aadsts50058 aadsts50076 aadsts50079 aadsts50105 aadsts50126 aadsts50158 aadsts50173 aadsts53003 aadsts65001 aadsts70000 aadsts70001 aadsts70002 aadsts70008 aadsts70011 aadsts70016 aadsts70021 aadsts70043 aadsts90002 aadsts500011 aadsts500113 aadsts700016 aadsts700024 aadsts700027 aadsts700082 aadsts7000215 aadsts7000222 authorizationfailed invalidauthenticationtoken expiredauthenticationtoken authenticationfailed authorizationpermissionmismatch keybasedauthenticationnotpermitted authorization linkedauthorizationfailed requestdisallowedbypolicy invalidauthenticationtokentenant clientauthenticationerror|az defaultazurecredential credentialunavailableerror environmentcredential subscription managedidentitycredential|quotaexceeded quota|retryableerror anotheroperationinprogress serverbusy operationpreempted|resourcegroupnotfound subscriptionnotfound containernotfound storageaccountnotfound missingsubscriptionregistration skunotavailable", (542, 243, 48, 79, 139,)),
-    ("github and gitlab", "services", 226, "credentials accessible authentication admin gh007 scopes refusing basic password|communication shutdown canceled system acquired responding preparation|workflow resolve unrecognized|input github_token|stuck runner runners", (328, 217, 97, 83, 140,)),
-    ("llm providers", "services", 231, "authenticationerror invalid_api_key incorrect authentication_error invalid permissiondeniederror permission_error account_deactivated gated|api_key authentication key missingapikeyerror|rate exceeded|context_length_exceeded context prompt length tokens string_above_max_length|serviceunavailableerror api_error internalservererror server|model_not_found model|content_policy_violation content responsibleaipolicyviolation|badrequesterror invalid_request_error", (199, 199, 57, 174, 119, 130, 87, 45,)),
-    ("gpu", "services", 239, "cuda outofmemoryerror cudaerrormemoryallocation cublas_status_alloc_failed cudnn_status_alloc_failed device hip mps oom resourceexhaustederror cudamalloc|cuda driver nvidia torch kernel cuda_error_no_device cudaerrornodevice cudaerrorinsufficientdriver select libcuda cuinit nvml runtime aten_cuda gpus cudnn_status_not_initialized cudnn_status_alloc_failed cudnn_status_arch_mismatch cudnn_status_version_mismatch|cuda cudaerrordevicesunavailable|device illegal cudaerrorillegaladdress cublas_status_execution_failed misaligned|watchdog nccl_timeout", (302, 834, 96, 155, 61,)),
-    ("ansible-lint", "checkers", 244, "yml yaml args avoid command complexity deprecated empty fqcn galaxy ignore inline jinja key latest literal load loop meta name no only package parser partial playbook risky role run sanity schema syntax var yaml|failed rule", (1545, 80,)),
-    ("cfn-lint", "checkers", 246, "cfn resources parameters outputs mappings conditions metadata rules transform|template", (141, 31,)),
-    ("helm", "checkers", 248, "pod phase", (61,)),
-    ("ruby", "others", 249, "loaderror|gemnotfound gem|examples example|offense offenses", (58, 55, 37, 53,)),
-    ("php", "others", 253, "allowed|requirements", (46, 77,)),
-    ("conda", "others", 255, "packagesnotfounderror unsatisfiableerror resolvepackagenotfound", (71,)),
-    ("swift", "others", 256, "scope", (51,)),
-    ("elixir", "others", 257, "syntaxerror tokenmissingerror mismatcheddelimitererror|compileerror", (67, 48,)),
-    ("amqp", "others", 259, "access_refused", (18,)),
-    ("ci-time-limit", "others", 260, "longer exceeded", (97,)),
-    ("rocm", "others", 261, "hip_error_outofmemory hiperroroutofmemory", (49,)),
-    ("test-summary", "others", 262, "failed", (57,)),
-    ("haskell", "toolchains", 263, "match scope instance deduce ambiguous|parse", (219, 125,)),
-    ("scala", "toolchains", 265, "scala sbt", (306,)),
-    ("dart", "toolchains", 266, "dart|dart|error", (23, 73, 56,)),
-    ("julia and perl", "toolchains", 269, "package module|locate", (135, 38,)),
-    ("esbuild", "toolchains", 271, "expected unexpected unterminated", (185,)),
-    ("bundlers", "toolchains", 272, "resolve|resolve", (58, 44,)),
-    ("dockerfile and shell linters", "toolchains", 274, "dl1001 dl3000 dl3001 dl3002 dl3003 dl3004 dl3005 dl3006 dl3007 dl3008 dl3009 dl3010 dl3011 dl3012 dl3013 dl3014 dl3015 dl3016 dl3017 dl3018 dl3019 dl3020 dl3021 dl3022 dl3023 dl3024 dl3025 dl3026 dl3027 dl3028 dl3029 dl3030 dl3031 dl3032 dl3033 dl3034 dl3035 dl3036 dl3037 dl3038 dl3039 dl3040 dl3041 dl3042 dl3043 dl3044 dl3045 dl3046 dl3047 dl3048 dl3049 dl3050 dl3051 dl3052 dl3053 dl3054 dl3055 dl3056 dl3057 dl3058 dl3059 dl3060 dl3061 dl3062 dl4000 dl4001 dl4002 dl4003 dl4004 dl4005 dl4006|line shellcheck note warning error", (21, 158,)),
-    ("package resolvers", "toolchains", 276, "missing|dependency|interpreternotfound interpreter|matches", (60, 60, 69, 41,)),
-    ("exception names", "exceptions", 280, "errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused", (407, 295, 322, 649, 428,)),
-    ("credentials in words", "exceptions", 285, "invalid incorrect wrong bad denied refused rejected unsuccessful successful accepted|01017 invalidcredentials invalid_credentials invalid_auth not_authed authenticationfailed 535 530|invalid incorrect wrong bad denied refused rejected unsuccessful successful accepted 01017 invalidcredentials invalid_credentials invalid_auth not_authed authenticationfailed 535 530|api api_key apikey key credentials credential token password secret", (452, 173, 812, 588,)),
+    ("aws", "services", 207, "throttlingexception throttling throttledexception requestlimitexceeded slowdown provisionedthroughputexceededexception requestthrottled requestthrottledexception ec2throttledexception bandwidthlimitexceeded limitexceededexception|expiredtoken expiredtokenexception invalidclienttokenid unrecognizedclientexception signaturedoesnotmatch invalidaccesskeyid invalidsignatureexception authfailure incompletesignature missingauthenticationtoken unauthorizedoperation notauthorizedexception invalidtoken security sso|authorized explicit|locate nocredentialserror nocredentialproviders load credentialsprovidererror profile profilenotfound region noregionerror retrieve sdk imds noauthhandlerfound missing chain|servicequotaexceededexception vcpulimitexceeded instancelimitexceeded addresslimitexceeded vpclimitexceeded toomanybuckets requested|internalerror internalfailure serviceunavailable serviceunavailableexception insufficientinstancecapacity priorrequestnotcomplete endpoint|requesttimetooskewed signature clock|nosuchbucket resourcenotfoundexception nosuchentity parameternotfound nosuchkey|validationexception validationerror invalidparametervalue invalidparametervalueexception invalidparameterexception malformedpolicydocument missingparameter", (237, 477, 50, 477, 200, 161, 82, 87, 146,)),
+    ("gcp", "services", 216, "unauthenticated scopes access_token_scope_insufficient invalid_grant reauthentication revoked caller iam_permission_denied credentials api_key_invalid key|automatically defaultcredentialserror default active google_application_credentials application|quota|service_disabled used enabled accessnotconfigured|notfound|unavailable serviceunavailable backenderror zone_resource_pool_exhausted resources", (341, 313, 157, 129, 82, 129,)),
+    ("azure", "services", 222, "aadsts50001 aadsts50020 aadsts50034 aadsts50053 aadsts50055 aadsts50057 aadsts50058 aadsts50076 aadsts50079 aadsts50105 aadsts50126 aadsts50158 aadsts50173 aadsts53003 aadsts65001 aadsts70000 aadsts70001 aadsts70002 aadsts70008 aadsts70011 aadsts70016 aadsts70021 aadsts70043 aadsts90002 aadsts500011 aadsts500113 aadsts700016 aadsts700024 aadsts700027 aadsts700082 aadsts7000215 aadsts7000222 authorizationfailed invalidauthenticationtoken expiredauthenticationtoken authenticationfailed authorizationpermissionmismatch keybasedauthenticationnotpermitted authorization linkedauthorizationfailed requestdisallowedbypolicy invalidauthenticationtokentenant clientauthenticationerror|az defaultazurecredential credentialunavailableerror environmentcredential subscription managedidentitycredential|quotaexceeded quota|retryableerror anotheroperationinprogress serverbusy operationpreempted|resourcegroupnotfound subscriptionnotfound containernotfound storageaccountnotfound missingsubscriptionregistration skunotavailable", (542, 243, 48, 79, 139,)),
+    ("github and gitlab", "services", 227, "credentials accessible authentication admin gh007 scopes refusing basic password|communication shutdown canceled system acquired responding preparation|workflow resolve unrecognized|input github_token|stuck runner runners", (328, 217, 97, 83, 140,)),
+    ("llm providers", "services", 232, "authenticationerror invalid_api_key incorrect authentication_error invalid permissiondeniederror permission_error account_deactivated gated|api_key authentication key missingapikeyerror|rate exceeded|context_length_exceeded context prompt length tokens string_above_max_length|serviceunavailableerror api_error internalservererror server|model_not_found model deploymentnotfound|content_policy_violation content responsibleaipolicyviolation|badrequesterror invalid_request_error", (199, 199, 57, 174, 119, 153, 87, 45,)),
+    ("gpu", "services", 240, "cuda outofmemoryerror cudaerrormemoryallocation cublas_status_alloc_failed cudnn_status_alloc_failed device hip mps oom resourceexhaustederror cudamalloc|cuda driver nvidia torch kernel cuda_error_no_device cudaerrornodevice cudaerrorinsufficientdriver select libcuda cuinit nvml runtime aten_cuda gpus cudnn_status_not_initialized cudnn_status_alloc_failed cudnn_status_arch_mismatch cudnn_status_version_mismatch|cuda cudaerrordevicesunavailable|device illegal cudaerrorillegaladdress cublas_status_execution_failed misaligned|watchdog nccl_timeout", (302, 834, 96, 155, 61,)),
+    ("ansible-lint", "checkers", 245, "yml yaml args avoid command complexity deprecated empty fqcn galaxy ignore inline jinja key latest literal load loop meta name no only package parser partial playbook risky role run sanity schema syntax var yaml|failed rule", (1545, 80,)),
+    ("cfn-lint", "checkers", 247, "cfn resources parameters outputs mappings conditions metadata rules transform|template", (141, 31,)),
+    ("helm", "checkers", 249, "pod phase", (61,)),
+    ("ruby", "others", 250, "loaderror|gemnotfound gem|examples example|offense offenses", (58, 55, 37, 53,)),
+    ("php", "others", 254, "allowed|requirements", (46, 77,)),
+    ("conda", "others", 256, "packagesnotfounderror unsatisfiableerror resolvepackagenotfound", (71,)),
+    ("swift", "others", 257, "scope", (51,)),
+    ("elixir", "others", 258, "syntaxerror tokenmissingerror mismatcheddelimitererror|compileerror", (67, 48,)),
+    ("amqp", "others", 260, "access_refused", (18,)),
+    ("ci-time-limit", "others", 261, "longer exceeded", (97,)),
+    ("rocm", "others", 262, "hip_error_outofmemory hiperroroutofmemory", (49,)),
+    ("test-summary", "others", 263, "failed", (57,)),
+    ("haskell", "toolchains", 264, "match scope instance deduce ambiguous|parse", (219, 125,)),
+    ("scala", "toolchains", 266, "scala sbt", (306,)),
+    ("dart", "toolchains", 267, "dart|dart|error", (23, 73, 56,)),
+    ("julia and perl", "toolchains", 270, "package module|locate", (135, 38,)),
+    ("esbuild", "toolchains", 272, "expected unexpected unterminated", (185,)),
+    ("bundlers", "toolchains", 273, "resolve|resolve", (58, 44,)),
+    ("dockerfile and shell linters", "toolchains", 275, "dl1001 dl3000 dl3001 dl3002 dl3003 dl3004 dl3005 dl3006 dl3007 dl3008 dl3009 dl3010 dl3011 dl3012 dl3013 dl3014 dl3015 dl3016 dl3017 dl3018 dl3019 dl3020 dl3021 dl3022 dl3023 dl3024 dl3025 dl3026 dl3027 dl3028 dl3029 dl3030 dl3031 dl3032 dl3033 dl3034 dl3035 dl3036 dl3037 dl3038 dl3039 dl3040 dl3041 dl3042 dl3043 dl3044 dl3045 dl3046 dl3047 dl3048 dl3049 dl3050 dl3051 dl3052 dl3053 dl3054 dl3055 dl3056 dl3057 dl3058 dl3059 dl3060 dl3061 dl3062 dl4000 dl4001 dl4002 dl4003 dl4004 dl4005 dl4006|line shellcheck note warning error", (21, 158,)),
+    ("package resolvers", "toolchains", 277, "missing|dependency|interpreternotfound interpreter|matches", (60, 60, 69, 41,)),
+    ("exception names", "exceptions", 281, "errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused", (407, 295, 322, 649, 428,)),
+    ("credentials in words", "exceptions", 286, "invalid incorrect wrong bad denied refused rejected unsuccessful successful accepted|01017 invalidcredentials invalid_credentials invalid_auth not_authed authenticationfailed 535 530|invalid incorrect wrong bad denied refused rejected unsuccessful successful accepted 01017 invalidcredentials invalid_credentials invalid_auth not_authed authenticationfailed 535 530|api api_key apikey key credentials credential token password secret", (452, 173, 812, 588,)),
 )
 
 WORDS: dict[int, bytes] = {
     48: (
-        b"\n01017 286 287"
+        b"\n01017 287 288"
     ),
     49: (
         b"\n1044 195\n1045 195\n1142 195\n126 36\n127 36\n137 28"
@@ -86,99 +86,100 @@ WORDS: dict[int, bytes] = {
         b"\n42p01 203"
     ),
     53: (
-        b"\n500 17\n502 17\n503 17\n504 17\n529 17\n530 286 287\n53300 197\n535 286 287\n55p03 32"
+        b"\n500 17\n502 17\n503 17\n504 17\n529 17\n530 287 288\n53300 197\n535 287 288\n55p03 32"
         b"\n57p01 197\n57p03 197"
     ),
     95: (
-        b"\n_exceptions 280 281 282 283 284"
+        b"\n_exceptions 281 282 283 284 285"
     ),
     97: (
-        b"\naadsts50001 221\naadsts500011 221\naadsts500113 221\naadsts50020 221\naadsts50034 221"
-        b"\naadsts50053 221\naadsts50055 221\naadsts50057 221\naadsts50058 221\naadsts50076 221"
-        b"\naadsts50079 221\naadsts50105 221\naadsts50126 221\naadsts50158 221\naadsts50173 221"
-        b"\naadsts53003 221\naadsts65001 221\naadsts70000 221\naadsts70001 221\naadsts700016 221"
-        b"\naadsts70002 221\naadsts7000215 221\naadsts7000222 221\naadsts700024 221"
-        b"\naadsts700027 221\naadsts70008 221\naadsts700082 221\naadsts70011 221\naadsts70016 221"
-        b"\naadsts70021 221\naadsts70043 221\naadsts90002 221\nabout_execution_policies 152"
-        b"\nabstractmethoderror 118\nabuse 18\naccepted 285 287\naccess 191\naccess_refused 259"
+        b"\naadsts50001 222\naadsts500011 222\naadsts500113 222\naadsts50020 222\naadsts50034 222"
+        b"\naadsts50053 222\naadsts50055 222\naadsts50057 222\naadsts50058 222\naadsts50076 222"
+        b"\naadsts50079 222\naadsts50105 222\naadsts50126 222\naadsts50158 222\naadsts50173 222"
+        b"\naadsts53003 222\naadsts65001 222\naadsts70000 222\naadsts70001 222\naadsts700016 222"
+        b"\naadsts70002 222\naadsts7000215 222\naadsts7000222 222\naadsts700024 222"
+        b"\naadsts700027 222\naadsts70008 222\naadsts700082 222\naadsts70011 222\naadsts70016 222"
+        b"\naadsts70021 222\naadsts70043 222\naadsts90002 222\nabout_execution_policies 152"
+        b"\nabstractmethoderror 118\nabuse 18\naccepted 286 288\naccess 191\naccess_refused 260"
         b"\naccess_token_scope_insufficient 216\naccessdenied 24\naccessdeniedexception 24"
-        b"\naccessible 226\naccesskeyid 39\naccessnotconfigured 219\naccount 44"
-        b"\naccount_deactivated 231\nacquired 227\nactive 217\naddress 96\naddresslimitexceeded 211"
-        b"\nadmin 226\nadminshutdown 197\naffinity 166\nagain 33\nallocate 28\nallocated 96"
-        b"\nallocation 28\nallotted 170\nallowed 253\nambiguous 263\nanother 31"
-        b"\nanotheroperationinprogress 224\nanswer 1\napi 288\napi_error 235\napi_key 232 288"
-        b"\napi_key_invalid 216\napiconnectionerror 6\napikey 288\napitimeouterror 2"
-        b"\napplication 217\napplied 109\napply 193\nargs 244\nargument 180\nargumentexception 147"
+        b"\naccessible 227\naccesskeyid 39\naccessnotconfigured 219\naccount 44"
+        b"\naccount_deactivated 232\nacquired 228\nactive 217\naddress 96\naddresslimitexceeded 211"
+        b"\nadmin 227\nadminshutdown 197\naffinity 166\nagain 33\nallocate 28\nallocated 96"
+        b"\nallocation 28\nallotted 170\nallowed 254\nambiguous 264\nanother 31"
+        b"\nanotheroperationinprogress 225\nanswer 1\napi 289\napi_error 236\napi_key 233 289"
+        b"\napi_key_invalid 216\napiconnectionerror 6\napikey 289\napitimeouterror 2"
+        b"\napplication 217\napplied 109\napply 193\nargs 245\nargument 180\nargumentexception 147"
         b"\nargumentnullexception 147\nargumentoutofrangeexception 147\narguments 101"
         b"\narithmeticexception 118\narrayindexoutofboundsexception 118\nartifact 116\nassembly 146"
-        b"\nassert 65 141\nassertion 135\nassertionerror 65 66\naten_cuda 240\nattributeerror 67"
-        b"\nauth 80\nauthentication 22 226 232\nauthentication_error 231\nauthenticationerror 231"
-        b"\nauthenticationfailed 221 286 287\nauthfailure 208\nauthorised 22\nauthorization 221"
-        b"\nauthorizationfailed 221\nauthorizationpermissionmismatch 221\nauthorized 22 209"
-        b"\nautomatically 217\navoid 244\naz 222"
+        b"\nassert 65 141\nassertion 135\nassertionerror 65 66\naten_cuda 241\nattributeerror 67"
+        b"\nauth 80\nauthentication 22 227 233\nauthentication_error 232\nauthenticationerror 232"
+        b"\nauthenticationfailed 222 287 288\nauthfailure 208\nauthorised 22\nauthorization 222"
+        b"\nauthorizationfailed 222\nauthorizationpermissionmismatch 222\nauthorized 22 209"
+        b"\nautomatically 217\navoid 245\naz 223"
     ),
     98: (
-        b"\nbackend 182\nbackenderror 220\nbad 285 287\nbad_alloc 28\nbadrequesterror 238"
-        b"\nbalance 21\nbandwidthlimitexceeded 207\nbasic 226\nbilling 21\nbilling_disabled 21"
+        b"\nbackend 182\nbackenderror 221\nbad 286 288\nbad_alloc 28\nbadrequesterror 239"
+        b"\nbalance 21\nbandwidthlimitexceeded 207\nbasic 227\nbilling 21\nbilling_disabled 21"
         b"\nbinary 34\nbind 156\nblock 180\nbrokenpipeerror 6\nbucket 44\nbuckets 44\nbuild 123"
         b"\nbusy 31 33 199\nbusyloadingerror 199"
     ),
     99: (
-        b"\ncache 162\ncached 116\ncall 181\ncaller 216\ncalls 18\ncanceled 227"
-        b"\ncannotconnectnow 197\ncaused 280 281 282 283 284\ncertificate 11"
-        b"\ncertificate_verify_failed 11\ncertification 11\ncfn 246\ncharacter 178 180\ncharset 143"
-        b"\ncheckstyle 112\nchecksum 162\nchunkedencodingerror 6\nclasscastexception 118"
-        b"\nclassnotfoundexception 114\nclient_exceptions 280 281 282 283 284"
-        b"\nclientauthenticationerror 221\nclientconnectorerror 6\nclients 197 199\nclienttimeout 2"
-        b"\nclippy 132 133\nclock 213\nclosed 4\ncluster 44\nclusterdown 199\ncmake 107\ncolumn 202"
-        b"\ncommand 34 75 244\ncommandnotfoundexception 154\ncommunication 227\ncompatible 146"
-        b"\ncompilation 110\ncompile 106 132\ncompileerror 258\ncompiler 34\ncompleted 111"
-        b"\ncomplexity 244\nconcurrent 126\nconcurrentmodificationexception 118"
-        b"\nconditionalcheckfailedexception 184\nconditions 246\nconfiguration 106 171\nconfigure 42"
-        b"\nconflict 193\nconflicting 73 101\nconflicts 193\nconnect 4 5 14\nconnectexception 6"
-        b"\nconnecting 4 5 199\nconnection 4 197\nconnectionabortederror 6\nconnectionclosederror 6"
-        b"\nconnectionerror 6\nconnectionrefusederror 6\nconnectionreseterror 6\nconnections 197"
-        b"\nconnecttimeout 2\nconnecttimeouterror 2\nconnecttimeoutexception 2\ncontainer 158"
-        b"\ncontainernotfound 225\ncontent 237\ncontent_policy_violation 237\ncontext 171 234"
-        b"\ncontext_length_exceeded 234\nconversion 101\ncopy 162\ncould 106\ncouldn 4\ncount 181"
-        b"\ncredential 39 185 288\ncredentials 22 39 185 216 226 288\ncredentialsprovidererror 210"
-        b"\ncredentialunavailableerror 222\ncs 140\ncs1001 139\ncs1002 139\ncs1003 139\ncs1009 139"
+        b"\ncache 162\ncached 116\ncall 181\ncaller 216\ncalls 18\ncanceled 228"
+        b"\ncannotconnectnow 197\ncaused 281 282 283 284 285\ncertificate 11"
+        b"\ncertificate_verify_failed 11\ncertification 11\ncfn 247\nchain 210\ncharacter 178 180"
+        b"\ncharset 143\ncheckstyle 112\nchecksum 162\nchunkedencodingerror 6"
+        b"\nclasscastexception 118\nclassnotfoundexception 114"
+        b"\nclient_exceptions 281 282 283 284 285\nclientauthenticationerror 222"
+        b"\nclientconnectorerror 6\nclients 197 199\nclienttimeout 2\nclippy 132 133\nclock 213"
+        b"\nclosed 4\ncluster 44\nclusterdown 199\ncmake 107\ncolumn 202\ncommand 34 75 245"
+        b"\ncommandnotfoundexception 154\ncommunication 228\ncompatible 146\ncompilation 110"
+        b"\ncompile 106 132\ncompileerror 259\ncompiler 34\ncompleted 111\ncomplexity 245"
+        b"\nconcurrent 126\nconcurrentmodificationexception 118\nconditionalcheckfailedexception 184"
+        b"\nconditions 247\nconfiguration 106 171\nconfigure 42\nconflict 193\nconflicting 73 101"
+        b"\nconflicts 193\nconnect 4 5 14\nconnectexception 6\nconnecting 4 5 199\nconnection 4 197"
+        b"\nconnectionabortederror 6\nconnectionclosederror 6\nconnectionerror 6"
+        b"\nconnectionrefusederror 6\nconnectionreseterror 6\nconnections 197\nconnecttimeout 2"
+        b"\nconnecttimeouterror 2\nconnecttimeoutexception 2\ncontainer 158\ncontainernotfound 226"
+        b"\ncontent 238\ncontent_policy_violation 238\ncontext 171 235\ncontext_length_exceeded 235"
+        b"\nconversion 101\ncopy 162\ncould 106\ncouldn 4\ncount 181\ncredential 39 185 289"
+        b"\ncredentials 22 39 185 216 227 289\ncredentialsprovidererror 210"
+        b"\ncredentialunavailableerror 223\ncs 140\ncs1001 139\ncs1002 139\ncs1003 139\ncs1009 139"
         b"\ncs1010 139\ncs1012 139\ncs1022 139\ncs1026 139\ncs1031 139\ncs1040 139\ncs1041 139"
         b"\ncs1513 139\ncs1514 139\ncs1519 139\ncs1525 139\ncs1733 139\ncts 98"
-        b"\ncublas_status_alloc_failed 239\ncublas_status_execution_failed 242\ncuda 239 240 241"
-        b"\ncuda_error_no_device 240\ncudaerrordevicesunavailable 241\ncudaerrorillegaladdress 242"
-        b"\ncudaerrorinsufficientdriver 240\ncudaerrormemoryallocation 239\ncudaerrornodevice 240"
-        b"\ncudamalloc 239\ncudnn_status_alloc_failed 239 240\ncudnn_status_arch_mismatch 240"
-        b"\ncudnn_status_not_initialized 240\ncudnn_status_version_mismatch 240\ncuinit 240"
+        b"\ncublas_status_alloc_failed 240\ncublas_status_execution_failed 243\ncuda 240 241 242"
+        b"\ncuda_error_no_device 241\ncudaerrordevicesunavailable 242\ncudaerrorillegaladdress 243"
+        b"\ncudaerrorinsufficientdriver 241\ncudaerrormemoryallocation 240\ncudaerrornodevice 241"
+        b"\ncudamalloc 240\ncudnn_status_alloc_failed 240 241\ncudnn_status_arch_mismatch 241"
+        b"\ncudnn_status_not_initialized 241\ncudnn_status_version_mismatch 241\ncuinit 241"
         b"\ncurrent 45\ncustom 138\ncycle 181"
     ),
     100: (
-        b"\ndaemon 113\ndart 266 267\ndatabase 196 197 205\ndataset 44\ndeadline 1"
+        b"\ndaemon 113\ndart 267 268\ndatabase 196 197 205\ndataset 44\ndeadline 1"
         b"\ndeadline_exceeded 2\ndeadlineexceeded 2\ndeadlock 31\ndeadlockdetected 32\ndeclared 101"
-        b"\ndeclined 53\ndeduce 263\ndefault 186 217\ndefaultazurecredential 222"
-        b"\ndefaultcredentialserror 217\ndelimiter 130\ndenied 22 23 195 285 287\ndependency 277"
-        b"\ndeprecated 244\ndevice 239 242\ndiff 134\ndifferent 73\ndirectory 35 99\ndisk 205"
-        b"\ndiskpressure 26\ndistribution 73\ndividebyzeroexception 147\ndl1001 274\ndl3000 274"
-        b"\ndl3001 274\ndl3002 274\ndl3003 274\ndl3004 274\ndl3005 274\ndl3006 274\ndl3007 274"
-        b"\ndl3008 274\ndl3009 274\ndl3010 274\ndl3011 274\ndl3012 274\ndl3013 274\ndl3014 274"
-        b"\ndl3015 274\ndl3016 274\ndl3017 274\ndl3018 274\ndl3019 274\ndl3020 274\ndl3021 274"
-        b"\ndl3022 274\ndl3023 274\ndl3024 274\ndl3025 274\ndl3026 274\ndl3027 274\ndl3028 274"
-        b"\ndl3029 274\ndl3030 274\ndl3031 274\ndl3032 274\ndl3033 274\ndl3034 274\ndl3035 274"
-        b"\ndl3036 274\ndl3037 274\ndl3038 274\ndl3039 274\ndl3040 274\ndl3041 274\ndl3042 274"
-        b"\ndl3043 274\ndl3044 274\ndl3045 274\ndl3046 274\ndl3047 274\ndl3048 274\ndl3049 274"
-        b"\ndl3050 274\ndl3051 274\ndl3052 274\ndl3053 274\ndl3054 274\ndl3055 274\ndl3056 274"
-        b"\ndl3057 274\ndl3058 274\ndl3059 274\ndl3060 274\ndl3061 274\ndl3062 274\ndl4000 274"
-        b"\ndl4001 274\ndl4002 274\ndl4003 274\ndl4004 274\ndl4005 274\ndl4006 274\ndll 38"
-        b"\ndocker 157\ndocker_engine 157\ndockerfile 163\ndown 9\ndriver 240\ndubious 192"
-        b"\nduplicate 181 204"
+        b"\ndeclined 53\ndeduce 264\ndefault 186 217\ndefaultazurecredential 223"
+        b"\ndefaultcredentialserror 217\ndelimiter 130\ndenied 22 23 195 286 288\ndependency 278"
+        b"\ndeploymentnotfound 237\ndeprecated 245\ndevice 240 243\ndiff 134\ndifferent 73"
+        b"\ndirectory 35 99\ndisk 205\ndiskpressure 26\ndistribution 73\ndividebyzeroexception 147"
+        b"\ndl1001 275\ndl3000 275\ndl3001 275\ndl3002 275\ndl3003 275\ndl3004 275\ndl3005 275"
+        b"\ndl3006 275\ndl3007 275\ndl3008 275\ndl3009 275\ndl3010 275\ndl3011 275\ndl3012 275"
+        b"\ndl3013 275\ndl3014 275\ndl3015 275\ndl3016 275\ndl3017 275\ndl3018 275\ndl3019 275"
+        b"\ndl3020 275\ndl3021 275\ndl3022 275\ndl3023 275\ndl3024 275\ndl3025 275\ndl3026 275"
+        b"\ndl3027 275\ndl3028 275\ndl3029 275\ndl3030 275\ndl3031 275\ndl3032 275\ndl3033 275"
+        b"\ndl3034 275\ndl3035 275\ndl3036 275\ndl3037 275\ndl3038 275\ndl3039 275\ndl3040 275"
+        b"\ndl3041 275\ndl3042 275\ndl3043 275\ndl3044 275\ndl3045 275\ndl3046 275\ndl3047 275"
+        b"\ndl3048 275\ndl3049 275\ndl3050 275\ndl3051 275\ndl3052 275\ndl3053 275\ndl3054 275"
+        b"\ndl3055 275\ndl3056 275\ndl3057 275\ndl3058 275\ndl3059 275\ndl3060 275\ndl3061 275"
+        b"\ndl3062 275\ndl4000 275\ndl4001 275\ndl4002 275\ndl4003 275\ndl4004 275\ndl4005 275"
+        b"\ndl4006 275\ndll 38\ndocker 157\ndocker_engine 157\ndockerfile 163\ndown 9\ndriver 241"
+        b"\ndubious 192\nduplicate 181 204"
     ),
     101: (
         b"\ne0463 129\ne0514 129\ne401 80\ne403 80\ne404 79\neacces 24\neaddrinuse 96\neagain 33"
         b"\neai_again 8\neai_noname 8\nebadengine 82\nebusy 32\nec2throttledexception 207"
         b"\neconnaborted 6\neconnection 6\neconnrefused 6\neconnreset 6\nehostdown 6\nehostunreach 9"
-        b"\nempty 244\nenabled 219\nendpoint 212\nendpointconnectionerror 6\neneedauth 80"
+        b"\nempty 245\nenabled 219\nendpoint 212\nendpointconnectionerror 6\neneedauth 80"
         b"\nenetdown 9\nenetunreach 9\nengine 82\nenoent 35\nenomem 29\nenospc 26\nenotfound 8"
-        b"\nenvironment 40\nenvironmentcredential 222\neof 4 10 46\neotp 80\neperm 24\nepipe 6"
+        b"\nenvironment 40\nenvironmentcredential 223\neof 4 10 46\neotp 80\neperm 24\nepipe 6"
         b"\ner_access_denied_error 195\ner_bad_db_error 196\ner_bad_field_error 202"
         b"\ner_con_count_error 198\ner_dbaccess_denied_error 195\ner_dup_entry 204"
         b"\ner_lock_deadlock 32\ner_lock_wait_timeout 2\ner_no_such_table 203\ner_parse_error 201"
@@ -187,117 +188,118 @@ WORDS: dict[int, bytes] = {
         b"\nerr_ossl_evp_unsupported 82\nerr_pnpm_fetch_404 79\nerr_pnpm_no_matching_version 79"
         b"\nerr_pnpm_outdated_lockfile 81\nerr_pnpm_peer_dep_issues 79\nerr_require_esm 95"
         b"\nerr_socket_connection_timeout 2\nerr_timed_out 2\nerr_worker_out_of_memory 29 84"
-        b"\nerrimageneverpull 167\nerrimagepull 167\nerrno 26\nerror 58 88 128 268 275"
-        b"\nerrorfactory 280 281 282 283 284\nerrors 111 280 281 282 283 284\nesockettimedout 2"
-        b"\nestablished 4\netarget 79\netimedout 2\netxtbsy 32\neusage 94\nevicted 165\nexample 251"
-        b"\nexamples 251\nexc 280 281 282 283 284\nexceeded 1 3 233 260"
-        b"\nexception 119 280 281 282 283 284\nexceptions 280 281 282 283 284\nexec 37"
+        b"\nerrimageneverpull 167\nerrimagepull 167\nerrno 26\nerror 58 88 128 269 276"
+        b"\nerrorfactory 281 282 283 284 285\nerrors 111 281 282 283 284 285\nesockettimedout 2"
+        b"\nestablished 4\netarget 79\netimedout 2\netxtbsy 32\neusage 94\nevicted 165\nexample 252"
+        b"\nexamples 252\nexc 281 282 283 284 285\nexceeded 1 3 234 261"
+        b"\nexception 119 281 282 283 284 285\nexceptions 281 282 283 284 285\nexec 37"
         b"\nexecutable 34\nexecute 37\nexecution 3 110 111\nexhausted 28\nexist 109\nexpect 86"
-        b"\nexpected 100 108 121 130 271\nexpecting 76\nexpired 22\nexpiredauthenticationtoken 221"
+        b"\nexpected 100 108 121 130 272\nexpecting 76\nexpired 22\nexpiredauthenticationtoken 222"
         b"\nexpiredtoken 208\nexpiredtokenexception 208\nexplicit 209\nexpression 180\nextension 196"
         b"\nexternally 74"
     ),
     102: (
-        b"\nfail 85 120\nfailed 4 57 58 85 131 142 150 245 262\nfailedscheduling 166\nfailing 59 85"
+        b"\nfail 85 120\nfailed 4 57 58 85 131 142 150 246 263\nfailedscheduling 166\nfailing 59 85"
         b"\nfailure 4 59\nfailures 59 111\nfield 177\nfile 43\nfinalnewline 143\nfind 99 116 137 178"
         b"\nfor_each 181\nforbidden 168\nforeign 204\nformatexception 147\nformatting 143"
-        b"\nfound 35 63 99\nfqcn 244\nframework 146\nfrozen 81\nfs 140\nftplib 280 281 282 283 284"
+        b"\nfound 35 63 99\nfqcn 245\nframework 146\nfrozen 81\nfs 140\nftplib 281 282 283 284 285"
         b"\nfull 26\nfunction 92"
     ),
     103: (
-        b"\ngalaxy 244\ngated 231\ngateway 17\ngem 250\ngemnotfound 250\ngetaddrinfo 7\ngh006 194"
-        b"\ngh007 226\ngh013 194\ngithub_token 229\ngnutls 10\ngnutls_handshake 10\ngo 121 122"
-        b"\ngoogle_application_credentials 217\ngoroot 127\ngoroutine 124\ngoroutines 126\ngpus 240"
+        b"\ngalaxy 245\ngated 232\ngateway 17\ngem 251\ngemnotfound 251\ngetaddrinfo 7\ngh006 194"
+        b"\ngh007 227\ngh013 194\ngithub_token 230\ngnutls 10\ngnutls_handshake 10\ngo 121 122"
+        b"\ngoogle_application_credentials 217\ngoroot 127\ngoroutine 124\ngoroutines 126\ngpus 241"
         b"\ngroup 44\ngyp 83"
     ),
     104: (
-        b"\nhang 4\nheap 84 113\nhip 239\nhip_error_outofmemory 261\nhiperroroutofmemory 261"
+        b"\nhang 4\nheap 84 113\nhip 240\nhip_error_outofmemory 262\nhiperroroutofmemory 262"
         b"\nhook 50 51 52 54\nhost 7 187\nhostname 7\nhttptimeoutexception 2\nhung 4"
     ),
     105: (
-        b"\niam_permission_denied 216\nident 195\nidentification 187\nignore 244\nillegal 108 242"
+        b"\niam_permission_denied 216\nident 195\nidentification 187\nignore 245\nillegal 108 243"
         b"\nillegalargumentexception 118\nillegalstateexception 118\nimage 159\nimagepullbackoff 167"
-        b"\nimaplib 280 281 282 283 284\nimds 210\nimplicit 101\nimport 43 70 95\nimporterror 71"
+        b"\nimaplib 281 282 283 284 285\nimds 210\nimplicit 101\nimport 43 70 95\nimporterror 71"
         b"\nimports 143\ninclude 43\nincompatible 101 109\nincomplete 201\nincompleteread 6"
-        b"\nincompletesignature 208\ninconsistent 182\nincorrect 181 231 285 287"
+        b"\nincompletesignature 208\ninconsistent 182\nincorrect 181 232 286 288"
         b"\nindentationerror 55\nindex 145\nindexerror 67\nindexoutofboundsexception 118"
-        b"\nindexoutofrangeexception 147\ninit 182\ninitialized 109\ninline 244\ninput 229"
-        b"\ninstall 94 146 183\ninstalled 182\ninstance 263\ninstancelimitexceeded 211"
+        b"\nindexoutofrangeexception 147\ninit 182\ninitialized 109\ninline 245\ninput 230"
+        b"\ninstall 94 146 183\ninstalled 182\ninstance 264\ninstancelimitexceeded 211"
         b"\ninsufficient 23 113 166\ninsufficient_quota 21\ninsufficientinstancecapacity 212"
         b"\nintegrityerror 204\ninternal 17\ninternalerror 212\ninternalfailure 212"
-        b"\ninternalservererror 235\ninterpreter 34 37 48 278\ninterpreternotfound 278"
-        b"\ninvalid 22 176 181 231 285 287\ninvalid_api_key 231\ninvalid_auth 286 287"
-        b"\ninvalid_credentials 286 287\ninvalid_grant 216\ninvalid_request_error 238"
-        b"\ninvalidaccesskeyid 208\ninvalidauthenticationtoken 221"
-        b"\ninvalidauthenticationtokentenant 221\ninvalidcastexception 147\ninvalidcatalogname 196"
-        b"\ninvalidclienttokenid 208\ninvalidcredentials 286 287\ninvalidimagename 167"
+        b"\ninternalservererror 236\ninterpreter 34 37 48 279\ninterpreternotfound 279"
+        b"\ninvalid 22 176 181 232 286 288\ninvalid_api_key 232\ninvalid_auth 287 288"
+        b"\ninvalid_credentials 287 288\ninvalid_grant 216\ninvalid_request_error 239"
+        b"\ninvalidaccesskeyid 208\ninvalidauthenticationtoken 222"
+        b"\ninvalidauthenticationtokentenant 222\ninvalidcastexception 147\ninvalidcatalogname 196"
+        b"\ninvalidclienttokenid 208\ninvalidcredentials 287 288\ninvalidimagename 167"
         b"\ninvalidoperationexception 147\ninvalidparameterexception 215\ninvalidparametervalue 215"
         b"\ninvalidparametervalueexception 215\ninvalidpassword 195\ninvalidsignatureexception 208"
         b"\ninvalidtoken 208\ninvokemethodonnull 156"
     ),
     106: (
-        b"\njava 115\njava_home 115\njinja 244\njs 98\njson 76 178\njsondecodeerror 76\njsx 98"
+        b"\njava 115\njava_home 115\njinja 245\njs 98\njson 76 178\njsondecodeerror 76\njsx 98"
         b"\njvm 115"
     ),
     107: (
-        b"\nkernel 240\nkex_exchange_identification 6\nkey 39 216 232 244 288"
-        b"\nkeybasedauthenticationnotpermitted 221\nkeyerror 67 72\nkeynotfoundexception 147"
+        b"\nkernel 241\nkex_exchange_identification 6\nkey 39 216 233 245 289"
+        b"\nkeybasedauthenticationnotpermitted 222\nkeyerror 67 72\nkeynotfoundexception 147"
         b"\nkill 28\nkilled 28\nkind 173\nknown 7\nkotlinnullpointerexception 118\nkt 109"
         b"\nktlint 112\nkts 109"
     ),
     108: (
-        b"\nlatest 244\nlength 234\nlibcuda 240\nlibraries 38\nlibrary 38 137\nlicence 25"
-        b"\nlicense 25\nlimit 18\nlimitexceededexception 207\nline 275"
-        b"\nlinkedauthorizationfailed 221\nlinker 137\nlint 64\nlinting 64\nliteral 244"
-        b"\nload 188 210 244\nloaderror 249\nloading 199\nlocalhost 171\nlocate 210 270\nlock 31 184"
+        b"\nlatest 245\nlength 235\nlibcuda 241\nlibraries 38\nlibrary 38 137\nlicence 25"
+        b"\nlicense 25\nlimit 18\nlimitexceededexception 207\nline 276"
+        b"\nlinkedauthorizationfailed 222\nlinker 137\nlint 64\nlinting 64\nliteral 245"
+        b"\nload 188 210 245\nloaderror 250\nloading 199\nlocalhost 171\nlocate 210 271\nlock 31 184"
         b"\nlocked 31\nlockfile 81\nlocking 184\nlocknotavailable 32\nlocktimeout 2"
-        b"\nlogged 22 80 168\nlogin 22\nlonger 3 260\nlookuperror 67\nloop 244\nlow 165"
+        b"\nlogged 22 80 168\nlogin 22\nlonger 3 261\nlookuperror 67\nloop 245\nlow 165"
     ),
     109: (
-        b"\nmain 114\nmajor 114\nmalformedpolicydocument 215\nmanagedidentitycredential 222"
-        b"\nmanifest 159\nmapping 178\nmappings 246\nmasterdown 199\nmatch 263\nmatches 279"
-        b"\nmatching 79 101 137\nmember 101\nmemory 28 30\nmemoryerror 29\nmeta 244\nmetadata 246"
-        b"\nmethodnotfound 156\nmicrosoft 75\nmisaligned 242\nmisbehaving 7\nmisconf 200"
-        b"\nmismatch 109\nmismatched 130\nmismatcheddelimitererror 257\nmissing 100 149 181 210 276"
-        b"\nmissingapikeyerror 232\nmissingauthenticationtoken 208\nmissingparameter 215"
-        b"\nmissingsubscriptionregistration 225\nmodel 236\nmodel_not_found 236\nmodified 81"
-        b"\nmodule 71 77 78 127 155 269\nmodule_not_found 77\nmodulenotfound 155"
-        b"\nmodulenotfounderror 71\nmountvolume 175\nmps 239\nmsb4019 146\nmsb4236 146\nmts 98"
+        b"\nmain 114\nmajor 114\nmalformedpolicydocument 215\nmanagedidentitycredential 223"
+        b"\nmanifest 159\nmapping 178\nmappings 247\nmasterdown 199\nmatch 264\nmatches 280"
+        b"\nmatching 79 101 137\nmember 101\nmemory 28 30\nmemoryerror 29\nmeta 245\nmetadata 247"
+        b"\nmethodnotfound 156\nmicrosoft 75\nmisaligned 243\nmisbehaving 7\nmisconf 200"
+        b"\nmismatch 109\nmismatched 130\nmismatcheddelimitererror 258\nmissing 100 149 181 210 277"
+        b"\nmissingapikeyerror 233\nmissingauthenticationtoken 208\nmissingparameter 215"
+        b"\nmissingsubscriptionregistration 226\nmodel 237\nmodel_not_found 237\nmodified 81"
+        b"\nmodule 71 77 78 127 155 270\nmodule_not_found 77\nmodulenotfound 155"
+        b"\nmodulenotfounderror 71\nmountvolume 175\nmps 240\nmsb4019 146\nmsb4236 146\nmts 98"
         b"\nmust 40\nmysql 198"
     ),
     110: (
-        b"\nname 101 244\nnameerror 67\nnameresolutionerror 8\nnamespace 44\nnative 113"
-        b"\nnccl_timeout 243\nnear 201\nnetsdk1004 146\nnetsdk1045 146\nnewconnectionerror 6"
-        b"\nnewline 180\nnil 124\nno 244\nnoauth 195\nnoauthhandlerfound 210"
+        b"\nname 101 245\nnameerror 67\nnameresolutionerror 8\nnamespace 44\nnative 113"
+        b"\nnccl_timeout 244\nnear 201\nnetsdk1004 146\nnetsdk1045 146\nnewconnectionerror 6"
+        b"\nnewline 180\nnil 124\nno 245\nnoauth 195\nnoauthhandlerfound 210"
         b"\nnoclassdeffounderror 114\nnocredentialproviders 210\nnocredentialserror 210\nnodename 7"
         b"\nnodes 166\nnoperm 195\nnoregionerror 210\nnosuchbucket 214\nnosuchelementexception 118"
-        b"\nnosuchentity 214\nnosuchfielderror 118\nnosuchmethoderror 118\nnot_authed 286 287"
-        b"\nnotarget 79\nnotauthorizedexception 208\nnote 275\nnotfound 169\nnotimplementederror 67"
-        b"\nnotimplementedexception 147\nnotsupportedexception 147\nnu1100 144\nnu1101 144"
-        b"\nnu1102 144\nnu1103 144\nnu1301 145\nnull 156 204\nnullpointerexception 118"
-        b"\nnullreferenceexception 147\nnumberformatexception 118\nnvidia 240\nnvml 240"
+        b"\nnosuchentity 214\nnosuchfielderror 118\nnosuchkey 214\nnosuchmethoderror 118"
+        b"\nnot_authed 287 288\nnotarget 79\nnotauthorizedexception 208\nnote 276\nnotfound 169 220"
+        b"\nnotimplementederror 67\nnotimplementedexception 147\nnotsupportedexception 147"
+        b"\nnu1100 144\nnu1101 144\nnu1102 144\nnu1103 144\nnu1301 145\nnull 156 204"
+        b"\nnullpointerexception 118\nnullreferenceexception 147\nnumberformatexception 118"
+        b"\nnvidia 241\nnvml 241"
     ),
     111: (
-        b"\nobject 38\nobjectdisposedexception 147\noci 164\noffense 252\noffenses 252\nok 85"
-        b"\nonly 27 244\noom 28 200 239\noom_kill 28\noom_killer 28\noomd 28\noomkilled 29"
-        b"\noomkiller 28\noops 120\nopenssl 137\noperation 179\noperationpreempted 224"
-        b"\noperationtimedout 2\noutofmemoryerror 29 239\noutofmemoryexception 29\noutputs 246"
+        b"\nobject 38\nobjectdisposedexception 147\noci 164\noffense 253\noffenses 253\nok 85"
+        b"\nonly 27 245\noom 28 200 240\noom_kill 28\noom_killer 28\noomd 28\noomkilled 29"
+        b"\noomkiller 28\noops 120\nopenssl 137\noperation 179\noperationpreempted 225"
+        b"\noperationtimedout 2\noutofmemoryerror 29 240\noutofmemoryexception 29\noutputs 247"
         b"\noverflowerror 67\noverhead 113\noverloaded 20\noverloaded_error 20\noverride 109"
         b"\nowner 23"
     ),
     112: (
-        b"\npackage 41 77 78 127 244 269\npackagesnotfounderror 255\npanic 120 124\npanicked 136"
+        b"\npackage 41 77 78 127 245 270\npackagesnotfounderror 256\npanic 120 124\npanicked 136"
         b"\nparameter 40\nparameterbindingexception 156\nparameterbindingvalidationexception 156"
-        b"\nparameternotfound 214\nparameters 246\nparse 46 47 264\nparseexception 149\nparser 244"
-        b"\nparsererror 149 178\nparsing 47 108 178\npartial 244\npassword 22 189 195 226 288"
+        b"\nparameternotfound 214\nparameters 247\nparse 46 47 265\nparseexception 149\nparser 245"
+        b"\nparsererror 149 178\nparsing 47 108 178\npartial 245\npassword 22 189 195 227 289"
         b"\npath 34\npayment 21\npayments 21\npeer 195\npermanently 21\npermission 23 37"
-        b"\npermission_denied 24\npermission_error 231\npermissiondenied 24"
-        b"\npermissiondeniederror 231\npermissionerror 24\npermissions 23 188\npermitted 23"
-        b"\npg_hba 195\nphase 248\npipe 4 157\npkix 11\nplatform 160\nplaybook 244\nplugin 182"
-        b"\nplugins 182\npmd 112\npod 248\npooltimeout 2\npoplib 280 281 282 283 284\npossible 146"
-        b"\npowershell 153\npre 51 52\npre_start_hook 51\npreparation 227\nprettier 91"
+        b"\npermission_denied 24\npermission_error 232\npermissiondenied 24"
+        b"\npermissiondeniederror 232\npermissionerror 24\npermissions 23 188\npermitted 23"
+        b"\npg_hba 195\nphase 249\npipe 4 157\npkix 11\nplatform 160\nplaybook 245\nplugin 182"
+        b"\nplugins 182\npmd 112\npod 249\npooltimeout 2\npoplib 281 282 283 284 285\npossible 146"
+        b"\npowershell 153\npre 51 52\npre_start_hook 51\npreparation 228\nprettier 91"
         b"\npriorrequestnotcomplete 212\nprivileges 23\nproblem 90\nproblems 90\nprofile 210"
-        b"\nprofilenotfound 210\nprogram 34 35\nproject 44\nprompt 234\nproperties 92"
+        b"\nprofilenotfound 210\nprogram 34 35\nproject 44\nprompt 235\nproperties 92"
         b"\npropertynotfoundexception 156\nprotected 194\nprotocol_connection_lost 198"
         b"\nprotocolerror 6\nproviding 106\nprovisionedthroughputexceededexception 207\nps1 151"
         b"\npsalignassignmentstatement 151\npsavoidassignmenttoautomaticvariable 151"
@@ -321,62 +323,62 @@ WORDS: dict[int, bytes] = {
         b"\npulling 167\npwsh 153\npy 60 61\npyi 60 61\npython 75"
     ),
     113: (
-        b"\nquery 183\nquerycanceled 2\nqueue 44\nquickly 18\nquota 18 21 26 172 218 223"
-        b"\nquotaexceeded 223"
+        b"\nquery 183\nquerycanceled 2\nqueue 44\nquickly 18\nquota 18 21 26 172 218 224"
+        b"\nquotaexceeded 224"
     ),
     114: (
-        b"\nrangeerror 67\nrate 18 233\nrate_limit 18\nrate_limit_error 19"
+        b"\nrangeerror 67\nrate 18 234\nrate_limit 18\nrate_limit_error 19"
         b"\nrate_limit_exceeded 19 19\nrate_limited 18\nrate_limiting 18\nrate_limits 18"
         b"\nratelimit 18\nratelimited 18 19\nratelimiterror 19\nratelimitexceeded 19 19"
         b"\nratelimiting 18\nratelimits 18\nreach 4 5\nreadonly 27 199\nreadtimeout 2"
         b"\nreadtimeouterror 2\nreadtimeoutexception 2\nready 33\nreauthentication 216\nreceive 197"
         b"\nrecent 114\nrecognized 34\nrecursionerror 67\nreference 181\nreferenceerror 67"
-        b"\nreformat 62\nreformatted 62\nrefused 285 287\nrefusing 226\nregion 210\nregistry 44"
-        b"\nreinitialization 182\nrejected 285 287\nrelation 203\nrelease 115\nremotedisconnected 6"
-        b"\nreply 1\nrepository 190 192\nrequest 18\nrequestdisallowedbypolicy 221"
+        b"\nreformat 62\nreformatted 62\nrefused 286 288\nrefusing 227\nregion 210\nregistry 44"
+        b"\nreinitialization 182\nrejected 286 288\nrelation 203\nrelease 115\nremotedisconnected 6"
+        b"\nreply 1\nrepository 190 192\nrequest 18\nrequestdisallowedbypolicy 222"
         b"\nrequested 161 211\nrequestlimitexceeded 207\nrequests 18\nrequestthrottled 207"
         b"\nrequestthrottledexception 207\nrequesttimeout 2\nrequesttimeoutexception 2"
-        b"\nrequesttimetooskewed 213\nrequire 95\nrequirements 254\nrequires 127\nresolution 7"
-        b"\nresolutionimpossible 73\nresolvable 116\nresolve 7 77 78 79 117 228 272 273"
-        b"\nresolvepackagenotfound 255\nresolving 7\nresource_exhausted 19\nresourceexhausted 19"
-        b"\nresourceexhaustederror 239\nresourcegroupnotfound 225\nresourcenotfoundexception 214"
-        b"\nresources 220 246\nrespond 1\nresponding 227\nresponsibleaipolicyviolation 237"
-        b"\nrestarting 31\nretrieve 210\nretryableerror 224\nrevision 127\nrevoked 22 216\nrisky 244"
-        b"\nrole 196 244\nroute 9\nrpc 10\nrule 105 245\nrules 246\nrun 244\nrunner 230\nrunners 230"
-        b"\nruntime 115 124 240\nruntimeerror 68\nrustc 137"
+        b"\nrequesttimetooskewed 213\nrequire 95\nrequirements 255\nrequires 127\nresolution 7"
+        b"\nresolutionimpossible 73\nresolvable 116\nresolve 7 77 78 79 117 229 273 274"
+        b"\nresolvepackagenotfound 256\nresolving 7\nresource_exhausted 19\nresourceexhausted 19"
+        b"\nresourceexhaustederror 240\nresourcegroupnotfound 226\nresourcenotfoundexception 214"
+        b"\nresources 221 247\nrespond 1\nresponding 228\nresponsibleaipolicyviolation 238"
+        b"\nrestarting 31\nretrieve 210\nretryableerror 225\nrevision 127\nrevoked 22 216\nrisky 245"
+        b"\nrole 196 245\nroute 9\nrpc 10\nrule 105 246\nrules 247\nrun 245\nrunner 231\nrunners 231"
+        b"\nruntime 115 124 241\nruntimeerror 68\nrustc 137"
     ),
     115: (
-        b"\nsafe 192\nsanity 244\nsasl 195\nsatisfies 73\nsbt 265\nscala 265\nscannererror 178"
-        b"\nschema 244\nscope 256 263\nscopes 23 216 226\nscripts 152\nsdk 210\nsdks 146\nsecret 288"
-        b"\nsecretaccesskey 39\nsecrets 194\nsecurity 208\nselect 137 240\nseparator 104 180"
-        b"\nserialization 31\nserializationfailure 32\nserialize 31\nserver 4 197 235"
-        b"\nserverbusy 224\nserverdisconnectederror 6\nservertimeoutexception 2"
-        b"\nservice_disabled 219\nservicequotaexceededexception 211\nserviceunavailable 212 220"
-        b"\nserviceunavailableerror 235\nserviceunavailableexception 212\nset 40\nshared 38"
-        b"\nshellcheck 275\nshutdown 227\nsignal 28\nsignature 213\nsignaturedoesnotmatch 208"
-        b"\nsigned 152\nskunotavailable 225\nslots 197\nslowdown 207\nsmtplib 280 281 282 283 284"
+        b"\nsafe 192\nsanity 245\nsasl 195\nsatisfies 73\nsbt 266\nscala 266\nscannererror 178"
+        b"\nschema 245\nscope 257 264\nscopes 23 216 227\nscripts 152\nsdk 210\nsdks 146\nsecret 289"
+        b"\nsecretaccesskey 39\nsecrets 194\nsecurity 208\nselect 137 241\nseparator 104 180"
+        b"\nserialization 31\nserializationfailure 32\nserialize 31\nserver 4 197 236"
+        b"\nserverbusy 225\nserverdisconnectederror 6\nservertimeoutexception 2"
+        b"\nservice_disabled 219\nservicequotaexceededexception 211\nserviceunavailable 212 221"
+        b"\nserviceunavailableerror 236\nserviceunavailableexception 212\nset 40\nshared 38"
+        b"\nshellcheck 276\nshutdown 228\nsignal 28\nsignature 213\nsignaturedoesnotmatch 208"
+        b"\nsigned 152\nskunotavailable 226\nslots 197\nslowdown 207\nsmtplib 281 282 283 284 285"
         b"\nsockettimeoutexception 2\nsolution 73\nsolverproblemerror 73\nsolving 73\nspace 26"
         b"\nspending 21\nspotbugs 112\nspotless 112\nsqlite_busy 32\nsqlite_cantopen 205"
         b"\nsqlite_corrupt 205\nsqlite_full 205\nsqlite_ioerr 205\nsqlite_ioerr_fsync 205"
         b"\nsqlite_ioerr_read 205\nsqlite_ioerr_write 205\nsqlite_readonly 205"
-        b"\nssh_exception 280 281 282 283 284\nssl 197\nssl_error_syscall 10\nssleoferror 6\nsso 208"
+        b"\nssh_exception 281 282 283 284 285\nssl 197\nssl_error_syscall 10\nssleoferror 6\nsso 208"
         b"\nstack 44\nstackoverflowerror 118\nstart_hook 51\nstatement 108\nstatic 109\nstdout 131"
-        b"\nstorageaccountnotfound 225\nstray 100\nstrict 177\nstring 149 180"
-        b"\nstring_above_max_length 234\nstringindexoutofboundsexception 118\nstuck 230\nstyle 91"
-        b"\nsubnet 44\nsubscription 44 222\nsubscriptionnotfound 225"
-        b"\nsubscriptionrequeststhrottled 19\nsubstitution 46\nsuccessful 285 287\nsum 127"
-        b"\nsupports 45\nsymbol 102 109\nsymbols 102\nsync 81\nsyntax 46 47 56 121 201 244"
-        b"\nsyntaxerror 47 55 257\nsystem 227"
+        b"\nstorageaccountnotfound 226\nstray 100\nstrict 177\nstring 149 180"
+        b"\nstring_above_max_length 235\nstringindexoutofboundsexception 118\nstuck 231\nstyle 91"
+        b"\nsubnet 44\nsubscription 44 223\nsubscriptionnotfound 226"
+        b"\nsubscriptionrequeststhrottled 19\nsubstitution 46\nsuccessful 286 288\nsum 127"
+        b"\nsupports 45\nsymbol 102 109\nsymbols 102\nsync 81\nsyntax 46 47 56 121 201 245"
+        b"\nsyntaxerror 47 55 258\nsystem 228"
     ),
     116: (
-        b"\ntaberror 55\ntable 203\ntask 110 111\ntask_failed 49\ntemplate 247\ntemporarily 33"
+        b"\ntaberror 55\ntable 203\ntask 110 111\ntask_failed 49\ntemplate 248\ntemporarily 33"
         b"\nterm 154\nterminal 189\nterminating 197\ntest 59 87\ntests 59\nthrottled 18"
         b"\nthrottledexception 207\nthrottling 18 207\nthrottlingexception 207\ntime 1\ntimed 0 125"
         b"\ntimedout 0\ntimeout 1 170\ntimeoutcancellationexception 2\ntimeouterror 2"
-        b"\ntimeoutexception 2\ntimeoutexpired 2\ntls 10\ntoken 288\ntokenmissingerror 257"
-        b"\ntokens 234\ntoolchain 137\ntoolchains 115\ntoomanybuckets 211\ntoomanyrequests 19 19"
-        b"\ntoomanyrequestsexception 19\ntopic 44\ntorch 240\ntraceback 69\ntransferred 4"
-        b"\ntransform 246\ntriggeruncaughtexception 93\ntryagain 199\nts 98\nts1002 97\nts1003 97"
+        b"\ntimeoutexception 2\ntimeoutexpired 2\ntls 10\ntoken 289\ntokenmissingerror 258"
+        b"\ntokens 235\ntoolchain 137\ntoolchains 115\ntoomanybuckets 211\ntoomanyrequests 19 19"
+        b"\ntoomanyrequestsexception 19\ntopic 44\ntorch 241\ntraceback 69\ntransferred 4"
+        b"\ntransform 247\ntriggeruncaughtexception 93\ntryagain 199\nts 98\nts1002 97\nts1003 97"
         b"\nts1005 97\nts1009 97\nts1010 97\nts1011 97\nts1012 97\nts1013 97\nts1014 97\nts1068 97"
         b"\nts1109 97\nts1110 97\nts1121 97\nts1124 97\nts1125 97\nts1126 97\nts1127 97\nts1128 97"
         b"\nts1131 97\nts1134 97\nts1135 97\nts1136 97\nts1138 97\nts1141 97\nts1144 97\nts1160 97"
@@ -392,37 +394,37 @@ WORDS: dict[int, bytes] = {
     117: (
         b"\nunable 75 144\nunauthenticated 22 216\nunauthorised 22\nunauthorized 22"
         b"\nunauthorizedaccess 152\nunauthorizedaccessexception 24\nunauthorizedoperation 208"
-        b"\nunavailable 17 33 220\nunbound 40\nunboundlocalerror 67\nunclosed 108 130 180"
+        b"\nunavailable 17 33 221\nunbound 40\nunboundlocalerror 67\nunclosed 108 130 180"
         b"\nund_err_connect_timeout 2\nund_err_headers_timeout 2\nund_err_socket 6\nundeclared 101"
-        b"\nundefined 102\nundefinedcolumn 202\nundefinedtable 203\nunexpected 47 89 149 271"
+        b"\nundefined 102\nundefinedcolumn 202\nundefinedtable 203\nunexpected 47 89 149 272"
         b"\nunhandled 93 148\nunhandledpromiserejection 93\nunicodedecodeerror 67"
         b"\nunicodeencodeerror 67\nuninitializedpropertyaccessexception 118\nunique 204"
         b"\nuniqueviolation 204\nunknown 196 206\nunknownhostexception 8\nunmerged 193"
-        b"\nunprotected 188\nunreachable 9\nunrecognized 228\nunrecognizedclientexception 208"
-        b"\nunreported 109\nunresolved 102 109\nunsatisfiableerror 255\nunschedulable 166"
-        b"\nunsuccessful 285 287\nunsupported 82 181\nunsupportedclassversionerror 114"
-        b"\nunsupportedoperationexception 118\nunterminated 130 180 271\nuntolerated 166\nusage 96"
+        b"\nunprotected 188\nunreachable 9\nunrecognized 229\nunrecognizedclientexception 208"
+        b"\nunreported 109\nunresolved 102 109\nunsatisfiableerror 256\nunschedulable 166"
+        b"\nunsuccessful 286 288\nunsupported 82 181\nunsupportedclassversionerror 114"
+        b"\nunsupportedoperationexception 118\nunterminated 130 180 272\nuntolerated 166\nusage 96"
         b"\nuse 174\nused 219\nusername 189\nuserratelimitexceeded 19"
     ),
     118: (
         b"\nvalidating 177\nvalidationerror 177 215\nvalidationexception 215\nvalue 186"
-        b"\nvalueerror 67\nvar 244\nvariable 40\nvariables 40\nvault 44\nvb 140"
+        b"\nvalueerror 67\nvar 245\nvariable 40\nvariables 40\nvault 44\nvb 140"
         b"\nvcpulimitexceeded 211\nversions 79\nviolates 204\nviolation 112\nviolations 112 194"
         b"\nvisual 83\nvpc 44\nvpclimitexceeded 211\nvue 98"
     ),
     119: (
-        b"\nwarning 275\nwarnings 103\nwas 150\nwatchdog 243\nwerror 103\nwhitespace 143"
-        b"\nwinerror 35\nworkflow 228\nwritetimeout 2\nwrong 206 285 287\nwrongpass 195"
+        b"\nwarning 276\nwarnings 103\nwas 150\nwatchdog 244\nwerror 103\nwhitespace 143"
+        b"\nwinerror 35\nworkflow 229\nwritetimeout 2\nwrong 206 286 288\nwrongpass 195"
         b"\nwrongtype 206"
     ),
     120: (
         b"\nx509 11"
     ),
     121: (
-        b"\nyaml 178 244 244\nyml 244"
+        b"\nyaml 178 245 245\nyml 245"
     ),
     122: (
-        b"\nzerodivisionerror 67\nzone 44\nzone_resource_pool_exhausted 220"
+        b"\nzerodivisionerror 67\nzone 44\nzone_resource_pool_exhausted 221"
     ),
 }
 
@@ -637,83 +639,84 @@ NEEDS: bytes = (
     b"bandwidthlimitexceeded\x1eec2throttledexception\x1elimitexceededexception\x1eprovisionedthroughputexceededexception\x1erequestlimitexceeded\x1erequestthrottled\x1erequestthrottledexception\x1eslowdown\x1ethrottledexception\x1ethrottling\x1ethrottlingexception\x0a"  # 207
     b"authfailure\x1eexpired\x1fsecurity token included in the request is \x1eexpiredtoken\x1eexpiredtokenexception\x1eincompletesignature\x1einvalid\x1fsecurity token included in the request is \x1einvalidaccesskeyid\x1einvalidclienttokenid\x1einvalidsignatureexception\x1einvalidtoken\x1emissingauthenticationtoken\x1enotauthorizedexception\x1esignaturedoesnotmatch\x1esso session associated with this profile has expired\x1ethe aws access key id you provided does not exist\x1etoken has expired and refresh failed\x1eunauthorizedoperation\x1eunrecognizedclientexception\x0a"  # 208
     b"is not authorized to perform\x1ewith an explicit deny\x0a"  # 209
-    b") could not be found\x1fthe config profile (\x1ecould not load credentials from any providers\x1ecredentialsprovidererror\x1efailed to retrieve credentials\x1emissing credentials in config\x1eno ec2 imds role found\x1enoauthhandlerfound\x1enocredentialproviders\x1enocredentialserror\x1enoregionerror\x1eprofilenotfound\x1eunable to load sdk config\x1eunable to locate credentials\x1eyou must specify a region\x0a"  # 210
+    b") could not be found\x1fthe config profile (\x1ecould not load credentials from any providers\x1ecredentials from any \x1fproviders in the chain\x1funable to load \x1ecredentialsprovidererror\x1efailed to retrieve credentials\x1emissing credentials in config\x1eno ec2 imds role found\x1enoauthhandlerfound\x1enocredentialproviders\x1enocredentialserror\x1enoregionerror\x1eprofilenotfound\x1eunable to load sdk config\x1eunable to locate credentials\x1eyou must specify a region\x0a"  # 210
     b" than your current\x1finstances\x1fyou have requested more \x1e than your current\x1fvcpu capacity\x1fyou have requested more \x1eaddresslimitexceeded\x1einstancelimitexceeded\x1eservicequotaexceededexception\x1etoomanybuckets\x1evcpulimitexceeded\x1evpclimitexceeded\x0a"  # 211
     b"could not connect to the endpoint url\x1einsufficientinstancecapacity\x1einternalerror\x1einternalfailure\x1epriorrequestnotcomplete\x1eserviceunavailable\x0a"  # 212
     b" is now earlier than\x1fsignature expired: \x1eclock skew\x1erequesttimetooskewed\x0a"  # 213
-    b"nosuchbucket\x1enosuchentity\x1eparameternotfound\x1eresourcenotfoundexception\x0a"  # 214
+    b"nosuchbucket\x1enosuchentity\x1enosuchkey\x1eparameternotfound\x1eresourcenotfoundexception\x0a"  # 214
     b"invalidparameterexception\x1einvalidparametervalue\x1emalformedpolicydocument\x1emissingparameter\x1evalidationerror\x1evalidationexception\x0a"  # 215
     b"access_token_scope_insufficient\x1eapi key expired\x1eapi key not valid\x1eapi_key_invalid\x1eiam_permission_denied\x1einvalid_grant\x1ereauthentication failed\x1erequest had insufficient authentication scopes\x1erequest had invalid authentication credentials\x1ethe caller does not have permission\x1etoken has been expired or revoked\x1eunauthenticated\x0a"  # 216
     b" not been set up\x1fefault \x1fpplication \x1fredentials ha\x1ecould not automatically determine credentials\x1edefaultcredentialserror\x1edoes not exist\x1fgoogle_application_credentials\x1egoogle_application_credentials\x1fnot found\x1egoogle_application_credentials\x1fnot set\x1eyou do not currently have an active account selected\x1eyour default credentials were not found\x0a"  # 217
     b" exceed\x1f quota limit\x1fquota metric\x1e' and limit '\x1fquota exceeded for quota metric '\x1e' exceeded.\x1flimit: \x1fquota '\x0a"  # 218
     b" before or it is disabled\x1fhas not been used in project \x1e] not enabled\x1fapi [\x1eaccessnotconfigured\x1eservice_disabled\x0a"  # 219
-    b"backenderror\x1edoes not have enough resources available to fulfill the request\x1eunavailable\x1ezone_resource_pool_exhausted\x0a"  # 220
-    b"aadsts\x1eauthenticationfailed\x1eauthorizationfailed\x1eauthorizationpermissionmismatch\x1eclientauthenticationerror\x1edoes not have authorization to perform action\x1eexpiredauthenticationtoken\x1einvalidauthenticationtoken\x1einvalidauthenticationtokentenant\x1ekeybasedauthenticationnotpermitted\x1elinkedauthorizationfailed\x1erequestdisallowedbypolicy\x0a"  # 221
-    b"credentialunavailableerror\x1edefaultazurecredential failed to retrieve a token\x1eenvironmentcredential authentication unavailable\x1emanagedidentitycredential authentication unavailable\x1eno subscription found\x1eplease run 'az login' to setup account\x0a"  # 222
-    b"exceeding approved \x1fquota\x1equotaexceeded\x0a"  # 223
-    b"anotheroperationinprogress\x1eoperationpreempted\x1eretryableerror\x1eserverbusy\x0a"  # 224
-    b"containernotfound\x1emissingsubscriptionregistration\x1eresourcegroupnotfound\x1eskunotavailable\x1estorageaccountnotfound\x1esubscriptionnotfound\x0a"  # 225
-    b" to create or update workflow\x1fgithub app\x1frefusing to allow a\x1e to create or update workflow\x1foauth app\x1frefusing to allow a\x1e to create or update workflow\x1fpersonal access token\x1frefusing to allow a\x1ebad credentials\x1egh007\x1ehas not been granted the required scopes\x1ehttp basic: access denied\x1emust have admin rights\x1erequires authentication\x1eresource not accessible by integration\x1esupport for password authentication was removed\x0a"  # 226
-    b"error: preparation failed\x1ejob failed (system failure)\x1elost communication with the server\x1erunner has received a shutdown signal\x1erunner is not responding\x1ethe job was not acquired by runner\x1ethe operation was canceled.\x0a"  # 227
-    b"invalid workflow file\x1ethe workflow is not valid\x1eunable to resolve action\x1eunrecognized named-value\x0a"  # 228
-    b" not \x1fgithub_token \x1fis\x1fprovided\x1e not \x1fgithub_token \x1fis\x1fset\x1e not \x1fgithub_token \x1fprovided\x1fwas\x1e not \x1fgithub_token \x1fset\x1fwas\x1einput required and not supplied: \x0a"  # 229
-    b"no runner matching the specified labels\x1ethe project doesn't have any runners\x1fthis job is stuck because \x1ethis job is stuck because \x1fyou don't have any active runners\x0a"  # 230
-    b"account_deactivated\x1eauthentication_error\x1eauthenticationerror\x1egated repo\x1eincorrect api key provided\x1einvalid x-api-key\x1einvalid_api_key\x1epermission_error\x1epermissiondeniederror\x0a"  # 231
-    b"_api_key\x1fdid not find \x1eapi_key client option must be set\x1ecould not resolve authentication method\x1eexpected either api_key or auth_token to be set\x1efound\x1fno api key \x1emissingapikeyerror\x1eno api key \x1fprovided\x0a"  # 232
-    b" rate limit\x1fcall\x1fexceeded \x1e rate limit\x1fexceeded \x1ftoken\x1erate limit reached for\x0a"  # 233
-    b" tokens\x1fmaximum context length is \x1econtext_length_exceeded\x1eexceed context limit\x1eexceeds the maximum \x1ftokens\x1eprompt is too long\x1estring_above_max_length\x0a"  # 234
-    b"api_error\x1einternalservererror\x1eserviceunavailableerror\x1ethe server had an error while processing your request\x0a"  # 235
-    b"' not found, try pulling it first\x1fmodel '\x1e` does not exist\x1fthe model `\x1eis not a valid model identifier\x1emodel_not_found\x0a"  # 236
-    b"content management policy\x1econtent_policy_violation\x1eresponsibleaipolicyviolation\x0a"  # 237
-    b"badrequesterror\x1einvalid_request_error\x0a"  # 238
-    b"cublas_status_alloc_failed\x1ecuda error: out of memory\x1ecuda out of memory\x1ecudaerrormemoryallocation\x1ecudamalloc failed\x1ecudnn_status_alloc_failed\x1ehip out of memory\x1emps backend out of memory\x1eoom when allocating tensor\x1eout of memory on device\x1eoutofmemoryerror: cuda\x1eresourceexhaustederror\x0a"  # 239
-    b" error\x1fnvidia-container-cli: \x1e\x22 with capabilities: [[gpu]]\x1fcould not select device driver \x22\x1ealloc_failed\x1fcudnn_status_\x1earch_mismatch\x1fcudnn_status_\x1ecannot initialize cuda without aten_cuda library\x1ecouldn't communicate with the nvidia driver\x1ecuda driver version is insufficient\x1ecuda_error_no_device\x1ecudaerrorinsufficientdriver\x1ecudaerrornodevice\x1ecudnn_status_\x1fnot_initialized\x1ecudnn_status_\x1fversion_mismatch\x1efailed call to cuinit\x1efailed to initialize nvml\x1efound no nvidia driver\x1elibcuda.so.1: cannot open shared object file\x1eno cuda gpus are available\x1eno cuda-capable device is detected\x1eno kernel image is available for execution on the device\x1envidia driver on your system is too old\x1envidia-smi has failed\x1envml: driver/library version mismatch\x1etorch not compiled with cuda enabled\x1eunknown or invalid runtime name: nvidia\x0a"  # 240
-    b"are busy or unavailable\x1fcuda-capable device\x1ecudaerrordevicesunavailable\x0a"  # 241
-    b"an illegal memory access was encountered\x1ecublas_status_execution_failed\x1ecudaerrorillegaladdress\x1edevice-side assert triggered\x1emisaligned address\x0a"  # 242
-    b"nccl_timeout\x1ewatchdog caught collective operation timeout\x0a"  # 243
-    b": \x0a"  # 244
-    b" failure(s), \x1f warning(s)\x1ffailed: \x1erule violation summary\x0a"  # 245
-    b" at \x1fconditions\x1e at \x1fmappings\x1e at \x1fmetadata\x1e at \x1foutputs\x1e at \x1fparameters\x1e at \x1fresources\x1e at \x1frules\x1e at \x1ftransform\x1e[cfn-lint] \x0a"  # 246
-    b"template invalid!\x0a"  # 247
-    b" failed\x1f-test\x1fpod \x1efailed\x1fphase:\x0a"  # 248
-    b" (loaderror)\x1fcannot load such file -- \x1e(loaderror)\x0a"  # 249
-    b"bundler::gemnotfound\x1ecould not find gem '\x0a"  # 250
-    b" example\x1f failure\x1f, \x0a"  # 251
-    b" detected\x1f file\x1f inspected, \x1f offense\x0a"  # 252
-    b" bytes exhausted\x1fallowed memory size of \x0a"  # 253
-    b"your requirements could not be resolved to an installable set of packages\x0a"  # 254
-    b"packagesnotfounderror\x1eresolvepackagenotfound\x1eunsatisfiableerror\x0a"  # 255
-    b"' in scope\x1ferror: cannot find \x0a"  # 256
-    b"** (\x1fmismatcheddelimitererror\x1e** (\x1fsyntaxerror\x1e** (\x1ftokenmissingerror\x0a"  # 257
-    b"** (\x1fcompileerror\x1e** (\x1fundefinedfunctionerror\x0a"  # 258
-    b"access_refused\x0a"  # 259
-    b" minutes\x1fran longer than the maximum time of \x1eexceeded the maximum allowed time of \x0a"  # 260
-    b"hip_error_outofmemory\x1ehiperroroutofmemory\x0a"  # 261
-    b" failed\x0a"  # 262
-    b"ambiguous type variable\x1ecould not deduce \x1ecouldn't match \x1fexpected type\x1ecouldn't match \x1fkind\x1ecouldn't match \x1ftype\x1eno instance for \x1enot in scope: \x1evariable not in scope:\x0a"  # 263
-    b"(possibly incorrect indentation\x1fparse error \x1e: error\x1fhs:\x1fparse error\x1eon input\x1fparse error \x0a"  # 264
-    b" is not a member of\x1f.s\x1f: \x1fbt\x1fvalue \x1e is not a member of\x1f.s\x1f: \x1fcala\x1fvalue \x1e needs \x1f.s\x1f: \x1fbt\x1fmethod\x1frecursive \x1ftype\x1e needs \x1f.s\x1f: \x1fbt\x1frecursive \x1ftype\x1fvalue\x1e needs \x1f.s\x1f: \x1fcala\x1fmethod\x1frecursive \x1ftype\x1e needs \x1f.s\x1f: \x1fcala\x1frecursive \x1ftype\x1fvalue\x1e.s\x1f: \x1fambiguous reference to overloaded definition\x1fbt\x1e.s\x1f: \x1fambiguous reference to overloaded definition\x1fcala\x1e.s\x1f: \x1fbt\x1fcould not find implicit value\x1e.s\x1f: \x1fbt\x1fmissing argument list\x1e.s\x1f: \x1fbt\x1ftoo many arguments\x1e.s\x1f: \x1fbt\x1ftype mismatch;\x1e.s\x1f: \x1fcala\x1fcould not find implicit value\x1e.s\x1f: \x1fcala\x1fmissing argument list\x1e.s\x1f: \x1fcala\x1ftoo many arguments\x1e.s\x1f: \x1fcala\x1ftype mismatch;\x1e.s\x1fbt\x1fnot found: \x1fobject\x1e.s\x1fbt\x1fnot found: \x1ftype\x1e.s\x1fbt\x1fnot found: \x1fvalue\x1e.s\x1fcala\x1fnot found: \x1fobject\x1e.s\x1fcala\x1fnot found: \x1ftype\x1e.s\x1fcala\x1fnot found: \x1fvalue\x0a"  # 265
-    b".dart:\x1f: error: \x0a"  # 266
-    b".dart:\x1f: error: \x1fcan't find '\x1e.dart:\x1f: error: \x1fexpected \x1e.dart:\x1f: error: \x1funexpected token\x0a"  # 267
-    b"error \x0a"  # 268
-    b" [\x1f] is required but does not seem to be installed\x1fpackage \x1e not found in current path\x1fmodule\x1e not found in current path\x1fpackage\x0a"  # 269
-    b".pm in @inc\x1fcan't locate \x0a"  # 270
-    b" but found\x1f[error]\x1fexpected \x1e but found\x1ferror:\x1fexpected \x1e[error]\x1fregular expression\x1funterminated \x1e[error]\x1fstring\x1funterminated \x1e[error]\x1fstring literal\x1funterminated \x1e[error]\x1ftemplate literal\x1funterminated \x1e[error]\x1funexpected \x22\x1e[error]\x1funexpected end of file\x1eerror:\x1fregular expression\x1funterminated \x1eerror:\x1fstring\x1funterminated \x1eerror:\x1fstring literal\x1funterminated \x1eerror:\x1ftemplate literal\x1funterminated \x1eerror:\x1funexpected \x22\x1eerror:\x1funexpected end of file\x0a"  # 271
-    b"rollup failed to resolve import \x22\x0a"  # 272
+    b"api_core.exceptions.notfound\x1fgoogle.\x1ecloud.exceptions.notfound\x1fgoogle.\x0a"  # 220
+    b"backenderror\x1edoes not have enough resources available to fulfill the request\x1eunavailable\x1ezone_resource_pool_exhausted\x0a"  # 221
+    b"aadsts\x1eauthenticationfailed\x1eauthorizationfailed\x1eauthorizationpermissionmismatch\x1eclientauthenticationerror\x1edoes not have authorization to perform action\x1eexpiredauthenticationtoken\x1einvalidauthenticationtoken\x1einvalidauthenticationtokentenant\x1ekeybasedauthenticationnotpermitted\x1elinkedauthorizationfailed\x1erequestdisallowedbypolicy\x0a"  # 222
+    b"credentialunavailableerror\x1edefaultazurecredential failed to retrieve a token\x1eenvironmentcredential authentication unavailable\x1emanagedidentitycredential authentication unavailable\x1eno subscription found\x1eplease run 'az login' to setup account\x0a"  # 223
+    b"exceeding approved \x1fquota\x1equotaexceeded\x0a"  # 224
+    b"anotheroperationinprogress\x1eoperationpreempted\x1eretryableerror\x1eserverbusy\x0a"  # 225
+    b"containernotfound\x1emissingsubscriptionregistration\x1eresourcegroupnotfound\x1eskunotavailable\x1estorageaccountnotfound\x1esubscriptionnotfound\x0a"  # 226
+    b" to create or update workflow\x1fgithub app\x1frefusing to allow a\x1e to create or update workflow\x1foauth app\x1frefusing to allow a\x1e to create or update workflow\x1fpersonal access token\x1frefusing to allow a\x1ebad credentials\x1egh007\x1ehas not been granted the required scopes\x1ehttp basic: access denied\x1emust have admin rights\x1erequires authentication\x1eresource not accessible by integration\x1esupport for password authentication was removed\x0a"  # 227
+    b"error: preparation failed\x1ejob failed (system failure)\x1elost communication with the server\x1erunner has received a shutdown signal\x1erunner is not responding\x1ethe job was not acquired by runner\x1ethe operation was canceled.\x0a"  # 228
+    b"invalid workflow file\x1ethe workflow is not valid\x1eunable to resolve action\x1eunrecognized named-value\x0a"  # 229
+    b" not \x1fgithub_token \x1fis\x1fprovided\x1e not \x1fgithub_token \x1fis\x1fset\x1e not \x1fgithub_token \x1fprovided\x1fwas\x1e not \x1fgithub_token \x1fset\x1fwas\x1einput required and not supplied: \x0a"  # 230
+    b"no runner matching the specified labels\x1ethe project doesn't have any runners\x1fthis job is stuck because \x1ethis job is stuck because \x1fyou don't have any active runners\x0a"  # 231
+    b"account_deactivated\x1eauthentication_error\x1eauthenticationerror\x1egated repo\x1eincorrect api key provided\x1einvalid x-api-key\x1einvalid_api_key\x1epermission_error\x1epermissiondeniederror\x0a"  # 232
+    b"_api_key\x1fdid not find \x1eapi_key client option must be set\x1ecould not resolve authentication method\x1eexpected either api_key or auth_token to be set\x1efound\x1fno api key \x1emissingapikeyerror\x1eno api key \x1fprovided\x0a"  # 233
+    b" rate limit\x1fcall\x1fexceeded \x1e rate limit\x1fexceeded \x1ftoken\x1erate limit reached for\x0a"  # 234
+    b" tokens\x1fmaximum context length is \x1econtext_length_exceeded\x1eexceed context limit\x1eexceeds the maximum \x1ftokens\x1eprompt is too long\x1estring_above_max_length\x0a"  # 235
+    b"api_error\x1einternalservererror\x1eserviceunavailableerror\x1ethe server had an error while processing your request\x0a"  # 236
+    b"' not found, try pulling it first\x1fmodel '\x1e` does not exist\x1fthe model `\x1edeploymentnotfound\x1eis not a valid model identifier\x1emodel_not_found\x0a"  # 237
+    b"content management policy\x1econtent_policy_violation\x1eresponsibleaipolicyviolation\x0a"  # 238
+    b"badrequesterror\x1einvalid_request_error\x0a"  # 239
+    b"cublas_status_alloc_failed\x1ecuda error: out of memory\x1ecuda out of memory\x1ecudaerrormemoryallocation\x1ecudamalloc failed\x1ecudnn_status_alloc_failed\x1ehip out of memory\x1emps backend out of memory\x1eoom when allocating tensor\x1eout of memory on device\x1eoutofmemoryerror: cuda\x1eresourceexhaustederror\x0a"  # 240
+    b" error\x1fnvidia-container-cli: \x1e\x22 with capabilities: [[gpu]]\x1fcould not select device driver \x22\x1ealloc_failed\x1fcudnn_status_\x1earch_mismatch\x1fcudnn_status_\x1ecannot initialize cuda without aten_cuda library\x1ecouldn't communicate with the nvidia driver\x1ecuda driver version is insufficient\x1ecuda_error_no_device\x1ecudaerrorinsufficientdriver\x1ecudaerrornodevice\x1ecudnn_status_\x1fnot_initialized\x1ecudnn_status_\x1fversion_mismatch\x1efailed call to cuinit\x1efailed to initialize nvml\x1efound no nvidia driver\x1elibcuda.so.1: cannot open shared object file\x1eno cuda gpus are available\x1eno cuda-capable device is detected\x1eno kernel image is available for execution on the device\x1envidia driver on your system is too old\x1envidia-smi has failed\x1envml: driver/library version mismatch\x1etorch not compiled with cuda enabled\x1eunknown or invalid runtime name: nvidia\x0a"  # 241
+    b"are busy or unavailable\x1fcuda-capable device\x1ecudaerrordevicesunavailable\x0a"  # 242
+    b"an illegal memory access was encountered\x1ecublas_status_execution_failed\x1ecudaerrorillegaladdress\x1edevice-side assert triggered\x1emisaligned address\x0a"  # 243
+    b"nccl_timeout\x1ewatchdog caught collective operation timeout\x0a"  # 244
+    b": \x0a"  # 245
+    b" failure(s), \x1f warning(s)\x1ffailed: \x1erule violation summary\x0a"  # 246
+    b" at \x1fconditions\x1e at \x1fmappings\x1e at \x1fmetadata\x1e at \x1foutputs\x1e at \x1fparameters\x1e at \x1fresources\x1e at \x1frules\x1e at \x1ftransform\x1e[cfn-lint] \x0a"  # 247
+    b"template invalid!\x0a"  # 248
+    b" failed\x1f-test\x1fpod \x1efailed\x1fphase:\x0a"  # 249
+    b" (loaderror)\x1fcannot load such file -- \x1e(loaderror)\x0a"  # 250
+    b"bundler::gemnotfound\x1ecould not find gem '\x0a"  # 251
+    b" example\x1f failure\x1f, \x0a"  # 252
+    b" detected\x1f file\x1f inspected, \x1f offense\x0a"  # 253
+    b" bytes exhausted\x1fallowed memory size of \x0a"  # 254
+    b"your requirements could not be resolved to an installable set of packages\x0a"  # 255
+    b"packagesnotfounderror\x1eresolvepackagenotfound\x1eunsatisfiableerror\x0a"  # 256
+    b"' in scope\x1ferror: cannot find \x0a"  # 257
+    b"** (\x1fmismatcheddelimitererror\x1e** (\x1fsyntaxerror\x1e** (\x1ftokenmissingerror\x0a"  # 258
+    b"** (\x1fcompileerror\x1e** (\x1fundefinedfunctionerror\x0a"  # 259
+    b"access_refused\x0a"  # 260
+    b" minutes\x1fran longer than the maximum time of \x1eexceeded the maximum allowed time of \x0a"  # 261
+    b"hip_error_outofmemory\x1ehiperroroutofmemory\x0a"  # 262
+    b" failed\x0a"  # 263
+    b"ambiguous type variable\x1ecould not deduce \x1ecouldn't match \x1fexpected type\x1ecouldn't match \x1fkind\x1ecouldn't match \x1ftype\x1eno instance for \x1enot in scope: \x1evariable not in scope:\x0a"  # 264
+    b"(possibly incorrect indentation\x1fparse error \x1e: error\x1fhs:\x1fparse error\x1eon input\x1fparse error \x0a"  # 265
+    b" is not a member of\x1f.s\x1f: \x1fbt\x1fvalue \x1e is not a member of\x1f.s\x1f: \x1fcala\x1fvalue \x1e needs \x1f.s\x1f: \x1fbt\x1fmethod\x1frecursive \x1ftype\x1e needs \x1f.s\x1f: \x1fbt\x1frecursive \x1ftype\x1fvalue\x1e needs \x1f.s\x1f: \x1fcala\x1fmethod\x1frecursive \x1ftype\x1e needs \x1f.s\x1f: \x1fcala\x1frecursive \x1ftype\x1fvalue\x1e.s\x1f: \x1fambiguous reference to overloaded definition\x1fbt\x1e.s\x1f: \x1fambiguous reference to overloaded definition\x1fcala\x1e.s\x1f: \x1fbt\x1fcould not find implicit value\x1e.s\x1f: \x1fbt\x1fmissing argument list\x1e.s\x1f: \x1fbt\x1ftoo many arguments\x1e.s\x1f: \x1fbt\x1ftype mismatch;\x1e.s\x1f: \x1fcala\x1fcould not find implicit value\x1e.s\x1f: \x1fcala\x1fmissing argument list\x1e.s\x1f: \x1fcala\x1ftoo many arguments\x1e.s\x1f: \x1fcala\x1ftype mismatch;\x1e.s\x1fbt\x1fnot found: \x1fobject\x1e.s\x1fbt\x1fnot found: \x1ftype\x1e.s\x1fbt\x1fnot found: \x1fvalue\x1e.s\x1fcala\x1fnot found: \x1fobject\x1e.s\x1fcala\x1fnot found: \x1ftype\x1e.s\x1fcala\x1fnot found: \x1fvalue\x0a"  # 266
+    b".dart:\x1f: error: \x0a"  # 267
+    b".dart:\x1f: error: \x1fcan't find '\x1e.dart:\x1f: error: \x1fexpected \x1e.dart:\x1f: error: \x1funexpected token\x0a"  # 268
+    b"error \x0a"  # 269
+    b" [\x1f] is required but does not seem to be installed\x1fpackage \x1e not found in current path\x1fmodule\x1e not found in current path\x1fpackage\x0a"  # 270
+    b".pm in @inc\x1fcan't locate \x0a"  # 271
+    b" but found\x1f[error]\x1fexpected \x1e but found\x1ferror:\x1fexpected \x1e[error]\x1fregular expression\x1funterminated \x1e[error]\x1fstring\x1funterminated \x1e[error]\x1fstring literal\x1funterminated \x1e[error]\x1ftemplate literal\x1funterminated \x1e[error]\x1funexpected \x22\x1e[error]\x1funexpected end of file\x1eerror:\x1fregular expression\x1funterminated \x1eerror:\x1fstring\x1funterminated \x1eerror:\x1fstring literal\x1funterminated \x1eerror:\x1ftemplate literal\x1funterminated \x1eerror:\x1funexpected \x22\x1eerror:\x1funexpected end of file\x0a"  # 272
     b"rollup failed to resolve import \x22\x0a"  # 273
-    b" dl\x0a"  # 274
-    b" line \x1fin \x1e: \x1f[sc\x1ferror\x1e: \x1f[sc\x1fnote\x1e: \x1f[sc\x1fwarning\x1eshellcheck.net/wiki/sc\x0a"  # 275
-    b"error: missing binary: \x1emissing prebuilt package for '\x0a"  # 276
-    b" not found\x1fependency \x0a"  # 277
-    b"could not find python interpreter with spec\x1einterpreternotfound\x0a"  # 278
-    b"could not find a version that matches\x0a"  # 279
-    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1eavailable\x1ebrokenpipe\x1ecaused by: \x1eclient_exceptions\x1econnect\x1ferrors\x1econnect\x1fexc\x1econnect\x1fftplib\x1econnect\x1fimaplib\x1econnect\x1fpoplib\x1econnect\x1fsmtplib\x1edisconnected\x1eerrorfactory\x1eexception\x1eexceptions\x1ehostdown\x1enetworkerror\x1essh_exception\x1eunavailable\x1eunreachable\x0a"  # 280
-    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1ecaused by: \x1fout\x1ftimed\x1ecaused by: \x1ftimeout\x1eclient_exceptions\x1edeadlineexceeded\x1eerrorfactory\x1eerrors\x1fout\x1ftimed\x1eerrors\x1ftimeout\x1eexc\x1fout\x1ftimed\x1eexc\x1ftimeout\x1eexception\x1fout\x1ftimed\x1eexception\x1ftimeout\x1eexceptions\x1fout\x1ftimed\x1eexceptions\x1ftimeout\x1eftplib\x1fout\x1ftimed\x1eftplib\x1ftimeout\x1eimaplib\x1fout\x1ftimed\x1eimaplib\x1ftimeout\x1eout\x1fpoplib\x1ftimed\x1eout\x1fsmtplib\x1ftimed\x1epoplib\x1ftimeout\x1esmtplib\x1ftimeout\x1essh_exception\x0a"  # 281
-    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1ecaused by: \x1eclient_exceptions\x1eerrorfactory\x1eerrors\x1fratelimit\x1eerrors\x1fthrottl\x1eexc\x1fratelimit\x1eexc\x1fthrottl\x1eexception\x1fratelimit\x1eexception\x1fthrottl\x1eexceptions\x1eftplib\x1fratelimit\x1eftplib\x1fthrottl\x1eimaplib\x1fratelimit\x1eimaplib\x1fthrottl\x1epoplib\x1fratelimit\x1epoplib\x1fthrottl\x1erate_limit\x1eratelimit\x1fsmtplib\x1esmtplib\x1fthrottl\x1essh_exception\x1etoo_many_requests\x1etoomanyrequests\x0a"  # 282
-    b"\x0a"  # 283
-    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1eapikeymissing\x1ecaused by: \x1eclient_exceptions\x1ecredential\x1fnotfound\x1ecredentialunavailable\x1edefaultcredentials\x1eerrorfactory\x1eerrors\x1fnoapikey\x1eexc\x1fnoapikey\x1eexception\x1fnoapikey\x1eexceptions\x1fnoapikey\x1eftplib\x1fnoapikey\x1eimaplib\x1fnoapikey\x1emissingapikey\x1emissingcredential\x1emissingtoken\x1enoapikey\x1fpoplib\x1enoapikey\x1fsmtplib\x1enoauthtoken\x1enocredential\x1essh_exception\x1etokennotfound\x0a"  # 284
-    b"auth\x1fdenied\x1eauthentication\x1ebad\x1flogin\x1ebad\x1fuser\x1ebind\x1fdenied\x1ecredential\x1edenied\x1fin\x1fsign\x1edenied\x1flog-in\x1edenied\x1flogin\x1edenied\x1flogon\x1eincorrect\x1einvalid\x1flogin\x1einvalid\x1fuser\x1elogin\x1fwrong\x1enot accepted\x1enot successful\x1epassphrase\x1epassword\x1erefused\x1erejected\x1eunsuccessful\x1euser\x1fwrong\x0a"  # 285
-    b"1017\x1fora-\x1e5.7.\x1f535\x1e530\x1flogin\x1e530\x1fnot logged in\x1e530\x1fuser\x1eauthenticationfailed\x1ecredentials\x1finvalid\x1einvalid_auth\x1enot_authed\x0a"  # 286
-    b"1017\x1fora-\x1e5.7.\x1f535\x1e530\x1fnot logged in\x1eauthentication\x1eauthenticationfailed\x1ebad\x1fuser\x1econnect\x1ecredential\x1edenied\x1eerror\x1fuser\x1eexception\x1efailure\x1eincorrect\x1einvalid\x1einvalid_auth\x1elogin\x1enot accepted\x1enot successful\x1enot_authed\x1epassphrase\x1epassword\x1erefused\x1erejected\x1eunsuccessful\x0a"  # 287
-    b"api\x1ffound\x1fkey\x1eapi\x1fgiven\x1fkey\x1eapi\x1fkey\x1fmissing\x1eapi\x1fkey\x1fpresent\x1eapi\x1fkey\x1fset\x1eavailable\x1fno \x1econfigured\x1ecredential\x1efound\x1fsecret\x1efound\x1ftoken\x1egiven\x1fsecret\x1egiven\x1ftoken\x1emissing\x1fsecret\x1emissing\x1ftoken\x1emissing \x1eno \x1fsupplied\x1enot \x1fsupplied\x1epassword\x1epresent\x1fsecret\x1epresent\x1ftoken\x1eprovided\x1esecret\x1fset\x1eset\x1ftoken\x1especified\x0a"  # 288
+    b"rollup failed to resolve import \x22\x0a"  # 274
+    b" dl\x0a"  # 275
+    b" line \x1fin \x1e: \x1f[sc\x1ferror\x1e: \x1f[sc\x1fnote\x1e: \x1f[sc\x1fwarning\x1eshellcheck.net/wiki/sc\x0a"  # 276
+    b"error: missing binary: \x1emissing prebuilt package for '\x0a"  # 277
+    b" not found\x1fependency \x0a"  # 278
+    b"could not find python interpreter with spec\x1einterpreternotfound\x0a"  # 279
+    b"could not find a version that matches\x0a"  # 280
+    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1eavailable\x1ebrokenpipe\x1ecaused by: \x1eclient_exceptions\x1econnect\x1ferrors\x1econnect\x1fexc\x1econnect\x1fftplib\x1econnect\x1fimaplib\x1econnect\x1fpoplib\x1econnect\x1fsmtplib\x1edisconnected\x1eerrorfactory\x1eexception\x1eexceptions\x1ehostdown\x1enetworkerror\x1essh_exception\x1eunavailable\x1eunreachable\x0a"  # 281
+    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1ecaused by: \x1fout\x1ftimed\x1ecaused by: \x1ftimeout\x1eclient_exceptions\x1edeadlineexceeded\x1eerrorfactory\x1eerrors\x1fout\x1ftimed\x1eerrors\x1ftimeout\x1eexc\x1fout\x1ftimed\x1eexc\x1ftimeout\x1eexception\x1fout\x1ftimed\x1eexception\x1ftimeout\x1eexceptions\x1fout\x1ftimed\x1eexceptions\x1ftimeout\x1eftplib\x1fout\x1ftimed\x1eftplib\x1ftimeout\x1eimaplib\x1fout\x1ftimed\x1eimaplib\x1ftimeout\x1eout\x1fpoplib\x1ftimed\x1eout\x1fsmtplib\x1ftimed\x1epoplib\x1ftimeout\x1esmtplib\x1ftimeout\x1essh_exception\x0a"  # 282
+    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1ecaused by: \x1eclient_exceptions\x1eerrorfactory\x1eerrors\x1fratelimit\x1eerrors\x1fthrottl\x1eexc\x1fratelimit\x1eexc\x1fthrottl\x1eexception\x1fratelimit\x1eexception\x1fthrottl\x1eexceptions\x1eftplib\x1fratelimit\x1eftplib\x1fthrottl\x1eimaplib\x1fratelimit\x1eimaplib\x1fthrottl\x1epoplib\x1fratelimit\x1epoplib\x1fthrottl\x1erate_limit\x1eratelimit\x1fsmtplib\x1esmtplib\x1fthrottl\x1essh_exception\x1etoo_many_requests\x1etoomanyrequests\x0a"  # 283
+    b"\x0a"  # 284
+    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1eapikeymissing\x1ecaused by: \x1eclient_exceptions\x1ecredential\x1fnotfound\x1ecredentialunavailable\x1edefaultcredentials\x1eerrorfactory\x1eerrors\x1fnoapikey\x1eexc\x1fnoapikey\x1eexception\x1fnoapikey\x1eexceptions\x1fnoapikey\x1eftplib\x1fnoapikey\x1eimaplib\x1fnoapikey\x1emissingapikey\x1emissingcredential\x1emissingtoken\x1enoapikey\x1fpoplib\x1enoapikey\x1fsmtplib\x1enoauthtoken\x1enocredential\x1essh_exception\x1etokennotfound\x0a"  # 285
+    b"auth\x1fdenied\x1eauthentication\x1ebad\x1flogin\x1ebad\x1fuser\x1ebind\x1fdenied\x1ecredential\x1edenied\x1fin\x1fsign\x1edenied\x1flog-in\x1edenied\x1flogin\x1edenied\x1flogon\x1eincorrect\x1einvalid\x1flogin\x1einvalid\x1fuser\x1elogin\x1fwrong\x1enot accepted\x1enot successful\x1epassphrase\x1epassword\x1erefused\x1erejected\x1eunsuccessful\x1euser\x1fwrong\x0a"  # 286
+    b"1017\x1fora-\x1e5.7.\x1f535\x1e530\x1flogin\x1e530\x1fnot logged in\x1e530\x1fuser\x1eauthenticationfailed\x1ecredentials\x1finvalid\x1einvalid_auth\x1enot_authed\x0a"  # 287
+    b"1017\x1fora-\x1e5.7.\x1f535\x1e530\x1fnot logged in\x1eauthentication\x1eauthenticationfailed\x1ebad\x1fuser\x1econnect\x1ecredential\x1edenied\x1eerror\x1fuser\x1eexception\x1efailure\x1eincorrect\x1einvalid\x1einvalid_auth\x1elogin\x1enot accepted\x1enot successful\x1enot_authed\x1epassphrase\x1epassword\x1erefused\x1erejected\x1eunsuccessful\x0a"  # 288
+    b"api\x1ffound\x1fkey\x1eapi\x1fgiven\x1fkey\x1eapi\x1fkey\x1fmissing\x1eapi\x1fkey\x1fpresent\x1eapi\x1fkey\x1fset\x1eavailable\x1fno \x1econfigured\x1ecredential\x1efound\x1fsecret\x1efound\x1ftoken\x1egiven\x1fsecret\x1egiven\x1ftoken\x1emissing\x1fsecret\x1emissing\x1ftoken\x1emissing \x1eno \x1fsupplied\x1enot \x1fsupplied\x1epassword\x1epresent\x1fsecret\x1epresent\x1ftoken\x1eprovided\x1esecret\x1fset\x1eset\x1ftoken\x1especified\x0a"  # 289
 )

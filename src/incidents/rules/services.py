@@ -79,12 +79,15 @@ RULES: dict[str, tuple[Row, ...]] = {
             UNKNOWN,
             E,
             "locate nocredentialserror nocredentialproviders load credentialsprovidererror profile"
-            " profilenotfound region noregionerror retrieve sdk imds noauthhandlerfound missing",
+            " profilenotfound region noregionerror retrieve sdk imds noauthhandlerfound missing"
+            " chain",
             r"Unable to locate credentials|\bNoCredentialsError\b|\bNoCredentialProviders\b|Could "
             r"not load credentials from any providers|\bCredentialsProviderError\b|The config "
             r"profile \([^)]+\) could not be found|\bProfileNotFound\b|You must specify a region"
             r"|\bNoRegionError\b|Missing credentials in config|failed to retrieve credentials"
-            r"|unable to load SDK config|no EC2 IMDS role found|\bNoAuthHandlerFound\b",
+            r"|unable to load SDK config|no EC2 IMDS role found|\bNoAuthHandlerFound\b"
+            # the Java SDK v2's chain (`AwsCredentialsProviderChain`), v1's `AWSCredentials...`
+            r"|Unable to load (?:AWS )?credentials from any (?:of the )?providers in the chain",
             "botocore.exceptions.NoCredentialsError: Unable to locate credentials",
         ),
         (
@@ -124,8 +127,9 @@ RULES: dict[str, tuple[Row, ...]] = {
             NAMED,
             UNKNOWN,
             E,
-            "nosuchbucket resourcenotfoundexception nosuchentity parameternotfound",
-            r"\b(?:NoSuchBucket|ResourceNotFoundException|NoSuchEntity|ParameterNotFound)\b",
+            "nosuchbucket resourcenotfoundexception nosuchentity parameternotfound nosuchkey",
+            r"\b(?:NoSuchBucket|ResourceNotFoundException|NoSuchEntity|ParameterNotFound|NoSuchKey)"
+            r"\b",
             "An error occurred (NoSuchBucket) when calling the PutObject operation",
         ),
         (
@@ -191,6 +195,18 @@ RULES: dict[str, tuple[Row, ...]] = {
             r"\bSERVICE_DISABLED\b|has not been used in project \S+ before or it is disabled|API "
             r"\[[^\]]+\] not enabled|\baccessNotConfigured\b",
             "Cloud Run Admin API has not been used in project 1234 before or it is disabled.",
+        ),
+        (
+            # google-api-core's 404 (`google.api_core.exceptions.NotFound: 404 GET ...: Not
+            # found: Dataset p:d`): a resource nobody created, like AWS's NoSuchBucket
+            "GCP resource missing",
+            NAMED,
+            UNKNOWN,
+            E,
+            "notfound",
+            r"\bgoogle\.api_core\.exceptions\.NotFound\b|\bgoogle\.cloud\.exceptions\.NotFound\b",
+            "google.api_core.exceptions.NotFound: 404 GET https://bigquery.googleapis.com/x: Not"
+            " found: Dataset p:d",
         ),
         (
             "GCP unavailable",
@@ -379,9 +395,11 @@ RULES: dict[str, tuple[Row, ...]] = {
             NAMED,
             UNKNOWN,
             E,
-            "model_not_found model",
+            "model_not_found model deploymentnotfound",
             r"\bmodel_not_found\b|The model `[^`]+` does not exist|model '[^']+' not found, try "
-            r"pulling it first|is not a valid model identifier",
+            r"pulling it first|is not a valid model identifier"
+            # Azure OpenAI: the deployment named in the request was never created
+            r"|\bDeploymentNotFound\b",
             "Error: model 'llama3:70b' not found, try pulling it first",
         ),
         (
