@@ -19,7 +19,7 @@ ECOSYSTEMS: tuple[tuple[str, str, int, str, tuple[int, ...]], ...] = (
     ("rate limits", "network", 18, "rate rate_limit rate_limited rate_limiting rate_limits ratelimit ratelimited ratelimiting ratelimits requests quota throttled throttling quickly calls abuse request limit|ratelimiterror ratelimitexceeded ratelimited resource_exhausted resourceexhausted toomanyrequests toomanyrequestsexception rate_limit_exceeded rate_limit_error toomanyrequests ratelimitexceeded userratelimitexceeded rate_limit_exceeded subscriptionrequeststhrottled|overloaded overloaded_error|insufficient_quota billing balance permanently billing_disabled spending payments payment quota", (285, 273, 108, 385,)),
     ("credentials and permissions", "general", 22, "authentication invalid expired revoked credentials unauthorized unauthorised authorized authorised denied password login logged unauthenticated|permission permitted denied insufficient permissions privileges scopes owner|permissionerror eacces eperm accessdenied accessdeniedexception unauthorizedaccessexception permission_denied permissiondenied|license licence", (618, 275, 134, 123,)),
     ("disk and memory", "general", 26, "space enospc quota full diskpressure errno|only readonly erofs|memory exhausted allocation allocate killed 137 bad_alloc oom signal kill oomd oom_kill oom_killer oomkiller|memoryerror enomem oomkilled outofmemoryerror outofmemoryexception err_worker_out_of_memory|memory", (243, 82, 674, 99, 193,)),
-    ("locks and busy services", "general", 31, "deadlock locked lock serialize serialization restarting busy another|deadlockdetected serializationfailure 40p01 er_lock_deadlock sqlite_busy locknotavailable 55p03 40001 etxtbsy ebusy|temporarily again eagain unavailable ready busy", (488, 164, 168,)),
+    ("locks and busy services", "general", 31, "deadlock locked lock serialize serialization restarting busy another|deadlockdetected serializationfailure 40p01 er_lock_deadlock sqlite_busy locknotavailable 55p03 40001 etxtbsy ebusy|temporarily again eagain unavailable ready busy", (514, 164, 168,)),
     ("missing programs and settings", "general", 34, "command recognized executable path program binary compiler interpreter|directory found enoent program winerror|126 127|execute exec interpreter permission|shared object libraries library dll|credentials credential accesskeyid secretaccesskey key|environment variable variables unbound parameter must set", (346, 484, 91, 169, 191, 194, 313,)),
     ("missing dependencies", "general", 41, "package|configure|file import include|bucket buckets stack queue topic cluster project group namespace vault dataset subscription zone account subnet vpc registry|supports current", (159, 252, 145, 315, 82,)),
     ("shells", "general", 46, "syntax eof parse substitution|syntax syntaxerror parse parsing unexpected|interpreter", (304, 76, 40,)),
@@ -31,354 +31,355 @@ ECOSYSTEMS: tuple[tuple[str, str, int, str, tuple[int, ...]], ...] = (
     ("jvm", "runtimes", 108, "expected illegal parsing unclosed statement|symbol incompatible applied override unreported exist static initialized unresolved mismatch kt kts|compilation execution task|failures errors completed task execution|spotless violations violation checkstyle ktlint pmd spotbugs|overhead heap native daemon insufficient|classnotfoundexception noclassdeffounderror main unsupportedclassversionerror recent major|java_home java runtime jvm toolchains release|artifact find cached resolvable|resolve|nullpointerexception classcastexception arrayindexoutofboundsexception indexoutofboundsexception stringindexoutofboundsexception illegalargumentexception illegalstateexception numberformatexception unsupportedoperationexception concurrentmodificationexception arithmeticexception nosuchelementexception nosuchmethoderror nosuchfielderror abstractmethoderror stackoverflowerror uninitializedpropertyaccessexception kotlinnullpointerexception|exception", (251, 344, 149, 160, 190, 189, 209, 200, 196, 129, 448, 30,)),
     ("go", "runtimes", 120, "fail panic oops|syntax expected go|go|build|panic runtime nil goroutine|timed|goroutines concurrent|module package sum requires revision goroot", (126, 127, 44, 16, 180, 35, 94, 234,)),
     ("rust", "runtimes", 128, "error|e0463 e0514|expected unclosed delimiter unterminated mismatched|failed stdout|clippy compile|clippy|diff|assertion|panicked|matching select find rustc toolchain linker library openssl|custom", (17, 57, 236, 89, 79, 75, 29, 122, 30, 323, 42,)),
-    ("dotnet", "microsoft", 139, "cs1001 cs1002 cs1003 cs1009 cs1010 cs1012 cs1022 cs1026 cs1031 cs1040 cs1041 cs1513 cs1514 cs1519 cs1525 cs1733|cs vb fs|assert|failed|whitespace finalnewline charset imports formatting|nu1101 nu1102 nu1103 nu1100 unable|nu1301 index|netsdk1045 netsdk1004 msb4236 msb4019 compatible framework possible install sdks assembly|nullreferenceexception invalidoperationexception argumentnullexception argumentoutofrangeexception argumentexception indexoutofrangeexception invalidcastexception formatexception notimplementedexception notsupportedexception dividebyzeroexception objectdisposedexception keynotfoundexception|unhandled", (97, 62, 51, 126, 83, 75, 58, 299, 299, 23,)),
-    ("powershell", "microsoft", 149, "parsererror parseexception missing unexpected string|failed was|psavoidusingcmdletaliases psavoidusingwritehost psuseapprovedverbs psavoidusingplaintextforpassword psusedeclaredvarsmorethanassignments psavoidusinginvokeexpression psavoidglobalvars psuseshouldprocessforstatechangingfunctions psavoidusingpositionalparameters psusesingularnouns psavoidtrailingwhitespace pspossibleincorrectcomparisonwithnull psusebomforunicodeencodedfile psavoidusingemptycatchblock psusecompatiblecmdlets psavoiddefaultvalueswitchparameter psuseoutputtypecorrectly psprovidecommenthelp psreviewunusedparameter psuseconsistentindentation psuseconsistentwhitespace psplaceopenbrace psplaceclosebrace psalignassignmentstatement psavoidusingconverttosecurestringwithplaintext psavoidusingusernameandpasswordparams psavoidusingcomputernamehardcoded psmisleadingbacktick psavoidsemicolonsaslineterminators pspossibleincorrectusageofassignmentoperator psusecmdletcorrectly psavoidlonglines psavoidoverwritingbuiltincmdlets psavoidassignmenttoautomaticvariable psusesupportsshouldprocess psuseusingscopemodifierinnewrunspaces psavoidusingdeprecatedmanifestfields ps1 psm1 psd1|scripts signed unauthorizedaccess about_execution_policies pssecurityexception|pwsh powershell|commandnotfoundexception term|module modulenotfound|null invokemethodonnull bind parameterbindingvalidationexception parameterbindingexception propertynotfoundexception methodnotfound", (250, 86, 1084, 142, 65, 65, 170, 274,)),
-    ("docker", "platforms", 157, "docker docker_engine pipe|container|manifest image|platform|requested|cache copy checksum|dockerfile|oci", (259, 55, 122, 87, 42, 115, 50, 36,)),
-    ("kubernetes", "platforms", 165, "low evicted|insufficient nodes failedscheduling affinity untolerated unschedulable|imagepullbackoff errimagepull errimageneverpull invalidimagename pulling pull|forbidden logged|notfound|timeout allotted|localhost configuration context|quota|kind|use|mountvolume|invalid|validating validationerror field strict|yaml json scannererror parsererror parsing character find mapping|operation", (42, 192, 116, 108, 30, 82, 133, 27, 41, 45, 79, 31, 104, 604, 61,)),
-    ("terraform", "platforms", 180, "argument block unclosed expression newline character unterminated separator string|unsupported missing invalid reference incorrect call count for_each duplicate cycle|backend plugins inconsistent plugin init installed reinitialization|query install|lock locking conditionalcheckfailedexception|credential credentials|value default", (248, 423, 206, 70, 86, 95, 67,)),
-    ("git and ssh", "platforms", 187, "host identification|unprotected permissions load|username password terminal|repository|access|repository dubious safe|conflict conflicts apply unmerged|gh006 gh013 protected violations secrets", (97, 144, 74, 64, 48, 77, 167, 197,)),
-    ("databases", "databases", 195, "password pg_hba invalidpassword 28p01 sasl ident peer noauth wrongpass noperm er_access_denied_error er_dbaccess_denied_error 1045 1044 1142 denied|role database invalidcatalogname 3d000 unknown er_bad_db_error extension|database server terminating clients slots connections cannotconnectnow adminshutdown 57p01 57p03 53300 receive ssl connection|mysql 2002 2003 2006 2013 er_con_count_error protocol_connection_lost|loading busy clusterdown tryagain readonly masterdown connecting clients busyloadingerror|oom misconf|syntax er_parse_error 42601 near incomplete|column undefinedcolumn 42703 er_bad_field_error|relation table undefinedtable 42p01 er_no_such_table|violates duplicate unique foreign null integrityerror uniqueviolation er_dup_entry 23505 23503 23502|database sqlite_cantopen sqlite_corrupt sqlite_full sqlite_readonly disk sqlite_ioerr sqlite_ioerr_write sqlite_ioerr_read sqlite_ioerr_fsync|wrongtype unknown wrong", (316, 159, 496, 180, 239, 52, 140, 153, 128, 261, 140, 71,)),
-    ("aws", "services", 207, "throttlingexception throttling throttledexception requestlimitexceeded slowdown provisionedthroughputexceededexception requestthrottled requestthrottledexception ec2throttledexception bandwidthlimitexceeded limitexceededexception|expiredtoken expiredtokenexception invalidclienttokenid unrecognizedclientexception signaturedoesnotmatch invalidaccesskeyid invalidsignatureexception authfailure incompletesignature missingauthenticationtoken unauthorizedoperation notauthorizedexception invalidtoken security sso|authorized explicit|locate nocredentialserror nocredentialproviders load credentialsprovidererror profile profilenotfound region noregionerror retrieve sdk imds noauthhandlerfound missing chain|servicequotaexceededexception vcpulimitexceeded instancelimitexceeded addresslimitexceeded vpclimitexceeded toomanybuckets requested|internalerror internalfailure serviceunavailable serviceunavailableexception insufficientinstancecapacity priorrequestnotcomplete endpoint|requesttimetooskewed signature clock|nosuchbucket resourcenotfoundexception nosuchentity parameternotfound nosuchkey|validationexception validationerror invalidparametervalue invalidparametervalueexception invalidparameterexception malformedpolicydocument missingparameter", (237, 477, 50, 477, 200, 161, 82, 87, 146,)),
-    ("gcp", "services", 216, "unauthenticated scopes access_token_scope_insufficient invalid_grant reauthentication revoked caller iam_permission_denied credentials api_key_invalid key|automatically defaultcredentialserror default active google_application_credentials application|quota|service_disabled used enabled accessnotconfigured|notfound|unavailable serviceunavailable backenderror zone_resource_pool_exhausted resources", (341, 313, 157, 129, 82, 129,)),
-    ("azure", "services", 222, "aadsts50001 aadsts50020 aadsts50034 aadsts50053 aadsts50055 aadsts50057 aadsts50058 aadsts50076 aadsts50079 aadsts50105 aadsts50126 aadsts50158 aadsts50173 aadsts53003 aadsts65001 aadsts70000 aadsts70001 aadsts70002 aadsts70008 aadsts70011 aadsts70016 aadsts70021 aadsts70043 aadsts90002 aadsts500011 aadsts500113 aadsts700016 aadsts700024 aadsts700027 aadsts700082 aadsts7000215 aadsts7000222 authorizationfailed invalidauthenticationtoken expiredauthenticationtoken authenticationfailed authorizationpermissionmismatch keybasedauthenticationnotpermitted authorization linkedauthorizationfailed requestdisallowedbypolicy invalidauthenticationtokentenant clientauthenticationerror|az defaultazurecredential credentialunavailableerror environmentcredential subscription managedidentitycredential|quotaexceeded quota|retryableerror anotheroperationinprogress serverbusy operationpreempted|resourcegroupnotfound subscriptionnotfound containernotfound storageaccountnotfound missingsubscriptionregistration skunotavailable", (542, 243, 48, 79, 139,)),
-    ("github and gitlab", "services", 227, "credentials accessible authentication admin gh007 scopes refusing basic password|communication shutdown canceled system acquired responding preparation|workflow resolve unrecognized|input github_token|stuck runner runners", (328, 217, 97, 83, 140,)),
-    ("llm providers", "services", 232, "authenticationerror invalid_api_key incorrect authentication_error invalid permissiondeniederror permission_error account_deactivated gated|api_key authentication key missingapikeyerror|rate exceeded|context_length_exceeded context prompt length tokens string_above_max_length|serviceunavailableerror api_error internalservererror server|model_not_found model deploymentnotfound|content_policy_violation content responsibleaipolicyviolation|badrequesterror invalid_request_error", (199, 199, 57, 174, 119, 153, 87, 45,)),
-    ("gpu", "services", 240, "cuda outofmemoryerror cudaerrormemoryallocation cublas_status_alloc_failed cudnn_status_alloc_failed device hip mps oom resourceexhaustederror cudamalloc|cuda driver nvidia torch kernel cuda_error_no_device cudaerrornodevice cudaerrorinsufficientdriver select libcuda cuinit nvml runtime aten_cuda gpus cudnn_status_not_initialized cudnn_status_alloc_failed cudnn_status_arch_mismatch cudnn_status_version_mismatch|cuda cudaerrordevicesunavailable|device illegal cudaerrorillegaladdress cublas_status_execution_failed misaligned|watchdog nccl_timeout", (302, 834, 96, 155, 61,)),
-    ("ansible-lint", "checkers", 245, "yml yaml args avoid command complexity deprecated empty fqcn galaxy ignore inline jinja key latest literal load loop meta name no only package parser partial playbook risky role run sanity schema syntax var yaml|failed rule", (1545, 80,)),
-    ("cfn-lint", "checkers", 247, "cfn resources parameters outputs mappings conditions metadata rules transform|template", (141, 31,)),
-    ("helm", "checkers", 249, "pod phase", (61,)),
-    ("ruby", "others", 250, "loaderror|gemnotfound gem|examples example|offense offenses", (58, 55, 37, 53,)),
-    ("php", "others", 254, "allowed|requirements", (46, 77,)),
-    ("conda", "others", 256, "packagesnotfounderror unsatisfiableerror resolvepackagenotfound", (71,)),
-    ("swift", "others", 257, "scope", (51,)),
-    ("elixir", "others", 258, "syntaxerror tokenmissingerror mismatcheddelimitererror|compileerror", (67, 48,)),
-    ("amqp", "others", 260, "access_refused", (18,)),
-    ("ci-time-limit", "others", 261, "longer exceeded", (97,)),
-    ("rocm", "others", 262, "hip_error_outofmemory hiperroroutofmemory", (49,)),
-    ("test-summary", "others", 263, "failed", (57,)),
-    ("haskell", "toolchains", 264, "match scope instance deduce ambiguous|parse", (219, 125,)),
-    ("scala", "toolchains", 266, "scala sbt", (306,)),
-    ("dart", "toolchains", 267, "dart|dart|error", (23, 73, 56,)),
-    ("julia and perl", "toolchains", 270, "package module|locate", (135, 38,)),
-    ("esbuild", "toolchains", 272, "expected unexpected unterminated", (185,)),
-    ("bundlers", "toolchains", 273, "resolve|resolve", (58, 44,)),
-    ("dockerfile and shell linters", "toolchains", 275, "dl1001 dl3000 dl3001 dl3002 dl3003 dl3004 dl3005 dl3006 dl3007 dl3008 dl3009 dl3010 dl3011 dl3012 dl3013 dl3014 dl3015 dl3016 dl3017 dl3018 dl3019 dl3020 dl3021 dl3022 dl3023 dl3024 dl3025 dl3026 dl3027 dl3028 dl3029 dl3030 dl3031 dl3032 dl3033 dl3034 dl3035 dl3036 dl3037 dl3038 dl3039 dl3040 dl3041 dl3042 dl3043 dl3044 dl3045 dl3046 dl3047 dl3048 dl3049 dl3050 dl3051 dl3052 dl3053 dl3054 dl3055 dl3056 dl3057 dl3058 dl3059 dl3060 dl3061 dl3062 dl4000 dl4001 dl4002 dl4003 dl4004 dl4005 dl4006|line shellcheck note warning error", (21, 158,)),
-    ("package resolvers", "toolchains", 277, "missing|dependency|interpreternotfound interpreter|matches", (60, 60, 69, 41,)),
-    ("exception names", "exceptions", 281, "errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused", (407, 295, 322, 649, 428,)),
-    ("credentials in words", "exceptions", 286, "invalid incorrect wrong bad denied refused rejected unsuccessful successful accepted|01017 invalidcredentials invalid_credentials invalid_auth not_authed authenticationfailed 535 530|invalid incorrect wrong bad denied refused rejected unsuccessful successful accepted 01017 invalidcredentials invalid_credentials invalid_auth not_authed authenticationfailed 535 530|api api_key apikey key credentials credential token password secret", (452, 173, 812, 588,)),
+    ("dotnet", "microsoft", 139, "cs1001 cs1002 cs1003 cs1009 cs1010 cs1012 cs1022 cs1026 cs1031 cs1040 cs1041 cs1513 cs1514 cs1519 cs1525 cs1733|cs vb fs|assert|failed|whitespace finalnewline charset imports formatting|nu1101 nu1102 nu1103 nu1100 unable|nu1301 index|netsdk1045 netsdk1004 msb4236 msb4019 compatible framework possible install sdks assembly|msb3027 msb3021 locked|network|nullreferenceexception invalidoperationexception argumentnullexception argumentoutofrangeexception argumentexception indexoutofrangeexception invalidcastexception formatexception notimplementedexception notsupportedexception dividebyzeroexception objectdisposedexception keynotfoundexception|unhandled", (97, 62, 51, 126, 83, 75, 58, 299, 50, 103, 299, 23,)),
+    ("powershell", "microsoft", 151, "parsererror parseexception missing unexpected string|failed was|psavoidusingcmdletaliases psavoidusingwritehost psuseapprovedverbs psavoidusingplaintextforpassword psusedeclaredvarsmorethanassignments psavoidusinginvokeexpression psavoidglobalvars psuseshouldprocessforstatechangingfunctions psavoidusingpositionalparameters psusesingularnouns psavoidtrailingwhitespace pspossibleincorrectcomparisonwithnull psusebomforunicodeencodedfile psavoidusingemptycatchblock psusecompatiblecmdlets psavoiddefaultvalueswitchparameter psuseoutputtypecorrectly psprovidecommenthelp psreviewunusedparameter psuseconsistentindentation psuseconsistentwhitespace psplaceopenbrace psplaceclosebrace psalignassignmentstatement psavoidusingconverttosecurestringwithplaintext psavoidusingusernameandpasswordparams psavoidusingcomputernamehardcoded psmisleadingbacktick psavoidsemicolonsaslineterminators pspossibleincorrectusageofassignmentoperator psusecmdletcorrectly psavoidlonglines psavoidoverwritingbuiltincmdlets psavoidassignmenttoautomaticvariable psusesupportsshouldprocess psuseusingscopemodifierinnewrunspaces psavoidusingdeprecatedmanifestfields ps1 psm1 psd1|scripts signed unauthorizedaccess about_execution_policies pssecurityexception|pwsh powershell|commandnotfoundexception term|module modulenotfound|null invokemethodonnull bind parameterbindingvalidationexception parameterbindingexception propertynotfoundexception methodnotfound parameter", (250, 86, 1084, 142, 65, 65, 170, 338,)),
+    ("docker", "platforms", 159, "docker docker_engine pipe|container|manifest image|platform|requested|platform|cache copy checksum dockerfile|dockerfile|oci", (259, 55, 122, 87, 42, 63, 178, 50, 36,)),
+    ("kubernetes", "platforms", 168, "low evicted|insufficient nodes failedscheduling affinity untolerated unschedulable|imagepullbackoff errimagepull errimageneverpull invalidimagename pulling pull|forbidden logged|notfound|timeout allotted|localhost configuration context|quota|kind|use|mountvolume|invalid|validating validationerror field strict|yaml json scannererror parsererror parsing character find mapping|operation", (42, 192, 116, 108, 30, 82, 133, 27, 41, 45, 79, 31, 104, 604, 61,)),
+    ("terraform", "platforms", 183, "argument block unclosed expression newline character unterminated separator string|unsupported missing invalid reference incorrect call count for_each duplicate cycle|backend plugins inconsistent plugin init installed reinitialization|query install|lock locking conditionalcheckfailedexception|credential credentials|value default", (248, 423, 206, 70, 86, 95, 67,)),
+    ("git and ssh", "platforms", 190, "host identification|unprotected permissions load|username password terminal|repository|access|repository dubious safe|conflict conflicts apply unmerged|gh006 gh013 protected violations secrets", (97, 144, 74, 64, 48, 77, 167, 197,)),
+    ("databases", "databases", 198, "password pg_hba invalidpassword 28p01 sasl ident peer noauth wrongpass noperm er_access_denied_error er_dbaccess_denied_error 1045 1044 1142 denied|role database invalidcatalogname 3d000 unknown er_bad_db_error extension|database server terminating clients slots connections cannotconnectnow adminshutdown 57p01 57p03 53300 receive ssl connection|mysql 2002 2003 2006 2013 er_con_count_error protocol_connection_lost|loading busy clusterdown tryagain readonly masterdown connecting clients busyloadingerror|oom misconf|syntax er_parse_error 42601 near incomplete|column undefinedcolumn 42703 er_bad_field_error|relation table undefinedtable 42p01 er_no_such_table|violates duplicate unique foreign null integrityerror uniqueviolation er_dup_entry 23505 23503 23502|database sqlite_cantopen sqlite_corrupt sqlite_full sqlite_readonly disk sqlite_ioerr sqlite_ioerr_write sqlite_ioerr_read sqlite_ioerr_fsync|wrongtype unknown wrong", (316, 159, 496, 180, 239, 52, 140, 153, 128, 261, 140, 71,)),
+    ("aws", "services", 210, "throttlingexception throttling throttledexception requestlimitexceeded slowdown provisionedthroughputexceededexception requestthrottled requestthrottledexception ec2throttledexception bandwidthlimitexceeded limitexceededexception|expiredtoken expiredtokenexception invalidclienttokenid unrecognizedclientexception signaturedoesnotmatch invalidaccesskeyid invalidsignatureexception authfailure incompletesignature missingauthenticationtoken unauthorizedoperation notauthorizedexception invalidtoken security sso|authorized explicit|locate nocredentialserror nocredentialproviders load credentialsprovidererror profile profilenotfound region noregionerror retrieve sdk imds noauthhandlerfound missing chain|servicequotaexceededexception vcpulimitexceeded instancelimitexceeded addresslimitexceeded vpclimitexceeded toomanybuckets requested|internalerror internalfailure serviceunavailable serviceunavailableexception insufficientinstancecapacity priorrequestnotcomplete endpoint|requesttimetooskewed signature clock|nosuchbucket resourcenotfoundexception nosuchentity parameternotfound nosuchkey|validationexception validationerror invalidparametervalue invalidparametervalueexception invalidparameterexception malformedpolicydocument missingparameter", (237, 477, 50, 477, 200, 161, 82, 87, 146,)),
+    ("gcp", "services", 219, "unauthenticated scopes access_token_scope_insufficient invalid_grant reauthentication revoked caller iam_permission_denied credentials api_key_invalid key|automatically defaultcredentialserror default active google_application_credentials application loaded|quota|service_disabled used enabled accessnotconfigured|notfound|unavailable serviceunavailable backenderror zone_resource_pool_exhausted resources", (341, 368, 157, 129, 82, 129,)),
+    ("azure", "services", 225, "aadsts50001 aadsts50020 aadsts50034 aadsts50053 aadsts50055 aadsts50057 aadsts50058 aadsts50076 aadsts50079 aadsts50105 aadsts50126 aadsts50158 aadsts50173 aadsts53003 aadsts65001 aadsts70000 aadsts70001 aadsts70002 aadsts70008 aadsts70011 aadsts70016 aadsts70021 aadsts70043 aadsts90002 aadsts500011 aadsts500113 aadsts700016 aadsts700024 aadsts700027 aadsts700082 aadsts7000215 aadsts7000222 authorizationfailed invalidauthenticationtoken expiredauthenticationtoken authenticationfailed authorizationpermissionmismatch keybasedauthenticationnotpermitted authorization linkedauthorizationfailed requestdisallowedbypolicy invalidauthenticationtokentenant clientauthenticationerror|az defaultazurecredential credentialunavailableerror environmentcredential subscription managedidentitycredential|quotaexceeded quota|retryableerror anotheroperationinprogress serverbusy operationpreempted|resourcegroupnotfound subscriptionnotfound containernotfound storageaccountnotfound missingsubscriptionregistration skunotavailable", (542, 243, 48, 79, 139,)),
+    ("github and gitlab", "services", 230, "credentials accessible authentication admin gh007 scopes refusing basic password|communication shutdown canceled system acquired responding preparation|workflow resolve unrecognized|input github_token|stuck runner runners", (328, 217, 97, 83, 140,)),
+    ("llm providers", "services", 235, "authenticationerror invalid_api_key incorrect authentication_error invalid permissiondeniederror permission_error account_deactivated gated|api_key authentication key missingapikeyerror|rate exceeded|context_length_exceeded context prompt length tokens string_above_max_length|serviceunavailableerror api_error internalservererror server|model_not_found model deploymentnotfound|content_policy_violation content responsibleaipolicyviolation|badrequesterror invalid_request_error", (199, 199, 57, 174, 119, 153, 87, 45,)),
+    ("gpu", "services", 243, "cuda outofmemoryerror cudaerrormemoryallocation cublas_status_alloc_failed cudnn_status_alloc_failed device hip mps oom resourceexhaustederror cudamalloc|cuda driver nvidia torch kernel cuda_error_no_device cudaerrornodevice cudaerrorinsufficientdriver select libcuda cuinit nvml runtime aten_cuda gpus cudnn_status_not_initialized cudnn_status_alloc_failed cudnn_status_arch_mismatch cudnn_status_version_mismatch|cuda cudaerrordevicesunavailable|device illegal cudaerrorillegaladdress cublas_status_execution_failed misaligned|watchdog nccl_timeout", (302, 834, 96, 155, 61,)),
+    ("tflint", "checkers", 248, "issue", (26,)),
+    ("ansible-lint", "checkers", 249, "yml yaml args avoid command complexity deprecated empty fqcn galaxy ignore inline jinja key latest literal load loop meta name no only package parser partial playbook risky role run sanity schema syntax var yaml|failed rule", (1545, 80,)),
+    ("cfn-lint", "checkers", 251, "cfn resources parameters outputs mappings conditions metadata rules transform|template", (141, 31,)),
+    ("helm", "checkers", 253, "pod phase", (61,)),
+    ("ruby", "others", 254, "loaderror|gemnotfound gem|examples example|offense offenses", (58, 55, 37, 53,)),
+    ("php", "others", 258, "allowed|requirements", (46, 77,)),
+    ("conda", "others", 260, "packagesnotfounderror unsatisfiableerror resolvepackagenotfound", (71,)),
+    ("swift", "others", 261, "scope", (51,)),
+    ("elixir", "others", 262, "syntaxerror tokenmissingerror mismatcheddelimitererror|compileerror", (67, 48,)),
+    ("amqp", "others", 264, "access_refused", (18,)),
+    ("ci-time-limit", "others", 265, "longer exceeded", (97,)),
+    ("rocm", "others", 266, "hip_error_outofmemory hiperroroutofmemory", (49,)),
+    ("test-summary", "others", 267, "failed", (57,)),
+    ("haskell", "toolchains", 268, "match scope instance deduce ambiguous|parse", (219, 125,)),
+    ("scala", "toolchains", 270, "scala sbt", (306,)),
+    ("dart", "toolchains", 271, "dart|dart|error", (23, 73, 56,)),
+    ("julia and perl", "toolchains", 274, "package module|locate", (135, 38,)),
+    ("esbuild", "toolchains", 276, "expected unexpected unterminated", (185,)),
+    ("bundlers", "toolchains", 277, "resolve|resolve", (58, 44,)),
+    ("dockerfile and shell linters", "toolchains", 279, "dl1001 dl3000 dl3001 dl3002 dl3003 dl3004 dl3005 dl3006 dl3007 dl3008 dl3009 dl3010 dl3011 dl3012 dl3013 dl3014 dl3015 dl3016 dl3017 dl3018 dl3019 dl3020 dl3021 dl3022 dl3023 dl3024 dl3025 dl3026 dl3027 dl3028 dl3029 dl3030 dl3031 dl3032 dl3033 dl3034 dl3035 dl3036 dl3037 dl3038 dl3039 dl3040 dl3041 dl3042 dl3043 dl3044 dl3045 dl3046 dl3047 dl3048 dl3049 dl3050 dl3051 dl3052 dl3053 dl3054 dl3055 dl3056 dl3057 dl3058 dl3059 dl3060 dl3061 dl3062 dl4000 dl4001 dl4002 dl4003 dl4004 dl4005 dl4006|line shellcheck note warning error", (21, 158,)),
+    ("package resolvers", "toolchains", 281, "missing|dependency|interpreternotfound interpreter|matches", (60, 60, 69, 41,)),
+    ("exception names", "exceptions", 285, "errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused", (407, 295, 322, 649, 428,)),
+    ("credentials in words", "exceptions", 290, "invalid incorrect wrong bad denied refused rejected unsuccessful successful accepted|01017 invalidcredentials invalid_credentials invalid_auth not_authed authenticationfailed 535 530|invalid incorrect wrong bad denied refused rejected unsuccessful successful accepted 01017 invalidcredentials invalid_credentials invalid_auth not_authed authenticationfailed 535 530|api api_key apikey key credentials credential token password secret", (452, 173, 812, 588,)),
 )
 
 WORDS: dict[int, bytes] = {
     48: (
-        b"\n01017 287 288"
+        b"\n01017 291 292"
     ),
     49: (
-        b"\n1044 195\n1045 195\n1142 195\n126 36\n127 36\n137 28"
+        b"\n1044 198\n1045 198\n1142 198\n126 36\n127 36\n137 28"
     ),
     50: (
-        b"\n2002 198\n2003 198\n2006 198\n2013 198\n23502 204\n23503 204\n23505 204\n28p01 195"
+        b"\n2002 201\n2003 201\n2006 201\n2013 201\n23502 207\n23503 207\n23505 207\n28p01 198"
     ),
     51: (
-        b"\n3d000 196"
+        b"\n3d000 199"
     ),
     52: (
-        b"\n40001 32\n401 12\n403 13\n407 12\n408 15\n40p01 32\n42601 201\n42703 202\n429 16"
-        b"\n42p01 203"
+        b"\n40001 32\n401 12\n403 13\n407 12\n408 15\n40p01 32\n42601 204\n42703 205\n429 16"
+        b"\n42p01 206"
     ),
     53: (
-        b"\n500 17\n502 17\n503 17\n504 17\n529 17\n530 287 288\n53300 197\n535 287 288\n55p03 32"
-        b"\n57p01 197\n57p03 197"
+        b"\n500 17\n502 17\n503 17\n504 17\n529 17\n530 291 292\n53300 200\n535 291 292\n55p03 32"
+        b"\n57p01 200\n57p03 200"
     ),
     95: (
-        b"\n_exceptions 281 282 283 284 285"
+        b"\n_exceptions 285 286 287 288 289"
     ),
     97: (
-        b"\naadsts50001 222\naadsts500011 222\naadsts500113 222\naadsts50020 222\naadsts50034 222"
-        b"\naadsts50053 222\naadsts50055 222\naadsts50057 222\naadsts50058 222\naadsts50076 222"
-        b"\naadsts50079 222\naadsts50105 222\naadsts50126 222\naadsts50158 222\naadsts50173 222"
-        b"\naadsts53003 222\naadsts65001 222\naadsts70000 222\naadsts70001 222\naadsts700016 222"
-        b"\naadsts70002 222\naadsts7000215 222\naadsts7000222 222\naadsts700024 222"
-        b"\naadsts700027 222\naadsts70008 222\naadsts700082 222\naadsts70011 222\naadsts70016 222"
-        b"\naadsts70021 222\naadsts70043 222\naadsts90002 222\nabout_execution_policies 152"
-        b"\nabstractmethoderror 118\nabuse 18\naccepted 286 288\naccess 191\naccess_refused 260"
-        b"\naccess_token_scope_insufficient 216\naccessdenied 24\naccessdeniedexception 24"
-        b"\naccessible 227\naccesskeyid 39\naccessnotconfigured 219\naccount 44"
-        b"\naccount_deactivated 232\nacquired 228\nactive 217\naddress 96\naddresslimitexceeded 211"
-        b"\nadmin 227\nadminshutdown 197\naffinity 166\nagain 33\nallocate 28\nallocated 96"
-        b"\nallocation 28\nallotted 170\nallowed 254\nambiguous 264\nanother 31"
-        b"\nanotheroperationinprogress 225\nanswer 1\napi 289\napi_error 236\napi_key 233 289"
-        b"\napi_key_invalid 216\napiconnectionerror 6\napikey 289\napitimeouterror 2"
-        b"\napplication 217\napplied 109\napply 193\nargs 245\nargument 180\nargumentexception 147"
-        b"\nargumentnullexception 147\nargumentoutofrangeexception 147\narguments 101"
+        b"\naadsts50001 225\naadsts500011 225\naadsts500113 225\naadsts50020 225\naadsts50034 225"
+        b"\naadsts50053 225\naadsts50055 225\naadsts50057 225\naadsts50058 225\naadsts50076 225"
+        b"\naadsts50079 225\naadsts50105 225\naadsts50126 225\naadsts50158 225\naadsts50173 225"
+        b"\naadsts53003 225\naadsts65001 225\naadsts70000 225\naadsts70001 225\naadsts700016 225"
+        b"\naadsts70002 225\naadsts7000215 225\naadsts7000222 225\naadsts700024 225"
+        b"\naadsts700027 225\naadsts70008 225\naadsts700082 225\naadsts70011 225\naadsts70016 225"
+        b"\naadsts70021 225\naadsts70043 225\naadsts90002 225\nabout_execution_policies 154"
+        b"\nabstractmethoderror 118\nabuse 18\naccepted 290 292\naccess 194\naccess_refused 264"
+        b"\naccess_token_scope_insufficient 219\naccessdenied 24\naccessdeniedexception 24"
+        b"\naccessible 230\naccesskeyid 39\naccessnotconfigured 222\naccount 44"
+        b"\naccount_deactivated 235\nacquired 231\nactive 220\naddress 96\naddresslimitexceeded 214"
+        b"\nadmin 230\nadminshutdown 200\naffinity 169\nagain 33\nallocate 28\nallocated 96"
+        b"\nallocation 28\nallotted 173\nallowed 258\nambiguous 268\nanother 31"
+        b"\nanotheroperationinprogress 228\nanswer 1\napi 293\napi_error 239\napi_key 236 293"
+        b"\napi_key_invalid 219\napiconnectionerror 6\napikey 293\napitimeouterror 2"
+        b"\napplication 220\napplied 109\napply 196\nargs 249\nargument 183\nargumentexception 149"
+        b"\nargumentnullexception 149\nargumentoutofrangeexception 149\narguments 101"
         b"\narithmeticexception 118\narrayindexoutofboundsexception 118\nartifact 116\nassembly 146"
-        b"\nassert 65 141\nassertion 135\nassertionerror 65 66\naten_cuda 241\nattributeerror 67"
-        b"\nauth 80\nauthentication 22 227 233\nauthentication_error 232\nauthenticationerror 232"
-        b"\nauthenticationfailed 222 287 288\nauthfailure 208\nauthorised 22\nauthorization 222"
-        b"\nauthorizationfailed 222\nauthorizationpermissionmismatch 222\nauthorized 22 209"
-        b"\nautomatically 217\navoid 245\naz 223"
+        b"\nassert 65 141\nassertion 135\nassertionerror 65 66\naten_cuda 244\nattributeerror 67"
+        b"\nauth 80\nauthentication 22 230 236\nauthentication_error 235\nauthenticationerror 235"
+        b"\nauthenticationfailed 225 291 292\nauthfailure 211\nauthorised 22\nauthorization 225"
+        b"\nauthorizationfailed 225\nauthorizationpermissionmismatch 225\nauthorized 22 212"
+        b"\nautomatically 220\navoid 249\naz 226"
     ),
     98: (
-        b"\nbackend 182\nbackenderror 221\nbad 286 288\nbad_alloc 28\nbadrequesterror 239"
-        b"\nbalance 21\nbandwidthlimitexceeded 207\nbasic 227\nbilling 21\nbilling_disabled 21"
-        b"\nbinary 34\nbind 156\nblock 180\nbrokenpipeerror 6\nbucket 44\nbuckets 44\nbuild 123"
-        b"\nbusy 31 33 199\nbusyloadingerror 199"
+        b"\nbackend 185\nbackenderror 224\nbad 290 292\nbad_alloc 28\nbadrequesterror 242"
+        b"\nbalance 21\nbandwidthlimitexceeded 210\nbasic 230\nbilling 21\nbilling_disabled 21"
+        b"\nbinary 34\nbind 158\nblock 183\nbrokenpipeerror 6\nbucket 44\nbuckets 44\nbuild 123"
+        b"\nbusy 31 33 202\nbusyloadingerror 202"
     ),
     99: (
-        b"\ncache 162\ncached 116\ncall 181\ncaller 216\ncalls 18\ncanceled 228"
-        b"\ncannotconnectnow 197\ncaused 281 282 283 284 285\ncertificate 11"
-        b"\ncertificate_verify_failed 11\ncertification 11\ncfn 247\nchain 210\ncharacter 178 180"
-        b"\ncharset 143\ncheckstyle 112\nchecksum 162\nchunkedencodingerror 6"
+        b"\ncache 165\ncached 116\ncall 184\ncaller 219\ncalls 18\ncanceled 231"
+        b"\ncannotconnectnow 200\ncaused 285 286 287 288 289\ncertificate 11"
+        b"\ncertificate_verify_failed 11\ncertification 11\ncfn 251\nchain 213\ncharacter 181 183"
+        b"\ncharset 143\ncheckstyle 112\nchecksum 165\nchunkedencodingerror 6"
         b"\nclasscastexception 118\nclassnotfoundexception 114"
-        b"\nclient_exceptions 281 282 283 284 285\nclientauthenticationerror 222"
-        b"\nclientconnectorerror 6\nclients 197 199\nclienttimeout 2\nclippy 132 133\nclock 213"
-        b"\nclosed 4\ncluster 44\nclusterdown 199\ncmake 107\ncolumn 202\ncommand 34 75 245"
-        b"\ncommandnotfoundexception 154\ncommunication 228\ncompatible 146\ncompilation 110"
-        b"\ncompile 106 132\ncompileerror 259\ncompiler 34\ncompleted 111\ncomplexity 245"
-        b"\nconcurrent 126\nconcurrentmodificationexception 118\nconditionalcheckfailedexception 184"
-        b"\nconditions 247\nconfiguration 106 171\nconfigure 42\nconflict 193\nconflicting 73 101"
-        b"\nconflicts 193\nconnect 4 5 14\nconnectexception 6\nconnecting 4 5 199\nconnection 4 197"
+        b"\nclient_exceptions 285 286 287 288 289\nclientauthenticationerror 225"
+        b"\nclientconnectorerror 6\nclients 200 202\nclienttimeout 2\nclippy 132 133\nclock 216"
+        b"\nclosed 4\ncluster 44\nclusterdown 202\ncmake 107\ncolumn 205\ncommand 34 75 249"
+        b"\ncommandnotfoundexception 156\ncommunication 231\ncompatible 146\ncompilation 110"
+        b"\ncompile 106 132\ncompileerror 263\ncompiler 34\ncompleted 111\ncomplexity 249"
+        b"\nconcurrent 126\nconcurrentmodificationexception 118\nconditionalcheckfailedexception 187"
+        b"\nconditions 251\nconfiguration 106 174\nconfigure 42\nconflict 196\nconflicting 73 101"
+        b"\nconflicts 196\nconnect 4 5 14\nconnectexception 6\nconnecting 4 5 202\nconnection 4 200"
         b"\nconnectionabortederror 6\nconnectionclosederror 6\nconnectionerror 6"
-        b"\nconnectionrefusederror 6\nconnectionreseterror 6\nconnections 197\nconnecttimeout 2"
-        b"\nconnecttimeouterror 2\nconnecttimeoutexception 2\ncontainer 158\ncontainernotfound 226"
-        b"\ncontent 238\ncontent_policy_violation 238\ncontext 171 235\ncontext_length_exceeded 235"
-        b"\nconversion 101\ncopy 162\ncould 106\ncouldn 4\ncount 181\ncredential 39 185 289"
-        b"\ncredentials 22 39 185 216 227 289\ncredentialsprovidererror 210"
-        b"\ncredentialunavailableerror 223\ncs 140\ncs1001 139\ncs1002 139\ncs1003 139\ncs1009 139"
+        b"\nconnectionrefusederror 6\nconnectionreseterror 6\nconnections 200\nconnecttimeout 2"
+        b"\nconnecttimeouterror 2\nconnecttimeoutexception 2\ncontainer 160\ncontainernotfound 229"
+        b"\ncontent 241\ncontent_policy_violation 241\ncontext 174 238\ncontext_length_exceeded 238"
+        b"\nconversion 101\ncopy 165\ncould 106\ncouldn 4\ncount 184\ncredential 39 188 293"
+        b"\ncredentials 22 39 188 219 230 293\ncredentialsprovidererror 213"
+        b"\ncredentialunavailableerror 226\ncs 140\ncs1001 139\ncs1002 139\ncs1003 139\ncs1009 139"
         b"\ncs1010 139\ncs1012 139\ncs1022 139\ncs1026 139\ncs1031 139\ncs1040 139\ncs1041 139"
         b"\ncs1513 139\ncs1514 139\ncs1519 139\ncs1525 139\ncs1733 139\ncts 98"
-        b"\ncublas_status_alloc_failed 240\ncublas_status_execution_failed 243\ncuda 240 241 242"
-        b"\ncuda_error_no_device 241\ncudaerrordevicesunavailable 242\ncudaerrorillegaladdress 243"
-        b"\ncudaerrorinsufficientdriver 241\ncudaerrormemoryallocation 240\ncudaerrornodevice 241"
-        b"\ncudamalloc 240\ncudnn_status_alloc_failed 240 241\ncudnn_status_arch_mismatch 241"
-        b"\ncudnn_status_not_initialized 241\ncudnn_status_version_mismatch 241\ncuinit 241"
-        b"\ncurrent 45\ncustom 138\ncycle 181"
+        b"\ncublas_status_alloc_failed 243\ncublas_status_execution_failed 246\ncuda 243 244 245"
+        b"\ncuda_error_no_device 244\ncudaerrordevicesunavailable 245\ncudaerrorillegaladdress 246"
+        b"\ncudaerrorinsufficientdriver 244\ncudaerrormemoryallocation 243\ncudaerrornodevice 244"
+        b"\ncudamalloc 243\ncudnn_status_alloc_failed 243 244\ncudnn_status_arch_mismatch 244"
+        b"\ncudnn_status_not_initialized 244\ncudnn_status_version_mismatch 244\ncuinit 244"
+        b"\ncurrent 45\ncustom 138\ncycle 184"
     ),
     100: (
-        b"\ndaemon 113\ndart 267 268\ndatabase 196 197 205\ndataset 44\ndeadline 1"
+        b"\ndaemon 113\ndart 271 272\ndatabase 199 200 208\ndataset 44\ndeadline 1"
         b"\ndeadline_exceeded 2\ndeadlineexceeded 2\ndeadlock 31\ndeadlockdetected 32\ndeclared 101"
-        b"\ndeclined 53\ndeduce 264\ndefault 186 217\ndefaultazurecredential 223"
-        b"\ndefaultcredentialserror 217\ndelimiter 130\ndenied 22 23 195 286 288\ndependency 278"
-        b"\ndeploymentnotfound 237\ndeprecated 245\ndevice 240 243\ndiff 134\ndifferent 73"
-        b"\ndirectory 35 99\ndisk 205\ndiskpressure 26\ndistribution 73\ndividebyzeroexception 147"
-        b"\ndl1001 275\ndl3000 275\ndl3001 275\ndl3002 275\ndl3003 275\ndl3004 275\ndl3005 275"
-        b"\ndl3006 275\ndl3007 275\ndl3008 275\ndl3009 275\ndl3010 275\ndl3011 275\ndl3012 275"
-        b"\ndl3013 275\ndl3014 275\ndl3015 275\ndl3016 275\ndl3017 275\ndl3018 275\ndl3019 275"
-        b"\ndl3020 275\ndl3021 275\ndl3022 275\ndl3023 275\ndl3024 275\ndl3025 275\ndl3026 275"
-        b"\ndl3027 275\ndl3028 275\ndl3029 275\ndl3030 275\ndl3031 275\ndl3032 275\ndl3033 275"
-        b"\ndl3034 275\ndl3035 275\ndl3036 275\ndl3037 275\ndl3038 275\ndl3039 275\ndl3040 275"
-        b"\ndl3041 275\ndl3042 275\ndl3043 275\ndl3044 275\ndl3045 275\ndl3046 275\ndl3047 275"
-        b"\ndl3048 275\ndl3049 275\ndl3050 275\ndl3051 275\ndl3052 275\ndl3053 275\ndl3054 275"
-        b"\ndl3055 275\ndl3056 275\ndl3057 275\ndl3058 275\ndl3059 275\ndl3060 275\ndl3061 275"
-        b"\ndl3062 275\ndl4000 275\ndl4001 275\ndl4002 275\ndl4003 275\ndl4004 275\ndl4005 275"
-        b"\ndl4006 275\ndll 38\ndocker 157\ndocker_engine 157\ndockerfile 163\ndown 9\ndriver 241"
-        b"\ndubious 192\nduplicate 181 204"
+        b"\ndeclined 53\ndeduce 268\ndefault 189 220\ndefaultazurecredential 226"
+        b"\ndefaultcredentialserror 220\ndelimiter 130\ndenied 22 23 198 290 292\ndependency 282"
+        b"\ndeploymentnotfound 240\ndeprecated 249\ndevice 243 246\ndiff 134\ndifferent 73"
+        b"\ndirectory 35 99\ndisk 208\ndiskpressure 26\ndistribution 73\ndividebyzeroexception 149"
+        b"\ndl1001 279\ndl3000 279\ndl3001 279\ndl3002 279\ndl3003 279\ndl3004 279\ndl3005 279"
+        b"\ndl3006 279\ndl3007 279\ndl3008 279\ndl3009 279\ndl3010 279\ndl3011 279\ndl3012 279"
+        b"\ndl3013 279\ndl3014 279\ndl3015 279\ndl3016 279\ndl3017 279\ndl3018 279\ndl3019 279"
+        b"\ndl3020 279\ndl3021 279\ndl3022 279\ndl3023 279\ndl3024 279\ndl3025 279\ndl3026 279"
+        b"\ndl3027 279\ndl3028 279\ndl3029 279\ndl3030 279\ndl3031 279\ndl3032 279\ndl3033 279"
+        b"\ndl3034 279\ndl3035 279\ndl3036 279\ndl3037 279\ndl3038 279\ndl3039 279\ndl3040 279"
+        b"\ndl3041 279\ndl3042 279\ndl3043 279\ndl3044 279\ndl3045 279\ndl3046 279\ndl3047 279"
+        b"\ndl3048 279\ndl3049 279\ndl3050 279\ndl3051 279\ndl3052 279\ndl3053 279\ndl3054 279"
+        b"\ndl3055 279\ndl3056 279\ndl3057 279\ndl3058 279\ndl3059 279\ndl3060 279\ndl3061 279"
+        b"\ndl3062 279\ndl4000 279\ndl4001 279\ndl4002 279\ndl4003 279\ndl4004 279\ndl4005 279"
+        b"\ndl4006 279\ndll 38\ndocker 159\ndocker_engine 159\ndockerfile 165 166\ndown 9"
+        b"\ndriver 244\ndubious 195\nduplicate 184 207"
     ),
     101: (
         b"\ne0463 129\ne0514 129\ne401 80\ne403 80\ne404 79\neacces 24\neaddrinuse 96\neagain 33"
-        b"\neai_again 8\neai_noname 8\nebadengine 82\nebusy 32\nec2throttledexception 207"
+        b"\neai_again 8\neai_noname 8\nebadengine 82\nebusy 32\nec2throttledexception 210"
         b"\neconnaborted 6\neconnection 6\neconnrefused 6\neconnreset 6\nehostdown 6\nehostunreach 9"
-        b"\nempty 245\nenabled 219\nendpoint 212\nendpointconnectionerror 6\neneedauth 80"
+        b"\nempty 249\nenabled 222\nendpoint 215\nendpointconnectionerror 6\neneedauth 80"
         b"\nenetdown 9\nenetunreach 9\nengine 82\nenoent 35\nenomem 29\nenospc 26\nenotfound 8"
-        b"\nenvironment 40\nenvironmentcredential 223\neof 4 10 46\neotp 80\neperm 24\nepipe 6"
-        b"\ner_access_denied_error 195\ner_bad_db_error 196\ner_bad_field_error 202"
-        b"\ner_con_count_error 198\ner_dbaccess_denied_error 195\ner_dup_entry 204"
-        b"\ner_lock_deadlock 32\ner_lock_wait_timeout 2\ner_no_such_table 203\ner_parse_error 201"
+        b"\nenvironment 40\nenvironmentcredential 226\neof 4 10 46\neotp 80\neperm 24\nepipe 6"
+        b"\ner_access_denied_error 198\ner_bad_db_error 199\ner_bad_field_error 205"
+        b"\ner_con_count_error 201\ner_dbaccess_denied_error 198\ner_dup_entry 207"
+        b"\ner_lock_deadlock 32\ner_lock_wait_timeout 2\ner_no_such_table 206\ner_parse_error 204"
         b"\neresolve 79\nerofs 27\nerr_connection_closed 6\nerr_connection_refused 6"
         b"\nerr_connection_reset 6\nerr_module_not_found 77\nerr_name_not_resolved 8\nerr_network 6"
         b"\nerr_ossl_evp_unsupported 82\nerr_pnpm_fetch_404 79\nerr_pnpm_no_matching_version 79"
         b"\nerr_pnpm_outdated_lockfile 81\nerr_pnpm_peer_dep_issues 79\nerr_require_esm 95"
         b"\nerr_socket_connection_timeout 2\nerr_timed_out 2\nerr_worker_out_of_memory 29 84"
-        b"\nerrimageneverpull 167\nerrimagepull 167\nerrno 26\nerror 58 88 128 269 276"
-        b"\nerrorfactory 281 282 283 284 285\nerrors 111 281 282 283 284 285\nesockettimedout 2"
-        b"\nestablished 4\netarget 79\netimedout 2\netxtbsy 32\neusage 94\nevicted 165\nexample 252"
-        b"\nexamples 252\nexc 281 282 283 284 285\nexceeded 1 3 234 261"
-        b"\nexception 119 281 282 283 284 285\nexceptions 281 282 283 284 285\nexec 37"
+        b"\nerrimageneverpull 170\nerrimagepull 170\nerrno 26\nerror 58 88 128 273 280"
+        b"\nerrorfactory 285 286 287 288 289\nerrors 111 285 286 287 288 289\nesockettimedout 2"
+        b"\nestablished 4\netarget 79\netimedout 2\netxtbsy 32\neusage 94\nevicted 168\nexample 256"
+        b"\nexamples 256\nexc 285 286 287 288 289\nexceeded 1 3 237 265"
+        b"\nexception 119 285 286 287 288 289\nexceptions 285 286 287 288 289\nexec 37"
         b"\nexecutable 34\nexecute 37\nexecution 3 110 111\nexhausted 28\nexist 109\nexpect 86"
-        b"\nexpected 100 108 121 130 272\nexpecting 76\nexpired 22\nexpiredauthenticationtoken 222"
-        b"\nexpiredtoken 208\nexpiredtokenexception 208\nexplicit 209\nexpression 180\nextension 196"
+        b"\nexpected 100 108 121 130 276\nexpecting 76\nexpired 22\nexpiredauthenticationtoken 225"
+        b"\nexpiredtoken 211\nexpiredtokenexception 211\nexplicit 212\nexpression 183\nextension 199"
         b"\nexternally 74"
     ),
     102: (
-        b"\nfail 85 120\nfailed 4 57 58 85 131 142 150 246 263\nfailedscheduling 166\nfailing 59 85"
-        b"\nfailure 4 59\nfailures 59 111\nfield 177\nfile 43\nfinalnewline 143\nfind 99 116 137 178"
-        b"\nfor_each 181\nforbidden 168\nforeign 204\nformatexception 147\nformatting 143"
-        b"\nfound 35 63 99\nfqcn 245\nframework 146\nfrozen 81\nfs 140\nftplib 281 282 283 284 285"
+        b"\nfail 85 120\nfailed 4 57 58 85 131 142 152 250 267\nfailedscheduling 169\nfailing 59 85"
+        b"\nfailure 4 59\nfailures 59 111\nfield 180\nfile 43\nfinalnewline 143\nfind 99 116 137 181"
+        b"\nfor_each 184\nforbidden 171\nforeign 207\nformatexception 149\nformatting 143"
+        b"\nfound 35 63 99\nfqcn 249\nframework 146\nfrozen 81\nfs 140\nftplib 285 286 287 288 289"
         b"\nfull 26\nfunction 92"
     ),
     103: (
-        b"\ngalaxy 245\ngated 232\ngateway 17\ngem 251\ngemnotfound 251\ngetaddrinfo 7\ngh006 194"
-        b"\ngh007 227\ngh013 194\ngithub_token 230\ngnutls 10\ngnutls_handshake 10\ngo 121 122"
-        b"\ngoogle_application_credentials 217\ngoroot 127\ngoroutine 124\ngoroutines 126\ngpus 241"
+        b"\ngalaxy 249\ngated 235\ngateway 17\ngem 255\ngemnotfound 255\ngetaddrinfo 7\ngh006 197"
+        b"\ngh007 230\ngh013 197\ngithub_token 233\ngnutls 10\ngnutls_handshake 10\ngo 121 122"
+        b"\ngoogle_application_credentials 220\ngoroot 127\ngoroutine 124\ngoroutines 126\ngpus 244"
         b"\ngroup 44\ngyp 83"
     ),
     104: (
-        b"\nhang 4\nheap 84 113\nhip 240\nhip_error_outofmemory 262\nhiperroroutofmemory 262"
-        b"\nhook 50 51 52 54\nhost 7 187\nhostname 7\nhttptimeoutexception 2\nhung 4"
+        b"\nhang 4\nheap 84 113\nhip 243\nhip_error_outofmemory 266\nhiperroroutofmemory 266"
+        b"\nhook 50 51 52 54\nhost 7 190\nhostname 7\nhttptimeoutexception 2\nhung 4"
     ),
     105: (
-        b"\niam_permission_denied 216\nident 195\nidentification 187\nignore 245\nillegal 108 243"
-        b"\nillegalargumentexception 118\nillegalstateexception 118\nimage 159\nimagepullbackoff 167"
-        b"\nimaplib 281 282 283 284 285\nimds 210\nimplicit 101\nimport 43 70 95\nimporterror 71"
-        b"\nimports 143\ninclude 43\nincompatible 101 109\nincomplete 201\nincompleteread 6"
-        b"\nincompletesignature 208\ninconsistent 182\nincorrect 181 232 286 288"
+        b"\niam_permission_denied 219\nident 198\nidentification 190\nignore 249\nillegal 108 246"
+        b"\nillegalargumentexception 118\nillegalstateexception 118\nimage 161\nimagepullbackoff 170"
+        b"\nimaplib 285 286 287 288 289\nimds 213\nimplicit 101\nimport 43 70 95\nimporterror 71"
+        b"\nimports 143\ninclude 43\nincompatible 101 109\nincomplete 204\nincompleteread 6"
+        b"\nincompletesignature 211\ninconsistent 185\nincorrect 184 235 290 292"
         b"\nindentationerror 55\nindex 145\nindexerror 67\nindexoutofboundsexception 118"
-        b"\nindexoutofrangeexception 147\ninit 182\ninitialized 109\ninline 245\ninput 230"
-        b"\ninstall 94 146 183\ninstalled 182\ninstance 264\ninstancelimitexceeded 211"
-        b"\ninsufficient 23 113 166\ninsufficient_quota 21\ninsufficientinstancecapacity 212"
-        b"\nintegrityerror 204\ninternal 17\ninternalerror 212\ninternalfailure 212"
-        b"\ninternalservererror 236\ninterpreter 34 37 48 279\ninterpreternotfound 279"
-        b"\ninvalid 22 176 181 232 286 288\ninvalid_api_key 232\ninvalid_auth 287 288"
-        b"\ninvalid_credentials 287 288\ninvalid_grant 216\ninvalid_request_error 239"
-        b"\ninvalidaccesskeyid 208\ninvalidauthenticationtoken 222"
-        b"\ninvalidauthenticationtokentenant 222\ninvalidcastexception 147\ninvalidcatalogname 196"
-        b"\ninvalidclienttokenid 208\ninvalidcredentials 287 288\ninvalidimagename 167"
-        b"\ninvalidoperationexception 147\ninvalidparameterexception 215\ninvalidparametervalue 215"
-        b"\ninvalidparametervalueexception 215\ninvalidpassword 195\ninvalidsignatureexception 208"
-        b"\ninvalidtoken 208\ninvokemethodonnull 156"
+        b"\nindexoutofrangeexception 149\ninit 185\ninitialized 109\ninline 249\ninput 233"
+        b"\ninstall 94 146 186\ninstalled 185\ninstance 268\ninstancelimitexceeded 214"
+        b"\ninsufficient 23 113 169\ninsufficient_quota 21\ninsufficientinstancecapacity 215"
+        b"\nintegrityerror 207\ninternal 17\ninternalerror 215\ninternalfailure 215"
+        b"\ninternalservererror 239\ninterpreter 34 37 48 283\ninterpreternotfound 283"
+        b"\ninvalid 22 179 184 235 290 292\ninvalid_api_key 235\ninvalid_auth 291 292"
+        b"\ninvalid_credentials 291 292\ninvalid_grant 219\ninvalid_request_error 242"
+        b"\ninvalidaccesskeyid 211\ninvalidauthenticationtoken 225"
+        b"\ninvalidauthenticationtokentenant 225\ninvalidcastexception 149\ninvalidcatalogname 199"
+        b"\ninvalidclienttokenid 211\ninvalidcredentials 291 292\ninvalidimagename 170"
+        b"\ninvalidoperationexception 149\ninvalidparameterexception 218\ninvalidparametervalue 218"
+        b"\ninvalidparametervalueexception 218\ninvalidpassword 198\ninvalidsignatureexception 211"
+        b"\ninvalidtoken 211\ninvokemethodonnull 158\nissue 248"
     ),
     106: (
-        b"\njava 115\njava_home 115\njinja 245\njs 98\njson 76 178\njsondecodeerror 76\njsx 98"
+        b"\njava 115\njava_home 115\njinja 249\njs 98\njson 76 181\njsondecodeerror 76\njsx 98"
         b"\njvm 115"
     ),
     107: (
-        b"\nkernel 241\nkex_exchange_identification 6\nkey 39 216 233 245 289"
-        b"\nkeybasedauthenticationnotpermitted 222\nkeyerror 67 72\nkeynotfoundexception 147"
-        b"\nkill 28\nkilled 28\nkind 173\nknown 7\nkotlinnullpointerexception 118\nkt 109"
+        b"\nkernel 244\nkex_exchange_identification 6\nkey 39 219 236 249 293"
+        b"\nkeybasedauthenticationnotpermitted 225\nkeyerror 67 72\nkeynotfoundexception 149"
+        b"\nkill 28\nkilled 28\nkind 176\nknown 7\nkotlinnullpointerexception 118\nkt 109"
         b"\nktlint 112\nkts 109"
     ),
     108: (
-        b"\nlatest 245\nlength 235\nlibcuda 241\nlibraries 38\nlibrary 38 137\nlicence 25"
-        b"\nlicense 25\nlimit 18\nlimitexceededexception 207\nline 276"
-        b"\nlinkedauthorizationfailed 222\nlinker 137\nlint 64\nlinting 64\nliteral 245"
-        b"\nload 188 210 245\nloaderror 250\nloading 199\nlocalhost 171\nlocate 210 271\nlock 31 184"
-        b"\nlocked 31\nlockfile 81\nlocking 184\nlocknotavailable 32\nlocktimeout 2"
-        b"\nlogged 22 80 168\nlogin 22\nlonger 3 261\nlookuperror 67\nloop 245\nlow 165"
+        b"\nlatest 249\nlength 238\nlibcuda 244\nlibraries 38\nlibrary 38 137\nlicence 25"
+        b"\nlicense 25\nlimit 18\nlimitexceededexception 210\nline 280"
+        b"\nlinkedauthorizationfailed 225\nlinker 137\nlint 64\nlinting 64\nliteral 249"
+        b"\nload 191 213 249\nloaded 220\nloaderror 254\nloading 202\nlocalhost 174\nlocate 213 275"
+        b"\nlock 31 187\nlocked 31 147\nlockfile 81\nlocking 187\nlocknotavailable 32\nlocktimeout 2"
+        b"\nlogged 22 80 171\nlogin 22\nlonger 3 265\nlookuperror 67\nloop 249\nlow 168"
     ),
     109: (
-        b"\nmain 114\nmajor 114\nmalformedpolicydocument 215\nmanagedidentitycredential 223"
-        b"\nmanifest 159\nmapping 178\nmappings 247\nmasterdown 199\nmatch 264\nmatches 280"
-        b"\nmatching 79 101 137\nmember 101\nmemory 28 30\nmemoryerror 29\nmeta 245\nmetadata 247"
-        b"\nmethodnotfound 156\nmicrosoft 75\nmisaligned 243\nmisbehaving 7\nmisconf 200"
-        b"\nmismatch 109\nmismatched 130\nmismatcheddelimitererror 258\nmissing 100 149 181 210 277"
-        b"\nmissingapikeyerror 233\nmissingauthenticationtoken 208\nmissingparameter 215"
-        b"\nmissingsubscriptionregistration 226\nmodel 237\nmodel_not_found 237\nmodified 81"
-        b"\nmodule 71 77 78 127 155 270\nmodule_not_found 77\nmodulenotfound 155"
-        b"\nmodulenotfounderror 71\nmountvolume 175\nmps 240\nmsb4019 146\nmsb4236 146\nmts 98"
-        b"\nmust 40\nmysql 198"
+        b"\nmain 114\nmajor 114\nmalformedpolicydocument 218\nmanagedidentitycredential 226"
+        b"\nmanifest 161\nmapping 181\nmappings 251\nmasterdown 202\nmatch 268\nmatches 284"
+        b"\nmatching 79 101 137\nmember 101\nmemory 28 30\nmemoryerror 29\nmeta 249\nmetadata 251"
+        b"\nmethodnotfound 158\nmicrosoft 75\nmisaligned 246\nmisbehaving 7\nmisconf 203"
+        b"\nmismatch 109\nmismatched 130\nmismatcheddelimitererror 262\nmissing 100 151 184 213 281"
+        b"\nmissingapikeyerror 236\nmissingauthenticationtoken 211\nmissingparameter 218"
+        b"\nmissingsubscriptionregistration 229\nmodel 240\nmodel_not_found 240\nmodified 81"
+        b"\nmodule 71 77 78 127 157 274\nmodule_not_found 77\nmodulenotfound 157"
+        b"\nmodulenotfounderror 71\nmountvolume 178\nmps 243\nmsb3021 147\nmsb3027 147\nmsb4019 146"
+        b"\nmsb4236 146\nmts 98\nmust 40\nmysql 201"
     ),
     110: (
-        b"\nname 101 245\nnameerror 67\nnameresolutionerror 8\nnamespace 44\nnative 113"
-        b"\nnccl_timeout 244\nnear 201\nnetsdk1004 146\nnetsdk1045 146\nnewconnectionerror 6"
-        b"\nnewline 180\nnil 124\nno 245\nnoauth 195\nnoauthhandlerfound 210"
-        b"\nnoclassdeffounderror 114\nnocredentialproviders 210\nnocredentialserror 210\nnodename 7"
-        b"\nnodes 166\nnoperm 195\nnoregionerror 210\nnosuchbucket 214\nnosuchelementexception 118"
-        b"\nnosuchentity 214\nnosuchfielderror 118\nnosuchkey 214\nnosuchmethoderror 118"
-        b"\nnot_authed 287 288\nnotarget 79\nnotauthorizedexception 208\nnote 276\nnotfound 169 220"
-        b"\nnotimplementederror 67\nnotimplementedexception 147\nnotsupportedexception 147"
-        b"\nnu1100 144\nnu1101 144\nnu1102 144\nnu1103 144\nnu1301 145\nnull 156 204"
-        b"\nnullpointerexception 118\nnullreferenceexception 147\nnumberformatexception 118"
-        b"\nnvidia 241\nnvml 241"
+        b"\nname 101 249\nnameerror 67\nnameresolutionerror 8\nnamespace 44\nnative 113"
+        b"\nnccl_timeout 247\nnear 204\nnetsdk1004 146\nnetsdk1045 146\nnetwork 148"
+        b"\nnewconnectionerror 6\nnewline 183\nnil 124\nno 249\nnoauth 198\nnoauthhandlerfound 213"
+        b"\nnoclassdeffounderror 114\nnocredentialproviders 213\nnocredentialserror 213\nnodename 7"
+        b"\nnodes 169\nnoperm 198\nnoregionerror 213\nnosuchbucket 217\nnosuchelementexception 118"
+        b"\nnosuchentity 217\nnosuchfielderror 118\nnosuchkey 217\nnosuchmethoderror 118"
+        b"\nnot_authed 291 292\nnotarget 79\nnotauthorizedexception 211\nnote 280\nnotfound 172 223"
+        b"\nnotimplementederror 67\nnotimplementedexception 149\nnotsupportedexception 149"
+        b"\nnu1100 144\nnu1101 144\nnu1102 144\nnu1103 144\nnu1301 145\nnull 158 207"
+        b"\nnullpointerexception 118\nnullreferenceexception 149\nnumberformatexception 118"
+        b"\nnvidia 244\nnvml 244"
     ),
     111: (
-        b"\nobject 38\nobjectdisposedexception 147\noci 164\noffense 253\noffenses 253\nok 85"
-        b"\nonly 27 245\noom 28 200 240\noom_kill 28\noom_killer 28\noomd 28\noomkilled 29"
-        b"\noomkiller 28\noops 120\nopenssl 137\noperation 179\noperationpreempted 225"
-        b"\noperationtimedout 2\noutofmemoryerror 29 240\noutofmemoryexception 29\noutputs 247"
+        b"\nobject 38\nobjectdisposedexception 149\noci 167\noffense 257\noffenses 257\nok 85"
+        b"\nonly 27 249\noom 28 203 243\noom_kill 28\noom_killer 28\noomd 28\noomkilled 29"
+        b"\noomkiller 28\noops 120\nopenssl 137\noperation 182\noperationpreempted 228"
+        b"\noperationtimedout 2\noutofmemoryerror 29 243\noutofmemoryexception 29\noutputs 251"
         b"\noverflowerror 67\noverhead 113\noverloaded 20\noverloaded_error 20\noverride 109"
         b"\nowner 23"
     ),
     112: (
-        b"\npackage 41 77 78 127 245 270\npackagesnotfounderror 256\npanic 120 124\npanicked 136"
-        b"\nparameter 40\nparameterbindingexception 156\nparameterbindingvalidationexception 156"
-        b"\nparameternotfound 214\nparameters 247\nparse 46 47 265\nparseexception 149\nparser 245"
-        b"\nparsererror 149 178\nparsing 47 108 178\npartial 245\npassword 22 189 195 227 289"
-        b"\npath 34\npayment 21\npayments 21\npeer 195\npermanently 21\npermission 23 37"
-        b"\npermission_denied 24\npermission_error 232\npermissiondenied 24"
-        b"\npermissiondeniederror 232\npermissionerror 24\npermissions 23 188\npermitted 23"
-        b"\npg_hba 195\nphase 249\npipe 4 157\npkix 11\nplatform 160\nplaybook 245\nplugin 182"
-        b"\nplugins 182\npmd 112\npod 249\npooltimeout 2\npoplib 281 282 283 284 285\npossible 146"
-        b"\npowershell 153\npre 51 52\npre_start_hook 51\npreparation 228\nprettier 91"
-        b"\npriorrequestnotcomplete 212\nprivileges 23\nproblem 90\nproblems 90\nprofile 210"
-        b"\nprofilenotfound 210\nprogram 34 35\nproject 44\nprompt 235\nproperties 92"
-        b"\npropertynotfoundexception 156\nprotected 194\nprotocol_connection_lost 198"
-        b"\nprotocolerror 6\nproviding 106\nprovisionedthroughputexceededexception 207\nps1 151"
-        b"\npsalignassignmentstatement 151\npsavoidassignmenttoautomaticvariable 151"
-        b"\npsavoiddefaultvalueswitchparameter 151\npsavoidglobalvars 151\npsavoidlonglines 151"
-        b"\npsavoidoverwritingbuiltincmdlets 151\npsavoidsemicolonsaslineterminators 151"
-        b"\npsavoidtrailingwhitespace 151\npsavoidusingcmdletaliases 151"
-        b"\npsavoidusingcomputernamehardcoded 151"
-        b"\npsavoidusingconverttosecurestringwithplaintext 151"
-        b"\npsavoidusingdeprecatedmanifestfields 151\npsavoidusingemptycatchblock 151"
-        b"\npsavoidusinginvokeexpression 151\npsavoidusingplaintextforpassword 151"
-        b"\npsavoidusingpositionalparameters 151\npsavoidusingusernameandpasswordparams 151"
-        b"\npsavoidusingwritehost 151\npsd1 151\npsm1 151\npsmisleadingbacktick 151"
-        b"\npsplaceclosebrace 151\npsplaceopenbrace 151\npspossibleincorrectcomparisonwithnull 151"
-        b"\npspossibleincorrectusageofassignmentoperator 151\npsprovidecommenthelp 151"
-        b"\npsreviewunusedparameter 151\npssecurityexception 152\npsuseapprovedverbs 151"
-        b"\npsusebomforunicodeencodedfile 151\npsusecmdletcorrectly 151\npsusecompatiblecmdlets 151"
-        b"\npsuseconsistentindentation 151\npsuseconsistentwhitespace 151"
-        b"\npsusedeclaredvarsmorethanassignments 151\npsuseoutputtypecorrectly 151"
-        b"\npsuseshouldprocessforstatechangingfunctions 151\npsusesingularnouns 151"
-        b"\npsusesupportsshouldprocess 151\npsuseusingscopemodifierinnewrunspaces 151\npull 167"
-        b"\npulling 167\npwsh 153\npy 60 61\npyi 60 61\npython 75"
+        b"\npackage 41 77 78 127 249 274\npackagesnotfounderror 260\npanic 120 124\npanicked 136"
+        b"\nparameter 40 158\nparameterbindingexception 158\nparameterbindingvalidationexception 158"
+        b"\nparameternotfound 217\nparameters 251\nparse 46 47 269\nparseexception 151\nparser 249"
+        b"\nparsererror 151 181\nparsing 47 108 181\npartial 249\npassword 22 192 198 230 293"
+        b"\npath 34\npayment 21\npayments 21\npeer 198\npermanently 21\npermission 23 37"
+        b"\npermission_denied 24\npermission_error 235\npermissiondenied 24"
+        b"\npermissiondeniederror 235\npermissionerror 24\npermissions 23 191\npermitted 23"
+        b"\npg_hba 198\nphase 253\npipe 4 159\npkix 11\nplatform 162 164\nplaybook 249\nplugin 185"
+        b"\nplugins 185\npmd 112\npod 253\npooltimeout 2\npoplib 285 286 287 288 289\npossible 146"
+        b"\npowershell 155\npre 51 52\npre_start_hook 51\npreparation 231\nprettier 91"
+        b"\npriorrequestnotcomplete 215\nprivileges 23\nproblem 90\nproblems 90\nprofile 213"
+        b"\nprofilenotfound 213\nprogram 34 35\nproject 44\nprompt 238\nproperties 92"
+        b"\npropertynotfoundexception 158\nprotected 197\nprotocol_connection_lost 201"
+        b"\nprotocolerror 6\nproviding 106\nprovisionedthroughputexceededexception 210\nps1 153"
+        b"\npsalignassignmentstatement 153\npsavoidassignmenttoautomaticvariable 153"
+        b"\npsavoiddefaultvalueswitchparameter 153\npsavoidglobalvars 153\npsavoidlonglines 153"
+        b"\npsavoidoverwritingbuiltincmdlets 153\npsavoidsemicolonsaslineterminators 153"
+        b"\npsavoidtrailingwhitespace 153\npsavoidusingcmdletaliases 153"
+        b"\npsavoidusingcomputernamehardcoded 153"
+        b"\npsavoidusingconverttosecurestringwithplaintext 153"
+        b"\npsavoidusingdeprecatedmanifestfields 153\npsavoidusingemptycatchblock 153"
+        b"\npsavoidusinginvokeexpression 153\npsavoidusingplaintextforpassword 153"
+        b"\npsavoidusingpositionalparameters 153\npsavoidusingusernameandpasswordparams 153"
+        b"\npsavoidusingwritehost 153\npsd1 153\npsm1 153\npsmisleadingbacktick 153"
+        b"\npsplaceclosebrace 153\npsplaceopenbrace 153\npspossibleincorrectcomparisonwithnull 153"
+        b"\npspossibleincorrectusageofassignmentoperator 153\npsprovidecommenthelp 153"
+        b"\npsreviewunusedparameter 153\npssecurityexception 154\npsuseapprovedverbs 153"
+        b"\npsusebomforunicodeencodedfile 153\npsusecmdletcorrectly 153\npsusecompatiblecmdlets 153"
+        b"\npsuseconsistentindentation 153\npsuseconsistentwhitespace 153"
+        b"\npsusedeclaredvarsmorethanassignments 153\npsuseoutputtypecorrectly 153"
+        b"\npsuseshouldprocessforstatechangingfunctions 153\npsusesingularnouns 153"
+        b"\npsusesupportsshouldprocess 153\npsuseusingscopemodifierinnewrunspaces 153\npull 170"
+        b"\npulling 170\npwsh 155\npy 60 61\npyi 60 61\npython 75"
     ),
     113: (
-        b"\nquery 183\nquerycanceled 2\nqueue 44\nquickly 18\nquota 18 21 26 172 218 224"
-        b"\nquotaexceeded 224"
+        b"\nquery 186\nquerycanceled 2\nqueue 44\nquickly 18\nquota 18 21 26 175 221 227"
+        b"\nquotaexceeded 227"
     ),
     114: (
-        b"\nrangeerror 67\nrate 18 234\nrate_limit 18\nrate_limit_error 19"
+        b"\nrangeerror 67\nrate 18 237\nrate_limit 18\nrate_limit_error 19"
         b"\nrate_limit_exceeded 19 19\nrate_limited 18\nrate_limiting 18\nrate_limits 18"
         b"\nratelimit 18\nratelimited 18 19\nratelimiterror 19\nratelimitexceeded 19 19"
-        b"\nratelimiting 18\nratelimits 18\nreach 4 5\nreadonly 27 199\nreadtimeout 2"
-        b"\nreadtimeouterror 2\nreadtimeoutexception 2\nready 33\nreauthentication 216\nreceive 197"
-        b"\nrecent 114\nrecognized 34\nrecursionerror 67\nreference 181\nreferenceerror 67"
-        b"\nreformat 62\nreformatted 62\nrefused 286 288\nrefusing 227\nregion 210\nregistry 44"
-        b"\nreinitialization 182\nrejected 286 288\nrelation 203\nrelease 115\nremotedisconnected 6"
-        b"\nreply 1\nrepository 190 192\nrequest 18\nrequestdisallowedbypolicy 222"
-        b"\nrequested 161 211\nrequestlimitexceeded 207\nrequests 18\nrequestthrottled 207"
-        b"\nrequestthrottledexception 207\nrequesttimeout 2\nrequesttimeoutexception 2"
-        b"\nrequesttimetooskewed 213\nrequire 95\nrequirements 255\nrequires 127\nresolution 7"
-        b"\nresolutionimpossible 73\nresolvable 116\nresolve 7 77 78 79 117 229 273 274"
-        b"\nresolvepackagenotfound 256\nresolving 7\nresource_exhausted 19\nresourceexhausted 19"
-        b"\nresourceexhaustederror 240\nresourcegroupnotfound 226\nresourcenotfoundexception 214"
-        b"\nresources 221 247\nrespond 1\nresponding 228\nresponsibleaipolicyviolation 238"
-        b"\nrestarting 31\nretrieve 210\nretryableerror 225\nrevision 127\nrevoked 22 216\nrisky 245"
-        b"\nrole 196 245\nroute 9\nrpc 10\nrule 105 246\nrules 247\nrun 245\nrunner 231\nrunners 231"
-        b"\nruntime 115 124 241\nruntimeerror 68\nrustc 137"
+        b"\nratelimiting 18\nratelimits 18\nreach 4 5\nreadonly 27 202\nreadtimeout 2"
+        b"\nreadtimeouterror 2\nreadtimeoutexception 2\nready 33\nreauthentication 219\nreceive 200"
+        b"\nrecent 114\nrecognized 34\nrecursionerror 67\nreference 184\nreferenceerror 67"
+        b"\nreformat 62\nreformatted 62\nrefused 290 292\nrefusing 230\nregion 213\nregistry 44"
+        b"\nreinitialization 185\nrejected 290 292\nrelation 206\nrelease 115\nremotedisconnected 6"
+        b"\nreply 1\nrepository 193 195\nrequest 18\nrequestdisallowedbypolicy 225"
+        b"\nrequested 163 214\nrequestlimitexceeded 210\nrequests 18\nrequestthrottled 210"
+        b"\nrequestthrottledexception 210\nrequesttimeout 2\nrequesttimeoutexception 2"
+        b"\nrequesttimetooskewed 216\nrequire 95\nrequirements 259\nrequires 127\nresolution 7"
+        b"\nresolutionimpossible 73\nresolvable 116\nresolve 7 77 78 79 117 232 277 278"
+        b"\nresolvepackagenotfound 260\nresolving 7\nresource_exhausted 19\nresourceexhausted 19"
+        b"\nresourceexhaustederror 243\nresourcegroupnotfound 229\nresourcenotfoundexception 217"
+        b"\nresources 224 251\nrespond 1\nresponding 231\nresponsibleaipolicyviolation 241"
+        b"\nrestarting 31\nretrieve 213\nretryableerror 228\nrevision 127\nrevoked 22 219\nrisky 249"
+        b"\nrole 199 249\nroute 9\nrpc 10\nrule 105 250\nrules 251\nrun 249\nrunner 234\nrunners 234"
+        b"\nruntime 115 124 244\nruntimeerror 68\nrustc 137"
     ),
     115: (
-        b"\nsafe 192\nsanity 245\nsasl 195\nsatisfies 73\nsbt 266\nscala 266\nscannererror 178"
-        b"\nschema 245\nscope 257 264\nscopes 23 216 227\nscripts 152\nsdk 210\nsdks 146\nsecret 289"
-        b"\nsecretaccesskey 39\nsecrets 194\nsecurity 208\nselect 137 241\nseparator 104 180"
-        b"\nserialization 31\nserializationfailure 32\nserialize 31\nserver 4 197 236"
-        b"\nserverbusy 225\nserverdisconnectederror 6\nservertimeoutexception 2"
-        b"\nservice_disabled 219\nservicequotaexceededexception 211\nserviceunavailable 212 221"
-        b"\nserviceunavailableerror 236\nserviceunavailableexception 212\nset 40\nshared 38"
-        b"\nshellcheck 276\nshutdown 228\nsignal 28\nsignature 213\nsignaturedoesnotmatch 208"
-        b"\nsigned 152\nskunotavailable 226\nslots 197\nslowdown 207\nsmtplib 281 282 283 284 285"
+        b"\nsafe 195\nsanity 249\nsasl 198\nsatisfies 73\nsbt 270\nscala 270\nscannererror 181"
+        b"\nschema 249\nscope 261 268\nscopes 23 219 230\nscripts 154\nsdk 213\nsdks 146\nsecret 293"
+        b"\nsecretaccesskey 39\nsecrets 197\nsecurity 211\nselect 137 244\nseparator 104 183"
+        b"\nserialization 31\nserializationfailure 32\nserialize 31\nserver 4 200 239"
+        b"\nserverbusy 228\nserverdisconnectederror 6\nservertimeoutexception 2"
+        b"\nservice_disabled 222\nservicequotaexceededexception 214\nserviceunavailable 215 224"
+        b"\nserviceunavailableerror 239\nserviceunavailableexception 215\nset 40\nshared 38"
+        b"\nshellcheck 280\nshutdown 231\nsignal 28\nsignature 216\nsignaturedoesnotmatch 211"
+        b"\nsigned 154\nskunotavailable 229\nslots 200\nslowdown 210\nsmtplib 285 286 287 288 289"
         b"\nsockettimeoutexception 2\nsolution 73\nsolverproblemerror 73\nsolving 73\nspace 26"
-        b"\nspending 21\nspotbugs 112\nspotless 112\nsqlite_busy 32\nsqlite_cantopen 205"
-        b"\nsqlite_corrupt 205\nsqlite_full 205\nsqlite_ioerr 205\nsqlite_ioerr_fsync 205"
-        b"\nsqlite_ioerr_read 205\nsqlite_ioerr_write 205\nsqlite_readonly 205"
-        b"\nssh_exception 281 282 283 284 285\nssl 197\nssl_error_syscall 10\nssleoferror 6\nsso 208"
+        b"\nspending 21\nspotbugs 112\nspotless 112\nsqlite_busy 32\nsqlite_cantopen 208"
+        b"\nsqlite_corrupt 208\nsqlite_full 208\nsqlite_ioerr 208\nsqlite_ioerr_fsync 208"
+        b"\nsqlite_ioerr_read 208\nsqlite_ioerr_write 208\nsqlite_readonly 208"
+        b"\nssh_exception 285 286 287 288 289\nssl 200\nssl_error_syscall 10\nssleoferror 6\nsso 211"
         b"\nstack 44\nstackoverflowerror 118\nstart_hook 51\nstatement 108\nstatic 109\nstdout 131"
-        b"\nstorageaccountnotfound 226\nstray 100\nstrict 177\nstring 149 180"
-        b"\nstring_above_max_length 235\nstringindexoutofboundsexception 118\nstuck 231\nstyle 91"
-        b"\nsubnet 44\nsubscription 44 223\nsubscriptionnotfound 226"
-        b"\nsubscriptionrequeststhrottled 19\nsubstitution 46\nsuccessful 286 288\nsum 127"
-        b"\nsupports 45\nsymbol 102 109\nsymbols 102\nsync 81\nsyntax 46 47 56 121 201 245"
-        b"\nsyntaxerror 47 55 258\nsystem 228"
+        b"\nstorageaccountnotfound 229\nstray 100\nstrict 180\nstring 151 183"
+        b"\nstring_above_max_length 238\nstringindexoutofboundsexception 118\nstuck 234\nstyle 91"
+        b"\nsubnet 44\nsubscription 44 226\nsubscriptionnotfound 229"
+        b"\nsubscriptionrequeststhrottled 19\nsubstitution 46\nsuccessful 290 292\nsum 127"
+        b"\nsupports 45\nsymbol 102 109\nsymbols 102\nsync 81\nsyntax 46 47 56 121 204 249"
+        b"\nsyntaxerror 47 55 262\nsystem 231"
     ),
     116: (
-        b"\ntaberror 55\ntable 203\ntask 110 111\ntask_failed 49\ntemplate 248\ntemporarily 33"
-        b"\nterm 154\nterminal 189\nterminating 197\ntest 59 87\ntests 59\nthrottled 18"
-        b"\nthrottledexception 207\nthrottling 18 207\nthrottlingexception 207\ntime 1\ntimed 0 125"
-        b"\ntimedout 0\ntimeout 1 170\ntimeoutcancellationexception 2\ntimeouterror 2"
-        b"\ntimeoutexception 2\ntimeoutexpired 2\ntls 10\ntoken 289\ntokenmissingerror 258"
-        b"\ntokens 235\ntoolchain 137\ntoolchains 115\ntoomanybuckets 211\ntoomanyrequests 19 19"
-        b"\ntoomanyrequestsexception 19\ntopic 44\ntorch 241\ntraceback 69\ntransferred 4"
-        b"\ntransform 247\ntriggeruncaughtexception 93\ntryagain 199\nts 98\nts1002 97\nts1003 97"
+        b"\ntaberror 55\ntable 206\ntask 110 111\ntask_failed 49\ntemplate 252\ntemporarily 33"
+        b"\nterm 156\nterminal 192\nterminating 200\ntest 59 87\ntests 59\nthrottled 18"
+        b"\nthrottledexception 210\nthrottling 18 210\nthrottlingexception 210\ntime 1\ntimed 0 125"
+        b"\ntimedout 0\ntimeout 1 173\ntimeoutcancellationexception 2\ntimeouterror 2"
+        b"\ntimeoutexception 2\ntimeoutexpired 2\ntls 10\ntoken 293\ntokenmissingerror 262"
+        b"\ntokens 238\ntoolchain 137\ntoolchains 115\ntoomanybuckets 214\ntoomanyrequests 19 19"
+        b"\ntoomanyrequestsexception 19\ntopic 44\ntorch 244\ntraceback 69\ntransferred 4"
+        b"\ntransform 251\ntriggeruncaughtexception 93\ntryagain 202\nts 98\nts1002 97\nts1003 97"
         b"\nts1005 97\nts1009 97\nts1010 97\nts1011 97\nts1012 97\nts1013 97\nts1014 97\nts1068 97"
         b"\nts1109 97\nts1110 97\nts1121 97\nts1124 97\nts1125 97\nts1126 97\nts1127 97\nts1128 97"
         b"\nts1131 97\nts1134 97\nts1135 97\nts1136 97\nts1138 97\nts1141 97\nts1144 97\nts1160 97"
@@ -392,39 +393,39 @@ WORDS: dict[int, bytes] = {
         b"\nts6133 98\nts6196 98\nts7006 98\nts7016 98\nts7053 98\ntsx 98\ntypeerror 67"
     ),
     117: (
-        b"\nunable 75 144\nunauthenticated 22 216\nunauthorised 22\nunauthorized 22"
-        b"\nunauthorizedaccess 152\nunauthorizedaccessexception 24\nunauthorizedoperation 208"
-        b"\nunavailable 17 33 221\nunbound 40\nunboundlocalerror 67\nunclosed 108 130 180"
+        b"\nunable 75 144\nunauthenticated 22 219\nunauthorised 22\nunauthorized 22"
+        b"\nunauthorizedaccess 154\nunauthorizedaccessexception 24\nunauthorizedoperation 211"
+        b"\nunavailable 17 33 224\nunbound 40\nunboundlocalerror 67\nunclosed 108 130 183"
         b"\nund_err_connect_timeout 2\nund_err_headers_timeout 2\nund_err_socket 6\nundeclared 101"
-        b"\nundefined 102\nundefinedcolumn 202\nundefinedtable 203\nunexpected 47 89 149 272"
-        b"\nunhandled 93 148\nunhandledpromiserejection 93\nunicodedecodeerror 67"
-        b"\nunicodeencodeerror 67\nuninitializedpropertyaccessexception 118\nunique 204"
-        b"\nuniqueviolation 204\nunknown 196 206\nunknownhostexception 8\nunmerged 193"
-        b"\nunprotected 188\nunreachable 9\nunrecognized 229\nunrecognizedclientexception 208"
-        b"\nunreported 109\nunresolved 102 109\nunsatisfiableerror 256\nunschedulable 166"
-        b"\nunsuccessful 286 288\nunsupported 82 181\nunsupportedclassversionerror 114"
-        b"\nunsupportedoperationexception 118\nunterminated 130 180 272\nuntolerated 166\nusage 96"
-        b"\nuse 174\nused 219\nusername 189\nuserratelimitexceeded 19"
+        b"\nundefined 102\nundefinedcolumn 205\nundefinedtable 206\nunexpected 47 89 151 276"
+        b"\nunhandled 93 150\nunhandledpromiserejection 93\nunicodedecodeerror 67"
+        b"\nunicodeencodeerror 67\nuninitializedpropertyaccessexception 118\nunique 207"
+        b"\nuniqueviolation 207\nunknown 199 209\nunknownhostexception 8\nunmerged 196"
+        b"\nunprotected 191\nunreachable 9\nunrecognized 232\nunrecognizedclientexception 211"
+        b"\nunreported 109\nunresolved 102 109\nunsatisfiableerror 260\nunschedulable 169"
+        b"\nunsuccessful 290 292\nunsupported 82 184\nunsupportedclassversionerror 114"
+        b"\nunsupportedoperationexception 118\nunterminated 130 183 276\nuntolerated 169\nusage 96"
+        b"\nuse 177\nused 222\nusername 192\nuserratelimitexceeded 19"
     ),
     118: (
-        b"\nvalidating 177\nvalidationerror 177 215\nvalidationexception 215\nvalue 186"
-        b"\nvalueerror 67\nvar 245\nvariable 40\nvariables 40\nvault 44\nvb 140"
-        b"\nvcpulimitexceeded 211\nversions 79\nviolates 204\nviolation 112\nviolations 112 194"
-        b"\nvisual 83\nvpc 44\nvpclimitexceeded 211\nvue 98"
+        b"\nvalidating 180\nvalidationerror 180 218\nvalidationexception 218\nvalue 189"
+        b"\nvalueerror 67\nvar 249\nvariable 40\nvariables 40\nvault 44\nvb 140"
+        b"\nvcpulimitexceeded 214\nversions 79\nviolates 207\nviolation 112\nviolations 112 197"
+        b"\nvisual 83\nvpc 44\nvpclimitexceeded 214\nvue 98"
     ),
     119: (
-        b"\nwarning 276\nwarnings 103\nwas 150\nwatchdog 244\nwerror 103\nwhitespace 143"
-        b"\nwinerror 35\nworkflow 229\nwritetimeout 2\nwrong 206 286 288\nwrongpass 195"
-        b"\nwrongtype 206"
+        b"\nwarning 280\nwarnings 103\nwas 152\nwatchdog 247\nwerror 103\nwhitespace 143"
+        b"\nwinerror 35\nworkflow 232\nwritetimeout 2\nwrong 209 290 292\nwrongpass 198"
+        b"\nwrongtype 209"
     ),
     120: (
         b"\nx509 11"
     ),
     121: (
-        b"\nyaml 178 245 245\nyml 245"
+        b"\nyaml 181 249 249\nyml 249"
     ),
     122: (
-        b"\nzerodivisionerror 67\nzone 44\nzone_resource_pool_exhausted 221"
+        b"\nzerodivisionerror 67\nzone 44\nzone_resource_pool_exhausted 224"
     ),
 }
 
@@ -460,7 +461,7 @@ NEEDS: bytes = (
     b" 137\x1fcode\x1fexit\x1e 137\x1fexit\x1fstatus\x1e killed\x1ecannot allocate memory\x1eerror 137\x1eexceed\x1fmemory limit\x1eexhausted\x1fmemory \x1efailed\x1fmemory allocation \x1efailed to allocate memory\x1einsufficient memory\x1ekilled\x1ekilled process \x1ekilled signal terminated program\x1ememory \x1fquota exceeded\x1enot enough memory\x1eoom\x1eoomd\x1eout of memory\x1ereturned a non-zero code: 137\x1esignal terminated program\x1estatus=9/kill\x1estd::bad_alloc\x1esystemd-oomd\x1eunable to allocate \x0a"  # 28
     b"enomem\x1eerr_worker_out_of_memory\x1ememoryerror\x1eoomkilled\x1eoutofmemoryerror\x1eoutofmemoryexception\x0a"  # 29
     b": \x1favailable\x1fmemory\x1fno \x1frror\x1e: \x1favailable\x1fmemory\x1fno \x1fxception\x1e: \x1fcannot allocate memory\x1frror\x1e: \x1fcannot allocate memory\x1fxception\x1e: \x1fexhausted\x1fmemory \x1frror\x1e: \x1fexhausted\x1fmemory \x1fxception\x1e: \x1ffree\x1fmemory\x1fno \x1frror\x1e: \x1ffree\x1fmemory\x1fno \x1fxception\x1e: \x1finsufficient \x1fmemory\x1frror\x1e: \x1finsufficient \x1fmemory\x1fxception\x1e: \x1fmemory\x1fnot enough \x1frror\x1e: \x1fmemory\x1fnot enough \x1fxception\x0a"  # 30
-    b" to \x1facquire\x1ffailed\x1flock\x1e to \x1facquire\x1flock\x1funable\x1e to \x1ffailed\x1flock\x1fobtain\x1e to \x1flock\x1fobtain\x1funable\x1eacquire\x1fcould not \x1flock\x1eanother \x1fholding\x1finstance\x1fis\x1eanother \x1fholding\x1fis\x1fprocess\x1eanother \x1fin progress\x1eanother \x1finstance\x1fis\x1frunning\x1eanother \x1fis\x1foperation\x1eanother \x1fis\x1fprocess\x1frunning\x1eanother \x1fseems to be\x1ecould not \x1fget\x1flock\x1ecould not \x1flock\x1fobtain\x1ecould not serialize access\x1edatabase \x1fis locked\x1edeadlock \x1fdetected\x1edeadlock \x1ffound\x1ein use by another\x1fis \x1elock\x1fwaiting for \x1eresource busy\x1eserialization failure\x1etext file busy\x1etry restarting transaction\x0a"  # 31
+    b" to \x1facquire\x1ffailed\x1flock\x1e to \x1facquire\x1flock\x1funable\x1e to \x1ffailed\x1flock\x1fobtain\x1e to \x1flock\x1fobtain\x1funable\x1eacquire\x1fcould not \x1flock\x1eanother \x1fholding\x1fis\x1fprocess\x1eanother \x1fin progress\x1eanother \x1finstance\x1fis\x1eanother \x1fis\x1foperation\x1eanother \x1fis\x1fprocess\x1frunning\x1eanother \x1fseems to be\x1ecannot lock ref '\x1ecould not \x1fget\x1flock\x1ecould not \x1flock\x1fobtain\x1ecould not serialize access\x1edatabase \x1fis locked\x1edeadlock \x1fdetected\x1edeadlock \x1ffound\x1ein use by another\x1fis \x1elock\x1fwaiting for \x1eresource busy\x1eserialization failure\x1etext file busy\x1etry restarting transaction\x0a"  # 31
     b"(40001)\x1e40p01\x1e55p03\x1edeadlockdetected\x1eebusy\x1eer_lock_deadlock\x1eetxtbsy\x1elocknotavailable\x1eserializationfailure\x1esqlite_busy\x1esqlstate 40001\x1esqlstate[40001]\x0a"  # 32
     b"eagain\x1eis \x1funavailable\x1enot ready yet\x1eserver is busy\x1etemporarily unavailable\x1etry again\x0a"  # 33
     b"' not found\x1fcommand '\x1ean internal or external command\x1fis not recognized as \x1ebinary\x1fis not installed\x1ebinary\x1fnot found\x1ecommand not found\x1ecompiler\x1fis not installed\x1ecompiler\x1fnot found\x1ecould not find \x1fexecutable\x1ecould not find \x1fprogram\x1eexecutable\x1fis not installed\x1eexecutable\x1fnot found\x1eexecutable file not found in \x1fpath\x1ein\x1fnot found \x1fpath\x1einterpreter\x1fis not installed\x1einterpreter\x1fnot found\x1eis not installed\x1fprogram\x1eis not recognized as \x1fthe name of a cmdlet\x1enot found\x1fprogram\x1enot found \x1fon\x1fpath\x0a"  # 34
@@ -576,147 +577,151 @@ NEEDS: bytes = (
     b"' for '\x1funable to resolve '\x1enu110\x1eunable to find package\x0a"  # 144
     b"nu1301\x1eunable to load the service index for source\x0a"  # 145
     b" was not found\x1f', version '\x1fthe framework '\x1ea compatible .net sdk was not found\x1ecould not load file or assembly\x1eit was not possible to find any compatible framework version\x1emsb4019\x1emsb4236\x1enetsdk1004\x1enetsdk1045\x1eno .net sdks were found\x1eyou must install or update .net to run\x0a"  # 146
-    b"argumentexception\x1eargumentnullexception\x1eargumentoutofrangeexception\x1edividebyzeroexception\x1eformatexception\x1eindexoutofrangeexception\x1einvalidcastexception\x1einvalidoperationexception\x1ekeynotfoundexception\x1enotimplementedexception\x1enotsupportedexception\x1enullreferenceexception\x1eobjectdisposedexception\x0a"  # 147
-    b"unhandled exception.\x0a"  # 148
-    b"' in expression or statement\x1funexpected token '\x1eclosing\x1fmissing \x1eexpression\x1fmissing \x1efunction body\x1fmissing \x1emissing \x1fstatement block\x1emissing ')' in function parameter list\x1emissing closing '\x1eparseexception\x1eparsererror\x1ethe string is missing the terminator\x0a"  # 149
-    b", failed: \x1ftests passed: \x1ebut was:\x1efailed:\x0a"  # 150
-    b"ps\x0a"  # 151
-    b"about_execution_policies\x1eis not digitally signed\x1epssecurityexception\x1erunning scripts is disabled on this system\x1eunauthorizedaccess\x0a"  # 152
-    b"found\x1fnot \x1fowershell\x1efound\x1fnot \x1fwsh\x1einstalled\x1fnot \x1fowershell\x1einstalled\x1fnot \x1fwsh\x0a"  # 153
-    b"' is not recognized\x1fthe term '\x1ecommandnotfoundexception\x0a"  # 154
-    b"' was not loaded because no valid module file was found\x1fthe specified module '\x1emodulenotfound\x1eno match was found for the specified search criteria and module name\x0a"  # 155
-    b"' because it is \x1fan empty\x1fcannot bind argument to parameter '\x1e' because it is \x1fcannot bind argument to parameter '\x1fnull\x1ecannot index into a null array\x1eexception\x1fparameterbinding\x1einvokemethodonnull\x1emethodnotfound\x1epropertynotfoundexception\x1eyou cannot call a method on a null-valued expression\x0a"  # 156
-    b" docker daemon \x1fis \x1frunning?\x1fthe\x1e docker daemon \x1fis \x1frunning?\x1fyour\x1ecannot connect to the docker daemon\x1econnection refused\x1fdial unix \x1fdocker.sock: \x1edial unix \x1fdocker.sock: \x1fno such file or directory\x1edocker_engine: the system cannot find the file specified\x1eopen //./pipe/docker\x0a"  # 157
-    b" is already in use by container\x1fthe container name \x0a"  # 158
-    b" not found\x1fimage \x1e not found\x1fmanifest for \x1emanifest unknown\x1eno matching manifest for\x1eno such image\x0a"  # 159
-    b") does not match\x1fimage's platform (\x1edoes not match the detected host platform\x0a"  # 160
-    b"requested access to the resource is denied\x0a"  # 161
-    b"copy failed: \x1ffile not found\x1ecopy failed: \x1fforbidden path\x1ecopy failed: \x1fstat\x1efailed to calculate checksum of ref\x1efailed to compute cache key\x0a"  # 162
-    b"dockerfile parse error\x1eunknown instruction: \x0a"  # 163
-    b" failed\x1fcreate\x1foci runtime \x1e failed\x1fexec\x1foci runtime \x0a"  # 164
-    b"evicted\x1ethe node was low on resource: \x0a"  # 165
-    b" nodes are available\x1ecpu\x1finsufficient \x1edidn't match pod's node affinity\x1eephemeral-storage\x1finsufficient \x1efailedscheduling\x1ehad untolerated taint\x1einsufficient \x1fmemory\x1einsufficient \x1fnvidia.com/gpu\x1einsufficient \x1fpods\x1eunschedulable\x0a"  # 166
-    b"back-off pulling image\x1eerrimageneverpull\x1eerrimagepull\x1efailed to pull image\x1eimagepullbackoff\x1einvalidimagename\x0a"  # 167
-    b"\x22 cannot\x1fis forbidden: user \x22\x1eerror from server (forbidden)\x1eyou must be logged in to the server\x0a"  # 168
-    b"error from server (notfound)\x0a"  # 169
-    b"error from server (timeout)\x1eunable to return a response in the time allotted\x0a"  # 170
-    b"current-context is not set\x1einvalid configuration: no configuration\x1eno configuration has been provided\x1eno context exists with the name\x0a"  # 171
-    b"forbidden: exceeded quota: \x0a"  # 172
-    b"\x22 in version\x1fno matches for kind \x22\x0a"  # 173
-    b"cannot re-use a name that is still in use\x0a"  # 174
-    b" : \x1f not found\x1fconfigmap\x1fmountvolume.setup failed for volume \x1e : \x1f not found\x1fmountvolume.setup failed for volume \x1fsecret\x0a"  # 175
-    b" is invalid: \x1fthe \x0a"  # 176
-    b"error validating data: \x1estrict decoding error\x1eunknown field \x22\x1evalidationerror(\x0a"  # 177
-    b" not well-formed\x1fjson\x1e not well-formed\x1fyaml\x1e'-' indicator\x1fdid not find expected \x1e<document start>\x1fdid not find expected \x1eblock\x1fcollection\x1fwhile parsing a \x1eblock\x1fmapping\x1fwhile parsing a \x1ecollection\x1fflow\x1fwhile parsing a \x1ecould not find expected\x1fyaml: line \x1ecould not find expected ':'\x1edid not find expected\x1fyaml: line \x1edid not find expected \x1fkey\x1edid not find expected \x1fnode content\x1eerror converting yaml to json: yaml:\x1eerror in your yaml syntax\x1eflow\x1fmapping\x1fwhile parsing a \x1efound character that cannot start\x1fyaml: line \x1efound character that cannot start any token\x1ehere\x1fmapping values are not allowed \x1ein this context\x1fmapping values are not allowed \x1emapping values are not allowed\x1fyaml: line \x1eparsererror\x1fyaml.\x1escannererror\x1fyaml.\x1esyntax error while loading yaml\x1eyaml parse error\x0a"  # 178
-    b"another operation (install/upgrade/rollback) is in progress\x0a"  # 179
-    b"argument or block definition required\x1ferror: \x1eerror: \x1finvalid block definition\x1eerror: \x1finvalid character\x1eerror: \x1finvalid expression\x1eerror: \x1finvalid multi-line string\x1eerror: \x1fmissing item separator\x1eerror: \x1fmissing newline after argument\x1eerror: \x1funclosed configuration block\x1eerror: \x1funterminated template string\x0a"  # 180
-    b"call to unknown function\x1ferror: \x1ecycle: \x1ferror: \x1eduplicate \x1ferror: \x1foutput\x1eduplicate \x1ferror: \x1fresource\x1eduplicate \x1ferror: \x1fvariable\x1eerror: \x1fincorrect attribute value type\x1eerror: \x1finput variable\x1finvalid value for \x1eerror: \x1finput variable\x1freference to undeclared \x1eerror: \x1finvalid count argument\x1eerror: \x1finvalid for_each argument\x1eerror: \x1finvalid function argument\x1eerror: \x1finvalid reference\x1eerror: \x1finvalid value for \x1fmodule argument\x1eerror: \x1flocal value\x1freference to undeclared \x1eerror: \x1fmissing required argument\x1eerror: \x1fmodule\x1freference to undeclared \x1eerror: \x1freference to undeclared \x1fresource\x1eerror: \x1funsupported argument\x1eerror: \x1funsupported attribute\x1eerror: \x1funsupported block type\x0a"  # 181
-    b"backend initialization required\x1ecould not load plugin\x1einconsistent dependency lock file\x1emodule not installed\x1eplease run \x22terraform init\x22\x1eplugin reinitialization required\x1erequired plugins are not installed\x0a"  # 182
-    b"failed to \x1finstall provider\x1efailed to \x1fquery available provider packages\x0a"  # 183
-    b"conditionalcheckfailedexception\x1eerror acquiring the state lock\x1eerror locking state\x0a"  # 184
-    b"failed to refresh cached credentials\x1eno credentials found\x1eno valid credential sources found\x0a"  # 185
-    b"is not set, and has no default value\x1eno value for required variable\x0a"  # 186
-    b"host key is known for\x1fno \x1ehost key verification failed\x1eremote host identification has changed\x0a"  # 187
-    b" for '\x1f' are too open\x1fpermissions \x1e\x22: \x1fbad permissions\x1fload key \x22\x1e\x22: \x1ferror in libcrypto\x1fload key \x22\x1e\x22: \x1finvalid format\x1fload key \x22\x1eunprotected private key file\x0a"  # 188
-    b" for '\x1fcould not read \x1fpassword\x1e for '\x1fcould not read \x1fusername\x1eterminal prompts disabled\x0a"  # 189
-    b"' not found\x1ffatal: repository '\x1erepository not found\x0a"  # 190
-    b"make sure you have the correct access rights\x0a"  # 191
-    b"detected dubious ownership in repository\x1enot a git repository\x1esafe.directory\x0a"  # 192
-    b"): \x1fconflict (\x1eautomatic merge failed; fix conflicts\x1eerror: could not apply \x1emerge conflict in\x1eresolve all conflicts manually\x1eyou have unmerged paths\x0a"  # 193
-    b"gh006\x1egh013\x1eprotected branch hook declined\x1eprotected branch update failed\x1epush cannot contain secrets\x1erepository rule violations found\x1eyou are not allowed to push code to protected branches\x0a"  # 194
-    b" (\x1ferror 104\x1e authentication failed\x1fident\x1e authentication failed\x1fpeer\x1e28p01\x1eaccess denied for user\x1eaccess_denied_error\x1fer_\x1eerr invalid password\x1eerror 1142 (\x1einvalidpassword\x1eno pg_hba.conf entry for\x1enoauth\x1enoperm\x1epassword authentication failed for user\x1esasl authentication failed\x1ewrongpass\x0a"  # 195
-    b" \x22\x1f\x22 does not exist\x1fdatabase\x1e \x22\x1f\x22 does not exist\x1frole\x1e\x22 is not available\x1fextension \x22\x1e3d000\x1eer_bad_db_error\x1einvalidcatalogname\x1eunknown database '\x0a"  # 196
-    b" failed\x1fconnection to server at \x22\x1e53300\x1e57p0\x1eadminshutdown\x1ecannotconnectnow\x1ecould not receive data from server\x1ein recovery mode\x1fthe database system is \x1eis the server running\x1enot yet accepting connections\x1fthe database system is \x1eremaining connection slots are reserved\x1eshutting down\x1fthe database system is \x1esorry, too many clients already\x1essl connection has been closed unexpectedly\x1essl syscall error: eof detected\x1estarting up\x1fthe database system is \x1eterminating connection due to administrator command\x1etoo many connections\x0a"  # 197
-    b" (\x1f02\x1ferror 20\x1e (\x1f03\x1ferror 20\x1e (\x1f06\x1ferror 20\x1e (\x1f13\x1ferror 20\x1ecan't connect to \x1fmysql server\x1eer_con_count_error\x1elost connection to mysql server\x1emysql server has gone away\x1eprotocol_connection_lost\x0a"  # 198
-    b" connecting to \x1ferror \x1ebusy redis is busy\x1ebusyloadingerror\x1eclusterdown\x1eloading redis is loading\x1emasterdown\x1emax number of clients reached\x1ereadonly you can't write against a read only replica\x1etryagain\x0a"  # 199
-    b"misconf\x1eoom command not allowed when used memory\x0a"  # 200
-    b"\x22: syntax error\x1fnear \x22\x1e42601\x1eer_parse_error\x1eincomplete input\x1esyntax error at or near\x1eyou have an error in your sql syntax\x0a"  # 201
-    b"\x22 \x1fcolumn \x22\x1fdoes not exist\x1e42703\x1eer_bad_field_error\x1eno such column: \x1eundefinedcolumn\x1eunknown column '\x0a"  # 202
-    b"\x22 does not exist\x1frelation \x22\x1e' doesn't exist\x1ftable '\x1e42p01\x1eer_no_such_table\x1eno such table: \x1eundefinedtable\x0a"  # 203
-    b" constraint\x1fcheck\x1fviolates \x1e constraint\x1fforeign key\x1fviolates \x1e constraint\x1fnot-null\x1fviolates \x1e constraint\x1funique\x1fviolates \x1e' for key\x1fduplicate entry '\x1e2350\x1eduplicate key value\x1eer_dup_entry\x1eforeign key constraint failed\x1eintegrityerror\x1enot null constraint failed\x1eunique constraint failed\x1euniqueviolation\x0a"  # 204
-    b"cantopen\x1fsqlite_\x1ecorrupt\x1fsqlite_\x1edatabase disk image is malformed\x1edisk i/o error\x1efull\x1fsqlite_\x1ereadonly\x1fsqlite_\x1esqlite_ioerr\x1eunable to open database file\x0a"  # 205
-    b"err unknown command\x1eerr wrong number of arguments\x1ewrongtype\x0a"  # 206
-    b"bandwidthlimitexceeded\x1eec2throttledexception\x1elimitexceededexception\x1eprovisionedthroughputexceededexception\x1erequestlimitexceeded\x1erequestthrottled\x1erequestthrottledexception\x1eslowdown\x1ethrottledexception\x1ethrottling\x1ethrottlingexception\x0a"  # 207
-    b"authfailure\x1eexpired\x1fsecurity token included in the request is \x1eexpiredtoken\x1eexpiredtokenexception\x1eincompletesignature\x1einvalid\x1fsecurity token included in the request is \x1einvalidaccesskeyid\x1einvalidclienttokenid\x1einvalidsignatureexception\x1einvalidtoken\x1emissingauthenticationtoken\x1enotauthorizedexception\x1esignaturedoesnotmatch\x1esso session associated with this profile has expired\x1ethe aws access key id you provided does not exist\x1etoken has expired and refresh failed\x1eunauthorizedoperation\x1eunrecognizedclientexception\x0a"  # 208
-    b"is not authorized to perform\x1ewith an explicit deny\x0a"  # 209
-    b") could not be found\x1fthe config profile (\x1ecould not load credentials from any providers\x1ecredentials from any \x1fproviders in the chain\x1funable to load \x1ecredentialsprovidererror\x1efailed to retrieve credentials\x1emissing credentials in config\x1eno ec2 imds role found\x1enoauthhandlerfound\x1enocredentialproviders\x1enocredentialserror\x1enoregionerror\x1eprofilenotfound\x1eunable to load sdk config\x1eunable to locate credentials\x1eyou must specify a region\x0a"  # 210
-    b" than your current\x1finstances\x1fyou have requested more \x1e than your current\x1fvcpu capacity\x1fyou have requested more \x1eaddresslimitexceeded\x1einstancelimitexceeded\x1eservicequotaexceededexception\x1etoomanybuckets\x1evcpulimitexceeded\x1evpclimitexceeded\x0a"  # 211
-    b"could not connect to the endpoint url\x1einsufficientinstancecapacity\x1einternalerror\x1einternalfailure\x1epriorrequestnotcomplete\x1eserviceunavailable\x0a"  # 212
-    b" is now earlier than\x1fsignature expired: \x1eclock skew\x1erequesttimetooskewed\x0a"  # 213
-    b"nosuchbucket\x1enosuchentity\x1enosuchkey\x1eparameternotfound\x1eresourcenotfoundexception\x0a"  # 214
-    b"invalidparameterexception\x1einvalidparametervalue\x1emalformedpolicydocument\x1emissingparameter\x1evalidationerror\x1evalidationexception\x0a"  # 215
-    b"access_token_scope_insufficient\x1eapi key expired\x1eapi key not valid\x1eapi_key_invalid\x1eiam_permission_denied\x1einvalid_grant\x1ereauthentication failed\x1erequest had insufficient authentication scopes\x1erequest had invalid authentication credentials\x1ethe caller does not have permission\x1etoken has been expired or revoked\x1eunauthenticated\x0a"  # 216
-    b" not been set up\x1fefault \x1fpplication \x1fredentials ha\x1ecould not automatically determine credentials\x1edefaultcredentialserror\x1edoes not exist\x1fgoogle_application_credentials\x1egoogle_application_credentials\x1fnot found\x1egoogle_application_credentials\x1fnot set\x1eyou do not currently have an active account selected\x1eyour default credentials were not found\x0a"  # 217
-    b" exceed\x1f quota limit\x1fquota metric\x1e' and limit '\x1fquota exceeded for quota metric '\x1e' exceeded.\x1flimit: \x1fquota '\x0a"  # 218
-    b" before or it is disabled\x1fhas not been used in project \x1e] not enabled\x1fapi [\x1eaccessnotconfigured\x1eservice_disabled\x0a"  # 219
-    b"api_core.exceptions.notfound\x1fgoogle.\x1ecloud.exceptions.notfound\x1fgoogle.\x0a"  # 220
-    b"backenderror\x1edoes not have enough resources available to fulfill the request\x1eunavailable\x1ezone_resource_pool_exhausted\x0a"  # 221
-    b"aadsts\x1eauthenticationfailed\x1eauthorizationfailed\x1eauthorizationpermissionmismatch\x1eclientauthenticationerror\x1edoes not have authorization to perform action\x1eexpiredauthenticationtoken\x1einvalidauthenticationtoken\x1einvalidauthenticationtokentenant\x1ekeybasedauthenticationnotpermitted\x1elinkedauthorizationfailed\x1erequestdisallowedbypolicy\x0a"  # 222
-    b"credentialunavailableerror\x1edefaultazurecredential failed to retrieve a token\x1eenvironmentcredential authentication unavailable\x1emanagedidentitycredential authentication unavailable\x1eno subscription found\x1eplease run 'az login' to setup account\x0a"  # 223
-    b"exceeding approved \x1fquota\x1equotaexceeded\x0a"  # 224
-    b"anotheroperationinprogress\x1eoperationpreempted\x1eretryableerror\x1eserverbusy\x0a"  # 225
-    b"containernotfound\x1emissingsubscriptionregistration\x1eresourcegroupnotfound\x1eskunotavailable\x1estorageaccountnotfound\x1esubscriptionnotfound\x0a"  # 226
-    b" to create or update workflow\x1fgithub app\x1frefusing to allow a\x1e to create or update workflow\x1foauth app\x1frefusing to allow a\x1e to create or update workflow\x1fpersonal access token\x1frefusing to allow a\x1ebad credentials\x1egh007\x1ehas not been granted the required scopes\x1ehttp basic: access denied\x1emust have admin rights\x1erequires authentication\x1eresource not accessible by integration\x1esupport for password authentication was removed\x0a"  # 227
-    b"error: preparation failed\x1ejob failed (system failure)\x1elost communication with the server\x1erunner has received a shutdown signal\x1erunner is not responding\x1ethe job was not acquired by runner\x1ethe operation was canceled.\x0a"  # 228
-    b"invalid workflow file\x1ethe workflow is not valid\x1eunable to resolve action\x1eunrecognized named-value\x0a"  # 229
-    b" not \x1fgithub_token \x1fis\x1fprovided\x1e not \x1fgithub_token \x1fis\x1fset\x1e not \x1fgithub_token \x1fprovided\x1fwas\x1e not \x1fgithub_token \x1fset\x1fwas\x1einput required and not supplied: \x0a"  # 230
-    b"no runner matching the specified labels\x1ethe project doesn't have any runners\x1fthis job is stuck because \x1ethis job is stuck because \x1fyou don't have any active runners\x0a"  # 231
-    b"account_deactivated\x1eauthentication_error\x1eauthenticationerror\x1egated repo\x1eincorrect api key provided\x1einvalid x-api-key\x1einvalid_api_key\x1epermission_error\x1epermissiondeniederror\x0a"  # 232
-    b"_api_key\x1fdid not find \x1eapi_key client option must be set\x1ecould not resolve authentication method\x1eexpected either api_key or auth_token to be set\x1efound\x1fno api key \x1emissingapikeyerror\x1eno api key \x1fprovided\x0a"  # 233
-    b" rate limit\x1fcall\x1fexceeded \x1e rate limit\x1fexceeded \x1ftoken\x1erate limit reached for\x0a"  # 234
-    b" tokens\x1fmaximum context length is \x1econtext_length_exceeded\x1eexceed context limit\x1eexceeds the maximum \x1ftokens\x1eprompt is too long\x1estring_above_max_length\x0a"  # 235
-    b"api_error\x1einternalservererror\x1eserviceunavailableerror\x1ethe server had an error while processing your request\x0a"  # 236
-    b"' not found, try pulling it first\x1fmodel '\x1e` does not exist\x1fthe model `\x1edeploymentnotfound\x1eis not a valid model identifier\x1emodel_not_found\x0a"  # 237
-    b"content management policy\x1econtent_policy_violation\x1eresponsibleaipolicyviolation\x0a"  # 238
-    b"badrequesterror\x1einvalid_request_error\x0a"  # 239
-    b"cublas_status_alloc_failed\x1ecuda error: out of memory\x1ecuda out of memory\x1ecudaerrormemoryallocation\x1ecudamalloc failed\x1ecudnn_status_alloc_failed\x1ehip out of memory\x1emps backend out of memory\x1eoom when allocating tensor\x1eout of memory on device\x1eoutofmemoryerror: cuda\x1eresourceexhaustederror\x0a"  # 240
-    b" error\x1fnvidia-container-cli: \x1e\x22 with capabilities: [[gpu]]\x1fcould not select device driver \x22\x1ealloc_failed\x1fcudnn_status_\x1earch_mismatch\x1fcudnn_status_\x1ecannot initialize cuda without aten_cuda library\x1ecouldn't communicate with the nvidia driver\x1ecuda driver version is insufficient\x1ecuda_error_no_device\x1ecudaerrorinsufficientdriver\x1ecudaerrornodevice\x1ecudnn_status_\x1fnot_initialized\x1ecudnn_status_\x1fversion_mismatch\x1efailed call to cuinit\x1efailed to initialize nvml\x1efound no nvidia driver\x1elibcuda.so.1: cannot open shared object file\x1eno cuda gpus are available\x1eno cuda-capable device is detected\x1eno kernel image is available for execution on the device\x1envidia driver on your system is too old\x1envidia-smi has failed\x1envml: driver/library version mismatch\x1etorch not compiled with cuda enabled\x1eunknown or invalid runtime name: nvidia\x0a"  # 241
-    b"are busy or unavailable\x1fcuda-capable device\x1ecudaerrordevicesunavailable\x0a"  # 242
-    b"an illegal memory access was encountered\x1ecublas_status_execution_failed\x1ecudaerrorillegaladdress\x1edevice-side assert triggered\x1emisaligned address\x0a"  # 243
-    b"nccl_timeout\x1ewatchdog caught collective operation timeout\x0a"  # 244
-    b": \x0a"  # 245
-    b" failure(s), \x1f warning(s)\x1ffailed: \x1erule violation summary\x0a"  # 246
-    b" at \x1fconditions\x1e at \x1fmappings\x1e at \x1fmetadata\x1e at \x1foutputs\x1e at \x1fparameters\x1e at \x1fresources\x1e at \x1frules\x1e at \x1ftransform\x1e[cfn-lint] \x0a"  # 247
-    b"template invalid!\x0a"  # 248
-    b" failed\x1f-test\x1fpod \x1efailed\x1fphase:\x0a"  # 249
-    b" (loaderror)\x1fcannot load such file -- \x1e(loaderror)\x0a"  # 250
-    b"bundler::gemnotfound\x1ecould not find gem '\x0a"  # 251
-    b" example\x1f failure\x1f, \x0a"  # 252
-    b" detected\x1f file\x1f inspected, \x1f offense\x0a"  # 253
-    b" bytes exhausted\x1fallowed memory size of \x0a"  # 254
-    b"your requirements could not be resolved to an installable set of packages\x0a"  # 255
-    b"packagesnotfounderror\x1eresolvepackagenotfound\x1eunsatisfiableerror\x0a"  # 256
-    b"' in scope\x1ferror: cannot find \x0a"  # 257
-    b"** (\x1fmismatcheddelimitererror\x1e** (\x1fsyntaxerror\x1e** (\x1ftokenmissingerror\x0a"  # 258
-    b"** (\x1fcompileerror\x1e** (\x1fundefinedfunctionerror\x0a"  # 259
-    b"access_refused\x0a"  # 260
-    b" minutes\x1fran longer than the maximum time of \x1eexceeded the maximum allowed time of \x0a"  # 261
-    b"hip_error_outofmemory\x1ehiperroroutofmemory\x0a"  # 262
-    b" failed\x0a"  # 263
-    b"ambiguous type variable\x1ecould not deduce \x1ecouldn't match \x1fexpected type\x1ecouldn't match \x1fkind\x1ecouldn't match \x1ftype\x1eno instance for \x1enot in scope: \x1evariable not in scope:\x0a"  # 264
-    b"(possibly incorrect indentation\x1fparse error \x1e: error\x1fhs:\x1fparse error\x1eon input\x1fparse error \x0a"  # 265
-    b" is not a member of\x1f.s\x1f: \x1fbt\x1fvalue \x1e is not a member of\x1f.s\x1f: \x1fcala\x1fvalue \x1e needs \x1f.s\x1f: \x1fbt\x1fmethod\x1frecursive \x1ftype\x1e needs \x1f.s\x1f: \x1fbt\x1frecursive \x1ftype\x1fvalue\x1e needs \x1f.s\x1f: \x1fcala\x1fmethod\x1frecursive \x1ftype\x1e needs \x1f.s\x1f: \x1fcala\x1frecursive \x1ftype\x1fvalue\x1e.s\x1f: \x1fambiguous reference to overloaded definition\x1fbt\x1e.s\x1f: \x1fambiguous reference to overloaded definition\x1fcala\x1e.s\x1f: \x1fbt\x1fcould not find implicit value\x1e.s\x1f: \x1fbt\x1fmissing argument list\x1e.s\x1f: \x1fbt\x1ftoo many arguments\x1e.s\x1f: \x1fbt\x1ftype mismatch;\x1e.s\x1f: \x1fcala\x1fcould not find implicit value\x1e.s\x1f: \x1fcala\x1fmissing argument list\x1e.s\x1f: \x1fcala\x1ftoo many arguments\x1e.s\x1f: \x1fcala\x1ftype mismatch;\x1e.s\x1fbt\x1fnot found: \x1fobject\x1e.s\x1fbt\x1fnot found: \x1ftype\x1e.s\x1fbt\x1fnot found: \x1fvalue\x1e.s\x1fcala\x1fnot found: \x1fobject\x1e.s\x1fcala\x1fnot found: \x1ftype\x1e.s\x1fcala\x1fnot found: \x1fvalue\x0a"  # 266
-    b".dart:\x1f: error: \x0a"  # 267
-    b".dart:\x1f: error: \x1fcan't find '\x1e.dart:\x1f: error: \x1fexpected \x1e.dart:\x1f: error: \x1funexpected token\x0a"  # 268
-    b"error \x0a"  # 269
-    b" [\x1f] is required but does not seem to be installed\x1fpackage \x1e not found in current path\x1fmodule\x1e not found in current path\x1fpackage\x0a"  # 270
-    b".pm in @inc\x1fcan't locate \x0a"  # 271
-    b" but found\x1f[error]\x1fexpected \x1e but found\x1ferror:\x1fexpected \x1e[error]\x1fregular expression\x1funterminated \x1e[error]\x1fstring\x1funterminated \x1e[error]\x1fstring literal\x1funterminated \x1e[error]\x1ftemplate literal\x1funterminated \x1e[error]\x1funexpected \x22\x1e[error]\x1funexpected end of file\x1eerror:\x1fregular expression\x1funterminated \x1eerror:\x1fstring\x1funterminated \x1eerror:\x1fstring literal\x1funterminated \x1eerror:\x1ftemplate literal\x1funterminated \x1eerror:\x1funexpected \x22\x1eerror:\x1funexpected end of file\x0a"  # 272
-    b"rollup failed to resolve import \x22\x0a"  # 273
-    b"rollup failed to resolve import \x22\x0a"  # 274
-    b" dl\x0a"  # 275
-    b" line \x1fin \x1e: \x1f[sc\x1ferror\x1e: \x1f[sc\x1fnote\x1e: \x1f[sc\x1fwarning\x1eshellcheck.net/wiki/sc\x0a"  # 276
-    b"error: missing binary: \x1emissing prebuilt package for '\x0a"  # 277
-    b" not found\x1fependency \x0a"  # 278
-    b"could not find python interpreter with spec\x1einterpreternotfound\x0a"  # 279
-    b"could not find a version that matches\x0a"  # 280
-    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1eavailable\x1ebrokenpipe\x1ecaused by: \x1eclient_exceptions\x1econnect\x1ferrors\x1econnect\x1fexc\x1econnect\x1fftplib\x1econnect\x1fimaplib\x1econnect\x1fpoplib\x1econnect\x1fsmtplib\x1edisconnected\x1eerrorfactory\x1eexception\x1eexceptions\x1ehostdown\x1enetworkerror\x1essh_exception\x1eunavailable\x1eunreachable\x0a"  # 281
-    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1ecaused by: \x1fout\x1ftimed\x1ecaused by: \x1ftimeout\x1eclient_exceptions\x1edeadlineexceeded\x1eerrorfactory\x1eerrors\x1fout\x1ftimed\x1eerrors\x1ftimeout\x1eexc\x1fout\x1ftimed\x1eexc\x1ftimeout\x1eexception\x1fout\x1ftimed\x1eexception\x1ftimeout\x1eexceptions\x1fout\x1ftimed\x1eexceptions\x1ftimeout\x1eftplib\x1fout\x1ftimed\x1eftplib\x1ftimeout\x1eimaplib\x1fout\x1ftimed\x1eimaplib\x1ftimeout\x1eout\x1fpoplib\x1ftimed\x1eout\x1fsmtplib\x1ftimed\x1epoplib\x1ftimeout\x1esmtplib\x1ftimeout\x1essh_exception\x0a"  # 282
-    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1ecaused by: \x1eclient_exceptions\x1eerrorfactory\x1eerrors\x1fratelimit\x1eerrors\x1fthrottl\x1eexc\x1fratelimit\x1eexc\x1fthrottl\x1eexception\x1fratelimit\x1eexception\x1fthrottl\x1eexceptions\x1eftplib\x1fratelimit\x1eftplib\x1fthrottl\x1eimaplib\x1fratelimit\x1eimaplib\x1fthrottl\x1epoplib\x1fratelimit\x1epoplib\x1fthrottl\x1erate_limit\x1eratelimit\x1fsmtplib\x1esmtplib\x1fthrottl\x1essh_exception\x1etoo_many_requests\x1etoomanyrequests\x0a"  # 283
-    b"\x0a"  # 284
-    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1eapikeymissing\x1ecaused by: \x1eclient_exceptions\x1ecredential\x1fnotfound\x1ecredentialunavailable\x1edefaultcredentials\x1eerrorfactory\x1eerrors\x1fnoapikey\x1eexc\x1fnoapikey\x1eexception\x1fnoapikey\x1eexceptions\x1fnoapikey\x1eftplib\x1fnoapikey\x1eimaplib\x1fnoapikey\x1emissingapikey\x1emissingcredential\x1emissingtoken\x1enoapikey\x1fpoplib\x1enoapikey\x1fsmtplib\x1enoauthtoken\x1enocredential\x1essh_exception\x1etokennotfound\x0a"  # 285
-    b"auth\x1fdenied\x1eauthentication\x1ebad\x1flogin\x1ebad\x1fuser\x1ebind\x1fdenied\x1ecredential\x1edenied\x1fin\x1fsign\x1edenied\x1flog-in\x1edenied\x1flogin\x1edenied\x1flogon\x1eincorrect\x1einvalid\x1flogin\x1einvalid\x1fuser\x1elogin\x1fwrong\x1enot accepted\x1enot successful\x1epassphrase\x1epassword\x1erefused\x1erejected\x1eunsuccessful\x1euser\x1fwrong\x0a"  # 286
-    b"1017\x1fora-\x1e5.7.\x1f535\x1e530\x1flogin\x1e530\x1fnot logged in\x1e530\x1fuser\x1eauthenticationfailed\x1ecredentials\x1finvalid\x1einvalid_auth\x1enot_authed\x0a"  # 287
-    b"1017\x1fora-\x1e5.7.\x1f535\x1e530\x1fnot logged in\x1eauthentication\x1eauthenticationfailed\x1ebad\x1fuser\x1econnect\x1ecredential\x1edenied\x1eerror\x1fuser\x1eexception\x1efailure\x1eincorrect\x1einvalid\x1einvalid_auth\x1elogin\x1enot accepted\x1enot successful\x1enot_authed\x1epassphrase\x1epassword\x1erefused\x1erejected\x1eunsuccessful\x0a"  # 288
-    b"api\x1ffound\x1fkey\x1eapi\x1fgiven\x1fkey\x1eapi\x1fkey\x1fmissing\x1eapi\x1fkey\x1fpresent\x1eapi\x1fkey\x1fset\x1eavailable\x1fno \x1econfigured\x1ecredential\x1efound\x1fsecret\x1efound\x1ftoken\x1egiven\x1fsecret\x1egiven\x1ftoken\x1emissing\x1fsecret\x1emissing\x1ftoken\x1emissing \x1eno \x1fsupplied\x1enot \x1fsupplied\x1epassword\x1epresent\x1fsecret\x1epresent\x1ftoken\x1eprovided\x1esecret\x1fset\x1eset\x1ftoken\x1especified\x0a"  # 289
+    b"error msb302\x1ethe file is locked by: \x0a"  # 147
+    b"a network-related or instance-specific error occurred while establishing a connection to sql server\x0a"  # 148
+    b"argumentexception\x1eargumentnullexception\x1eargumentoutofrangeexception\x1edividebyzeroexception\x1eformatexception\x1eindexoutofrangeexception\x1einvalidcastexception\x1einvalidoperationexception\x1ekeynotfoundexception\x1enotimplementedexception\x1enotsupportedexception\x1enullreferenceexception\x1eobjectdisposedexception\x0a"  # 149
+    b"unhandled exception.\x0a"  # 150
+    b"' in expression or statement\x1funexpected token '\x1eclosing\x1fmissing \x1eexpression\x1fmissing \x1efunction body\x1fmissing \x1emissing \x1fstatement block\x1emissing ')' in function parameter list\x1emissing closing '\x1eparseexception\x1eparsererror\x1ethe string is missing the terminator\x0a"  # 151
+    b", failed: \x1ftests passed: \x1ebut was:\x1efailed:\x0a"  # 152
+    b"ps\x0a"  # 153
+    b"about_execution_policies\x1eis not digitally signed\x1epssecurityexception\x1erunning scripts is disabled on this system\x1eunauthorizedaccess\x0a"  # 154
+    b"found\x1fnot \x1fowershell\x1efound\x1fnot \x1fwsh\x1einstalled\x1fnot \x1fowershell\x1einstalled\x1fnot \x1fwsh\x0a"  # 155
+    b"' is not recognized\x1fthe term '\x1ecommandnotfoundexception\x0a"  # 156
+    b"' was not loaded because no valid module file was found\x1fthe specified module '\x1emodulenotfound\x1eno match was found for the specified search criteria and module name\x0a"  # 157
+    b"' because it is \x1fan empty\x1fcannot bind argument to parameter '\x1e' because it is \x1fcannot bind argument to parameter '\x1fnull\x1ea parameter cannot be found that matches parameter name '\x1ecannot index into a null array\x1eexception\x1fparameterbinding\x1einvokemethodonnull\x1emethodnotfound\x1epropertynotfoundexception\x1eyou cannot call a method on a null-valued expression\x0a"  # 158
+    b" docker daemon \x1fis \x1frunning?\x1fthe\x1e docker daemon \x1fis \x1frunning?\x1fyour\x1ecannot connect to the docker daemon\x1econnection refused\x1fdial unix \x1fdocker.sock: \x1edial unix \x1fdocker.sock: \x1fno such file or directory\x1edocker_engine: the system cannot find the file specified\x1eopen //./pipe/docker\x0a"  # 159
+    b" is already in use by container\x1fthe container name \x0a"  # 160
+    b" not found\x1fimage \x1e not found\x1fmanifest for \x1emanifest unknown\x1eno matching manifest for\x1eno such image\x0a"  # 161
+    b") does not match\x1fimage's platform (\x1edoes not match the detected host platform\x0a"  # 162
+    b"requested access to the resource is denied\x0a"  # 163
+    b"multi-platform build is not supported for the docker driver\x0a"  # 164
+    b": no such file or directory\x1ffailed to read dockerfile: open \x1ecopy failed: \x1ffile not found\x1ecopy failed: \x1fforbidden path\x1ecopy failed: \x1fstat\x1efailed to calculate checksum of ref\x1efailed to compute cache key\x0a"  # 165
+    b"dockerfile parse error\x1eunknown instruction: \x0a"  # 166
+    b" failed\x1fcreate\x1foci runtime \x1e failed\x1fexec\x1foci runtime \x0a"  # 167
+    b"evicted\x1ethe node was low on resource: \x0a"  # 168
+    b" nodes are available\x1ecpu\x1finsufficient \x1edidn't match pod's node affinity\x1eephemeral-storage\x1finsufficient \x1efailedscheduling\x1ehad untolerated taint\x1einsufficient \x1fmemory\x1einsufficient \x1fnvidia.com/gpu\x1einsufficient \x1fpods\x1eunschedulable\x0a"  # 169
+    b"back-off pulling image\x1eerrimageneverpull\x1eerrimagepull\x1efailed to pull image\x1eimagepullbackoff\x1einvalidimagename\x0a"  # 170
+    b"\x22 cannot\x1fis forbidden: user \x22\x1eerror from server (forbidden)\x1eyou must be logged in to the server\x0a"  # 171
+    b"error from server (notfound)\x0a"  # 172
+    b"error from server (timeout)\x1eunable to return a response in the time allotted\x0a"  # 173
+    b"current-context is not set\x1einvalid configuration: no configuration\x1eno configuration has been provided\x1eno context exists with the name\x0a"  # 174
+    b"forbidden: exceeded quota: \x0a"  # 175
+    b"\x22 in version\x1fno matches for kind \x22\x0a"  # 176
+    b"cannot re-use a name that is still in use\x0a"  # 177
+    b" : \x1f not found\x1fconfigmap\x1fmountvolume.setup failed for volume \x1e : \x1f not found\x1fmountvolume.setup failed for volume \x1fsecret\x0a"  # 178
+    b" is invalid: \x1fthe \x0a"  # 179
+    b"error validating data: \x1estrict decoding error\x1eunknown field \x22\x1evalidationerror(\x0a"  # 180
+    b" not well-formed\x1fjson\x1e not well-formed\x1fyaml\x1e'-' indicator\x1fdid not find expected \x1e<document start>\x1fdid not find expected \x1eblock\x1fcollection\x1fwhile parsing a \x1eblock\x1fmapping\x1fwhile parsing a \x1ecollection\x1fflow\x1fwhile parsing a \x1ecould not find expected\x1fyaml: line \x1ecould not find expected ':'\x1edid not find expected\x1fyaml: line \x1edid not find expected \x1fkey\x1edid not find expected \x1fnode content\x1eerror converting yaml to json: yaml:\x1eerror in your yaml syntax\x1eflow\x1fmapping\x1fwhile parsing a \x1efound character that cannot start\x1fyaml: line \x1efound character that cannot start any token\x1ehere\x1fmapping values are not allowed \x1ein this context\x1fmapping values are not allowed \x1emapping values are not allowed\x1fyaml: line \x1eparsererror\x1fyaml.\x1escannererror\x1fyaml.\x1esyntax error while loading yaml\x1eyaml parse error\x0a"  # 181
+    b"another operation (install/upgrade/rollback) is in progress\x0a"  # 182
+    b"argument or block definition required\x1ferror: \x1eerror: \x1finvalid block definition\x1eerror: \x1finvalid character\x1eerror: \x1finvalid expression\x1eerror: \x1finvalid multi-line string\x1eerror: \x1fmissing item separator\x1eerror: \x1fmissing newline after argument\x1eerror: \x1funclosed configuration block\x1eerror: \x1funterminated template string\x0a"  # 183
+    b"call to unknown function\x1ferror: \x1ecycle: \x1ferror: \x1eduplicate \x1ferror: \x1foutput\x1eduplicate \x1ferror: \x1fresource\x1eduplicate \x1ferror: \x1fvariable\x1eerror: \x1fincorrect attribute value type\x1eerror: \x1finput variable\x1finvalid value for \x1eerror: \x1finput variable\x1freference to undeclared \x1eerror: \x1finvalid count argument\x1eerror: \x1finvalid for_each argument\x1eerror: \x1finvalid function argument\x1eerror: \x1finvalid reference\x1eerror: \x1finvalid value for \x1fmodule argument\x1eerror: \x1flocal value\x1freference to undeclared \x1eerror: \x1fmissing required argument\x1eerror: \x1fmodule\x1freference to undeclared \x1eerror: \x1freference to undeclared \x1fresource\x1eerror: \x1funsupported argument\x1eerror: \x1funsupported attribute\x1eerror: \x1funsupported block type\x0a"  # 184
+    b"backend initialization required\x1ecould not load plugin\x1einconsistent dependency lock file\x1emodule not installed\x1eplease run \x22terraform init\x22\x1eplugin reinitialization required\x1erequired plugins are not installed\x0a"  # 185
+    b"failed to \x1finstall provider\x1efailed to \x1fquery available provider packages\x0a"  # 186
+    b"conditionalcheckfailedexception\x1eerror acquiring the state lock\x1eerror locking state\x0a"  # 187
+    b"failed to refresh cached credentials\x1eno credentials found\x1eno valid credential sources found\x0a"  # 188
+    b"is not set, and has no default value\x1eno value for required variable\x0a"  # 189
+    b"host key is known for\x1fno \x1ehost key verification failed\x1eremote host identification has changed\x0a"  # 190
+    b" for '\x1f' are too open\x1fpermissions \x1e\x22: \x1fbad permissions\x1fload key \x22\x1e\x22: \x1ferror in libcrypto\x1fload key \x22\x1e\x22: \x1finvalid format\x1fload key \x22\x1eunprotected private key file\x0a"  # 191
+    b" for '\x1fcould not read \x1fpassword\x1e for '\x1fcould not read \x1fusername\x1eterminal prompts disabled\x0a"  # 192
+    b"' not found\x1ffatal: repository '\x1erepository not found\x0a"  # 193
+    b"make sure you have the correct access rights\x0a"  # 194
+    b"detected dubious ownership in repository\x1enot a git repository\x1esafe.directory\x0a"  # 195
+    b"): \x1fconflict (\x1eautomatic merge failed; fix conflicts\x1eerror: could not apply \x1emerge conflict in\x1eresolve all conflicts manually\x1eyou have unmerged paths\x0a"  # 196
+    b"gh006\x1egh013\x1eprotected branch hook declined\x1eprotected branch update failed\x1epush cannot contain secrets\x1erepository rule violations found\x1eyou are not allowed to push code to protected branches\x0a"  # 197
+    b" (\x1ferror 104\x1e authentication failed\x1fident\x1e authentication failed\x1fpeer\x1e28p01\x1eaccess denied for user\x1eaccess_denied_error\x1fer_\x1eerr invalid password\x1eerror 1142 (\x1einvalidpassword\x1eno pg_hba.conf entry for\x1enoauth\x1enoperm\x1epassword authentication failed for user\x1esasl authentication failed\x1ewrongpass\x0a"  # 198
+    b" \x22\x1f\x22 does not exist\x1fdatabase\x1e \x22\x1f\x22 does not exist\x1frole\x1e\x22 is not available\x1fextension \x22\x1e3d000\x1eer_bad_db_error\x1einvalidcatalogname\x1eunknown database '\x0a"  # 199
+    b" failed\x1fconnection to server at \x22\x1e53300\x1e57p0\x1eadminshutdown\x1ecannotconnectnow\x1ecould not receive data from server\x1ein recovery mode\x1fthe database system is \x1eis the server running\x1enot yet accepting connections\x1fthe database system is \x1eremaining connection slots are reserved\x1eshutting down\x1fthe database system is \x1esorry, too many clients already\x1essl connection has been closed unexpectedly\x1essl syscall error: eof detected\x1estarting up\x1fthe database system is \x1eterminating connection due to administrator command\x1etoo many connections\x0a"  # 200
+    b" (\x1f02\x1ferror 20\x1e (\x1f03\x1ferror 20\x1e (\x1f06\x1ferror 20\x1e (\x1f13\x1ferror 20\x1ecan't connect to \x1fmysql server\x1eer_con_count_error\x1elost connection to mysql server\x1emysql server has gone away\x1eprotocol_connection_lost\x0a"  # 201
+    b" connecting to \x1ferror \x1ebusy redis is busy\x1ebusyloadingerror\x1eclusterdown\x1eloading redis is loading\x1emasterdown\x1emax number of clients reached\x1ereadonly you can't write against a read only replica\x1etryagain\x0a"  # 202
+    b"misconf\x1eoom command not allowed when used memory\x0a"  # 203
+    b"\x22: syntax error\x1fnear \x22\x1e42601\x1eer_parse_error\x1eincomplete input\x1esyntax error at or near\x1eyou have an error in your sql syntax\x0a"  # 204
+    b"\x22 \x1fcolumn \x22\x1fdoes not exist\x1e42703\x1eer_bad_field_error\x1eno such column: \x1eundefinedcolumn\x1eunknown column '\x0a"  # 205
+    b"\x22 does not exist\x1frelation \x22\x1e' doesn't exist\x1ftable '\x1e42p01\x1eer_no_such_table\x1eno such table: \x1eundefinedtable\x0a"  # 206
+    b" constraint\x1fcheck\x1fviolates \x1e constraint\x1fforeign key\x1fviolates \x1e constraint\x1fnot-null\x1fviolates \x1e constraint\x1funique\x1fviolates \x1e' for key\x1fduplicate entry '\x1e2350\x1eduplicate key value\x1eer_dup_entry\x1eforeign key constraint failed\x1eintegrityerror\x1enot null constraint failed\x1eunique constraint failed\x1euniqueviolation\x0a"  # 207
+    b"cantopen\x1fsqlite_\x1ecorrupt\x1fsqlite_\x1edatabase disk image is malformed\x1edisk i/o error\x1efull\x1fsqlite_\x1ereadonly\x1fsqlite_\x1esqlite_ioerr\x1eunable to open database file\x0a"  # 208
+    b"err unknown command\x1eerr wrong number of arguments\x1ewrongtype\x0a"  # 209
+    b"bandwidthlimitexceeded\x1eec2throttledexception\x1elimitexceededexception\x1eprovisionedthroughputexceededexception\x1erequestlimitexceeded\x1erequestthrottled\x1erequestthrottledexception\x1eslowdown\x1ethrottledexception\x1ethrottling\x1ethrottlingexception\x0a"  # 210
+    b"authfailure\x1eexpired\x1fsecurity token included in the request is \x1eexpiredtoken\x1eexpiredtokenexception\x1eincompletesignature\x1einvalid\x1fsecurity token included in the request is \x1einvalidaccesskeyid\x1einvalidclienttokenid\x1einvalidsignatureexception\x1einvalidtoken\x1emissingauthenticationtoken\x1enotauthorizedexception\x1esignaturedoesnotmatch\x1esso session associated with this profile has expired\x1ethe aws access key id you provided does not exist\x1etoken has expired and refresh failed\x1eunauthorizedoperation\x1eunrecognizedclientexception\x0a"  # 211
+    b"is not authorized to perform\x1ewith an explicit deny\x0a"  # 212
+    b") could not be found\x1fthe config profile (\x1ecould not load credentials from any providers\x1ecredentials from any \x1fproviders in the chain\x1funable to load \x1ecredentialsprovidererror\x1efailed to retrieve credentials\x1emissing credentials in config\x1eno ec2 imds role found\x1enoauthhandlerfound\x1enocredentialproviders\x1enocredentialserror\x1enoregionerror\x1eprofilenotfound\x1eunable to load sdk config\x1eunable to locate credentials\x1eyou must specify a region\x0a"  # 213
+    b" than your current\x1finstances\x1fyou have requested more \x1e than your current\x1fvcpu capacity\x1fyou have requested more \x1eaddresslimitexceeded\x1einstancelimitexceeded\x1eservicequotaexceededexception\x1etoomanybuckets\x1evcpulimitexceeded\x1evpclimitexceeded\x0a"  # 214
+    b"could not connect to the endpoint url\x1einsufficientinstancecapacity\x1einternalerror\x1einternalfailure\x1epriorrequestnotcomplete\x1eserviceunavailable\x0a"  # 215
+    b" is now earlier than\x1fsignature expired: \x1eclock skew\x1erequesttimetooskewed\x0a"  # 216
+    b"nosuchbucket\x1enosuchentity\x1enosuchkey\x1eparameternotfound\x1eresourcenotfoundexception\x0a"  # 217
+    b"invalidparameterexception\x1einvalidparametervalue\x1emalformedpolicydocument\x1emissingparameter\x1evalidationerror\x1evalidationexception\x0a"  # 218
+    b"access_token_scope_insufficient\x1eapi key expired\x1eapi key not valid\x1eapi_key_invalid\x1eiam_permission_denied\x1einvalid_grant\x1ereauthentication failed\x1erequest had insufficient authentication scopes\x1erequest had invalid authentication credentials\x1ethe caller does not have permission\x1etoken has been expired or revoked\x1eunauthenticated\x0a"  # 219
+    b" not been set up\x1fefault \x1fpplication \x1fredentials ha\x1ecould not automatically determine credentials\x1edefaultcredentialserror\x1edoes not exist\x1fgoogle_application_credentials\x1egoogle_application_credentials\x1fnot found\x1egoogle_application_credentials\x1fnot set\x1eno credentials loaded. to use your gcloud credentials\x1eyou do not currently have an active account selected\x1eyour default credentials were not found\x0a"  # 220
+    b" exceed\x1f quota limit\x1fquota metric\x1e' and limit '\x1fquota exceeded for quota metric '\x1e' exceeded.\x1flimit: \x1fquota '\x0a"  # 221
+    b" before or it is disabled\x1fhas not been used in project \x1e] not enabled\x1fapi [\x1eaccessnotconfigured\x1eservice_disabled\x0a"  # 222
+    b"api_core.exceptions.notfound\x1fgoogle.\x1ecloud.exceptions.notfound\x1fgoogle.\x0a"  # 223
+    b"backenderror\x1edoes not have enough resources available to fulfill the request\x1eunavailable\x1ezone_resource_pool_exhausted\x0a"  # 224
+    b"aadsts\x1eauthenticationfailed\x1eauthorizationfailed\x1eauthorizationpermissionmismatch\x1eclientauthenticationerror\x1edoes not have authorization to perform action\x1eexpiredauthenticationtoken\x1einvalidauthenticationtoken\x1einvalidauthenticationtokentenant\x1ekeybasedauthenticationnotpermitted\x1elinkedauthorizationfailed\x1erequestdisallowedbypolicy\x0a"  # 225
+    b"credentialunavailableerror\x1edefaultazurecredential failed to retrieve a token\x1eenvironmentcredential authentication unavailable\x1emanagedidentitycredential authentication unavailable\x1eno subscription found\x1eplease run 'az login' to setup account\x0a"  # 226
+    b"exceeding approved \x1fquota\x1equotaexceeded\x0a"  # 227
+    b"anotheroperationinprogress\x1eoperationpreempted\x1eretryableerror\x1eserverbusy\x0a"  # 228
+    b"containernotfound\x1emissingsubscriptionregistration\x1eresourcegroupnotfound\x1eskunotavailable\x1estorageaccountnotfound\x1esubscriptionnotfound\x0a"  # 229
+    b" to create or update workflow\x1fgithub app\x1frefusing to allow a\x1e to create or update workflow\x1foauth app\x1frefusing to allow a\x1e to create or update workflow\x1fpersonal access token\x1frefusing to allow a\x1ebad credentials\x1egh007\x1ehas not been granted the required scopes\x1ehttp basic: access denied\x1emust have admin rights\x1erequires authentication\x1eresource not accessible by integration\x1esupport for password authentication was removed\x0a"  # 230
+    b"error: preparation failed\x1ejob failed (system failure)\x1elost communication with the server\x1erunner has received a shutdown signal\x1erunner is not responding\x1ethe job was not acquired by runner\x1ethe operation was canceled.\x0a"  # 231
+    b"invalid workflow file\x1ethe workflow is not valid\x1eunable to resolve action\x1eunrecognized named-value\x0a"  # 232
+    b" not \x1fgithub_token \x1fis\x1fprovided\x1e not \x1fgithub_token \x1fis\x1fset\x1e not \x1fgithub_token \x1fprovided\x1fwas\x1e not \x1fgithub_token \x1fset\x1fwas\x1einput required and not supplied: \x0a"  # 233
+    b"no runner matching the specified labels\x1ethe project doesn't have any runners\x1fthis job is stuck because \x1ethis job is stuck because \x1fyou don't have any active runners\x0a"  # 234
+    b"account_deactivated\x1eauthentication_error\x1eauthenticationerror\x1egated repo\x1eincorrect api key provided\x1einvalid x-api-key\x1einvalid_api_key\x1epermission_error\x1epermissiondeniederror\x0a"  # 235
+    b"_api_key\x1fdid not find \x1eapi_key client option must be set\x1ecould not resolve authentication method\x1eexpected either api_key or auth_token to be set\x1efound\x1fno api key \x1emissingapikeyerror\x1eno api key \x1fprovided\x0a"  # 236
+    b" rate limit\x1fcall\x1fexceeded \x1e rate limit\x1fexceeded \x1ftoken\x1erate limit reached for\x0a"  # 237
+    b" tokens\x1fmaximum context length is \x1econtext_length_exceeded\x1eexceed context limit\x1eexceeds the maximum \x1ftokens\x1eprompt is too long\x1estring_above_max_length\x0a"  # 238
+    b"api_error\x1einternalservererror\x1eserviceunavailableerror\x1ethe server had an error while processing your request\x0a"  # 239
+    b"' not found, try pulling it first\x1fmodel '\x1e` does not exist\x1fthe model `\x1edeploymentnotfound\x1eis not a valid model identifier\x1emodel_not_found\x0a"  # 240
+    b"content management policy\x1econtent_policy_violation\x1eresponsibleaipolicyviolation\x0a"  # 241
+    b"badrequesterror\x1einvalid_request_error\x0a"  # 242
+    b"cublas_status_alloc_failed\x1ecuda error: out of memory\x1ecuda out of memory\x1ecudaerrormemoryallocation\x1ecudamalloc failed\x1ecudnn_status_alloc_failed\x1ehip out of memory\x1emps backend out of memory\x1eoom when allocating tensor\x1eout of memory on device\x1eoutofmemoryerror: cuda\x1eresourceexhaustederror\x0a"  # 243
+    b" error\x1fnvidia-container-cli: \x1e\x22 with capabilities: [[gpu]]\x1fcould not select device driver \x22\x1ealloc_failed\x1fcudnn_status_\x1earch_mismatch\x1fcudnn_status_\x1ecannot initialize cuda without aten_cuda library\x1ecouldn't communicate with the nvidia driver\x1ecuda driver version is insufficient\x1ecuda_error_no_device\x1ecudaerrorinsufficientdriver\x1ecudaerrornodevice\x1ecudnn_status_\x1fnot_initialized\x1ecudnn_status_\x1fversion_mismatch\x1efailed call to cuinit\x1efailed to initialize nvml\x1efound no nvidia driver\x1elibcuda.so.1: cannot open shared object file\x1eno cuda gpus are available\x1eno cuda-capable device is detected\x1eno kernel image is available for execution on the device\x1envidia driver on your system is too old\x1envidia-smi has failed\x1envml: driver/library version mismatch\x1etorch not compiled with cuda enabled\x1eunknown or invalid runtime name: nvidia\x0a"  # 244
+    b"are busy or unavailable\x1fcuda-capable device\x1ecudaerrordevicesunavailable\x0a"  # 245
+    b"an illegal memory access was encountered\x1ecublas_status_execution_failed\x1ecudaerrorillegaladdress\x1edevice-side assert triggered\x1emisaligned address\x0a"  # 246
+    b"nccl_timeout\x1ewatchdog caught collective operation timeout\x0a"  # 247
+    b" issue(s) found:\x0a"  # 248
+    b": \x0a"  # 249
+    b" failure(s), \x1f warning(s)\x1ffailed: \x1erule violation summary\x0a"  # 250
+    b" at \x1fconditions\x1e at \x1fmappings\x1e at \x1fmetadata\x1e at \x1foutputs\x1e at \x1fparameters\x1e at \x1fresources\x1e at \x1frules\x1e at \x1ftransform\x1e[cfn-lint] \x0a"  # 251
+    b"template invalid!\x0a"  # 252
+    b" failed\x1f-test\x1fpod \x1efailed\x1fphase:\x0a"  # 253
+    b" (loaderror)\x1fcannot load such file -- \x1e(loaderror)\x0a"  # 254
+    b"bundler::gemnotfound\x1ecould not find gem '\x0a"  # 255
+    b" example\x1f failure\x1f, \x0a"  # 256
+    b" detected\x1f file\x1f inspected, \x1f offense\x0a"  # 257
+    b" bytes exhausted\x1fallowed memory size of \x0a"  # 258
+    b"your requirements could not be resolved to an installable set of packages\x0a"  # 259
+    b"packagesnotfounderror\x1eresolvepackagenotfound\x1eunsatisfiableerror\x0a"  # 260
+    b"' in scope\x1ferror: cannot find \x0a"  # 261
+    b"** (\x1fmismatcheddelimitererror\x1e** (\x1fsyntaxerror\x1e** (\x1ftokenmissingerror\x0a"  # 262
+    b"** (\x1fcompileerror\x1e** (\x1fundefinedfunctionerror\x0a"  # 263
+    b"access_refused\x0a"  # 264
+    b" minutes\x1fran longer than the maximum time of \x1eexceeded the maximum allowed time of \x0a"  # 265
+    b"hip_error_outofmemory\x1ehiperroroutofmemory\x0a"  # 266
+    b" failed\x0a"  # 267
+    b"ambiguous type variable\x1ecould not deduce \x1ecouldn't match \x1fexpected type\x1ecouldn't match \x1fkind\x1ecouldn't match \x1ftype\x1eno instance for \x1enot in scope: \x1evariable not in scope:\x0a"  # 268
+    b"(possibly incorrect indentation\x1fparse error \x1e: error\x1fhs:\x1fparse error\x1eon input\x1fparse error \x0a"  # 269
+    b" is not a member of\x1f.s\x1f: \x1fbt\x1fvalue \x1e is not a member of\x1f.s\x1f: \x1fcala\x1fvalue \x1e needs \x1f.s\x1f: \x1fbt\x1fmethod\x1frecursive \x1ftype\x1e needs \x1f.s\x1f: \x1fbt\x1frecursive \x1ftype\x1fvalue\x1e needs \x1f.s\x1f: \x1fcala\x1fmethod\x1frecursive \x1ftype\x1e needs \x1f.s\x1f: \x1fcala\x1frecursive \x1ftype\x1fvalue\x1e.s\x1f: \x1fambiguous reference to overloaded definition\x1fbt\x1e.s\x1f: \x1fambiguous reference to overloaded definition\x1fcala\x1e.s\x1f: \x1fbt\x1fcould not find implicit value\x1e.s\x1f: \x1fbt\x1fmissing argument list\x1e.s\x1f: \x1fbt\x1ftoo many arguments\x1e.s\x1f: \x1fbt\x1ftype mismatch;\x1e.s\x1f: \x1fcala\x1fcould not find implicit value\x1e.s\x1f: \x1fcala\x1fmissing argument list\x1e.s\x1f: \x1fcala\x1ftoo many arguments\x1e.s\x1f: \x1fcala\x1ftype mismatch;\x1e.s\x1fbt\x1fnot found: \x1fobject\x1e.s\x1fbt\x1fnot found: \x1ftype\x1e.s\x1fbt\x1fnot found: \x1fvalue\x1e.s\x1fcala\x1fnot found: \x1fobject\x1e.s\x1fcala\x1fnot found: \x1ftype\x1e.s\x1fcala\x1fnot found: \x1fvalue\x0a"  # 270
+    b".dart:\x1f: error: \x0a"  # 271
+    b".dart:\x1f: error: \x1fcan't find '\x1e.dart:\x1f: error: \x1fexpected \x1e.dart:\x1f: error: \x1funexpected token\x0a"  # 272
+    b"error \x0a"  # 273
+    b" [\x1f] is required but does not seem to be installed\x1fpackage \x1e not found in current path\x1fmodule\x1e not found in current path\x1fpackage\x0a"  # 274
+    b".pm in @inc\x1fcan't locate \x0a"  # 275
+    b" but found\x1f[error]\x1fexpected \x1e but found\x1ferror:\x1fexpected \x1e[error]\x1fregular expression\x1funterminated \x1e[error]\x1fstring\x1funterminated \x1e[error]\x1fstring literal\x1funterminated \x1e[error]\x1ftemplate literal\x1funterminated \x1e[error]\x1funexpected \x22\x1e[error]\x1funexpected end of file\x1eerror:\x1fregular expression\x1funterminated \x1eerror:\x1fstring\x1funterminated \x1eerror:\x1fstring literal\x1funterminated \x1eerror:\x1ftemplate literal\x1funterminated \x1eerror:\x1funexpected \x22\x1eerror:\x1funexpected end of file\x0a"  # 276
+    b"rollup failed to resolve import \x22\x0a"  # 277
+    b"rollup failed to resolve import \x22\x0a"  # 278
+    b" dl\x0a"  # 279
+    b" line \x1fin \x1e: \x1f[sc\x1ferror\x1e: \x1f[sc\x1fnote\x1e: \x1f[sc\x1fwarning\x1eshellcheck.net/wiki/sc\x0a"  # 280
+    b"error: missing binary: \x1emissing prebuilt package for '\x0a"  # 281
+    b" not found\x1fependency \x0a"  # 282
+    b"could not find python interpreter with spec\x1einterpreternotfound\x0a"  # 283
+    b"could not find a version that matches\x0a"  # 284
+    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1eavailable\x1ebrokenpipe\x1ecaused by: \x1eclient_exceptions\x1econnect\x1ferrors\x1econnect\x1fexc\x1econnect\x1fftplib\x1econnect\x1fimaplib\x1econnect\x1fpoplib\x1econnect\x1fsmtplib\x1edisconnected\x1eerrorfactory\x1eexception\x1eexceptions\x1ehostdown\x1enetworkerror\x1essh_exception\x1eunavailable\x1eunreachable\x0a"  # 285
+    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1ecaused by: \x1fout\x1ftimed\x1ecaused by: \x1ftimeout\x1eclient_exceptions\x1edeadlineexceeded\x1eerrorfactory\x1eerrors\x1fout\x1ftimed\x1eerrors\x1ftimeout\x1eexc\x1fout\x1ftimed\x1eexc\x1ftimeout\x1eexception\x1fout\x1ftimed\x1eexception\x1ftimeout\x1eexceptions\x1fout\x1ftimed\x1eexceptions\x1ftimeout\x1eftplib\x1fout\x1ftimed\x1eftplib\x1ftimeout\x1eimaplib\x1fout\x1ftimed\x1eimaplib\x1ftimeout\x1eout\x1fpoplib\x1ftimed\x1eout\x1fsmtplib\x1ftimed\x1epoplib\x1ftimeout\x1esmtplib\x1ftimeout\x1essh_exception\x0a"  # 286
+    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1ecaused by: \x1eclient_exceptions\x1eerrorfactory\x1eerrors\x1fratelimit\x1eerrors\x1fthrottl\x1eexc\x1fratelimit\x1eexc\x1fthrottl\x1eexception\x1fratelimit\x1eexception\x1fthrottl\x1eexceptions\x1eftplib\x1fratelimit\x1eftplib\x1fthrottl\x1eimaplib\x1fratelimit\x1eimaplib\x1fthrottl\x1epoplib\x1fratelimit\x1epoplib\x1fthrottl\x1erate_limit\x1eratelimit\x1fsmtplib\x1esmtplib\x1fthrottl\x1essh_exception\x1etoo_many_requests\x1etoomanyrequests\x0a"  # 287
+    b"\x0a"  # 288
+    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1eapikeymissing\x1ecaused by: \x1eclient_exceptions\x1ecredential\x1fnotfound\x1ecredentialunavailable\x1edefaultcredentials\x1eerrorfactory\x1eerrors\x1fnoapikey\x1eexc\x1fnoapikey\x1eexception\x1fnoapikey\x1eexceptions\x1fnoapikey\x1eftplib\x1fnoapikey\x1eimaplib\x1fnoapikey\x1emissingapikey\x1emissingcredential\x1emissingtoken\x1enoapikey\x1fpoplib\x1enoapikey\x1fsmtplib\x1enoauthtoken\x1enocredential\x1essh_exception\x1etokennotfound\x0a"  # 289
+    b"auth\x1fdenied\x1eauthentication\x1ebad\x1flogin\x1ebad\x1fuser\x1ebind\x1fdenied\x1ecredential\x1edenied\x1fin\x1fsign\x1edenied\x1flog-in\x1edenied\x1flogin\x1edenied\x1flogon\x1eincorrect\x1einvalid\x1flogin\x1einvalid\x1fuser\x1elogin\x1fwrong\x1enot accepted\x1enot successful\x1epassphrase\x1epassword\x1erefused\x1erejected\x1eunsuccessful\x1euser\x1fwrong\x0a"  # 290
+    b"1017\x1fora-\x1e5.7.\x1f535\x1e530\x1flogin\x1e530\x1fnot logged in\x1e530\x1fuser\x1eauthenticationfailed\x1ecredentials\x1finvalid\x1einvalid_auth\x1enot_authed\x0a"  # 291
+    b"1017\x1fora-\x1e5.7.\x1f535\x1e530\x1fnot logged in\x1eauthentication\x1eauthenticationfailed\x1ebad\x1fuser\x1econnect\x1ecredential\x1edenied\x1eerror\x1fuser\x1eexception\x1efailure\x1eincorrect\x1einvalid\x1einvalid_auth\x1elogin\x1enot accepted\x1enot successful\x1enot_authed\x1epassphrase\x1epassword\x1erefused\x1erejected\x1eunsuccessful\x0a"  # 292
+    b"api\x1ffound\x1fkey\x1eapi\x1fgiven\x1fkey\x1eapi\x1fkey\x1fmissing\x1eapi\x1fkey\x1fpresent\x1eapi\x1fkey\x1fset\x1eavailable\x1fno \x1econfigured\x1ecredential\x1efound\x1fsecret\x1efound\x1ftoken\x1egiven\x1fsecret\x1egiven\x1ftoken\x1emissing\x1fsecret\x1emissing\x1ftoken\x1emissing \x1eno \x1fsupplied\x1enot \x1fsupplied\x1epassword\x1epresent\x1fsecret\x1epresent\x1ftoken\x1eprovided\x1esecret\x1fset\x1eset\x1ftoken\x1especified\x0a"  # 293
 )

@@ -157,7 +157,8 @@ RULES: dict[str, tuple[Row, ...]] = {
             r"(?:obtain|acquire|get) (?:a |the )?lock\b|\b(?:unable|failed) to (?:obtain|acquire) "
             r"(?:a |the )?lock\b|\bwaiting for (?:cache |the )?lock\b|\bcould not serialize access"
             r"\b|\bserialization failure\b|\btry restarting transaction\b|\bresource busy\b"
-            r"|\btext file busy\b|\banother (?:[\w-]+ )?(?:process|operation|instance) (?:is|seems "
+            r"|\btext file busy\b|\bcannot lock ref '[^']+'"  # git: a ref another fetch is moving
+            r"|\banother (?:[\w-]+ )?(?:process|operation|instance) (?:is|seems "
             r"to be) (?:running|in progress|holding)|\bis (?:already )?in use by another\b",
             "sqlite3.OperationalError: database is locked",
         ),

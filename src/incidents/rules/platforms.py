@@ -79,13 +79,25 @@ RULES: dict[str, tuple[Row, ...]] = {
             "denied: requested access to the resource is denied",
         ),
         (
+            # BuildKit's `Multi-platform build is not supported for the docker driver`: the
+            # builder's set-up (a driver to create), whatever its `try again` says
+            "builder driver unsupported",
+            NAMED,
+            UNKNOWN,
+            E,
+            "platform",
+            r"\bMulti-platform build is not supported for the docker driver\b",
+            "ERROR: Multi-platform build is not supported for the docker driver.",
+        ),
+        (
             "build context file missing",
             NAMED,
             UNKNOWN,
             C,
-            "cache copy checksum",
+            "cache copy checksum dockerfile",
             r"failed to compute cache key|COPY failed: (?:file not found|stat|forbidden path)"
-            r"|failed to calculate checksum of ref",
+            r"|failed to calculate checksum of ref"
+            r"|failed to read dockerfile: open \S+: no such file or directory",
             'ERROR: failed to solve: failed to compute cache key: "/app.jar": not found',
         ),
         (

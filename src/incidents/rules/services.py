@@ -167,11 +167,12 @@ RULES: dict[str, tuple[Row, ...]] = {
             UNKNOWN,
             E,
             "automatically defaultcredentialserror default active google_application_credentials"
-            " application",
+            " application loaded",
             r"Could not automatically determine credentials|\bDefaultCredentialsError\b|Your "
             r"default credentials were not found|You do not currently have an active account "
             r"selected|\bGOOGLE_APPLICATION_CREDENTIALS\b[^\n]*(?:not set|not found|does not exist)"
-            r"|[Aa]pplication [Dd]efault [Cc]redentials (?:have|has) not been set up",
+            r"|[Aa]pplication [Dd]efault [Cc]redentials (?:have|has) not been set up"
+            r"|No credentials loaded\. To use your gcloud credentials",  # terraform's google provider
             "google.auth.exceptions.DefaultCredentialsError: Your default credentials were not"
             " found.",
         ),
