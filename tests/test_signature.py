@@ -82,6 +82,30 @@ SAME = [
     ("disk 91% full", "disk 97.5% full"),
     ("wrote 1.2 MB", "wrote 980 kB"),
     ("error   in\nstep", "error in step"),
+    # npm's debug log, named by the time of the run with `_` for `:` and `.`
+    (
+        "npm ERR!     /home/ubuntu/.npm/_logs/2020-08-06T09_50_56_130Z-debug.log",
+        "npm ERR!     /home/ci/.npm/_logs/2021-01-02T11_22_33_444Z-debug.log",
+    ),
+    # the blind set (tests/fixtures/corpus_blind3): a container's id, a klog header and a
+    # pod's suffix, a Go duration, request and trace ids
+    (
+        'docker: Error response from daemon: Conflict. The container name "/web" is already in'
+        ' use by container "4a5ad6bf857fab88373f2e4c6f2d3d8ca95d77dd9a35d4792bc2340dd163114f".',
+        'docker: Error response from daemon: Conflict. The container name "/web" is already in'
+        ' use by container "92b3b26333cc105bfee4d6f6b4eddc0a433e774360c1bcbfe797093c6fa531e9".',
+    ),
+    (
+        'I1103 14:17:19.868380       1 factory.go:445] "Unable to schedule pod; no fit; waiting"'
+        ' pod="testproj/httpd-example-1-6hdqv"',
+        'I1104 09:02:11.100200       1 factory.go:445] "Unable to schedule pod; no fit; waiting"'
+        ' pod="testproj/httpd-example-1-x8k2p"',
+    ),
+    ("panic: test timed out after 8m0s", "panic: test timed out after 10m0s"),
+    (
+        'API Error: 529 {"type":"overloaded_error","request_id":"req_011CZAau32QzxDkriovTaFCB"}',
+        'API Error: 529 {"type":"overloaded_error","request_id":"req_011CZTGFbArQvnRwr6evz8ca"}',
+    ),
 ]
 
 DIFFERENT = [
@@ -92,6 +116,14 @@ DIFFERENT = [
     ("F401 unused import", "F811 redefinition"),
     ("KeyError: 'user_id'", "KeyError: 'order_id'"),
     ("commit 3f2a9c1 broke tests/test_a.py:12", "commit 3f2a9c1 broke tests/test_b.py:12"),
+    (
+        "sqlite3.OperationalError: no such table: chat_chat",
+        "sqlite3.OperationalError: no such table: admins",
+    ),
+    (
+        "ssh: connect to host github.com port 22: Connection timed out",
+        "ssh: connect to host github.com port 22: Network is unreachable",
+    ),
 ]
 
 

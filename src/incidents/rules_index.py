@@ -14,411 +14,418 @@ from __future__ import annotations
 
 ECOSYSTEMS: tuple[tuple[str, str, int, str, tuple[int, ...]], ...] = (
     ("time limits", "network", 0, "timed timedout|timeout time deadline exceeded reply respond answer|etimedout esockettimedout err_timed_out err_socket_connection_timeout und_err_connect_timeout und_err_headers_timeout deadline_exceeded deadlineexceeded timeouterror timeoutexception timeoutexpired timeoutcancellationexception sockettimeoutexception httptimeoutexception requesttimeoutexception readtimeoutexception connecttimeoutexception readtimeouterror connecttimeouterror readtimeout connecttimeout writetimeout pooltimeout apitimeouterror requesttimeout querycanceled er_lock_wait_timeout operationtimedout locktimeout clienttimeout servertimeoutexception|execution exceeded longer", (21, 778, 569, 138,)),
-    ("network", "network", 4, "connection connect couldn pipe hang hung eof closed established failure failed server transferred reach connecting|reach connect connecting|econnreset econnrefused econnaborted epipe ehostdown connectionreseterror connectionrefusederror connectionabortederror connectionerror brokenpipeerror remotedisconnected incompleteread chunkedencodingerror protocolerror apiconnectionerror endpointconnectionerror connectexception err_connection_refused err_connection_reset und_err_socket serverdisconnectederror clientconnectorerror newconnectionerror connectionclosederror ssleoferror kex_exchange_identification err_network err_connection_closed econnection|known resolution getaddrinfo nodename resolve host misbehaving hostname resolving|enotfound eai_again eai_noname unknownhostexception nameresolutionerror err_name_not_resolved|unreachable route down enetunreach ehostunreach enetdown|ssl_error_syscall gnutls gnutls_handshake rpc eof tls|certificate certificate_verify_failed x509 pkix certification", (783, 116, 519, 409, 101, 122, 198, 289,)),
+    ("network", "network", 4, "connection connect couldn pipe hang hung eof closed established failure failed server transferred reach connecting|reach connect connecting|econnreset econnrefused econnaborted epipe ehostdown connectionreseterror connectionrefusederror connectionabortederror connectionerror brokenpipeerror remotedisconnected incompleteread chunkedencodingerror protocolerror apiconnectionerror endpointconnectionerror connectexception err_connection_refused err_connection_reset und_err_socket serverdisconnectederror clientconnectorerror newconnectionerror connectionclosederror ssleoferror kex_exchange_identification err_network err_connection_closed econnection|known resolution getaddrinfo nodename resolve host misbehaving hostname resolving|enotfound eai_again eai_noname unknownhostexception nameresolutionerror err_name_not_resolved|unreachable route down enetunreach ehostunreach enetdown|ssl_error_syscall gnutls gnutls_handshake rpc eof tls|certificate certificate_verify_failed x509 pkix certification", (810, 116, 519, 409, 101, 122, 198, 289,)),
     ("http", "network", 12, "401 407|403|connect|408|429|500 502 503 504 529 internal gateway unavailable", (170, 145, 136, 133, 133, 291,)),
     ("rate limits", "network", 18, "rate rate_limit rate_limited rate_limiting rate_limits ratelimit ratelimited ratelimiting ratelimits requests quota throttled throttling quickly calls abuse request limit|ratelimiterror ratelimitexceeded ratelimited resource_exhausted resourceexhausted toomanyrequests toomanyrequestsexception rate_limit_exceeded rate_limit_error toomanyrequests ratelimitexceeded userratelimitexceeded rate_limit_exceeded subscriptionrequeststhrottled|overloaded overloaded_error|insufficient_quota billing balance permanently billing_disabled spending payments payment quota", (285, 273, 108, 385,)),
-    ("credentials and permissions", "general", 22, "authentication invalid expired revoked credentials unauthorized unauthorised authorized authorised denied password login logged unauthenticated|permission permitted denied insufficient permissions privileges scopes owner|permissionerror eacces eperm accessdenied accessdeniedexception unauthorizedaccessexception permission_denied permissiondenied|license licence", (585, 275, 134, 123,)),
+    ("credentials and permissions", "general", 22, "authentication invalid expired revoked credentials unauthorized unauthorised authorized authorised denied password login logged unauthenticated|permission permitted denied insufficient permissions privileges scopes owner|permissionerror eacces eperm accessdenied accessdeniedexception unauthorizedaccessexception permission_denied permissiondenied|license licence", (618, 275, 134, 123,)),
     ("disk and memory", "general", 26, "space enospc quota full diskpressure errno|only readonly erofs|memory exhausted allocation allocate killed 137 bad_alloc oom signal kill oomd oom_kill oom_killer oomkiller|memoryerror enomem oomkilled outofmemoryerror outofmemoryexception err_worker_out_of_memory|memory", (243, 82, 674, 99, 193,)),
-    ("locks and busy services", "general", 31, "deadlock locked lock serialize serialization restarting busy another|deadlockdetected serializationfailure 40p01 er_lock_deadlock sqlite_busy locknotavailable 55p03 40001 etxtbsy ebusy|temporarily again eagain unavailable ready busy", (488, 164, 168,)),
+    ("locks and busy services", "general", 31, "deadlock locked lock serialize serialization restarting busy another|deadlockdetected serializationfailure 40p01 er_lock_deadlock sqlite_busy locknotavailable 55p03 40001 etxtbsy ebusy|temporarily again eagain unavailable ready busy", (514, 164, 168,)),
     ("missing programs and settings", "general", 34, "command recognized executable path program binary compiler interpreter|directory found enoent program winerror|126 127|execute exec interpreter permission|shared object libraries library dll|credentials credential accesskeyid secretaccesskey key|environment variable variables unbound parameter must set", (346, 484, 91, 169, 191, 194, 313,)),
     ("missing dependencies", "general", 41, "package|configure|file import include|bucket buckets stack queue topic cluster project group namespace vault dataset subscription zone account subnet vpc registry|supports current", (159, 252, 145, 315, 82,)),
     ("shells", "general", 46, "syntax eof parse substitution|syntax syntaxerror parse parsing unexpected|interpreter", (304, 76, 40,)),
     ("the task and hooks", "general", 49, "task_failed|hook|pre_start_hook pre start_hook hook|hook pre|declined|hook", (15, 18, 28, 87, 50, 36,)),
     ("python", "languages", 55, "syntaxerror indentationerror taberror|syntax|failed|failed error|test tests failures failure failing|py pyi|py pyi|reformat reformatted|found|lint linting|assert assertionerror|assertionerror|typeerror nameerror attributeerror keyerror indexerror valueerror zerodivisionerror unboundlocalerror recursionerror notimplementederror unicodedecodeerror unicodeencodeerror overflowerror lookuperror referenceerror rangeerror|runtimeerror|traceback|import|modulenotfounderror module importerror|keyerror|resolutionimpossible distribution satisfies conflicting solution solving solverproblemerror different|externally|microsoft command python unable|json jsondecodeerror expecting", (63, 25, 29, 29, 128, 70, 36, 47, 26, 49, 36, 18, 235, 16, 41, 98, 59, 32, 257, 77, 201, 130,)),
-    ("node", "languages", 77, "module module_not_found err_module_not_found package resolve|module resolve package|eresolve etarget matching e404 notarget versions err_pnpm_no_matching_version err_pnpm_peer_dep_issues err_pnpm_fetch_404 resolve|e401 e403 eneedauth eotp auth logged|sync lockfile frozen err_pnpm_outdated_lockfile modified|ebadengine engine err_ossl_evp_unsupported unsupported|gyp visual|heap err_worker_out_of_memory|failed failing fail ok|expect|test|error|unexpected|problem problems|style prettier|function properties|unhandledpromiserejection unhandled triggeruncaughtexception|eaddrinuse address allocated usage", (226, 113, 208, 83, 135, 141, 111, 81, 216, 102, 34, 60, 51, 39, 63, 72, 91, 113,)),
-    ("typescript", "languages", 95, "ts1002 ts1003 ts1005 ts1009 ts1010 ts1011 ts1012 ts1013 ts1014 ts1068 ts1109 ts1110 ts1121 ts1124 ts1125 ts1126 ts1127 ts1128 ts1131 ts1134 ts1135 ts1136 ts1138 ts1141 ts1144 ts1160 ts1161 ts1185 ts1381 ts1382 ts1434 ts1435|ts2304 ts2305 ts2306 ts2307 ts2322 ts2339 ts2345 ts2349 ts2353 ts2362 ts2367 ts2416 ts2448 ts2454 ts2531 ts2532 ts2551 ts2552 ts2554 ts2559 ts2564 ts2580 ts2584 ts2614 ts2688 ts2739 ts2740 ts2741 ts2769 ts2792 ts6133 ts6196 ts7006 ts7016 ts7053 ts18047 ts18048 ts tsx mts cts js jsx vue", (169, 277,)),
-    ("make, gcc, cmake", "runtimes", 97, "directory found find|expected stray missing|undeclared declared member name implicit incompatible conversion matching conflicting arguments|undefined unresolved symbol symbols|warnings werror|separator|rule|could configuration providing compile|cmake", (150, 272, 344, 126, 60, 26, 26, 196, 15,)),
-    ("jvm", "runtimes", 106, "expected illegal parsing unclosed statement|symbol incompatible applied override unreported exist static initialized unresolved mismatch kt kts|compilation execution task|failures errors completed task execution|spotless violations violation checkstyle ktlint pmd spotbugs|overhead heap native daemon insufficient|classnotfoundexception noclassdeffounderror main unsupportedclassversionerror recent major|java_home java runtime jvm toolchains release|artifact find cached resolvable|resolve|nullpointerexception classcastexception arrayindexoutofboundsexception indexoutofboundsexception stringindexoutofboundsexception illegalargumentexception illegalstateexception numberformatexception unsupportedoperationexception concurrentmodificationexception arithmeticexception nosuchelementexception nosuchmethoderror nosuchfielderror abstractmethoderror stackoverflowerror uninitializedpropertyaccessexception kotlinnullpointerexception|exception", (251, 344, 149, 160, 190, 189, 209, 200, 196, 129, 448, 30,)),
-    ("go", "runtimes", 118, "fail panic oops|syntax expected go|go|build|panic runtime nil goroutine|goroutines concurrent|module package sum requires revision goroot", (126, 127, 44, 16, 180, 94, 234,)),
-    ("rust", "runtimes", 125, "error|e0463 e0514|expected unclosed delimiter unterminated mismatched|failed stdout|clippy compile|diff|assertion|panicked|matching select find rustc toolchain linker library openssl|custom", (17, 57, 236, 89, 79, 29, 122, 30, 323, 42,)),
-    ("dotnet", "microsoft", 135, "cs1001 cs1002 cs1003 cs1009 cs1010 cs1012 cs1022 cs1026 cs1031 cs1040 cs1041 cs1513 cs1514 cs1519 cs1525 cs1733|cs vb fs|failed|whitespace finalnewline charset imports formatting|nu1101 nu1102 nu1103 nu1100 unable|nu1301 index|netsdk1045 netsdk1004 msb4236 msb4019 compatible framework possible install sdks assembly|nullreferenceexception invalidoperationexception argumentnullexception argumentoutofrangeexception argumentexception indexoutofrangeexception invalidcastexception formatexception notimplementedexception notsupportedexception dividebyzeroexception objectdisposedexception keynotfoundexception|unhandled", (97, 62, 126, 83, 75, 58, 299, 299, 23,)),
-    ("powershell", "microsoft", 144, "parsererror parseexception missing unexpected string|failed was|psavoidusingcmdletaliases psavoidusingwritehost psuseapprovedverbs psavoidusingplaintextforpassword psusedeclaredvarsmorethanassignments psavoidusinginvokeexpression psavoidglobalvars psuseshouldprocessforstatechangingfunctions psavoidusingpositionalparameters psusesingularnouns psavoidtrailingwhitespace pspossibleincorrectcomparisonwithnull psusebomforunicodeencodedfile psavoidusingemptycatchblock psusecompatiblecmdlets psavoiddefaultvalueswitchparameter psuseoutputtypecorrectly psprovidecommenthelp psreviewunusedparameter psuseconsistentindentation psuseconsistentwhitespace psplaceopenbrace psplaceclosebrace psalignassignmentstatement psavoidusingconverttosecurestringwithplaintext psavoidusingusernameandpasswordparams psavoidusingcomputernamehardcoded psmisleadingbacktick psavoidsemicolonsaslineterminators pspossibleincorrectusageofassignmentoperator psusecmdletcorrectly psavoidlonglines psavoidoverwritingbuiltincmdlets psavoidassignmenttoautomaticvariable psusesupportsshouldprocess psuseusingscopemodifierinnewrunspaces psavoidusingdeprecatedmanifestfields ps1 psm1 psd1|scripts signed unauthorizedaccess about_execution_policies pssecurityexception|pwsh powershell|commandnotfoundexception term|module modulenotfound|null invokemethodonnull bind parameterbindingvalidationexception parameterbindingexception propertynotfoundexception methodnotfound", (250, 86, 1084, 142, 65, 65, 170, 274,)),
-    ("docker", "platforms", 152, "docker docker_engine pipe|manifest image|platform|requested|cache copy checksum|dockerfile|oci", (259, 122, 87, 42, 115, 50, 36,)),
-    ("kubernetes", "platforms", 159, "low evicted|insufficient nodes failedscheduling affinity untolerated unschedulable|imagepullbackoff errimagepull errimageneverpull invalidimagename pulling pull|forbidden logged|localhost configuration context|quota|kind|validating validationerror field strict|yaml json scannererror parsererror parsing character find mapping|operation", (42, 192, 116, 108, 133, 27, 41, 104, 604, 61,)),
-    ("terraform", "platforms", 169, "argument block unclosed expression newline character unterminated separator string|unsupported missing invalid reference incorrect call count for_each duplicate cycle|backend plugins inconsistent plugin init installed reinitialization|query install|lock locking conditionalcheckfailedexception|credential credentials|value default", (248, 423, 206, 70, 86, 95, 67,)),
-    ("git and ssh", "platforms", 176, "host identification|unprotected permissions load|username password terminal|repository access|repository dubious safe|conflict conflicts apply unmerged|gh006 gh013 protected violations secrets", (97, 144, 74, 109, 77, 167, 197,)),
-    ("databases", "platforms", 183, "password pg_hba invalidpassword 28p01 sasl ident peer noauth wrongpass noperm er_access_denied_error er_dbaccess_denied_error 1045 1044 1142 denied|role database invalidcatalogname 3d000 unknown er_bad_db_error extension|database server terminating clients slots connections cannotconnectnow adminshutdown 57p01 57p03 53300 receive ssl connection|mysql 2002 2003 2006 2013 er_con_count_error protocol_connection_lost|loading busy clusterdown tryagain readonly masterdown connecting clients|oom misconf|syntax er_parse_error 42601 near incomplete|column undefinedcolumn 42703 er_bad_field_error|relation table undefinedtable 42p01 er_no_such_table|violates duplicate unique foreign null integrityerror uniqueviolation er_dup_entry 23505 23503 23502|database sqlite_cantopen sqlite_corrupt sqlite_full sqlite_readonly disk sqlite_ioerr sqlite_ioerr_write sqlite_ioerr_read sqlite_ioerr_fsync|wrongtype unknown wrong", (316, 159, 496, 180, 218, 52, 140, 153, 128, 261, 140, 71,)),
-    ("aws", "services", 195, "throttlingexception throttling throttledexception requestlimitexceeded slowdown provisionedthroughputexceededexception requestthrottled requestthrottledexception ec2throttledexception bandwidthlimitexceeded limitexceededexception|expiredtoken expiredtokenexception invalidclienttokenid unrecognizedclientexception signaturedoesnotmatch invalidaccesskeyid invalidsignatureexception authfailure incompletesignature missingauthenticationtoken unauthorizedoperation notauthorizedexception invalidtoken security sso|authorized explicit|locate nocredentialserror nocredentialproviders load credentialsprovidererror profile profilenotfound region noregionerror retrieve sdk imds noauthhandlerfound missing|servicequotaexceededexception vcpulimitexceeded instancelimitexceeded addresslimitexceeded vpclimitexceeded toomanybuckets requested|internalerror internalfailure serviceunavailable serviceunavailableexception insufficientinstancecapacity priorrequestnotcomplete endpoint|requesttimetooskewed signature clock|nosuchbucket resourcenotfoundexception nosuchentity parameternotfound|validationexception validationerror invalidparametervalue invalidparametervalueexception invalidparameterexception malformedpolicydocument missingparameter", (237, 477, 50, 397, 200, 161, 82, 77, 146,)),
-    ("gcp", "services", 204, "unauthenticated scopes access_token_scope_insufficient invalid_grant reauthentication revoked caller iam_permission_denied credentials api_key_invalid key|automatically defaultcredentialserror default active google_application_credentials application|quota|service_disabled used enabled accessnotconfigured|unavailable serviceunavailable backenderror zone_resource_pool_exhausted resources", (341, 313, 157, 129, 129,)),
-    ("azure", "services", 209, "aadsts50001 aadsts50020 aadsts50034 aadsts50053 aadsts50055 aadsts50057 aadsts50058 aadsts50076 aadsts50079 aadsts50105 aadsts50126 aadsts50158 aadsts50173 aadsts53003 aadsts65001 aadsts70000 aadsts70001 aadsts70002 aadsts70008 aadsts70011 aadsts70016 aadsts70021 aadsts70043 aadsts90002 aadsts500011 aadsts500113 aadsts700016 aadsts700024 aadsts700027 aadsts700082 aadsts7000215 aadsts7000222 authorizationfailed invalidauthenticationtoken expiredauthenticationtoken authenticationfailed authorizationpermissionmismatch keybasedauthenticationnotpermitted authorization linkedauthorizationfailed requestdisallowedbypolicy invalidauthenticationtokentenant clientauthenticationerror|az defaultazurecredential credentialunavailableerror environmentcredential subscription managedidentitycredential|quotaexceeded quota|retryableerror anotheroperationinprogress serverbusy operationpreempted|resourcegroupnotfound subscriptionnotfound containernotfound storageaccountnotfound missingsubscriptionregistration skunotavailable", (542, 243, 48, 79, 139,)),
-    ("github and gitlab", "services", 214, "credentials accessible authentication admin gh007 scopes refusing basic password|communication shutdown canceled system acquired responding preparation|workflow resolve unrecognized|input github_token|stuck runner runners", (328, 217, 97, 83, 140,)),
-    ("llm providers", "services", 219, "authenticationerror invalid_api_key incorrect authentication_error invalid permissiondeniederror permission_error account_deactivated gated|api_key authentication key missingapikeyerror|rate exceeded|context_length_exceeded context prompt length tokens string_above_max_length|serviceunavailableerror api_error internalservererror server|model_not_found model|content_policy_violation content responsibleaipolicyviolation|badrequesterror invalid_request_error", (199, 199, 57, 174, 119, 130, 87, 45,)),
-    ("gpu", "services", 227, "cuda outofmemoryerror cudaerrormemoryallocation cublas_status_alloc_failed cudnn_status_alloc_failed device hip mps oom resourceexhaustederror cudamalloc|cuda driver nvidia torch kernel cuda_error_no_device cudaerrornodevice cudaerrorinsufficientdriver select libcuda cuinit nvml runtime aten_cuda gpus|cuda cudaerrordevicesunavailable|device illegal cudaerrorillegaladdress cublas_status_execution_failed misaligned|watchdog nccl_timeout", (302, 753, 96, 155, 61,)),
-    ("ansible-lint", "checkers", 232, "yml yaml args avoid command complexity deprecated empty fqcn galaxy ignore inline jinja key latest literal load loop meta name no only package parser partial playbook risky role run sanity schema syntax var yaml|failed rule", (1545, 80,)),
-    ("cfn-lint", "checkers", 234, "cfn resources parameters outputs mappings conditions metadata rules transform|template", (141, 31,)),
-    ("helm", "checkers", 236, "pod phase", (61,)),
-    ("ruby", "others", 237, "loaderror|gemnotfound gem|examples example|offense offenses", (58, 55, 37, 53,)),
-    ("php", "others", 241, "allowed|requirements", (46, 77,)),
-    ("conda", "others", 243, "packagesnotfounderror unsatisfiableerror resolvepackagenotfound", (71,)),
-    ("swift", "others", 244, "scope", (51,)),
-    ("elixir", "others", 245, "syntaxerror tokenmissingerror mismatcheddelimitererror|compileerror", (67, 48,)),
-    ("amqp", "others", 247, "access_refused", (18,)),
-    ("ci-time-limit", "others", 248, "longer exceeded", (97,)),
-    ("rocm", "others", 249, "hip_error_outofmemory hiperroroutofmemory", (49,)),
-    ("test-summary", "others", 250, "failed", (57,)),
-    ("haskell", "toolchains", 251, "match scope instance deduce ambiguous|parse", (219, 125,)),
-    ("scala", "toolchains", 253, "scala sbt", (306,)),
-    ("dart", "toolchains", 254, "dart|dart|error", (23, 73, 56,)),
-    ("julia and perl", "toolchains", 257, "package module|locate", (135, 38,)),
-    ("esbuild", "toolchains", 259, "expected unexpected unterminated", (185,)),
-    ("bundlers", "toolchains", 260, "resolve|resolve", (58, 44,)),
-    ("dockerfile and shell linters", "toolchains", 262, "dl1001 dl3000 dl3001 dl3002 dl3003 dl3004 dl3005 dl3006 dl3007 dl3008 dl3009 dl3010 dl3011 dl3012 dl3013 dl3014 dl3015 dl3016 dl3017 dl3018 dl3019 dl3020 dl3021 dl3022 dl3023 dl3024 dl3025 dl3026 dl3027 dl3028 dl3029 dl3030 dl3031 dl3032 dl3033 dl3034 dl3035 dl3036 dl3037 dl3038 dl3039 dl3040 dl3041 dl3042 dl3043 dl3044 dl3045 dl3046 dl3047 dl3048 dl3049 dl3050 dl3051 dl3052 dl3053 dl3054 dl3055 dl3056 dl3057 dl3058 dl3059 dl3060 dl3061 dl3062 dl4000 dl4001 dl4002 dl4003 dl4004 dl4005 dl4006|line shellcheck note warning error", (21, 158,)),
-    ("package resolvers", "toolchains", 264, "missing|dependency|interpreternotfound interpreter|matches", (60, 60, 69, 41,)),
-    ("exception names", "exceptions", 268, "errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused", (407, 295, 322, 649, 428,)),
-    ("credentials in words", "exceptions", 273, "invalid incorrect wrong bad denied refused rejected unsuccessful successful accepted|01017 invalidcredentials invalid_credentials invalid_auth not_authed authenticationfailed 535 530|invalid incorrect wrong bad denied refused rejected unsuccessful successful accepted 01017 invalidcredentials invalid_credentials invalid_auth not_authed authenticationfailed 535 530|api api_key apikey key credentials credential token password secret", (452, 173, 812, 588,)),
+    ("node", "languages", 77, "module module_not_found err_module_not_found package resolve|module resolve package|eresolve etarget matching e404 notarget versions err_pnpm_no_matching_version err_pnpm_peer_dep_issues err_pnpm_fetch_404 resolve|e401 e403 eneedauth eotp auth logged|sync lockfile frozen err_pnpm_outdated_lockfile modified|ebadengine engine err_ossl_evp_unsupported unsupported|gyp visual|heap err_worker_out_of_memory|failed failing fail ok|expect|test|error|unexpected|problem problems|style prettier|function properties|unhandledpromiserejection unhandled triggeruncaughtexception|eusage install|err_require_esm require import|eaddrinuse address allocated usage", (226, 113, 208, 83, 135, 141, 111, 81, 216, 102, 34, 60, 51, 39, 63, 72, 91, 72, 86, 113,)),
+    ("typescript", "languages", 97, "ts1002 ts1003 ts1005 ts1009 ts1010 ts1011 ts1012 ts1013 ts1014 ts1068 ts1109 ts1110 ts1121 ts1124 ts1125 ts1126 ts1127 ts1128 ts1131 ts1134 ts1135 ts1136 ts1138 ts1141 ts1144 ts1160 ts1161 ts1185 ts1381 ts1382 ts1434 ts1435|ts2304 ts2305 ts2306 ts2307 ts2322 ts2339 ts2345 ts2349 ts2353 ts2362 ts2367 ts2416 ts2448 ts2454 ts2531 ts2532 ts2551 ts2552 ts2554 ts2559 ts2564 ts2580 ts2584 ts2614 ts2688 ts2739 ts2740 ts2741 ts2769 ts2792 ts6133 ts6196 ts7006 ts7016 ts7053 ts18047 ts18048 ts5023 ts5024 ts5025 ts5053 ts5055 ts5056 ts5069 ts5070 ts5083 ts5095 ts5101 ts6046 ts6053 ts6059 ts17004 ts18002 ts18003 ts tsx mts cts js jsx vue", (169, 652,)),
+    ("make, gcc, cmake", "runtimes", 99, "directory found find|expected stray missing|undeclared declared member name implicit incompatible conversion matching conflicting arguments|undefined unresolved symbol symbols|warnings werror|separator|rule|could configuration providing compile|cmake", (150, 272, 344, 126, 60, 26, 26, 196, 15,)),
+    ("jvm", "runtimes", 108, "expected illegal parsing unclosed statement|symbol incompatible applied override unreported exist static initialized unresolved mismatch kt kts|compilation execution task|failures errors completed task execution|spotless violations violation checkstyle ktlint pmd spotbugs|overhead heap native daemon insufficient|classnotfoundexception noclassdeffounderror main unsupportedclassversionerror recent major|java_home java runtime jvm toolchains release|artifact find cached resolvable|resolve|nullpointerexception classcastexception arrayindexoutofboundsexception indexoutofboundsexception stringindexoutofboundsexception illegalargumentexception illegalstateexception numberformatexception unsupportedoperationexception concurrentmodificationexception arithmeticexception nosuchelementexception nosuchmethoderror nosuchfielderror abstractmethoderror stackoverflowerror uninitializedpropertyaccessexception kotlinnullpointerexception|exception", (251, 344, 149, 160, 190, 189, 209, 200, 196, 129, 448, 30,)),
+    ("go", "runtimes", 120, "fail panic oops|syntax expected go|go|build|panic runtime nil goroutine|timed|goroutines concurrent|module package sum requires revision goroot", (126, 127, 44, 16, 180, 35, 94, 234,)),
+    ("rust", "runtimes", 128, "error|e0463 e0514|expected unclosed delimiter unterminated mismatched|failed stdout|clippy compile|clippy|diff|assertion|panicked|matching select find rustc toolchain linker library openssl|custom", (17, 57, 236, 89, 79, 75, 29, 122, 30, 323, 42,)),
+    ("dotnet", "microsoft", 139, "cs1001 cs1002 cs1003 cs1009 cs1010 cs1012 cs1022 cs1026 cs1031 cs1040 cs1041 cs1513 cs1514 cs1519 cs1525 cs1733|cs vb fs|assert|failed|whitespace finalnewline charset imports formatting|nu1101 nu1102 nu1103 nu1100 unable|nu1301 index|netsdk1045 netsdk1004 msb4236 msb4019 compatible framework possible install sdks assembly|msb3027 msb3021 locked|network|nullreferenceexception invalidoperationexception argumentnullexception argumentoutofrangeexception argumentexception indexoutofrangeexception invalidcastexception formatexception notimplementedexception notsupportedexception dividebyzeroexception objectdisposedexception keynotfoundexception|unhandled", (97, 62, 51, 126, 83, 75, 58, 299, 50, 103, 299, 23,)),
+    ("powershell", "microsoft", 151, "parsererror parseexception missing unexpected string|failed was|psavoidusingcmdletaliases psavoidusingwritehost psuseapprovedverbs psavoidusingplaintextforpassword psusedeclaredvarsmorethanassignments psavoidusinginvokeexpression psavoidglobalvars psuseshouldprocessforstatechangingfunctions psavoidusingpositionalparameters psusesingularnouns psavoidtrailingwhitespace pspossibleincorrectcomparisonwithnull psusebomforunicodeencodedfile psavoidusingemptycatchblock psusecompatiblecmdlets psavoiddefaultvalueswitchparameter psuseoutputtypecorrectly psprovidecommenthelp psreviewunusedparameter psuseconsistentindentation psuseconsistentwhitespace psplaceopenbrace psplaceclosebrace psalignassignmentstatement psavoidusingconverttosecurestringwithplaintext psavoidusingusernameandpasswordparams psavoidusingcomputernamehardcoded psmisleadingbacktick psavoidsemicolonsaslineterminators pspossibleincorrectusageofassignmentoperator psusecmdletcorrectly psavoidlonglines psavoidoverwritingbuiltincmdlets psavoidassignmenttoautomaticvariable psusesupportsshouldprocess psuseusingscopemodifierinnewrunspaces psavoidusingdeprecatedmanifestfields ps1 psm1 psd1|scripts signed unauthorizedaccess about_execution_policies pssecurityexception|pwsh powershell|commandnotfoundexception term|module modulenotfound|null invokemethodonnull bind parameterbindingvalidationexception parameterbindingexception propertynotfoundexception methodnotfound parameter", (250, 86, 1084, 142, 65, 65, 170, 338,)),
+    ("docker", "platforms", 159, "docker docker_engine pipe|container|manifest image|platform|requested|platform|cache copy checksum dockerfile|dockerfile|oci", (259, 55, 122, 87, 42, 63, 178, 50, 36,)),
+    ("kubernetes", "platforms", 168, "low evicted|insufficient nodes failedscheduling affinity untolerated unschedulable|imagepullbackoff errimagepull errimageneverpull invalidimagename pulling pull|forbidden logged|notfound|timeout allotted|localhost configuration context|quota|kind|use|mountvolume|invalid|validating validationerror field strict|yaml json scannererror parsererror parsing character find mapping|operation", (42, 192, 116, 108, 30, 82, 133, 27, 41, 45, 79, 31, 104, 604, 61,)),
+    ("terraform", "platforms", 183, "argument block unclosed expression newline character unterminated separator string|unsupported missing invalid reference incorrect call count for_each duplicate cycle|backend plugins inconsistent plugin init installed reinitialization|query install|lock locking conditionalcheckfailedexception|credential credentials|value default", (248, 423, 206, 70, 86, 95, 67,)),
+    ("git and ssh", "platforms", 190, "host identification|unprotected permissions load|username password terminal|repository|access|repository dubious safe|conflict conflicts apply unmerged|gh006 gh013 protected violations secrets", (97, 144, 74, 64, 48, 77, 167, 197,)),
+    ("databases", "databases", 198, "password pg_hba invalidpassword 28p01 sasl ident peer noauth wrongpass noperm er_access_denied_error er_dbaccess_denied_error 1045 1044 1142 denied|role database invalidcatalogname 3d000 unknown er_bad_db_error extension|database server terminating clients slots connections cannotconnectnow adminshutdown 57p01 57p03 53300 receive ssl connection|mysql 2002 2003 2006 2013 er_con_count_error protocol_connection_lost|loading busy clusterdown tryagain readonly masterdown connecting clients busyloadingerror|oom misconf|syntax er_parse_error 42601 near incomplete|column undefinedcolumn 42703 er_bad_field_error|relation table undefinedtable 42p01 er_no_such_table|violates duplicate unique foreign null integrityerror uniqueviolation er_dup_entry 23505 23503 23502|database sqlite_cantopen sqlite_corrupt sqlite_full sqlite_readonly disk sqlite_ioerr sqlite_ioerr_write sqlite_ioerr_read sqlite_ioerr_fsync|wrongtype unknown wrong", (316, 159, 496, 180, 239, 52, 140, 153, 128, 261, 140, 71,)),
+    ("aws", "services", 210, "throttlingexception throttling throttledexception requestlimitexceeded slowdown provisionedthroughputexceededexception requestthrottled requestthrottledexception ec2throttledexception bandwidthlimitexceeded limitexceededexception|expiredtoken expiredtokenexception invalidclienttokenid unrecognizedclientexception signaturedoesnotmatch invalidaccesskeyid invalidsignatureexception authfailure incompletesignature missingauthenticationtoken unauthorizedoperation notauthorizedexception invalidtoken security sso|authorized explicit|locate nocredentialserror nocredentialproviders load credentialsprovidererror profile profilenotfound region noregionerror retrieve sdk imds noauthhandlerfound missing chain|servicequotaexceededexception vcpulimitexceeded instancelimitexceeded addresslimitexceeded vpclimitexceeded toomanybuckets requested|internalerror internalfailure serviceunavailable serviceunavailableexception insufficientinstancecapacity priorrequestnotcomplete endpoint|requesttimetooskewed signature clock|nosuchbucket resourcenotfoundexception nosuchentity parameternotfound nosuchkey|validationexception validationerror invalidparametervalue invalidparametervalueexception invalidparameterexception malformedpolicydocument missingparameter", (237, 477, 50, 477, 200, 161, 82, 87, 146,)),
+    ("gcp", "services", 219, "unauthenticated scopes access_token_scope_insufficient invalid_grant reauthentication revoked caller iam_permission_denied credentials api_key_invalid key|automatically defaultcredentialserror default active google_application_credentials application loaded|quota|service_disabled used enabled accessnotconfigured|notfound|unavailable serviceunavailable backenderror zone_resource_pool_exhausted resources", (341, 368, 157, 129, 82, 129,)),
+    ("azure", "services", 225, "aadsts50001 aadsts50020 aadsts50034 aadsts50053 aadsts50055 aadsts50057 aadsts50058 aadsts50076 aadsts50079 aadsts50105 aadsts50126 aadsts50158 aadsts50173 aadsts53003 aadsts65001 aadsts70000 aadsts70001 aadsts70002 aadsts70008 aadsts70011 aadsts70016 aadsts70021 aadsts70043 aadsts90002 aadsts500011 aadsts500113 aadsts700016 aadsts700024 aadsts700027 aadsts700082 aadsts7000215 aadsts7000222 authorizationfailed invalidauthenticationtoken expiredauthenticationtoken authenticationfailed authorizationpermissionmismatch keybasedauthenticationnotpermitted authorization linkedauthorizationfailed requestdisallowedbypolicy invalidauthenticationtokentenant clientauthenticationerror|az defaultazurecredential credentialunavailableerror environmentcredential subscription managedidentitycredential|quotaexceeded quota|retryableerror anotheroperationinprogress serverbusy operationpreempted|resourcegroupnotfound subscriptionnotfound containernotfound storageaccountnotfound missingsubscriptionregistration skunotavailable", (542, 243, 48, 79, 139,)),
+    ("github and gitlab", "services", 230, "credentials accessible authentication admin gh007 scopes refusing basic password|communication shutdown canceled system acquired responding preparation|workflow resolve unrecognized|input github_token|stuck runner runners", (328, 217, 97, 83, 140,)),
+    ("llm providers", "services", 235, "authenticationerror invalid_api_key incorrect authentication_error invalid permissiondeniederror permission_error account_deactivated gated|api_key authentication key missingapikeyerror|rate exceeded|context_length_exceeded context prompt length tokens string_above_max_length|serviceunavailableerror api_error internalservererror server|model_not_found model deploymentnotfound|content_policy_violation content responsibleaipolicyviolation|badrequesterror invalid_request_error", (199, 199, 57, 174, 119, 153, 87, 45,)),
+    ("gpu", "services", 243, "cuda outofmemoryerror cudaerrormemoryallocation cublas_status_alloc_failed cudnn_status_alloc_failed device hip mps oom resourceexhaustederror cudamalloc|cuda driver nvidia torch kernel cuda_error_no_device cudaerrornodevice cudaerrorinsufficientdriver select libcuda cuinit nvml runtime aten_cuda gpus cudnn_status_not_initialized cudnn_status_alloc_failed cudnn_status_arch_mismatch cudnn_status_version_mismatch|cuda cudaerrordevicesunavailable|device illegal cudaerrorillegaladdress cublas_status_execution_failed misaligned|watchdog nccl_timeout", (302, 834, 96, 155, 61,)),
+    ("tflint", "checkers", 248, "issue", (26,)),
+    ("ansible-lint", "checkers", 249, "yml yaml args avoid command complexity deprecated empty fqcn galaxy ignore inline jinja key latest literal load loop meta name no only package parser partial playbook risky role run sanity schema syntax var yaml|failed rule", (1545, 80,)),
+    ("cfn-lint", "checkers", 251, "cfn resources parameters outputs mappings conditions metadata rules transform|template", (141, 31,)),
+    ("helm", "checkers", 253, "pod phase", (61,)),
+    ("ruby", "others", 254, "loaderror|gemnotfound gem|examples example|offense offenses", (58, 55, 37, 53,)),
+    ("php", "others", 258, "allowed|requirements", (46, 77,)),
+    ("conda", "others", 260, "packagesnotfounderror unsatisfiableerror resolvepackagenotfound", (71,)),
+    ("swift", "others", 261, "scope", (51,)),
+    ("elixir", "others", 262, "syntaxerror tokenmissingerror mismatcheddelimitererror|compileerror", (67, 48,)),
+    ("amqp", "others", 264, "access_refused", (18,)),
+    ("ci-time-limit", "others", 265, "longer exceeded", (97,)),
+    ("rocm", "others", 266, "hip_error_outofmemory hiperroroutofmemory", (49,)),
+    ("test-summary", "others", 267, "failed", (57,)),
+    ("haskell", "toolchains", 268, "match scope instance deduce ambiguous|parse", (219, 125,)),
+    ("scala", "toolchains", 270, "scala sbt", (306,)),
+    ("dart", "toolchains", 271, "dart|dart|error", (23, 73, 56,)),
+    ("julia and perl", "toolchains", 274, "package module|locate", (135, 38,)),
+    ("esbuild", "toolchains", 276, "expected unexpected unterminated", (185,)),
+    ("bundlers", "toolchains", 277, "resolve|resolve", (58, 44,)),
+    ("dockerfile and shell linters", "toolchains", 279, "dl1001 dl3000 dl3001 dl3002 dl3003 dl3004 dl3005 dl3006 dl3007 dl3008 dl3009 dl3010 dl3011 dl3012 dl3013 dl3014 dl3015 dl3016 dl3017 dl3018 dl3019 dl3020 dl3021 dl3022 dl3023 dl3024 dl3025 dl3026 dl3027 dl3028 dl3029 dl3030 dl3031 dl3032 dl3033 dl3034 dl3035 dl3036 dl3037 dl3038 dl3039 dl3040 dl3041 dl3042 dl3043 dl3044 dl3045 dl3046 dl3047 dl3048 dl3049 dl3050 dl3051 dl3052 dl3053 dl3054 dl3055 dl3056 dl3057 dl3058 dl3059 dl3060 dl3061 dl3062 dl4000 dl4001 dl4002 dl4003 dl4004 dl4005 dl4006|line shellcheck note warning error", (21, 158,)),
+    ("package resolvers", "toolchains", 281, "missing|dependency|interpreternotfound interpreter|matches", (60, 60, 69, 41,)),
+    ("exception names", "exceptions", 285, "errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused|errors exceptions exception exc _exceptions client_exceptions ssh_exception errorfactory smtplib ftplib imaplib poplib caused", (407, 295, 322, 649, 428,)),
+    ("credentials in words", "exceptions", 290, "invalid incorrect wrong bad denied refused rejected unsuccessful successful accepted|01017 invalidcredentials invalid_credentials invalid_auth not_authed authenticationfailed 535 530|invalid incorrect wrong bad denied refused rejected unsuccessful successful accepted 01017 invalidcredentials invalid_credentials invalid_auth not_authed authenticationfailed 535 530|api api_key apikey key credentials credential token password secret", (452, 173, 812, 588,)),
 )
 
 WORDS: dict[int, bytes] = {
     48: (
-        b"\n01017 274 275"
+        b"\n01017 291 292"
     ),
     49: (
-        b"\n1044 183\n1045 183\n1142 183\n126 36\n127 36\n137 28"
+        b"\n1044 198\n1045 198\n1142 198\n126 36\n127 36\n137 28"
     ),
     50: (
-        b"\n2002 186\n2003 186\n2006 186\n2013 186\n23502 192\n23503 192\n23505 192\n28p01 183"
+        b"\n2002 201\n2003 201\n2006 201\n2013 201\n23502 207\n23503 207\n23505 207\n28p01 198"
     ),
     51: (
-        b"\n3d000 184"
+        b"\n3d000 199"
     ),
     52: (
-        b"\n40001 32\n401 12\n403 13\n407 12\n408 15\n40p01 32\n42601 189\n42703 190\n429 16"
-        b"\n42p01 191"
+        b"\n40001 32\n401 12\n403 13\n407 12\n408 15\n40p01 32\n42601 204\n42703 205\n429 16"
+        b"\n42p01 206"
     ),
     53: (
-        b"\n500 17\n502 17\n503 17\n504 17\n529 17\n530 274 275\n53300 185\n535 274 275\n55p03 32"
-        b"\n57p01 185\n57p03 185"
+        b"\n500 17\n502 17\n503 17\n504 17\n529 17\n530 291 292\n53300 200\n535 291 292\n55p03 32"
+        b"\n57p01 200\n57p03 200"
     ),
     95: (
-        b"\n_exceptions 268 269 270 271 272"
+        b"\n_exceptions 285 286 287 288 289"
     ),
     97: (
-        b"\naadsts50001 209\naadsts500011 209\naadsts500113 209\naadsts50020 209\naadsts50034 209"
-        b"\naadsts50053 209\naadsts50055 209\naadsts50057 209\naadsts50058 209\naadsts50076 209"
-        b"\naadsts50079 209\naadsts50105 209\naadsts50126 209\naadsts50158 209\naadsts50173 209"
-        b"\naadsts53003 209\naadsts65001 209\naadsts70000 209\naadsts70001 209\naadsts700016 209"
-        b"\naadsts70002 209\naadsts7000215 209\naadsts7000222 209\naadsts700024 209"
-        b"\naadsts700027 209\naadsts70008 209\naadsts700082 209\naadsts70011 209\naadsts70016 209"
-        b"\naadsts70021 209\naadsts70043 209\naadsts90002 209\nabout_execution_policies 147"
-        b"\nabstractmethoderror 116\nabuse 18\naccepted 273 275\naccess 179\naccess_refused 247"
-        b"\naccess_token_scope_insufficient 204\naccessdenied 24\naccessdeniedexception 24"
-        b"\naccessible 214\naccesskeyid 39\naccessnotconfigured 207\naccount 44"
-        b"\naccount_deactivated 219\nacquired 215\nactive 205\naddress 94\naddresslimitexceeded 199"
-        b"\nadmin 214\nadminshutdown 185\naffinity 160\nagain 33\nallocate 28\nallocated 94"
-        b"\nallocation 28\nallowed 241\nambiguous 251\nanother 31\nanotheroperationinprogress 212"
-        b"\nanswer 1\napi 276\napi_error 223\napi_key 220 276\napi_key_invalid 204"
-        b"\napiconnectionerror 6\napikey 276\napitimeouterror 2\napplication 205\napplied 107"
-        b"\napply 181\nargs 232\nargument 169\nargumentexception 142\nargumentnullexception 142"
-        b"\nargumentoutofrangeexception 142\narguments 99\narithmeticexception 116"
-        b"\narrayindexoutofboundsexception 116\nartifact 114\nassembly 141\nassert 65\nassertion 131"
-        b"\nassertionerror 65 66\naten_cuda 228\nattributeerror 67\nauth 80"
-        b"\nauthentication 22 214 220\nauthentication_error 219\nauthenticationerror 219"
-        b"\nauthenticationfailed 209 274 275\nauthfailure 196\nauthorised 22\nauthorization 209"
-        b"\nauthorizationfailed 209\nauthorizationpermissionmismatch 209\nauthorized 22 197"
-        b"\nautomatically 205\navoid 232\naz 210"
+        b"\naadsts50001 225\naadsts500011 225\naadsts500113 225\naadsts50020 225\naadsts50034 225"
+        b"\naadsts50053 225\naadsts50055 225\naadsts50057 225\naadsts50058 225\naadsts50076 225"
+        b"\naadsts50079 225\naadsts50105 225\naadsts50126 225\naadsts50158 225\naadsts50173 225"
+        b"\naadsts53003 225\naadsts65001 225\naadsts70000 225\naadsts70001 225\naadsts700016 225"
+        b"\naadsts70002 225\naadsts7000215 225\naadsts7000222 225\naadsts700024 225"
+        b"\naadsts700027 225\naadsts70008 225\naadsts700082 225\naadsts70011 225\naadsts70016 225"
+        b"\naadsts70021 225\naadsts70043 225\naadsts90002 225\nabout_execution_policies 154"
+        b"\nabstractmethoderror 118\nabuse 18\naccepted 290 292\naccess 194\naccess_refused 264"
+        b"\naccess_token_scope_insufficient 219\naccessdenied 24\naccessdeniedexception 24"
+        b"\naccessible 230\naccesskeyid 39\naccessnotconfigured 222\naccount 44"
+        b"\naccount_deactivated 235\nacquired 231\nactive 220\naddress 96\naddresslimitexceeded 214"
+        b"\nadmin 230\nadminshutdown 200\naffinity 169\nagain 33\nallocate 28\nallocated 96"
+        b"\nallocation 28\nallotted 173\nallowed 258\nambiguous 268\nanother 31"
+        b"\nanotheroperationinprogress 228\nanswer 1\napi 293\napi_error 239\napi_key 236 293"
+        b"\napi_key_invalid 219\napiconnectionerror 6\napikey 293\napitimeouterror 2"
+        b"\napplication 220\napplied 109\napply 196\nargs 249\nargument 183\nargumentexception 149"
+        b"\nargumentnullexception 149\nargumentoutofrangeexception 149\narguments 101"
+        b"\narithmeticexception 118\narrayindexoutofboundsexception 118\nartifact 116\nassembly 146"
+        b"\nassert 65 141\nassertion 135\nassertionerror 65 66\naten_cuda 244\nattributeerror 67"
+        b"\nauth 80\nauthentication 22 230 236\nauthentication_error 235\nauthenticationerror 235"
+        b"\nauthenticationfailed 225 291 292\nauthfailure 211\nauthorised 22\nauthorization 225"
+        b"\nauthorizationfailed 225\nauthorizationpermissionmismatch 225\nauthorized 22 212"
+        b"\nautomatically 220\navoid 249\naz 226"
     ),
     98: (
-        b"\nbackend 171\nbackenderror 208\nbad 273 275\nbad_alloc 28\nbadrequesterror 226"
-        b"\nbalance 21\nbandwidthlimitexceeded 195\nbasic 214\nbilling 21\nbilling_disabled 21"
-        b"\nbinary 34\nbind 151\nblock 169\nbrokenpipeerror 6\nbucket 44\nbuckets 44\nbuild 121"
-        b"\nbusy 31 33 187"
+        b"\nbackend 185\nbackenderror 224\nbad 290 292\nbad_alloc 28\nbadrequesterror 242"
+        b"\nbalance 21\nbandwidthlimitexceeded 210\nbasic 230\nbilling 21\nbilling_disabled 21"
+        b"\nbinary 34\nbind 158\nblock 183\nbrokenpipeerror 6\nbucket 44\nbuckets 44\nbuild 123"
+        b"\nbusy 31 33 202\nbusyloadingerror 202"
     ),
     99: (
-        b"\ncache 156\ncached 114\ncall 170\ncaller 204\ncalls 18\ncanceled 215"
-        b"\ncannotconnectnow 185\ncaused 268 269 270 271 272\ncertificate 11"
-        b"\ncertificate_verify_failed 11\ncertification 11\ncfn 234\ncharacter 167 169\ncharset 138"
-        b"\ncheckstyle 110\nchecksum 156\nchunkedencodingerror 6\nclasscastexception 116"
-        b"\nclassnotfoundexception 112\nclient_exceptions 268 269 270 271 272"
-        b"\nclientauthenticationerror 209\nclientconnectorerror 6\nclients 185 187\nclienttimeout 2"
-        b"\nclippy 129\nclock 201\nclosed 4\ncluster 44\nclusterdown 187\ncmake 105\ncolumn 190"
-        b"\ncommand 34 75 232\ncommandnotfoundexception 149\ncommunication 215\ncompatible 141"
-        b"\ncompilation 108\ncompile 104 129\ncompileerror 246\ncompiler 34\ncompleted 109"
-        b"\ncomplexity 232\nconcurrent 123\nconcurrentmodificationexception 116"
-        b"\nconditionalcheckfailedexception 173\nconditions 234\nconfiguration 104 163\nconfigure 42"
-        b"\nconflict 181\nconflicting 73 99\nconflicts 181\nconnect 4 5 14\nconnectexception 6"
-        b"\nconnecting 4 5 187\nconnection 4 185\nconnectionabortederror 6\nconnectionclosederror 6"
-        b"\nconnectionerror 6\nconnectionrefusederror 6\nconnectionreseterror 6\nconnections 185"
-        b"\nconnecttimeout 2\nconnecttimeouterror 2\nconnecttimeoutexception 2"
-        b"\ncontainernotfound 213\ncontent 225\ncontent_policy_violation 225\ncontext 163 222"
-        b"\ncontext_length_exceeded 222\nconversion 99\ncopy 156\ncould 104\ncouldn 4\ncount 170"
-        b"\ncredential 39 174 276\ncredentials 22 39 174 204 214 276\ncredentialsprovidererror 198"
-        b"\ncredentialunavailableerror 210\ncs 136\ncs1001 135\ncs1002 135\ncs1003 135\ncs1009 135"
-        b"\ncs1010 135\ncs1012 135\ncs1022 135\ncs1026 135\ncs1031 135\ncs1040 135\ncs1041 135"
-        b"\ncs1513 135\ncs1514 135\ncs1519 135\ncs1525 135\ncs1733 135\ncts 96"
-        b"\ncublas_status_alloc_failed 227\ncublas_status_execution_failed 230\ncuda 227 228 229"
-        b"\ncuda_error_no_device 228\ncudaerrordevicesunavailable 229\ncudaerrorillegaladdress 230"
-        b"\ncudaerrorinsufficientdriver 228\ncudaerrormemoryallocation 227\ncudaerrornodevice 228"
-        b"\ncudamalloc 227\ncudnn_status_alloc_failed 227\ncuinit 228\ncurrent 45\ncustom 134"
-        b"\ncycle 170"
+        b"\ncache 165\ncached 116\ncall 184\ncaller 219\ncalls 18\ncanceled 231"
+        b"\ncannotconnectnow 200\ncaused 285 286 287 288 289\ncertificate 11"
+        b"\ncertificate_verify_failed 11\ncertification 11\ncfn 251\nchain 213\ncharacter 181 183"
+        b"\ncharset 143\ncheckstyle 112\nchecksum 165\nchunkedencodingerror 6"
+        b"\nclasscastexception 118\nclassnotfoundexception 114"
+        b"\nclient_exceptions 285 286 287 288 289\nclientauthenticationerror 225"
+        b"\nclientconnectorerror 6\nclients 200 202\nclienttimeout 2\nclippy 132 133\nclock 216"
+        b"\nclosed 4\ncluster 44\nclusterdown 202\ncmake 107\ncolumn 205\ncommand 34 75 249"
+        b"\ncommandnotfoundexception 156\ncommunication 231\ncompatible 146\ncompilation 110"
+        b"\ncompile 106 132\ncompileerror 263\ncompiler 34\ncompleted 111\ncomplexity 249"
+        b"\nconcurrent 126\nconcurrentmodificationexception 118\nconditionalcheckfailedexception 187"
+        b"\nconditions 251\nconfiguration 106 174\nconfigure 42\nconflict 196\nconflicting 73 101"
+        b"\nconflicts 196\nconnect 4 5 14\nconnectexception 6\nconnecting 4 5 202\nconnection 4 200"
+        b"\nconnectionabortederror 6\nconnectionclosederror 6\nconnectionerror 6"
+        b"\nconnectionrefusederror 6\nconnectionreseterror 6\nconnections 200\nconnecttimeout 2"
+        b"\nconnecttimeouterror 2\nconnecttimeoutexception 2\ncontainer 160\ncontainernotfound 229"
+        b"\ncontent 241\ncontent_policy_violation 241\ncontext 174 238\ncontext_length_exceeded 238"
+        b"\nconversion 101\ncopy 165\ncould 106\ncouldn 4\ncount 184\ncredential 39 188 293"
+        b"\ncredentials 22 39 188 219 230 293\ncredentialsprovidererror 213"
+        b"\ncredentialunavailableerror 226\ncs 140\ncs1001 139\ncs1002 139\ncs1003 139\ncs1009 139"
+        b"\ncs1010 139\ncs1012 139\ncs1022 139\ncs1026 139\ncs1031 139\ncs1040 139\ncs1041 139"
+        b"\ncs1513 139\ncs1514 139\ncs1519 139\ncs1525 139\ncs1733 139\ncts 98"
+        b"\ncublas_status_alloc_failed 243\ncublas_status_execution_failed 246\ncuda 243 244 245"
+        b"\ncuda_error_no_device 244\ncudaerrordevicesunavailable 245\ncudaerrorillegaladdress 246"
+        b"\ncudaerrorinsufficientdriver 244\ncudaerrormemoryallocation 243\ncudaerrornodevice 244"
+        b"\ncudamalloc 243\ncudnn_status_alloc_failed 243 244\ncudnn_status_arch_mismatch 244"
+        b"\ncudnn_status_not_initialized 244\ncudnn_status_version_mismatch 244\ncuinit 244"
+        b"\ncurrent 45\ncustom 138\ncycle 184"
     ),
     100: (
-        b"\ndaemon 111\ndart 254 255\ndatabase 184 185 193\ndataset 44\ndeadline 1"
-        b"\ndeadline_exceeded 2\ndeadlineexceeded 2\ndeadlock 31\ndeadlockdetected 32\ndeclared 99"
-        b"\ndeclined 53\ndeduce 251\ndefault 175 205\ndefaultazurecredential 210"
-        b"\ndefaultcredentialserror 205\ndelimiter 127\ndenied 22 23 183 273 275\ndependency 265"
-        b"\ndeprecated 232\ndevice 227 230\ndiff 130\ndifferent 73\ndirectory 35 97\ndisk 193"
-        b"\ndiskpressure 26\ndistribution 73\ndividebyzeroexception 142\ndl1001 262\ndl3000 262"
-        b"\ndl3001 262\ndl3002 262\ndl3003 262\ndl3004 262\ndl3005 262\ndl3006 262\ndl3007 262"
-        b"\ndl3008 262\ndl3009 262\ndl3010 262\ndl3011 262\ndl3012 262\ndl3013 262\ndl3014 262"
-        b"\ndl3015 262\ndl3016 262\ndl3017 262\ndl3018 262\ndl3019 262\ndl3020 262\ndl3021 262"
-        b"\ndl3022 262\ndl3023 262\ndl3024 262\ndl3025 262\ndl3026 262\ndl3027 262\ndl3028 262"
-        b"\ndl3029 262\ndl3030 262\ndl3031 262\ndl3032 262\ndl3033 262\ndl3034 262\ndl3035 262"
-        b"\ndl3036 262\ndl3037 262\ndl3038 262\ndl3039 262\ndl3040 262\ndl3041 262\ndl3042 262"
-        b"\ndl3043 262\ndl3044 262\ndl3045 262\ndl3046 262\ndl3047 262\ndl3048 262\ndl3049 262"
-        b"\ndl3050 262\ndl3051 262\ndl3052 262\ndl3053 262\ndl3054 262\ndl3055 262\ndl3056 262"
-        b"\ndl3057 262\ndl3058 262\ndl3059 262\ndl3060 262\ndl3061 262\ndl3062 262\ndl4000 262"
-        b"\ndl4001 262\ndl4002 262\ndl4003 262\ndl4004 262\ndl4005 262\ndl4006 262\ndll 38"
-        b"\ndocker 152\ndocker_engine 152\ndockerfile 157\ndown 9\ndriver 228\ndubious 180"
-        b"\nduplicate 170 192"
+        b"\ndaemon 113\ndart 271 272\ndatabase 199 200 208\ndataset 44\ndeadline 1"
+        b"\ndeadline_exceeded 2\ndeadlineexceeded 2\ndeadlock 31\ndeadlockdetected 32\ndeclared 101"
+        b"\ndeclined 53\ndeduce 268\ndefault 189 220\ndefaultazurecredential 226"
+        b"\ndefaultcredentialserror 220\ndelimiter 130\ndenied 22 23 198 290 292\ndependency 282"
+        b"\ndeploymentnotfound 240\ndeprecated 249\ndevice 243 246\ndiff 134\ndifferent 73"
+        b"\ndirectory 35 99\ndisk 208\ndiskpressure 26\ndistribution 73\ndividebyzeroexception 149"
+        b"\ndl1001 279\ndl3000 279\ndl3001 279\ndl3002 279\ndl3003 279\ndl3004 279\ndl3005 279"
+        b"\ndl3006 279\ndl3007 279\ndl3008 279\ndl3009 279\ndl3010 279\ndl3011 279\ndl3012 279"
+        b"\ndl3013 279\ndl3014 279\ndl3015 279\ndl3016 279\ndl3017 279\ndl3018 279\ndl3019 279"
+        b"\ndl3020 279\ndl3021 279\ndl3022 279\ndl3023 279\ndl3024 279\ndl3025 279\ndl3026 279"
+        b"\ndl3027 279\ndl3028 279\ndl3029 279\ndl3030 279\ndl3031 279\ndl3032 279\ndl3033 279"
+        b"\ndl3034 279\ndl3035 279\ndl3036 279\ndl3037 279\ndl3038 279\ndl3039 279\ndl3040 279"
+        b"\ndl3041 279\ndl3042 279\ndl3043 279\ndl3044 279\ndl3045 279\ndl3046 279\ndl3047 279"
+        b"\ndl3048 279\ndl3049 279\ndl3050 279\ndl3051 279\ndl3052 279\ndl3053 279\ndl3054 279"
+        b"\ndl3055 279\ndl3056 279\ndl3057 279\ndl3058 279\ndl3059 279\ndl3060 279\ndl3061 279"
+        b"\ndl3062 279\ndl4000 279\ndl4001 279\ndl4002 279\ndl4003 279\ndl4004 279\ndl4005 279"
+        b"\ndl4006 279\ndll 38\ndocker 159\ndocker_engine 159\ndockerfile 165 166\ndown 9"
+        b"\ndriver 244\ndubious 195\nduplicate 184 207"
     ),
     101: (
-        b"\ne0463 126\ne0514 126\ne401 80\ne403 80\ne404 79\neacces 24\neaddrinuse 94\neagain 33"
-        b"\neai_again 8\neai_noname 8\nebadengine 82\nebusy 32\nec2throttledexception 195"
+        b"\ne0463 129\ne0514 129\ne401 80\ne403 80\ne404 79\neacces 24\neaddrinuse 96\neagain 33"
+        b"\neai_again 8\neai_noname 8\nebadengine 82\nebusy 32\nec2throttledexception 210"
         b"\neconnaborted 6\neconnection 6\neconnrefused 6\neconnreset 6\nehostdown 6\nehostunreach 9"
-        b"\nempty 232\nenabled 207\nendpoint 200\nendpointconnectionerror 6\neneedauth 80"
+        b"\nempty 249\nenabled 222\nendpoint 215\nendpointconnectionerror 6\neneedauth 80"
         b"\nenetdown 9\nenetunreach 9\nengine 82\nenoent 35\nenomem 29\nenospc 26\nenotfound 8"
-        b"\nenvironment 40\nenvironmentcredential 210\neof 4 10 46\neotp 80\neperm 24\nepipe 6"
-        b"\ner_access_denied_error 183\ner_bad_db_error 184\ner_bad_field_error 190"
-        b"\ner_con_count_error 186\ner_dbaccess_denied_error 183\ner_dup_entry 192"
-        b"\ner_lock_deadlock 32\ner_lock_wait_timeout 2\ner_no_such_table 191\ner_parse_error 189"
+        b"\nenvironment 40\nenvironmentcredential 226\neof 4 10 46\neotp 80\neperm 24\nepipe 6"
+        b"\ner_access_denied_error 198\ner_bad_db_error 199\ner_bad_field_error 205"
+        b"\ner_con_count_error 201\ner_dbaccess_denied_error 198\ner_dup_entry 207"
+        b"\ner_lock_deadlock 32\ner_lock_wait_timeout 2\ner_no_such_table 206\ner_parse_error 204"
         b"\neresolve 79\nerofs 27\nerr_connection_closed 6\nerr_connection_refused 6"
         b"\nerr_connection_reset 6\nerr_module_not_found 77\nerr_name_not_resolved 8\nerr_network 6"
         b"\nerr_ossl_evp_unsupported 82\nerr_pnpm_fetch_404 79\nerr_pnpm_no_matching_version 79"
-        b"\nerr_pnpm_outdated_lockfile 81\nerr_pnpm_peer_dep_issues 79"
+        b"\nerr_pnpm_outdated_lockfile 81\nerr_pnpm_peer_dep_issues 79\nerr_require_esm 95"
         b"\nerr_socket_connection_timeout 2\nerr_timed_out 2\nerr_worker_out_of_memory 29 84"
-        b"\nerrimageneverpull 161\nerrimagepull 161\nerrno 26\nerror 58 88 125 256 263"
-        b"\nerrorfactory 268 269 270 271 272\nerrors 109 268 269 270 271 272\nesockettimedout 2"
-        b"\nestablished 4\netarget 79\netimedout 2\netxtbsy 32\nevicted 159\nexample 239"
-        b"\nexamples 239\nexc 268 269 270 271 272\nexceeded 1 3 221 248"
-        b"\nexception 117 268 269 270 271 272\nexceptions 268 269 270 271 272\nexec 37"
-        b"\nexecutable 34\nexecute 37\nexecution 3 108 109\nexhausted 28\nexist 107\nexpect 86"
-        b"\nexpected 98 106 119 127 259\nexpecting 76\nexpired 22\nexpiredauthenticationtoken 209"
-        b"\nexpiredtoken 196\nexpiredtokenexception 196\nexplicit 197\nexpression 169\nextension 184"
+        b"\nerrimageneverpull 170\nerrimagepull 170\nerrno 26\nerror 58 88 128 273 280"
+        b"\nerrorfactory 285 286 287 288 289\nerrors 111 285 286 287 288 289\nesockettimedout 2"
+        b"\nestablished 4\netarget 79\netimedout 2\netxtbsy 32\neusage 94\nevicted 168\nexample 256"
+        b"\nexamples 256\nexc 285 286 287 288 289\nexceeded 1 3 237 265"
+        b"\nexception 119 285 286 287 288 289\nexceptions 285 286 287 288 289\nexec 37"
+        b"\nexecutable 34\nexecute 37\nexecution 3 110 111\nexhausted 28\nexist 109\nexpect 86"
+        b"\nexpected 100 108 121 130 276\nexpecting 76\nexpired 22\nexpiredauthenticationtoken 225"
+        b"\nexpiredtoken 211\nexpiredtokenexception 211\nexplicit 212\nexpression 183\nextension 199"
         b"\nexternally 74"
     ),
     102: (
-        b"\nfail 85 118\nfailed 4 57 58 85 128 137 145 233 250\nfailedscheduling 160\nfailing 59 85"
-        b"\nfailure 4 59\nfailures 59 109\nfield 166\nfile 43\nfinalnewline 138\nfind 97 114 133 167"
-        b"\nfor_each 170\nforbidden 162\nforeign 192\nformatexception 142\nformatting 138"
-        b"\nfound 35 63 97\nfqcn 232\nframework 141\nfrozen 81\nfs 136\nftplib 268 269 270 271 272"
+        b"\nfail 85 120\nfailed 4 57 58 85 131 142 152 250 267\nfailedscheduling 169\nfailing 59 85"
+        b"\nfailure 4 59\nfailures 59 111\nfield 180\nfile 43\nfinalnewline 143\nfind 99 116 137 181"
+        b"\nfor_each 184\nforbidden 171\nforeign 207\nformatexception 149\nformatting 143"
+        b"\nfound 35 63 99\nfqcn 249\nframework 146\nfrozen 81\nfs 140\nftplib 285 286 287 288 289"
         b"\nfull 26\nfunction 92"
     ),
     103: (
-        b"\ngalaxy 232\ngated 219\ngateway 17\ngem 238\ngemnotfound 238\ngetaddrinfo 7\ngh006 182"
-        b"\ngh007 214\ngh013 182\ngithub_token 217\ngnutls 10\ngnutls_handshake 10\ngo 119 120"
-        b"\ngoogle_application_credentials 205\ngoroot 124\ngoroutine 122\ngoroutines 123\ngpus 228"
+        b"\ngalaxy 249\ngated 235\ngateway 17\ngem 255\ngemnotfound 255\ngetaddrinfo 7\ngh006 197"
+        b"\ngh007 230\ngh013 197\ngithub_token 233\ngnutls 10\ngnutls_handshake 10\ngo 121 122"
+        b"\ngoogle_application_credentials 220\ngoroot 127\ngoroutine 124\ngoroutines 126\ngpus 244"
         b"\ngroup 44\ngyp 83"
     ),
     104: (
-        b"\nhang 4\nheap 84 111\nhip 227\nhip_error_outofmemory 249\nhiperroroutofmemory 249"
-        b"\nhook 50 51 52 54\nhost 7 176\nhostname 7\nhttptimeoutexception 2\nhung 4"
+        b"\nhang 4\nheap 84 113\nhip 243\nhip_error_outofmemory 266\nhiperroroutofmemory 266"
+        b"\nhook 50 51 52 54\nhost 7 190\nhostname 7\nhttptimeoutexception 2\nhung 4"
     ),
     105: (
-        b"\niam_permission_denied 204\nident 183\nidentification 176\nignore 232\nillegal 106 230"
-        b"\nillegalargumentexception 116\nillegalstateexception 116\nimage 153\nimagepullbackoff 161"
-        b"\nimaplib 268 269 270 271 272\nimds 198\nimplicit 99\nimport 43 70\nimporterror 71"
-        b"\nimports 138\ninclude 43\nincompatible 99 107\nincomplete 189\nincompleteread 6"
-        b"\nincompletesignature 196\ninconsistent 171\nincorrect 170 219 273 275"
-        b"\nindentationerror 55\nindex 140\nindexerror 67\nindexoutofboundsexception 116"
-        b"\nindexoutofrangeexception 142\ninit 171\ninitialized 107\ninline 232\ninput 217"
-        b"\ninstall 141 172\ninstalled 171\ninstance 251\ninstancelimitexceeded 199"
-        b"\ninsufficient 23 111 160\ninsufficient_quota 21\ninsufficientinstancecapacity 200"
-        b"\nintegrityerror 192\ninternal 17\ninternalerror 200\ninternalfailure 200"
-        b"\ninternalservererror 223\ninterpreter 34 37 48 266\ninterpreternotfound 266"
-        b"\ninvalid 22 170 219 273 275\ninvalid_api_key 219\ninvalid_auth 274 275"
-        b"\ninvalid_credentials 274 275\ninvalid_grant 204\ninvalid_request_error 226"
-        b"\ninvalidaccesskeyid 196\ninvalidauthenticationtoken 209"
-        b"\ninvalidauthenticationtokentenant 209\ninvalidcastexception 142\ninvalidcatalogname 184"
-        b"\ninvalidclienttokenid 196\ninvalidcredentials 274 275\ninvalidimagename 161"
-        b"\ninvalidoperationexception 142\ninvalidparameterexception 203\ninvalidparametervalue 203"
-        b"\ninvalidparametervalueexception 203\ninvalidpassword 183\ninvalidsignatureexception 196"
-        b"\ninvalidtoken 196\ninvokemethodonnull 151"
+        b"\niam_permission_denied 219\nident 198\nidentification 190\nignore 249\nillegal 108 246"
+        b"\nillegalargumentexception 118\nillegalstateexception 118\nimage 161\nimagepullbackoff 170"
+        b"\nimaplib 285 286 287 288 289\nimds 213\nimplicit 101\nimport 43 70 95\nimporterror 71"
+        b"\nimports 143\ninclude 43\nincompatible 101 109\nincomplete 204\nincompleteread 6"
+        b"\nincompletesignature 211\ninconsistent 185\nincorrect 184 235 290 292"
+        b"\nindentationerror 55\nindex 145\nindexerror 67\nindexoutofboundsexception 118"
+        b"\nindexoutofrangeexception 149\ninit 185\ninitialized 109\ninline 249\ninput 233"
+        b"\ninstall 94 146 186\ninstalled 185\ninstance 268\ninstancelimitexceeded 214"
+        b"\ninsufficient 23 113 169\ninsufficient_quota 21\ninsufficientinstancecapacity 215"
+        b"\nintegrityerror 207\ninternal 17\ninternalerror 215\ninternalfailure 215"
+        b"\ninternalservererror 239\ninterpreter 34 37 48 283\ninterpreternotfound 283"
+        b"\ninvalid 22 179 184 235 290 292\ninvalid_api_key 235\ninvalid_auth 291 292"
+        b"\ninvalid_credentials 291 292\ninvalid_grant 219\ninvalid_request_error 242"
+        b"\ninvalidaccesskeyid 211\ninvalidauthenticationtoken 225"
+        b"\ninvalidauthenticationtokentenant 225\ninvalidcastexception 149\ninvalidcatalogname 199"
+        b"\ninvalidclienttokenid 211\ninvalidcredentials 291 292\ninvalidimagename 170"
+        b"\ninvalidoperationexception 149\ninvalidparameterexception 218\ninvalidparametervalue 218"
+        b"\ninvalidparametervalueexception 218\ninvalidpassword 198\ninvalidsignatureexception 211"
+        b"\ninvalidtoken 211\ninvokemethodonnull 158\nissue 248"
     ),
     106: (
-        b"\njava 113\njava_home 113\njinja 232\njs 96\njson 76 167\njsondecodeerror 76\njsx 96"
-        b"\njvm 113"
+        b"\njava 115\njava_home 115\njinja 249\njs 98\njson 76 181\njsondecodeerror 76\njsx 98"
+        b"\njvm 115"
     ),
     107: (
-        b"\nkernel 228\nkex_exchange_identification 6\nkey 39 204 220 232 276"
-        b"\nkeybasedauthenticationnotpermitted 209\nkeyerror 67 72\nkeynotfoundexception 142"
-        b"\nkill 28\nkilled 28\nkind 165\nknown 7\nkotlinnullpointerexception 116\nkt 107"
-        b"\nktlint 110\nkts 107"
+        b"\nkernel 244\nkex_exchange_identification 6\nkey 39 219 236 249 293"
+        b"\nkeybasedauthenticationnotpermitted 225\nkeyerror 67 72\nkeynotfoundexception 149"
+        b"\nkill 28\nkilled 28\nkind 176\nknown 7\nkotlinnullpointerexception 118\nkt 109"
+        b"\nktlint 112\nkts 109"
     ),
     108: (
-        b"\nlatest 232\nlength 222\nlibcuda 228\nlibraries 38\nlibrary 38 133\nlicence 25"
-        b"\nlicense 25\nlimit 18\nlimitexceededexception 195\nline 263"
-        b"\nlinkedauthorizationfailed 209\nlinker 133\nlint 64\nlinting 64\nliteral 232"
-        b"\nload 177 198 232\nloaderror 237\nloading 187\nlocalhost 163\nlocate 198 258\nlock 31 173"
-        b"\nlocked 31\nlockfile 81\nlocking 173\nlocknotavailable 32\nlocktimeout 2"
-        b"\nlogged 22 80 162\nlogin 22\nlonger 3 248\nlookuperror 67\nloop 232\nlow 159"
+        b"\nlatest 249\nlength 238\nlibcuda 244\nlibraries 38\nlibrary 38 137\nlicence 25"
+        b"\nlicense 25\nlimit 18\nlimitexceededexception 210\nline 280"
+        b"\nlinkedauthorizationfailed 225\nlinker 137\nlint 64\nlinting 64\nliteral 249"
+        b"\nload 191 213 249\nloaded 220\nloaderror 254\nloading 202\nlocalhost 174\nlocate 213 275"
+        b"\nlock 31 187\nlocked 31 147\nlockfile 81\nlocking 187\nlocknotavailable 32\nlocktimeout 2"
+        b"\nlogged 22 80 171\nlogin 22\nlonger 3 265\nlookuperror 67\nloop 249\nlow 168"
     ),
     109: (
-        b"\nmain 112\nmajor 112\nmalformedpolicydocument 203\nmanagedidentitycredential 210"
-        b"\nmanifest 153\nmapping 167\nmappings 234\nmasterdown 187\nmatch 251\nmatches 267"
-        b"\nmatching 79 99 133\nmember 99\nmemory 28 30\nmemoryerror 29\nmeta 232\nmetadata 234"
-        b"\nmethodnotfound 151\nmicrosoft 75\nmisaligned 230\nmisbehaving 7\nmisconf 188"
-        b"\nmismatch 107\nmismatched 127\nmismatcheddelimitererror 245\nmissing 98 144 170 198 264"
-        b"\nmissingapikeyerror 220\nmissingauthenticationtoken 196\nmissingparameter 203"
-        b"\nmissingsubscriptionregistration 213\nmodel 224\nmodel_not_found 224\nmodified 81"
-        b"\nmodule 71 77 78 124 150 257\nmodule_not_found 77\nmodulenotfound 150"
-        b"\nmodulenotfounderror 71\nmps 227\nmsb4019 141\nmsb4236 141\nmts 96\nmust 40\nmysql 186"
+        b"\nmain 114\nmajor 114\nmalformedpolicydocument 218\nmanagedidentitycredential 226"
+        b"\nmanifest 161\nmapping 181\nmappings 251\nmasterdown 202\nmatch 268\nmatches 284"
+        b"\nmatching 79 101 137\nmember 101\nmemory 28 30\nmemoryerror 29\nmeta 249\nmetadata 251"
+        b"\nmethodnotfound 158\nmicrosoft 75\nmisaligned 246\nmisbehaving 7\nmisconf 203"
+        b"\nmismatch 109\nmismatched 130\nmismatcheddelimitererror 262\nmissing 100 151 184 213 281"
+        b"\nmissingapikeyerror 236\nmissingauthenticationtoken 211\nmissingparameter 218"
+        b"\nmissingsubscriptionregistration 229\nmodel 240\nmodel_not_found 240\nmodified 81"
+        b"\nmodule 71 77 78 127 157 274\nmodule_not_found 77\nmodulenotfound 157"
+        b"\nmodulenotfounderror 71\nmountvolume 178\nmps 243\nmsb3021 147\nmsb3027 147\nmsb4019 146"
+        b"\nmsb4236 146\nmts 98\nmust 40\nmysql 201"
     ),
     110: (
-        b"\nname 99 232\nnameerror 67\nnameresolutionerror 8\nnamespace 44\nnative 111"
-        b"\nnccl_timeout 231\nnear 189\nnetsdk1004 141\nnetsdk1045 141\nnewconnectionerror 6"
-        b"\nnewline 169\nnil 122\nno 232\nnoauth 183\nnoauthhandlerfound 198"
-        b"\nnoclassdeffounderror 112\nnocredentialproviders 198\nnocredentialserror 198\nnodename 7"
-        b"\nnodes 160\nnoperm 183\nnoregionerror 198\nnosuchbucket 202\nnosuchelementexception 116"
-        b"\nnosuchentity 202\nnosuchfielderror 116\nnosuchmethoderror 116\nnot_authed 274 275"
-        b"\nnotarget 79\nnotauthorizedexception 196\nnote 263\nnotimplementederror 67"
-        b"\nnotimplementedexception 142\nnotsupportedexception 142\nnu1100 139\nnu1101 139"
-        b"\nnu1102 139\nnu1103 139\nnu1301 140\nnull 151 192\nnullpointerexception 116"
-        b"\nnullreferenceexception 142\nnumberformatexception 116\nnvidia 228\nnvml 228"
+        b"\nname 101 249\nnameerror 67\nnameresolutionerror 8\nnamespace 44\nnative 113"
+        b"\nnccl_timeout 247\nnear 204\nnetsdk1004 146\nnetsdk1045 146\nnetwork 148"
+        b"\nnewconnectionerror 6\nnewline 183\nnil 124\nno 249\nnoauth 198\nnoauthhandlerfound 213"
+        b"\nnoclassdeffounderror 114\nnocredentialproviders 213\nnocredentialserror 213\nnodename 7"
+        b"\nnodes 169\nnoperm 198\nnoregionerror 213\nnosuchbucket 217\nnosuchelementexception 118"
+        b"\nnosuchentity 217\nnosuchfielderror 118\nnosuchkey 217\nnosuchmethoderror 118"
+        b"\nnot_authed 291 292\nnotarget 79\nnotauthorizedexception 211\nnote 280\nnotfound 172 223"
+        b"\nnotimplementederror 67\nnotimplementedexception 149\nnotsupportedexception 149"
+        b"\nnu1100 144\nnu1101 144\nnu1102 144\nnu1103 144\nnu1301 145\nnull 158 207"
+        b"\nnullpointerexception 118\nnullreferenceexception 149\nnumberformatexception 118"
+        b"\nnvidia 244\nnvml 244"
     ),
     111: (
-        b"\nobject 38\nobjectdisposedexception 142\noci 158\noffense 240\noffenses 240\nok 85"
-        b"\nonly 27 232\noom 28 188 227\noom_kill 28\noom_killer 28\noomd 28\noomkilled 29"
-        b"\noomkiller 28\noops 118\nopenssl 133\noperation 168\noperationpreempted 212"
-        b"\noperationtimedout 2\noutofmemoryerror 29 227\noutofmemoryexception 29\noutputs 234"
-        b"\noverflowerror 67\noverhead 111\noverloaded 20\noverloaded_error 20\noverride 107"
+        b"\nobject 38\nobjectdisposedexception 149\noci 167\noffense 257\noffenses 257\nok 85"
+        b"\nonly 27 249\noom 28 203 243\noom_kill 28\noom_killer 28\noomd 28\noomkilled 29"
+        b"\noomkiller 28\noops 120\nopenssl 137\noperation 182\noperationpreempted 228"
+        b"\noperationtimedout 2\noutofmemoryerror 29 243\noutofmemoryexception 29\noutputs 251"
+        b"\noverflowerror 67\noverhead 113\noverloaded 20\noverloaded_error 20\noverride 109"
         b"\nowner 23"
     ),
     112: (
-        b"\npackage 41 77 78 124 232 257\npackagesnotfounderror 243\npanic 118 122\npanicked 132"
-        b"\nparameter 40\nparameterbindingexception 151\nparameterbindingvalidationexception 151"
-        b"\nparameternotfound 202\nparameters 234\nparse 46 47 252\nparseexception 144\nparser 232"
-        b"\nparsererror 144 167\nparsing 47 106 167\npartial 232\npassword 22 178 183 214 276"
-        b"\npath 34\npayment 21\npayments 21\npeer 183\npermanently 21\npermission 23 37"
-        b"\npermission_denied 24\npermission_error 219\npermissiondenied 24"
-        b"\npermissiondeniederror 219\npermissionerror 24\npermissions 23 177\npermitted 23"
-        b"\npg_hba 183\nphase 236\npipe 4 152\npkix 11\nplatform 154\nplaybook 232\nplugin 171"
-        b"\nplugins 171\npmd 110\npod 236\npooltimeout 2\npoplib 268 269 270 271 272\npossible 141"
-        b"\npowershell 148\npre 51 52\npre_start_hook 51\npreparation 215\nprettier 91"
-        b"\npriorrequestnotcomplete 200\nprivileges 23\nproblem 90\nproblems 90\nprofile 198"
-        b"\nprofilenotfound 198\nprogram 34 35\nproject 44\nprompt 222\nproperties 92"
-        b"\npropertynotfoundexception 151\nprotected 182\nprotocol_connection_lost 186"
-        b"\nprotocolerror 6\nproviding 104\nprovisionedthroughputexceededexception 195\nps1 146"
-        b"\npsalignassignmentstatement 146\npsavoidassignmenttoautomaticvariable 146"
-        b"\npsavoiddefaultvalueswitchparameter 146\npsavoidglobalvars 146\npsavoidlonglines 146"
-        b"\npsavoidoverwritingbuiltincmdlets 146\npsavoidsemicolonsaslineterminators 146"
-        b"\npsavoidtrailingwhitespace 146\npsavoidusingcmdletaliases 146"
-        b"\npsavoidusingcomputernamehardcoded 146"
-        b"\npsavoidusingconverttosecurestringwithplaintext 146"
-        b"\npsavoidusingdeprecatedmanifestfields 146\npsavoidusingemptycatchblock 146"
-        b"\npsavoidusinginvokeexpression 146\npsavoidusingplaintextforpassword 146"
-        b"\npsavoidusingpositionalparameters 146\npsavoidusingusernameandpasswordparams 146"
-        b"\npsavoidusingwritehost 146\npsd1 146\npsm1 146\npsmisleadingbacktick 146"
-        b"\npsplaceclosebrace 146\npsplaceopenbrace 146\npspossibleincorrectcomparisonwithnull 146"
-        b"\npspossibleincorrectusageofassignmentoperator 146\npsprovidecommenthelp 146"
-        b"\npsreviewunusedparameter 146\npssecurityexception 147\npsuseapprovedverbs 146"
-        b"\npsusebomforunicodeencodedfile 146\npsusecmdletcorrectly 146\npsusecompatiblecmdlets 146"
-        b"\npsuseconsistentindentation 146\npsuseconsistentwhitespace 146"
-        b"\npsusedeclaredvarsmorethanassignments 146\npsuseoutputtypecorrectly 146"
-        b"\npsuseshouldprocessforstatechangingfunctions 146\npsusesingularnouns 146"
-        b"\npsusesupportsshouldprocess 146\npsuseusingscopemodifierinnewrunspaces 146\npull 161"
-        b"\npulling 161\npwsh 148\npy 60 61\npyi 60 61\npython 75"
+        b"\npackage 41 77 78 127 249 274\npackagesnotfounderror 260\npanic 120 124\npanicked 136"
+        b"\nparameter 40 158\nparameterbindingexception 158\nparameterbindingvalidationexception 158"
+        b"\nparameternotfound 217\nparameters 251\nparse 46 47 269\nparseexception 151\nparser 249"
+        b"\nparsererror 151 181\nparsing 47 108 181\npartial 249\npassword 22 192 198 230 293"
+        b"\npath 34\npayment 21\npayments 21\npeer 198\npermanently 21\npermission 23 37"
+        b"\npermission_denied 24\npermission_error 235\npermissiondenied 24"
+        b"\npermissiondeniederror 235\npermissionerror 24\npermissions 23 191\npermitted 23"
+        b"\npg_hba 198\nphase 253\npipe 4 159\npkix 11\nplatform 162 164\nplaybook 249\nplugin 185"
+        b"\nplugins 185\npmd 112\npod 253\npooltimeout 2\npoplib 285 286 287 288 289\npossible 146"
+        b"\npowershell 155\npre 51 52\npre_start_hook 51\npreparation 231\nprettier 91"
+        b"\npriorrequestnotcomplete 215\nprivileges 23\nproblem 90\nproblems 90\nprofile 213"
+        b"\nprofilenotfound 213\nprogram 34 35\nproject 44\nprompt 238\nproperties 92"
+        b"\npropertynotfoundexception 158\nprotected 197\nprotocol_connection_lost 201"
+        b"\nprotocolerror 6\nproviding 106\nprovisionedthroughputexceededexception 210\nps1 153"
+        b"\npsalignassignmentstatement 153\npsavoidassignmenttoautomaticvariable 153"
+        b"\npsavoiddefaultvalueswitchparameter 153\npsavoidglobalvars 153\npsavoidlonglines 153"
+        b"\npsavoidoverwritingbuiltincmdlets 153\npsavoidsemicolonsaslineterminators 153"
+        b"\npsavoidtrailingwhitespace 153\npsavoidusingcmdletaliases 153"
+        b"\npsavoidusingcomputernamehardcoded 153"
+        b"\npsavoidusingconverttosecurestringwithplaintext 153"
+        b"\npsavoidusingdeprecatedmanifestfields 153\npsavoidusingemptycatchblock 153"
+        b"\npsavoidusinginvokeexpression 153\npsavoidusingplaintextforpassword 153"
+        b"\npsavoidusingpositionalparameters 153\npsavoidusingusernameandpasswordparams 153"
+        b"\npsavoidusingwritehost 153\npsd1 153\npsm1 153\npsmisleadingbacktick 153"
+        b"\npsplaceclosebrace 153\npsplaceopenbrace 153\npspossibleincorrectcomparisonwithnull 153"
+        b"\npspossibleincorrectusageofassignmentoperator 153\npsprovidecommenthelp 153"
+        b"\npsreviewunusedparameter 153\npssecurityexception 154\npsuseapprovedverbs 153"
+        b"\npsusebomforunicodeencodedfile 153\npsusecmdletcorrectly 153\npsusecompatiblecmdlets 153"
+        b"\npsuseconsistentindentation 153\npsuseconsistentwhitespace 153"
+        b"\npsusedeclaredvarsmorethanassignments 153\npsuseoutputtypecorrectly 153"
+        b"\npsuseshouldprocessforstatechangingfunctions 153\npsusesingularnouns 153"
+        b"\npsusesupportsshouldprocess 153\npsuseusingscopemodifierinnewrunspaces 153\npull 170"
+        b"\npulling 170\npwsh 155\npy 60 61\npyi 60 61\npython 75"
     ),
     113: (
-        b"\nquery 172\nquerycanceled 2\nqueue 44\nquickly 18\nquota 18 21 26 164 206 211"
-        b"\nquotaexceeded 211"
+        b"\nquery 186\nquerycanceled 2\nqueue 44\nquickly 18\nquota 18 21 26 175 221 227"
+        b"\nquotaexceeded 227"
     ),
     114: (
-        b"\nrangeerror 67\nrate 18 221\nrate_limit 18\nrate_limit_error 19"
+        b"\nrangeerror 67\nrate 18 237\nrate_limit 18\nrate_limit_error 19"
         b"\nrate_limit_exceeded 19 19\nrate_limited 18\nrate_limiting 18\nrate_limits 18"
         b"\nratelimit 18\nratelimited 18 19\nratelimiterror 19\nratelimitexceeded 19 19"
-        b"\nratelimiting 18\nratelimits 18\nreach 4 5\nreadonly 27 187\nreadtimeout 2"
-        b"\nreadtimeouterror 2\nreadtimeoutexception 2\nready 33\nreauthentication 204\nreceive 185"
-        b"\nrecent 112\nrecognized 34\nrecursionerror 67\nreference 170\nreferenceerror 67"
-        b"\nreformat 62\nreformatted 62\nrefused 273 275\nrefusing 214\nregion 198\nregistry 44"
-        b"\nreinitialization 171\nrejected 273 275\nrelation 191\nrelease 113\nremotedisconnected 6"
-        b"\nreply 1\nrepository 179 180\nrequest 18\nrequestdisallowedbypolicy 209"
-        b"\nrequested 155 199\nrequestlimitexceeded 195\nrequests 18\nrequestthrottled 195"
-        b"\nrequestthrottledexception 195\nrequesttimeout 2\nrequesttimeoutexception 2"
-        b"\nrequesttimetooskewed 201\nrequirements 242\nrequires 124\nresolution 7"
-        b"\nresolutionimpossible 73\nresolvable 114\nresolve 7 77 78 79 115 216 260 261"
-        b"\nresolvepackagenotfound 243\nresolving 7\nresource_exhausted 19\nresourceexhausted 19"
-        b"\nresourceexhaustederror 227\nresourcegroupnotfound 213\nresourcenotfoundexception 202"
-        b"\nresources 208 234\nrespond 1\nresponding 215\nresponsibleaipolicyviolation 225"
-        b"\nrestarting 31\nretrieve 198\nretryableerror 212\nrevision 124\nrevoked 22 204\nrisky 232"
-        b"\nrole 184 232\nroute 9\nrpc 10\nrule 103 233\nrules 234\nrun 232\nrunner 218\nrunners 218"
-        b"\nruntime 113 122 228\nruntimeerror 68\nrustc 133"
+        b"\nratelimiting 18\nratelimits 18\nreach 4 5\nreadonly 27 202\nreadtimeout 2"
+        b"\nreadtimeouterror 2\nreadtimeoutexception 2\nready 33\nreauthentication 219\nreceive 200"
+        b"\nrecent 114\nrecognized 34\nrecursionerror 67\nreference 184\nreferenceerror 67"
+        b"\nreformat 62\nreformatted 62\nrefused 290 292\nrefusing 230\nregion 213\nregistry 44"
+        b"\nreinitialization 185\nrejected 290 292\nrelation 206\nrelease 115\nremotedisconnected 6"
+        b"\nreply 1\nrepository 193 195\nrequest 18\nrequestdisallowedbypolicy 225"
+        b"\nrequested 163 214\nrequestlimitexceeded 210\nrequests 18\nrequestthrottled 210"
+        b"\nrequestthrottledexception 210\nrequesttimeout 2\nrequesttimeoutexception 2"
+        b"\nrequesttimetooskewed 216\nrequire 95\nrequirements 259\nrequires 127\nresolution 7"
+        b"\nresolutionimpossible 73\nresolvable 116\nresolve 7 77 78 79 117 232 277 278"
+        b"\nresolvepackagenotfound 260\nresolving 7\nresource_exhausted 19\nresourceexhausted 19"
+        b"\nresourceexhaustederror 243\nresourcegroupnotfound 229\nresourcenotfoundexception 217"
+        b"\nresources 224 251\nrespond 1\nresponding 231\nresponsibleaipolicyviolation 241"
+        b"\nrestarting 31\nretrieve 213\nretryableerror 228\nrevision 127\nrevoked 22 219\nrisky 249"
+        b"\nrole 199 249\nroute 9\nrpc 10\nrule 105 250\nrules 251\nrun 249\nrunner 234\nrunners 234"
+        b"\nruntime 115 124 244\nruntimeerror 68\nrustc 137"
     ),
     115: (
-        b"\nsafe 180\nsanity 232\nsasl 183\nsatisfies 73\nsbt 253\nscala 253\nscannererror 167"
-        b"\nschema 232\nscope 244 251\nscopes 23 204 214\nscripts 147\nsdk 198\nsdks 141\nsecret 276"
-        b"\nsecretaccesskey 39\nsecrets 182\nsecurity 196\nselect 133 228\nseparator 102 169"
-        b"\nserialization 31\nserializationfailure 32\nserialize 31\nserver 4 185 223"
-        b"\nserverbusy 212\nserverdisconnectederror 6\nservertimeoutexception 2"
-        b"\nservice_disabled 207\nservicequotaexceededexception 199\nserviceunavailable 200 208"
-        b"\nserviceunavailableerror 223\nserviceunavailableexception 200\nset 40\nshared 38"
-        b"\nshellcheck 263\nshutdown 215\nsignal 28\nsignature 201\nsignaturedoesnotmatch 196"
-        b"\nsigned 147\nskunotavailable 213\nslots 185\nslowdown 195\nsmtplib 268 269 270 271 272"
+        b"\nsafe 195\nsanity 249\nsasl 198\nsatisfies 73\nsbt 270\nscala 270\nscannererror 181"
+        b"\nschema 249\nscope 261 268\nscopes 23 219 230\nscripts 154\nsdk 213\nsdks 146\nsecret 293"
+        b"\nsecretaccesskey 39\nsecrets 197\nsecurity 211\nselect 137 244\nseparator 104 183"
+        b"\nserialization 31\nserializationfailure 32\nserialize 31\nserver 4 200 239"
+        b"\nserverbusy 228\nserverdisconnectederror 6\nservertimeoutexception 2"
+        b"\nservice_disabled 222\nservicequotaexceededexception 214\nserviceunavailable 215 224"
+        b"\nserviceunavailableerror 239\nserviceunavailableexception 215\nset 40\nshared 38"
+        b"\nshellcheck 280\nshutdown 231\nsignal 28\nsignature 216\nsignaturedoesnotmatch 211"
+        b"\nsigned 154\nskunotavailable 229\nslots 200\nslowdown 210\nsmtplib 285 286 287 288 289"
         b"\nsockettimeoutexception 2\nsolution 73\nsolverproblemerror 73\nsolving 73\nspace 26"
-        b"\nspending 21\nspotbugs 110\nspotless 110\nsqlite_busy 32\nsqlite_cantopen 193"
-        b"\nsqlite_corrupt 193\nsqlite_full 193\nsqlite_ioerr 193\nsqlite_ioerr_fsync 193"
-        b"\nsqlite_ioerr_read 193\nsqlite_ioerr_write 193\nsqlite_readonly 193"
-        b"\nssh_exception 268 269 270 271 272\nssl 185\nssl_error_syscall 10\nssleoferror 6\nsso 196"
-        b"\nstack 44\nstackoverflowerror 116\nstart_hook 51\nstatement 106\nstatic 107\nstdout 128"
-        b"\nstorageaccountnotfound 213\nstray 98\nstrict 166\nstring 144 169"
-        b"\nstring_above_max_length 222\nstringindexoutofboundsexception 116\nstuck 218\nstyle 91"
-        b"\nsubnet 44\nsubscription 44 210\nsubscriptionnotfound 213"
-        b"\nsubscriptionrequeststhrottled 19\nsubstitution 46\nsuccessful 273 275\nsum 124"
-        b"\nsupports 45\nsymbol 100 107\nsymbols 100\nsync 81\nsyntax 46 47 56 119 189 232"
-        b"\nsyntaxerror 47 55 245\nsystem 215"
+        b"\nspending 21\nspotbugs 112\nspotless 112\nsqlite_busy 32\nsqlite_cantopen 208"
+        b"\nsqlite_corrupt 208\nsqlite_full 208\nsqlite_ioerr 208\nsqlite_ioerr_fsync 208"
+        b"\nsqlite_ioerr_read 208\nsqlite_ioerr_write 208\nsqlite_readonly 208"
+        b"\nssh_exception 285 286 287 288 289\nssl 200\nssl_error_syscall 10\nssleoferror 6\nsso 211"
+        b"\nstack 44\nstackoverflowerror 118\nstart_hook 51\nstatement 108\nstatic 109\nstdout 131"
+        b"\nstorageaccountnotfound 229\nstray 100\nstrict 180\nstring 151 183"
+        b"\nstring_above_max_length 238\nstringindexoutofboundsexception 118\nstuck 234\nstyle 91"
+        b"\nsubnet 44\nsubscription 44 226\nsubscriptionnotfound 229"
+        b"\nsubscriptionrequeststhrottled 19\nsubstitution 46\nsuccessful 290 292\nsum 127"
+        b"\nsupports 45\nsymbol 102 109\nsymbols 102\nsync 81\nsyntax 46 47 56 121 204 249"
+        b"\nsyntaxerror 47 55 262\nsystem 231"
     ),
     116: (
-        b"\ntaberror 55\ntable 191\ntask 108 109\ntask_failed 49\ntemplate 235\ntemporarily 33"
-        b"\nterm 149\nterminal 178\nterminating 185\ntest 59 87\ntests 59\nthrottled 18"
-        b"\nthrottledexception 195\nthrottling 18 195\nthrottlingexception 195\ntime 1\ntimed 0"
-        b"\ntimedout 0\ntimeout 1\ntimeoutcancellationexception 2\ntimeouterror 2"
-        b"\ntimeoutexception 2\ntimeoutexpired 2\ntls 10\ntoken 276\ntokenmissingerror 245"
-        b"\ntokens 222\ntoolchain 133\ntoolchains 113\ntoomanybuckets 199\ntoomanyrequests 19 19"
-        b"\ntoomanyrequestsexception 19\ntopic 44\ntorch 228\ntraceback 69\ntransferred 4"
-        b"\ntransform 234\ntriggeruncaughtexception 93\ntryagain 187\nts 96\nts1002 95\nts1003 95"
-        b"\nts1005 95\nts1009 95\nts1010 95\nts1011 95\nts1012 95\nts1013 95\nts1014 95\nts1068 95"
-        b"\nts1109 95\nts1110 95\nts1121 95\nts1124 95\nts1125 95\nts1126 95\nts1127 95\nts1128 95"
-        b"\nts1131 95\nts1134 95\nts1135 95\nts1136 95\nts1138 95\nts1141 95\nts1144 95\nts1160 95"
-        b"\nts1161 95\nts1185 95\nts1381 95\nts1382 95\nts1434 95\nts1435 95\nts18047 96\nts18048 96"
-        b"\nts2304 96\nts2305 96\nts2306 96\nts2307 96\nts2322 96\nts2339 96\nts2345 96\nts2349 96"
-        b"\nts2353 96\nts2362 96\nts2367 96\nts2416 96\nts2448 96\nts2454 96\nts2531 96\nts2532 96"
-        b"\nts2551 96\nts2552 96\nts2554 96\nts2559 96\nts2564 96\nts2580 96\nts2584 96\nts2614 96"
-        b"\nts2688 96\nts2739 96\nts2740 96\nts2741 96\nts2769 96\nts2792 96\nts6133 96\nts6196 96"
-        b"\nts7006 96\nts7016 96\nts7053 96\ntsx 96\ntypeerror 67"
+        b"\ntaberror 55\ntable 206\ntask 110 111\ntask_failed 49\ntemplate 252\ntemporarily 33"
+        b"\nterm 156\nterminal 192\nterminating 200\ntest 59 87\ntests 59\nthrottled 18"
+        b"\nthrottledexception 210\nthrottling 18 210\nthrottlingexception 210\ntime 1\ntimed 0 125"
+        b"\ntimedout 0\ntimeout 1 173\ntimeoutcancellationexception 2\ntimeouterror 2"
+        b"\ntimeoutexception 2\ntimeoutexpired 2\ntls 10\ntoken 293\ntokenmissingerror 262"
+        b"\ntokens 238\ntoolchain 137\ntoolchains 115\ntoomanybuckets 214\ntoomanyrequests 19 19"
+        b"\ntoomanyrequestsexception 19\ntopic 44\ntorch 244\ntraceback 69\ntransferred 4"
+        b"\ntransform 251\ntriggeruncaughtexception 93\ntryagain 202\nts 98\nts1002 97\nts1003 97"
+        b"\nts1005 97\nts1009 97\nts1010 97\nts1011 97\nts1012 97\nts1013 97\nts1014 97\nts1068 97"
+        b"\nts1109 97\nts1110 97\nts1121 97\nts1124 97\nts1125 97\nts1126 97\nts1127 97\nts1128 97"
+        b"\nts1131 97\nts1134 97\nts1135 97\nts1136 97\nts1138 97\nts1141 97\nts1144 97\nts1160 97"
+        b"\nts1161 97\nts1185 97\nts1381 97\nts1382 97\nts1434 97\nts1435 97\nts17004 98\nts18002 98"
+        b"\nts18003 98\nts18047 98\nts18048 98\nts2304 98\nts2305 98\nts2306 98\nts2307 98"
+        b"\nts2322 98\nts2339 98\nts2345 98\nts2349 98\nts2353 98\nts2362 98\nts2367 98\nts2416 98"
+        b"\nts2448 98\nts2454 98\nts2531 98\nts2532 98\nts2551 98\nts2552 98\nts2554 98\nts2559 98"
+        b"\nts2564 98\nts2580 98\nts2584 98\nts2614 98\nts2688 98\nts2739 98\nts2740 98\nts2741 98"
+        b"\nts2769 98\nts2792 98\nts5023 98\nts5024 98\nts5025 98\nts5053 98\nts5055 98\nts5056 98"
+        b"\nts5069 98\nts5070 98\nts5083 98\nts5095 98\nts5101 98\nts6046 98\nts6053 98\nts6059 98"
+        b"\nts6133 98\nts6196 98\nts7006 98\nts7016 98\nts7053 98\ntsx 98\ntypeerror 67"
     ),
     117: (
-        b"\nunable 75 139\nunauthenticated 22 204\nunauthorised 22\nunauthorized 22"
-        b"\nunauthorizedaccess 147\nunauthorizedaccessexception 24\nunauthorizedoperation 196"
-        b"\nunavailable 17 33 208\nunbound 40\nunboundlocalerror 67\nunclosed 106 127 169"
-        b"\nund_err_connect_timeout 2\nund_err_headers_timeout 2\nund_err_socket 6\nundeclared 99"
-        b"\nundefined 100\nundefinedcolumn 190\nundefinedtable 191\nunexpected 47 89 144 259"
-        b"\nunhandled 93 143\nunhandledpromiserejection 93\nunicodedecodeerror 67"
-        b"\nunicodeencodeerror 67\nuninitializedpropertyaccessexception 116\nunique 192"
-        b"\nuniqueviolation 192\nunknown 184 194\nunknownhostexception 8\nunmerged 181"
-        b"\nunprotected 177\nunreachable 9\nunrecognized 216\nunrecognizedclientexception 196"
-        b"\nunreported 107\nunresolved 100 107\nunsatisfiableerror 243\nunschedulable 160"
-        b"\nunsuccessful 273 275\nunsupported 82 170\nunsupportedclassversionerror 112"
-        b"\nunsupportedoperationexception 116\nunterminated 127 169 259\nuntolerated 160\nusage 94"
-        b"\nused 207\nusername 178\nuserratelimitexceeded 19"
+        b"\nunable 75 144\nunauthenticated 22 219\nunauthorised 22\nunauthorized 22"
+        b"\nunauthorizedaccess 154\nunauthorizedaccessexception 24\nunauthorizedoperation 211"
+        b"\nunavailable 17 33 224\nunbound 40\nunboundlocalerror 67\nunclosed 108 130 183"
+        b"\nund_err_connect_timeout 2\nund_err_headers_timeout 2\nund_err_socket 6\nundeclared 101"
+        b"\nundefined 102\nundefinedcolumn 205\nundefinedtable 206\nunexpected 47 89 151 276"
+        b"\nunhandled 93 150\nunhandledpromiserejection 93\nunicodedecodeerror 67"
+        b"\nunicodeencodeerror 67\nuninitializedpropertyaccessexception 118\nunique 207"
+        b"\nuniqueviolation 207\nunknown 199 209\nunknownhostexception 8\nunmerged 196"
+        b"\nunprotected 191\nunreachable 9\nunrecognized 232\nunrecognizedclientexception 211"
+        b"\nunreported 109\nunresolved 102 109\nunsatisfiableerror 260\nunschedulable 169"
+        b"\nunsuccessful 290 292\nunsupported 82 184\nunsupportedclassversionerror 114"
+        b"\nunsupportedoperationexception 118\nunterminated 130 183 276\nuntolerated 169\nusage 96"
+        b"\nuse 177\nused 222\nusername 192\nuserratelimitexceeded 19"
     ),
     118: (
-        b"\nvalidating 166\nvalidationerror 166 203\nvalidationexception 203\nvalue 175"
-        b"\nvalueerror 67\nvar 232\nvariable 40\nvariables 40\nvault 44\nvb 136"
-        b"\nvcpulimitexceeded 199\nversions 79\nviolates 192\nviolation 110\nviolations 110 182"
-        b"\nvisual 83\nvpc 44\nvpclimitexceeded 199\nvue 96"
+        b"\nvalidating 180\nvalidationerror 180 218\nvalidationexception 218\nvalue 189"
+        b"\nvalueerror 67\nvar 249\nvariable 40\nvariables 40\nvault 44\nvb 140"
+        b"\nvcpulimitexceeded 214\nversions 79\nviolates 207\nviolation 112\nviolations 112 197"
+        b"\nvisual 83\nvpc 44\nvpclimitexceeded 214\nvue 98"
     ),
     119: (
-        b"\nwarning 263\nwarnings 101\nwas 145\nwatchdog 231\nwerror 101\nwhitespace 138"
-        b"\nwinerror 35\nworkflow 216\nwritetimeout 2\nwrong 194 273 275\nwrongpass 183"
-        b"\nwrongtype 194"
+        b"\nwarning 280\nwarnings 103\nwas 152\nwatchdog 247\nwerror 103\nwhitespace 143"
+        b"\nwinerror 35\nworkflow 232\nwritetimeout 2\nwrong 209 290 292\nwrongpass 198"
+        b"\nwrongtype 209"
     ),
     120: (
         b"\nx509 11"
     ),
     121: (
-        b"\nyaml 167 232 232\nyml 232"
+        b"\nyaml 181 249 249\nyml 249"
     ),
     122: (
-        b"\nzerodivisionerror 67\nzone 44\nzone_resource_pool_exhausted 208"
+        b"\nzerodivisionerror 67\nzone 44\nzone_resource_pool_exhausted 224"
     ),
 }
 
@@ -427,7 +434,7 @@ NEEDS: bytes = (
     b" time\x1fout\x1eanswer\x1fdid not\x1eanswer\x1fdidn't\x1ebefore \x1fout\x1ftime\x1eclient.timeout exceeded\x1edeadline\x1fexceeded \x1edeadline\x1fwould exceed \x1edeadline exceeded\x1edid not\x1fin time\x1edid not\x1freply\x1edid not\x1frespond\x1edidn't\x1fin time\x1edidn't\x1freply\x1edidn't\x1frespond\x1efailed to\x1ems exceeded\x1ftimeout \x1eout \x1ftime\x1eout ex\x1ftime\x1etime limit \x1etimeout exceeded\x1etimeout of \x1etimeout performing\x1etimeout was reached\x0a"  # 1
     b"\x0a"  # 2
     b"exceeded the \x1fexecution time\x1eexceeded the \x1ftime\x1eexceeded the \x1ftimeout\x1eexecution time limit\x1emaximum execution time\x1etook longer than\x0a"  # 3
-    b" may not be available\x1fcould not be established. \x1e to connect to\x1e was refused\x1fconnection to the server \x1ebroken pipe\x1eclosed by remote host\x1econnection \x1ecould not connect to\x1ecouldn't connect to server\x1eearly eof\x1efailed sending data to the peer\x1efailed to establish a new connection\x1efailure when receiving data from the peer\x1eremote end closed connection\x1eremote end hung up unexpectedly\x1eserver closed the connection unexpectedly\x1eserver returned nothing (no headers, no data)\x1esocket hang up\x1etransferred a partial file\x1eunexpected eof\x0a"  # 4
+    b" may not be available\x1fcould not be established. \x1e to connect to\x1e was refused\x1fconnection to the server \x1ebroken pipe\x1eclosed by remote host\x1econnection \x1econnection error.\x1ecould not connect to\x1ecouldn't connect to server\x1eearly eof\x1efailed sending data to the peer\x1efailed to establish a new connection\x1efailure when receiving data from the peer\x1eremote end closed connection\x1eremote end hung up unexpectedly\x1eserver closed the connection unexpectedly\x1eserver returned nothing (no headers, no data)\x1esocket hang up\x1etransferred a partial file\x1eunexpected eof\x0a"  # 4
     b"can't\x1fconnect\x1ecan't\x1freach\x1ecannot\x1fconnect\x1ecannot\x1freach\x1econnect\x1fcould not\x1econnect\x1fcouldn't\x1econnect\x1ffailed to\x1econnect\x1funable to\x1econnecting to\x1ferror \x1ecould not\x1freach\x1ecouldn't\x1freach\x1efailed to\x1freach\x1ereach\x1funable to\x0a"  # 5
     b"\x0a"  # 6
     b"could not resolve \x1fhost\x1ecould not resolve \x1fhostname\x1ecould not resolve \x1fproxy\x1ecould not resolve '\x1eeai_again\x1fgetaddrinfo \x1eenotfound\x1fgetaddrinfo \x1efailed\x1fgetaddrinfo \x1efailed to resolve '\x1ename or service not known\x1ename resolution failed\x1eno address associated with hostname\x1eno such host\x1enodename nor servname\x1eserver misbehaving\x1etemporary failure in name resolution\x1etemporary failure resolving\x1eunknown host\x0a"  # 7
@@ -454,7 +461,7 @@ NEEDS: bytes = (
     b" 137\x1fcode\x1fexit\x1e 137\x1fexit\x1fstatus\x1e killed\x1ecannot allocate memory\x1eerror 137\x1eexceed\x1fmemory limit\x1eexhausted\x1fmemory \x1efailed\x1fmemory allocation \x1efailed to allocate memory\x1einsufficient memory\x1ekilled\x1ekilled process \x1ekilled signal terminated program\x1ememory \x1fquota exceeded\x1enot enough memory\x1eoom\x1eoomd\x1eout of memory\x1ereturned a non-zero code: 137\x1esignal terminated program\x1estatus=9/kill\x1estd::bad_alloc\x1esystemd-oomd\x1eunable to allocate \x0a"  # 28
     b"enomem\x1eerr_worker_out_of_memory\x1ememoryerror\x1eoomkilled\x1eoutofmemoryerror\x1eoutofmemoryexception\x0a"  # 29
     b": \x1favailable\x1fmemory\x1fno \x1frror\x1e: \x1favailable\x1fmemory\x1fno \x1fxception\x1e: \x1fcannot allocate memory\x1frror\x1e: \x1fcannot allocate memory\x1fxception\x1e: \x1fexhausted\x1fmemory \x1frror\x1e: \x1fexhausted\x1fmemory \x1fxception\x1e: \x1ffree\x1fmemory\x1fno \x1frror\x1e: \x1ffree\x1fmemory\x1fno \x1fxception\x1e: \x1finsufficient \x1fmemory\x1frror\x1e: \x1finsufficient \x1fmemory\x1fxception\x1e: \x1fmemory\x1fnot enough \x1frror\x1e: \x1fmemory\x1fnot enough \x1fxception\x0a"  # 30
-    b" to \x1facquire\x1ffailed\x1flock\x1e to \x1facquire\x1flock\x1funable\x1e to \x1ffailed\x1flock\x1fobtain\x1e to \x1flock\x1fobtain\x1funable\x1eacquire\x1fcould not \x1flock\x1eanother \x1fholding\x1finstance\x1fis\x1eanother \x1fholding\x1fis\x1fprocess\x1eanother \x1fin progress\x1eanother \x1finstance\x1fis\x1frunning\x1eanother \x1fis\x1foperation\x1eanother \x1fis\x1fprocess\x1frunning\x1eanother \x1fseems to be\x1ecould not \x1fget\x1flock\x1ecould not \x1flock\x1fobtain\x1ecould not serialize access\x1edatabase \x1fis locked\x1edeadlock \x1fdetected\x1edeadlock \x1ffound\x1ein use by another\x1fis \x1elock\x1fwaiting for \x1eresource busy\x1eserialization failure\x1etext file busy\x1etry restarting transaction\x0a"  # 31
+    b" to \x1facquire\x1ffailed\x1flock\x1e to \x1facquire\x1flock\x1funable\x1e to \x1ffailed\x1flock\x1fobtain\x1e to \x1flock\x1fobtain\x1funable\x1eacquire\x1fcould not \x1flock\x1eanother \x1fholding\x1fis\x1fprocess\x1eanother \x1fin progress\x1eanother \x1finstance\x1fis\x1eanother \x1fis\x1foperation\x1eanother \x1fis\x1fprocess\x1frunning\x1eanother \x1fseems to be\x1ecannot lock ref '\x1ecould not \x1fget\x1flock\x1ecould not \x1flock\x1fobtain\x1ecould not serialize access\x1edatabase \x1fis locked\x1edeadlock \x1fdetected\x1edeadlock \x1ffound\x1ein use by another\x1fis \x1elock\x1fwaiting for \x1eresource busy\x1eserialization failure\x1etext file busy\x1etry restarting transaction\x0a"  # 31
     b"(40001)\x1e40p01\x1e55p03\x1edeadlockdetected\x1eebusy\x1eer_lock_deadlock\x1eetxtbsy\x1elocknotavailable\x1eserializationfailure\x1esqlite_busy\x1esqlstate 40001\x1esqlstate[40001]\x0a"  # 32
     b"eagain\x1eis \x1funavailable\x1enot ready yet\x1eserver is busy\x1etemporarily unavailable\x1etry again\x0a"  # 33
     b"' not found\x1fcommand '\x1ean internal or external command\x1fis not recognized as \x1ebinary\x1fis not installed\x1ebinary\x1fnot found\x1ecommand not found\x1ecompiler\x1fis not installed\x1ecompiler\x1fnot found\x1ecould not find \x1fexecutable\x1ecould not find \x1fprogram\x1eexecutable\x1fis not installed\x1eexecutable\x1fnot found\x1eexecutable file not found in \x1fpath\x1ein\x1fnot found \x1fpath\x1einterpreter\x1fis not installed\x1einterpreter\x1fnot found\x1eis not installed\x1fprogram\x1eis not recognized as \x1fthe name of a cmdlet\x1enot found\x1fprogram\x1enot found \x1fon\x1fpath\x0a"  # 34
@@ -517,187 +524,204 @@ NEEDS: bytes = (
     b"code style issues \x1ffound\x1ecode style issues \x1fwere found\x1eforgot to run prettier?\x0a"  # 91
     b" of \x1fcannot read propert\x1fnull\x1e of \x1fcannot read propert\x1fundefined\x1eis not a function\x0a"  # 92
     b"triggeruncaughtexception\x1eunhandled promise rejection\x1eunhandledpromiserejection\x0a"  # 93
-    b"address already in use\x1eeaddrinuse\x1eonly one usage of each socket address\x1eport is already allocated\x0a"  # 94
-    b"ts1\x0a"  # 95
-    b" error ts\x1eerror ts\x0a"  # 96
-    b"' file not found\x1f.h\x1ffatal error: '\x1e.h\x1f: no such file or directory\x1ffatal error: \x1ecannot find -l\x0a"  # 97
-    b" character\x1ferror: \x1fmissing terminating \x1e' in program\x1ferror: \x1fstray '\x5c\x1e')'\x1ferror: \x1fexpected \x1e';'\x1ferror: \x1fexpected \x1e']'\x1ferror: \x1fexpected \x1e'{'\x1ferror: \x1fexpected \x1e'}'\x1ferror: \x1fexpected \x1eafter\x1ferror: \x1fexpected \x1eat end of declaration\x1ferror: \x1fexpected \x1eat end of input\x1ferror: \x1fexpected \x1ebefore\x1ferror: \x1fexpected \x1edeclaration\x1ferror: \x1fexpected \x1eerror: \x1fexpected \x1fexpression\x1eerror: \x1fexpected \x1fidentifier\x1eerror: \x1fexpected \x1fprimary-expression\x1eerror: \x1fexpected \x1funqualified-id\x0a"  # 98
-    b" arguments to function\x1ferror: \x1ffew\x1ftoo \x1e arguments to function\x1ferror: \x1fmany\x1ftoo \x1econflicting types for\x1ferror: \x1edoes not name a type\x1ferror: \x1eerror: \x1fhas no member named\x1eerror: \x1fimplicit declaration of function\x1eerror: \x1fincompatible type\x1eerror: \x1finvalid conversion\x1eerror: \x1fno matching function for call to\x1eerror: \x1fno member named\x1eerror: \x1fundeclared\x1eerror: \x1funknown type name\x1eerror: \x1fuse of undeclared identifier\x1eerror: \x1fwas not declared in this scope\x0a"  # 99
-    b" for architecture\x1fundefined symbol\x1eld: symbol(s) not found\x1eundefined reference to \x1eunresolved external symbol\x0a"  # 100
-    b"[-werror\x1eall warnings being treated as errors\x0a"  # 101
-    b"*** missing separator\x0a"  # 102
-    b"no rule to make target\x0a"  # 103
-    b".cmake\x22\x1fby not providing \x22find\x1e_compiler could be found\x1fno cmake_\x1ecould not find \x1ecould not find a package configuration file\x1eis not able to compile a simple test program\x0a"  # 104
-    b"cmake error\x0a"  # 105
-    b" expected\x1f.java:[\x1f] \x1fclass, interface, \x1fenum, or record\x1e expected\x1f.java:[\x1f] \x1fclass, interface, \x1for enum\x1e expected\x1fclass, interface, \x1fenum, or record\x1ferror: \x1e expected\x1fclass, interface, \x1ferror: \x1for enum\x1e')' expected\x1f.java:[\x1f] \x1e')' expected\x1ferror: \x1e';' expected\x1f.java:[\x1f] \x1e';' expected\x1ferror: \x1e.java:[\x1f<identifier> expected\x1f] \x1e.java:[\x1f] \x1fexpression\x1fillegal start of \x1e.java:[\x1f] \x1fillegal start of \x1ftype\x1e.java:[\x1f] \x1fnot a statement\x1e.java:[\x1f] \x1freached end of file while parsing\x1e.java:[\x1f] \x1funclosed string literal\x1e<identifier> expected\x1ferror: \x1eerror: \x1fexpression\x1fillegal start of \x1eerror: \x1fillegal start of \x1ftype\x1eerror: \x1fnot a statement\x1eerror: \x1freached end of file while parsing\x1eerror: \x1funclosed string literal\x0a"  # 106
-    b" does not exist\x1fpackage \x1e.kt\x1fe: \x1ecannot be applied to\x1ecannot find symbol\x1eerror: \x1fincompatible types\x1eerror: \x1fmethod\x1fnon-static \x1eerror: \x1ftype mismatch\x1eincompatible types\x1fjava\x1eincompatible types\x1fkt\x1eincompatible types\x1fscala\x1eis not abstract and does not override\x1ejava\x1fmethod\x1fnon-static \x1ejava\x1ftype mismatch\x1ekt\x1fmethod\x1fnon-static \x1ekt\x1ftype mismatch\x1emethod\x1fnon-static \x1fscala\x1emethod does not override\x1emight not have been initialized\x1enon-static \x1fvariable\x1escala\x1ftype mismatch\x1eunreported exception\x1eunresolved reference\x0a"  # 107
-    b" failed\x1f> task :\x1fcompile\x1e:compile\x1fexecution failed for task '\x1ecompilation error\x1ecompilation failed; see the compiler error output\x0a"  # 108
-    b" failed\x1f tests completed, \x1e, failures: \x1ftests run: \x1e:test\x1fexecution failed for task '\x1e> task :\x1ftest failed\x0a"  # 109
-    b" found\x1fspotbugs\x1echeckstyle\x1fviolation\x1echeckstyle violations\x1eerror\x1fktlint\x1eformat violations\x1ektlint\x1fviolation\x1epmd failure\x1espotless\x1fviolations\x0a"  # 110
-    b"gc overhead limit exceeded\x1egradle build daemon disappeared unexpectedly\x1ejava heap space\x1enative thread\x1funable to create \x1ethere is insufficient memory for the java runtime environment\x0a"  # 111
-    b"classnotfoundexception\x1ecompiled by a more recent version of the java runtime\x1ecould not find or load main class\x1enoclassdeffounderror\x1eunsupported class file major version\x1eunsupportedclassversionerror\x0a"  # 112
-    b" release: \x1finvalid \x1fsource\x1e release: \x1finvalid \x1ftarget\x1egradle requires jvm \x1ejava_home is \x1fnot set\x1ejava_home is \x1fset to an invalid directory\x1eno java runtime present\x1eno matching toolchains found\x1eunable to locate a java runtime\x0a"  # 113
-    b"could not find \x1ecould not find artifact\x1efailure to find \x1enon-resolvable parent pom\x1ewas cached in the local repository, resolution will not be reattempted\x0a"  # 114
-    b"could not resolve \x0a"  # 115
-    b"abstractmethoderror\x1earithmeticexception\x1earrayindexoutofboundsexception\x1eclasscastexception\x1econcurrentmodificationexception\x1eillegalargumentexception\x1eillegalstateexception\x1eindexoutofboundsexception\x1ekotlinnullpointerexception\x1enosuchelementexception\x1enosuchfielderror\x1enosuchmethoderror\x1enullpointerexception\x1enumberformatexception\x1estackoverflowerror\x1estringindexoutofboundsexception\x1euninitializedpropertyaccessexception\x1eunsupportedoperationexception\x0a"  # 116
-    b"exception in thread \x22\x0a"  # 117
-    b" passed, \x1ffailed\x1foops: \x1e passed, \x1foops: \x1fpanicked\x1e--- fail: \x1e.go:\x1f: \x1fpanic\x1efail\x0a"  # 118
-    b"', found\x1f.go:\x1f: expected '\x1e.go:\x1f: syntax error:\x1ego: errors parsing go.mod\x1esyntax error: unexpected\x0a"  # 119
-    b".go:\x1f: \x0a"  # 120
-    b"[build failed]\x0a"  # 121
-    b" [running]\x1fgoroutine \x1eindex out of range\x1fruntime error: \x1einteger divide by zero\x1fruntime error: \x1einvalid memory address\x1fruntime error: \x1enil pointer dereference\x1epanic: \x1eruntime error: \x1fslice bounds out of range\x0a"  # 122
-    b"all goroutines are asleep - deadlock\x1efatal error: concurrent map \x1fread and map write\x1efatal error: concurrent map \x1fwrites\x0a"  # 123
-    b" is not in \x1fgoroot\x1fpackage \x1e is not in \x1fpackage \x1fstd\x1e\x22 in any of\x1fcannot find package \x22\x1e: not found\x1fgo: module \x1ego.mod requires go >= \x1emissing go.sum entry\x1eno required module provides package\x1eunknown revision\x0a"  # 124
-    b"error[e\x0a"  # 125
-    b"463]: can't find crate for\x1ferror[e0\x1e514]\x1ferror[e0\x0a"  # 126
-    b"block comment\x1ferror: \x1funterminated \x1edouble quote string\x1ferror: \x1funterminated \x1eerror: \x1fexpected \x1eerror: \x1fmismatched closing delimiter\x1eerror: \x1fraw string\x1funterminated \x1eerror: \x1fthis file contains an unclosed delimiter\x1eerror: \x1funexpected closing delimiter\x0a"  # 127
-    b" stdout ----\x1f---- \x1eerror: test failed, to rerun pass\x1etest result: failed\x0a"  # 128
-    b" due to \x1f previous error\x1fcould not compile `\x1e#[deny(clippy::\x0a"  # 129
-    b" at line \x1fdiff in \x0a"  # 130
-    b"= right` failed\x1fassertion `left \x1eassertion failed\x0a"  # 131
-    b"' panicked at\x1fthread '\x0a"  # 132
-    b" or newer\x1frequires rustc \x1e' is not installed\x1ftoolchain '\x1e` in registry\x1fcould not find `\x1e` not found\x1flinker `\x1ecould not exec the linker\x1ecould not find directory of openssl installation\x1ecould not find system library\x1efailed to select a version for\x1eno matching package named\x0a"  # 133
-    b"failed to run custom build command for\x0a"  # 134
-    b"001\x1ferror cs1\x1e002\x1ferror cs1\x1e003\x1ferror cs1\x1e009\x1ferror cs1\x1e010\x1ferror cs1\x1e012\x1ferror cs1\x1e022\x1ferror cs1\x1e026\x1ferror cs1\x1e031\x1ferror cs1\x1e040\x1ferror cs1\x1e041\x1ferror cs1\x1e513\x1ferror cs1\x1e514\x1ferror cs1\x1e519\x1ferror cs1\x1e525\x1ferror cs1\x1e733\x1ferror cs1\x0a"  # 135
-    b"): error \x1fbc\x1fvb\x1e): error \x1fca\x1fvb\x1e): error \x1fcs\x1e): error \x1ffs\x1e): error \x1fide\x1fvb\x1e): error \x1fsa\x1fvb\x0a"  # 136
-    b" [\x1ffailed \x1fs]\x1efailed!\x1ffailed:\x1efailed: \x1ftotal tests: \x1etest run failed\x0a"  # 137
-    b"charset\x1ferror \x1eerror \x1ffinalnewline\x1eerror \x1fimports\x1eerror \x1fwhitespace\x1efix whitespace formatting\x0a"  # 138
-    b"' for '\x1funable to resolve '\x1enu110\x1eunable to find package\x0a"  # 139
-    b"nu1301\x1eunable to load the service index for source\x0a"  # 140
-    b" was not found\x1f', version '\x1fthe framework '\x1ea compatible .net sdk was not found\x1ecould not load file or assembly\x1eit was not possible to find any compatible framework version\x1emsb4019\x1emsb4236\x1enetsdk1004\x1enetsdk1045\x1eno .net sdks were found\x1eyou must install or update .net to run\x0a"  # 141
-    b"argumentexception\x1eargumentnullexception\x1eargumentoutofrangeexception\x1edividebyzeroexception\x1eformatexception\x1eindexoutofrangeexception\x1einvalidcastexception\x1einvalidoperationexception\x1ekeynotfoundexception\x1enotimplementedexception\x1enotsupportedexception\x1enullreferenceexception\x1eobjectdisposedexception\x0a"  # 142
-    b"unhandled exception.\x0a"  # 143
-    b"' in expression or statement\x1funexpected token '\x1eclosing\x1fmissing \x1eexpression\x1fmissing \x1efunction body\x1fmissing \x1emissing \x1fstatement block\x1emissing ')' in function parameter list\x1emissing closing '\x1eparseexception\x1eparsererror\x1ethe string is missing the terminator\x0a"  # 144
-    b", failed: \x1ftests passed: \x1ebut was:\x1efailed:\x0a"  # 145
-    b"ps\x0a"  # 146
-    b"about_execution_policies\x1eis not digitally signed\x1epssecurityexception\x1erunning scripts is disabled on this system\x1eunauthorizedaccess\x0a"  # 147
-    b"found\x1fnot \x1fowershell\x1efound\x1fnot \x1fwsh\x1einstalled\x1fnot \x1fowershell\x1einstalled\x1fnot \x1fwsh\x0a"  # 148
-    b"' is not recognized\x1fthe term '\x1ecommandnotfoundexception\x0a"  # 149
-    b"' was not loaded because no valid module file was found\x1fthe specified module '\x1emodulenotfound\x1eno match was found for the specified search criteria and module name\x0a"  # 150
-    b"' because it is \x1fan empty\x1fcannot bind argument to parameter '\x1e' because it is \x1fcannot bind argument to parameter '\x1fnull\x1ecannot index into a null array\x1eexception\x1fparameterbinding\x1einvokemethodonnull\x1emethodnotfound\x1epropertynotfoundexception\x1eyou cannot call a method on a null-valued expression\x0a"  # 151
-    b" docker daemon \x1fis \x1frunning?\x1fthe\x1e docker daemon \x1fis \x1frunning?\x1fyour\x1ecannot connect to the docker daemon\x1econnection refused\x1fdial unix \x1fdocker.sock: \x1edial unix \x1fdocker.sock: \x1fno such file or directory\x1edocker_engine: the system cannot find the file specified\x1eopen //./pipe/docker\x0a"  # 152
-    b" not found\x1fimage \x1e not found\x1fmanifest for \x1emanifest unknown\x1eno matching manifest for\x1eno such image\x0a"  # 153
-    b") does not match\x1fimage's platform (\x1edoes not match the detected host platform\x0a"  # 154
-    b"requested access to the resource is denied\x0a"  # 155
-    b"copy failed: \x1ffile not found\x1ecopy failed: \x1fforbidden path\x1ecopy failed: \x1fstat\x1efailed to calculate checksum of ref\x1efailed to compute cache key\x0a"  # 156
-    b"dockerfile parse error\x1eunknown instruction: \x0a"  # 157
-    b" failed\x1fcreate\x1foci runtime \x1e failed\x1fexec\x1foci runtime \x0a"  # 158
-    b"evicted\x1ethe node was low on resource: \x0a"  # 159
-    b" nodes are available\x1ecpu\x1finsufficient \x1edidn't match pod's node affinity\x1eephemeral-storage\x1finsufficient \x1efailedscheduling\x1ehad untolerated taint\x1einsufficient \x1fmemory\x1einsufficient \x1fnvidia.com/gpu\x1einsufficient \x1fpods\x1eunschedulable\x0a"  # 160
-    b"back-off pulling image\x1eerrimageneverpull\x1eerrimagepull\x1efailed to pull image\x1eimagepullbackoff\x1einvalidimagename\x0a"  # 161
-    b"\x22 cannot\x1fis forbidden: user \x22\x1eerror from server (forbidden)\x1eyou must be logged in to the server\x0a"  # 162
-    b"current-context is not set\x1einvalid configuration: no configuration\x1eno configuration has been provided\x1eno context exists with the name\x0a"  # 163
-    b"forbidden: exceeded quota: \x0a"  # 164
-    b"\x22 in version\x1fno matches for kind \x22\x0a"  # 165
-    b"error validating data: \x1estrict decoding error\x1eunknown field \x22\x1evalidationerror(\x0a"  # 166
-    b" not well-formed\x1fjson\x1e not well-formed\x1fyaml\x1e'-' indicator\x1fdid not find expected \x1e<document start>\x1fdid not find expected \x1eblock\x1fcollection\x1fwhile parsing a \x1eblock\x1fmapping\x1fwhile parsing a \x1ecollection\x1fflow\x1fwhile parsing a \x1ecould not find expected\x1fyaml: line \x1ecould not find expected ':'\x1edid not find expected\x1fyaml: line \x1edid not find expected \x1fkey\x1edid not find expected \x1fnode content\x1eerror converting yaml to json: yaml:\x1eerror in your yaml syntax\x1eflow\x1fmapping\x1fwhile parsing a \x1efound character that cannot start\x1fyaml: line \x1efound character that cannot start any token\x1ehere\x1fmapping values are not allowed \x1ein this context\x1fmapping values are not allowed \x1emapping values are not allowed\x1fyaml: line \x1eparsererror\x1fyaml.\x1escannererror\x1fyaml.\x1esyntax error while loading yaml\x1eyaml parse error\x0a"  # 167
-    b"another operation (install/upgrade/rollback) is in progress\x0a"  # 168
-    b"argument or block definition required\x1ferror: \x1eerror: \x1finvalid block definition\x1eerror: \x1finvalid character\x1eerror: \x1finvalid expression\x1eerror: \x1finvalid multi-line string\x1eerror: \x1fmissing item separator\x1eerror: \x1fmissing newline after argument\x1eerror: \x1funclosed configuration block\x1eerror: \x1funterminated template string\x0a"  # 169
-    b"call to unknown function\x1ferror: \x1ecycle: \x1ferror: \x1eduplicate \x1ferror: \x1foutput\x1eduplicate \x1ferror: \x1fresource\x1eduplicate \x1ferror: \x1fvariable\x1eerror: \x1fincorrect attribute value type\x1eerror: \x1finput variable\x1finvalid value for \x1eerror: \x1finput variable\x1freference to undeclared \x1eerror: \x1finvalid count argument\x1eerror: \x1finvalid for_each argument\x1eerror: \x1finvalid function argument\x1eerror: \x1finvalid reference\x1eerror: \x1finvalid value for \x1fmodule argument\x1eerror: \x1flocal value\x1freference to undeclared \x1eerror: \x1fmissing required argument\x1eerror: \x1fmodule\x1freference to undeclared \x1eerror: \x1freference to undeclared \x1fresource\x1eerror: \x1funsupported argument\x1eerror: \x1funsupported attribute\x1eerror: \x1funsupported block type\x0a"  # 170
-    b"backend initialization required\x1ecould not load plugin\x1einconsistent dependency lock file\x1emodule not installed\x1eplease run \x22terraform init\x22\x1eplugin reinitialization required\x1erequired plugins are not installed\x0a"  # 171
-    b"failed to \x1finstall provider\x1efailed to \x1fquery available provider packages\x0a"  # 172
-    b"conditionalcheckfailedexception\x1eerror acquiring the state lock\x1eerror locking state\x0a"  # 173
-    b"failed to refresh cached credentials\x1eno credentials found\x1eno valid credential sources found\x0a"  # 174
-    b"is not set, and has no default value\x1eno value for required variable\x0a"  # 175
-    b"host key is known for\x1fno \x1ehost key verification failed\x1eremote host identification has changed\x0a"  # 176
-    b" for '\x1f' are too open\x1fpermissions \x1e\x22: \x1fbad permissions\x1fload key \x22\x1e\x22: \x1ferror in libcrypto\x1fload key \x22\x1e\x22: \x1finvalid format\x1fload key \x22\x1eunprotected private key file\x0a"  # 177
-    b" for '\x1fcould not read \x1fpassword\x1e for '\x1fcould not read \x1fusername\x1eterminal prompts disabled\x0a"  # 178
-    b"' not found\x1ffatal: repository '\x1emake sure you have the correct access rights\x1erepository not found\x0a"  # 179
-    b"detected dubious ownership in repository\x1enot a git repository\x1esafe.directory\x0a"  # 180
-    b"): \x1fconflict (\x1eautomatic merge failed; fix conflicts\x1eerror: could not apply \x1emerge conflict in\x1eresolve all conflicts manually\x1eyou have unmerged paths\x0a"  # 181
-    b"gh006\x1egh013\x1eprotected branch hook declined\x1eprotected branch update failed\x1epush cannot contain secrets\x1erepository rule violations found\x1eyou are not allowed to push code to protected branches\x0a"  # 182
-    b" (\x1ferror 104\x1e authentication failed\x1fident\x1e authentication failed\x1fpeer\x1e28p01\x1eaccess denied for user\x1eaccess_denied_error\x1fer_\x1eerr invalid password\x1eerror 1142 (\x1einvalidpassword\x1eno pg_hba.conf entry for\x1enoauth\x1enoperm\x1epassword authentication failed for user\x1esasl authentication failed\x1ewrongpass\x0a"  # 183
-    b" \x22\x1f\x22 does not exist\x1fdatabase\x1e \x22\x1f\x22 does not exist\x1frole\x1e\x22 is not available\x1fextension \x22\x1e3d000\x1eer_bad_db_error\x1einvalidcatalogname\x1eunknown database '\x0a"  # 184
-    b" failed\x1fconnection to server at \x22\x1e53300\x1e57p0\x1eadminshutdown\x1ecannotconnectnow\x1ecould not receive data from server\x1ein recovery mode\x1fthe database system is \x1eis the server running\x1enot yet accepting connections\x1fthe database system is \x1eremaining connection slots are reserved\x1eshutting down\x1fthe database system is \x1esorry, too many clients already\x1essl connection has been closed unexpectedly\x1essl syscall error: eof detected\x1estarting up\x1fthe database system is \x1eterminating connection due to administrator command\x1etoo many connections\x0a"  # 185
-    b" (\x1f02\x1ferror 20\x1e (\x1f03\x1ferror 20\x1e (\x1f06\x1ferror 20\x1e (\x1f13\x1ferror 20\x1ecan't connect to \x1fmysql server\x1eer_con_count_error\x1elost connection to mysql server\x1emysql server has gone away\x1eprotocol_connection_lost\x0a"  # 186
-    b" connecting to \x1ferror \x1ebusy redis is busy\x1eclusterdown\x1eloading redis is loading\x1emasterdown\x1emax number of clients reached\x1ereadonly you can't write against a read only replica\x1etryagain\x0a"  # 187
-    b"misconf\x1eoom command not allowed when used memory\x0a"  # 188
-    b"\x22: syntax error\x1fnear \x22\x1e42601\x1eer_parse_error\x1eincomplete input\x1esyntax error at or near\x1eyou have an error in your sql syntax\x0a"  # 189
-    b"\x22 \x1fcolumn \x22\x1fdoes not exist\x1e42703\x1eer_bad_field_error\x1eno such column: \x1eundefinedcolumn\x1eunknown column '\x0a"  # 190
-    b"\x22 does not exist\x1frelation \x22\x1e' doesn't exist\x1ftable '\x1e42p01\x1eer_no_such_table\x1eno such table: \x1eundefinedtable\x0a"  # 191
-    b" constraint\x1fcheck\x1fviolates \x1e constraint\x1fforeign key\x1fviolates \x1e constraint\x1fnot-null\x1fviolates \x1e constraint\x1funique\x1fviolates \x1e' for key\x1fduplicate entry '\x1e2350\x1eduplicate key value\x1eer_dup_entry\x1eforeign key constraint failed\x1eintegrityerror\x1enot null constraint failed\x1eunique constraint failed\x1euniqueviolation\x0a"  # 192
-    b"cantopen\x1fsqlite_\x1ecorrupt\x1fsqlite_\x1edatabase disk image is malformed\x1edisk i/o error\x1efull\x1fsqlite_\x1ereadonly\x1fsqlite_\x1esqlite_ioerr\x1eunable to open database file\x0a"  # 193
-    b"err unknown command\x1eerr wrong number of arguments\x1ewrongtype\x0a"  # 194
-    b"bandwidthlimitexceeded\x1eec2throttledexception\x1elimitexceededexception\x1eprovisionedthroughputexceededexception\x1erequestlimitexceeded\x1erequestthrottled\x1erequestthrottledexception\x1eslowdown\x1ethrottledexception\x1ethrottling\x1ethrottlingexception\x0a"  # 195
-    b"authfailure\x1eexpired\x1fsecurity token included in the request is \x1eexpiredtoken\x1eexpiredtokenexception\x1eincompletesignature\x1einvalid\x1fsecurity token included in the request is \x1einvalidaccesskeyid\x1einvalidclienttokenid\x1einvalidsignatureexception\x1einvalidtoken\x1emissingauthenticationtoken\x1enotauthorizedexception\x1esignaturedoesnotmatch\x1esso session associated with this profile has expired\x1ethe aws access key id you provided does not exist\x1etoken has expired and refresh failed\x1eunauthorizedoperation\x1eunrecognizedclientexception\x0a"  # 196
-    b"is not authorized to perform\x1ewith an explicit deny\x0a"  # 197
-    b") could not be found\x1fthe config profile (\x1ecould not load credentials from any providers\x1ecredentialsprovidererror\x1efailed to retrieve credentials\x1emissing credentials in config\x1eno ec2 imds role found\x1enoauthhandlerfound\x1enocredentialproviders\x1enocredentialserror\x1enoregionerror\x1eprofilenotfound\x1eunable to load sdk config\x1eunable to locate credentials\x1eyou must specify a region\x0a"  # 198
-    b" than your current\x1finstances\x1fyou have requested more \x1e than your current\x1fvcpu capacity\x1fyou have requested more \x1eaddresslimitexceeded\x1einstancelimitexceeded\x1eservicequotaexceededexception\x1etoomanybuckets\x1evcpulimitexceeded\x1evpclimitexceeded\x0a"  # 199
-    b"could not connect to the endpoint url\x1einsufficientinstancecapacity\x1einternalerror\x1einternalfailure\x1epriorrequestnotcomplete\x1eserviceunavailable\x0a"  # 200
-    b" is now earlier than\x1fsignature expired: \x1eclock skew\x1erequesttimetooskewed\x0a"  # 201
-    b"nosuchbucket\x1enosuchentity\x1eparameternotfound\x1eresourcenotfoundexception\x0a"  # 202
-    b"invalidparameterexception\x1einvalidparametervalue\x1emalformedpolicydocument\x1emissingparameter\x1evalidationerror\x1evalidationexception\x0a"  # 203
-    b"access_token_scope_insufficient\x1eapi key expired\x1eapi key not valid\x1eapi_key_invalid\x1eiam_permission_denied\x1einvalid_grant\x1ereauthentication failed\x1erequest had insufficient authentication scopes\x1erequest had invalid authentication credentials\x1ethe caller does not have permission\x1etoken has been expired or revoked\x1eunauthenticated\x0a"  # 204
-    b" not been set up\x1fefault \x1fpplication \x1fredentials ha\x1ecould not automatically determine credentials\x1edefaultcredentialserror\x1edoes not exist\x1fgoogle_application_credentials\x1egoogle_application_credentials\x1fnot found\x1egoogle_application_credentials\x1fnot set\x1eyou do not currently have an active account selected\x1eyour default credentials were not found\x0a"  # 205
-    b" exceed\x1f quota limit\x1fquota metric\x1e' and limit '\x1fquota exceeded for quota metric '\x1e' exceeded.\x1flimit: \x1fquota '\x0a"  # 206
-    b" before or it is disabled\x1fhas not been used in project \x1e] not enabled\x1fapi [\x1eaccessnotconfigured\x1eservice_disabled\x0a"  # 207
-    b"backenderror\x1edoes not have enough resources available to fulfill the request\x1eunavailable\x1ezone_resource_pool_exhausted\x0a"  # 208
-    b"aadsts\x1eauthenticationfailed\x1eauthorizationfailed\x1eauthorizationpermissionmismatch\x1eclientauthenticationerror\x1edoes not have authorization to perform action\x1eexpiredauthenticationtoken\x1einvalidauthenticationtoken\x1einvalidauthenticationtokentenant\x1ekeybasedauthenticationnotpermitted\x1elinkedauthorizationfailed\x1erequestdisallowedbypolicy\x0a"  # 209
-    b"credentialunavailableerror\x1edefaultazurecredential failed to retrieve a token\x1eenvironmentcredential authentication unavailable\x1emanagedidentitycredential authentication unavailable\x1eno subscription found\x1eplease run 'az login' to setup account\x0a"  # 210
-    b"exceeding approved \x1fquota\x1equotaexceeded\x0a"  # 211
-    b"anotheroperationinprogress\x1eoperationpreempted\x1eretryableerror\x1eserverbusy\x0a"  # 212
-    b"containernotfound\x1emissingsubscriptionregistration\x1eresourcegroupnotfound\x1eskunotavailable\x1estorageaccountnotfound\x1esubscriptionnotfound\x0a"  # 213
-    b" to create or update workflow\x1fgithub app\x1frefusing to allow a\x1e to create or update workflow\x1foauth app\x1frefusing to allow a\x1e to create or update workflow\x1fpersonal access token\x1frefusing to allow a\x1ebad credentials\x1egh007\x1ehas not been granted the required scopes\x1ehttp basic: access denied\x1emust have admin rights\x1erequires authentication\x1eresource not accessible by integration\x1esupport for password authentication was removed\x0a"  # 214
-    b"error: preparation failed\x1ejob failed (system failure)\x1elost communication with the server\x1erunner has received a shutdown signal\x1erunner is not responding\x1ethe job was not acquired by runner\x1ethe operation was canceled.\x0a"  # 215
-    b"invalid workflow file\x1ethe workflow is not valid\x1eunable to resolve action\x1eunrecognized named-value\x0a"  # 216
-    b" not \x1fgithub_token \x1fis\x1fprovided\x1e not \x1fgithub_token \x1fis\x1fset\x1e not \x1fgithub_token \x1fprovided\x1fwas\x1e not \x1fgithub_token \x1fset\x1fwas\x1einput required and not supplied: \x0a"  # 217
-    b"no runner matching the specified labels\x1ethe project doesn't have any runners\x1fthis job is stuck because \x1ethis job is stuck because \x1fyou don't have any active runners\x0a"  # 218
-    b"account_deactivated\x1eauthentication_error\x1eauthenticationerror\x1egated repo\x1eincorrect api key provided\x1einvalid x-api-key\x1einvalid_api_key\x1epermission_error\x1epermissiondeniederror\x0a"  # 219
-    b"_api_key\x1fdid not find \x1eapi_key client option must be set\x1ecould not resolve authentication method\x1eexpected either api_key or auth_token to be set\x1efound\x1fno api key \x1emissingapikeyerror\x1eno api key \x1fprovided\x0a"  # 220
-    b" rate limit\x1fcall\x1fexceeded \x1e rate limit\x1fexceeded \x1ftoken\x1erate limit reached for\x0a"  # 221
-    b" tokens\x1fmaximum context length is \x1econtext_length_exceeded\x1eexceed context limit\x1eexceeds the maximum \x1ftokens\x1eprompt is too long\x1estring_above_max_length\x0a"  # 222
-    b"api_error\x1einternalservererror\x1eserviceunavailableerror\x1ethe server had an error while processing your request\x0a"  # 223
-    b"' not found, try pulling it first\x1fmodel '\x1e` does not exist\x1fthe model `\x1eis not a valid model identifier\x1emodel_not_found\x0a"  # 224
-    b"content management policy\x1econtent_policy_violation\x1eresponsibleaipolicyviolation\x0a"  # 225
-    b"badrequesterror\x1einvalid_request_error\x0a"  # 226
-    b"cublas_status_alloc_failed\x1ecuda error: out of memory\x1ecuda out of memory\x1ecudaerrormemoryallocation\x1ecudamalloc failed\x1ecudnn_status_alloc_failed\x1ehip out of memory\x1emps backend out of memory\x1eoom when allocating tensor\x1eout of memory on device\x1eoutofmemoryerror: cuda\x1eresourceexhaustederror\x0a"  # 227
-    b" error\x1finitialization\x1fnvidia-container-cli: \x1e error\x1fnvidia-container-cli: \x1frequirement\x1e\x22 with capabilities: [[gpu]]\x1fcould not select device driver \x22\x1ecannot initialize cuda without aten_cuda library\x1ecouldn't communicate with the nvidia driver\x1ecuda driver version is insufficient\x1ecuda_error_no_device\x1ecudaerrorinsufficientdriver\x1ecudaerrornodevice\x1efailed call to cuinit\x1efailed to initialize nvml\x1efound no nvidia driver\x1elibcuda.so.1: cannot open shared object file\x1eno cuda gpus are available\x1eno cuda-capable device is detected\x1eno kernel image is available for execution on the device\x1envidia driver on your system is too old\x1envidia-smi has failed\x1envml: driver/library version mismatch\x1etorch not compiled with cuda enabled\x1eunknown or invalid runtime name: nvidia\x0a"  # 228
-    b"are busy or unavailable\x1fcuda-capable device\x1ecudaerrordevicesunavailable\x0a"  # 229
-    b"an illegal memory access was encountered\x1ecublas_status_execution_failed\x1ecudaerrorillegaladdress\x1edevice-side assert triggered\x1emisaligned address\x0a"  # 230
-    b"nccl_timeout\x1ewatchdog caught collective operation timeout\x0a"  # 231
-    b": \x0a"  # 232
-    b" failure(s), \x1f warning(s)\x1ffailed: \x1erule violation summary\x0a"  # 233
-    b" at \x1fconditions\x1e at \x1fmappings\x1e at \x1fmetadata\x1e at \x1foutputs\x1e at \x1fparameters\x1e at \x1fresources\x1e at \x1frules\x1e at \x1ftransform\x1e[cfn-lint] \x0a"  # 234
-    b"template invalid!\x0a"  # 235
-    b" failed\x1f-test\x1fpod \x1efailed\x1fphase:\x0a"  # 236
-    b" (loaderror)\x1fcannot load such file -- \x1e(loaderror)\x0a"  # 237
-    b"bundler::gemnotfound\x1ecould not find gem '\x0a"  # 238
-    b" example\x1f failure\x1f, \x0a"  # 239
-    b" detected\x1f file\x1f inspected, \x1f offense\x0a"  # 240
-    b" bytes exhausted\x1fallowed memory size of \x0a"  # 241
-    b"your requirements could not be resolved to an installable set of packages\x0a"  # 242
-    b"packagesnotfounderror\x1eresolvepackagenotfound\x1eunsatisfiableerror\x0a"  # 243
-    b"' in scope\x1ferror: cannot find \x0a"  # 244
-    b"** (\x1fmismatcheddelimitererror\x1e** (\x1fsyntaxerror\x1e** (\x1ftokenmissingerror\x0a"  # 245
-    b"** (\x1fcompileerror\x1e** (\x1fundefinedfunctionerror\x0a"  # 246
-    b"access_refused\x0a"  # 247
-    b" minutes\x1fran longer than the maximum time of \x1eexceeded the maximum allowed time of \x0a"  # 248
-    b"hip_error_outofmemory\x1ehiperroroutofmemory\x0a"  # 249
-    b" failed\x0a"  # 250
-    b"ambiguous type variable\x1ecould not deduce \x1ecouldn't match \x1fexpected type\x1ecouldn't match \x1fkind\x1ecouldn't match \x1ftype\x1eno instance for \x1enot in scope: \x1evariable not in scope:\x0a"  # 251
-    b"(possibly incorrect indentation\x1fparse error \x1e: error\x1fhs:\x1fparse error\x1eon input\x1fparse error \x0a"  # 252
-    b" is not a member of\x1f.s\x1f: \x1fbt\x1fvalue \x1e is not a member of\x1f.s\x1f: \x1fcala\x1fvalue \x1e needs \x1f.s\x1f: \x1fbt\x1fmethod\x1frecursive \x1ftype\x1e needs \x1f.s\x1f: \x1fbt\x1frecursive \x1ftype\x1fvalue\x1e needs \x1f.s\x1f: \x1fcala\x1fmethod\x1frecursive \x1ftype\x1e needs \x1f.s\x1f: \x1fcala\x1frecursive \x1ftype\x1fvalue\x1e.s\x1f: \x1fambiguous reference to overloaded definition\x1fbt\x1e.s\x1f: \x1fambiguous reference to overloaded definition\x1fcala\x1e.s\x1f: \x1fbt\x1fcould not find implicit value\x1e.s\x1f: \x1fbt\x1fmissing argument list\x1e.s\x1f: \x1fbt\x1ftoo many arguments\x1e.s\x1f: \x1fbt\x1ftype mismatch;\x1e.s\x1f: \x1fcala\x1fcould not find implicit value\x1e.s\x1f: \x1fcala\x1fmissing argument list\x1e.s\x1f: \x1fcala\x1ftoo many arguments\x1e.s\x1f: \x1fcala\x1ftype mismatch;\x1e.s\x1fbt\x1fnot found: \x1fobject\x1e.s\x1fbt\x1fnot found: \x1ftype\x1e.s\x1fbt\x1fnot found: \x1fvalue\x1e.s\x1fcala\x1fnot found: \x1fobject\x1e.s\x1fcala\x1fnot found: \x1ftype\x1e.s\x1fcala\x1fnot found: \x1fvalue\x0a"  # 253
-    b".dart:\x1f: error: \x0a"  # 254
-    b".dart:\x1f: error: \x1fcan't find '\x1e.dart:\x1f: error: \x1fexpected \x1e.dart:\x1f: error: \x1funexpected token\x0a"  # 255
-    b"error \x0a"  # 256
-    b" [\x1f] is required but does not seem to be installed\x1fpackage \x1e not found in current path\x1fmodule\x1e not found in current path\x1fpackage\x0a"  # 257
-    b".pm in @inc\x1fcan't locate \x0a"  # 258
-    b" but found\x1f[error]\x1fexpected \x1e but found\x1ferror:\x1fexpected \x1e[error]\x1fregular expression\x1funterminated \x1e[error]\x1fstring\x1funterminated \x1e[error]\x1fstring literal\x1funterminated \x1e[error]\x1ftemplate literal\x1funterminated \x1e[error]\x1funexpected \x22\x1e[error]\x1funexpected end of file\x1eerror:\x1fregular expression\x1funterminated \x1eerror:\x1fstring\x1funterminated \x1eerror:\x1fstring literal\x1funterminated \x1eerror:\x1ftemplate literal\x1funterminated \x1eerror:\x1funexpected \x22\x1eerror:\x1funexpected end of file\x0a"  # 259
-    b"rollup failed to resolve import \x22\x0a"  # 260
-    b"rollup failed to resolve import \x22\x0a"  # 261
-    b" dl\x0a"  # 262
-    b" line \x1fin \x1e: \x1f[sc\x1ferror\x1e: \x1f[sc\x1fnote\x1e: \x1f[sc\x1fwarning\x1eshellcheck.net/wiki/sc\x0a"  # 263
-    b"error: missing binary: \x1emissing prebuilt package for '\x0a"  # 264
-    b" not found\x1fependency \x0a"  # 265
-    b"could not find python interpreter with spec\x1einterpreternotfound\x0a"  # 266
-    b"could not find a version that matches\x0a"  # 267
-    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1eavailable\x1ebrokenpipe\x1ecaused by: \x1eclient_exceptions\x1econnect\x1ferrors\x1econnect\x1fexc\x1econnect\x1fftplib\x1econnect\x1fimaplib\x1econnect\x1fpoplib\x1econnect\x1fsmtplib\x1edisconnected\x1eerrorfactory\x1eexception\x1eexceptions\x1ehostdown\x1enetworkerror\x1essh_exception\x1eunavailable\x1eunreachable\x0a"  # 268
-    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1ecaused by: \x1fout\x1ftimed\x1ecaused by: \x1ftimeout\x1eclient_exceptions\x1edeadlineexceeded\x1eerrorfactory\x1eerrors\x1fout\x1ftimed\x1eerrors\x1ftimeout\x1eexc\x1fout\x1ftimed\x1eexc\x1ftimeout\x1eexception\x1fout\x1ftimed\x1eexception\x1ftimeout\x1eexceptions\x1fout\x1ftimed\x1eexceptions\x1ftimeout\x1eftplib\x1fout\x1ftimed\x1eftplib\x1ftimeout\x1eimaplib\x1fout\x1ftimed\x1eimaplib\x1ftimeout\x1eout\x1fpoplib\x1ftimed\x1eout\x1fsmtplib\x1ftimed\x1epoplib\x1ftimeout\x1esmtplib\x1ftimeout\x1essh_exception\x0a"  # 269
-    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1ecaused by: \x1eclient_exceptions\x1eerrorfactory\x1eerrors\x1fratelimit\x1eerrors\x1fthrottl\x1eexc\x1fratelimit\x1eexc\x1fthrottl\x1eexception\x1fratelimit\x1eexception\x1fthrottl\x1eexceptions\x1eftplib\x1fratelimit\x1eftplib\x1fthrottl\x1eimaplib\x1fratelimit\x1eimaplib\x1fthrottl\x1epoplib\x1fratelimit\x1epoplib\x1fthrottl\x1erate_limit\x1eratelimit\x1fsmtplib\x1esmtplib\x1fthrottl\x1essh_exception\x1etoo_many_requests\x1etoomanyrequests\x0a"  # 270
-    b"\x0a"  # 271
-    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1eapikeymissing\x1ecaused by: \x1eclient_exceptions\x1ecredential\x1fnotfound\x1ecredentialunavailable\x1edefaultcredentials\x1eerrorfactory\x1eerrors\x1fnoapikey\x1eexc\x1fnoapikey\x1eexception\x1fnoapikey\x1eexceptions\x1fnoapikey\x1eftplib\x1fnoapikey\x1eimaplib\x1fnoapikey\x1emissingapikey\x1emissingcredential\x1emissingtoken\x1enoapikey\x1fpoplib\x1enoapikey\x1fsmtplib\x1enoauthtoken\x1enocredential\x1essh_exception\x1etokennotfound\x0a"  # 272
-    b"auth\x1fdenied\x1eauthentication\x1ebad\x1flogin\x1ebad\x1fuser\x1ebind\x1fdenied\x1ecredential\x1edenied\x1fin\x1fsign\x1edenied\x1flog-in\x1edenied\x1flogin\x1edenied\x1flogon\x1eincorrect\x1einvalid\x1flogin\x1einvalid\x1fuser\x1elogin\x1fwrong\x1enot accepted\x1enot successful\x1epassphrase\x1epassword\x1erefused\x1erejected\x1eunsuccessful\x1euser\x1fwrong\x0a"  # 273
-    b"1017\x1fora-\x1e5.7.\x1f535\x1e530\x1flogin\x1e530\x1fnot logged in\x1e530\x1fuser\x1eauthenticationfailed\x1ecredentials\x1finvalid\x1einvalid_auth\x1enot_authed\x0a"  # 274
-    b"1017\x1fora-\x1e5.7.\x1f535\x1e530\x1fnot logged in\x1eauthentication\x1eauthenticationfailed\x1ebad\x1fuser\x1econnect\x1ecredential\x1edenied\x1eerror\x1fuser\x1eexception\x1efailure\x1eincorrect\x1einvalid\x1einvalid_auth\x1elogin\x1enot accepted\x1enot successful\x1enot_authed\x1epassphrase\x1epassword\x1erefused\x1erejected\x1eunsuccessful\x0a"  # 275
-    b"api\x1ffound\x1fkey\x1eapi\x1fgiven\x1fkey\x1eapi\x1fkey\x1fmissing\x1eapi\x1fkey\x1fpresent\x1eapi\x1fkey\x1fset\x1eavailable\x1fno \x1econfigured\x1ecredential\x1efound\x1fsecret\x1efound\x1ftoken\x1egiven\x1fsecret\x1egiven\x1ftoken\x1emissing\x1fsecret\x1emissing\x1ftoken\x1emissing \x1eno \x1fsupplied\x1enot \x1fsupplied\x1epassword\x1epresent\x1fsecret\x1epresent\x1ftoken\x1eprovided\x1esecret\x1fset\x1eset\x1ftoken\x1especified\x0a"  # 276
+    b"an only install with an existing package-lock.json\x1eode eusage\x0a"  # 94
+    b"err_require_esm\x1emust use import to load es module\x1erequire() of es module\x0a"  # 95
+    b"address already in use\x1eeaddrinuse\x1eonly one usage of each socket address\x1eport is already allocated\x0a"  # 96
+    b"ts1\x0a"  # 97
+    b" error ts\x1e: \x1fts\x1eerror ts\x0a"  # 98
+    b"' file not found\x1f.h\x1ffatal error: '\x1e.h\x1f: no such file or directory\x1ffatal error: \x1ecannot find -l\x0a"  # 99
+    b" character\x1ferror: \x1fmissing terminating \x1e' in program\x1ferror: \x1fstray '\x5c\x1e')'\x1ferror: \x1fexpected \x1e';'\x1ferror: \x1fexpected \x1e']'\x1ferror: \x1fexpected \x1e'{'\x1ferror: \x1fexpected \x1e'}'\x1ferror: \x1fexpected \x1eafter\x1ferror: \x1fexpected \x1eat end of declaration\x1ferror: \x1fexpected \x1eat end of input\x1ferror: \x1fexpected \x1ebefore\x1ferror: \x1fexpected \x1edeclaration\x1ferror: \x1fexpected \x1eerror: \x1fexpected \x1fexpression\x1eerror: \x1fexpected \x1fidentifier\x1eerror: \x1fexpected \x1fprimary-expression\x1eerror: \x1fexpected \x1funqualified-id\x0a"  # 100
+    b" arguments to function\x1ferror: \x1ffew\x1ftoo \x1e arguments to function\x1ferror: \x1fmany\x1ftoo \x1econflicting types for\x1ferror: \x1edoes not name a type\x1ferror: \x1eerror: \x1fhas no member named\x1eerror: \x1fimplicit declaration of function\x1eerror: \x1fincompatible type\x1eerror: \x1finvalid conversion\x1eerror: \x1fno matching function for call to\x1eerror: \x1fno member named\x1eerror: \x1fundeclared\x1eerror: \x1funknown type name\x1eerror: \x1fuse of undeclared identifier\x1eerror: \x1fwas not declared in this scope\x0a"  # 101
+    b" for architecture\x1fundefined symbol\x1eld: symbol(s) not found\x1eundefined reference to \x1eunresolved external symbol\x0a"  # 102
+    b"[-werror\x1eall warnings being treated as errors\x0a"  # 103
+    b"*** missing separator\x0a"  # 104
+    b"no rule to make target\x0a"  # 105
+    b".cmake\x22\x1fby not providing \x22find\x1e_compiler could be found\x1fno cmake_\x1ecould not find \x1ecould not find a package configuration file\x1eis not able to compile a simple test program\x0a"  # 106
+    b"cmake error\x0a"  # 107
+    b" expected\x1f.java:[\x1f] \x1fclass, interface, \x1fenum, or record\x1e expected\x1f.java:[\x1f] \x1fclass, interface, \x1for enum\x1e expected\x1fclass, interface, \x1fenum, or record\x1ferror: \x1e expected\x1fclass, interface, \x1ferror: \x1for enum\x1e')' expected\x1f.java:[\x1f] \x1e')' expected\x1ferror: \x1e';' expected\x1f.java:[\x1f] \x1e';' expected\x1ferror: \x1e.java:[\x1f<identifier> expected\x1f] \x1e.java:[\x1f] \x1fexpression\x1fillegal start of \x1e.java:[\x1f] \x1fillegal start of \x1ftype\x1e.java:[\x1f] \x1fnot a statement\x1e.java:[\x1f] \x1freached end of file while parsing\x1e.java:[\x1f] \x1funclosed string literal\x1e<identifier> expected\x1ferror: \x1eerror: \x1fexpression\x1fillegal start of \x1eerror: \x1fillegal start of \x1ftype\x1eerror: \x1fnot a statement\x1eerror: \x1freached end of file while parsing\x1eerror: \x1funclosed string literal\x0a"  # 108
+    b" does not exist\x1fpackage \x1e.kt\x1fe: \x1ecannot be applied to\x1ecannot find symbol\x1eerror: \x1fincompatible types\x1eerror: \x1fmethod\x1fnon-static \x1eerror: \x1ftype mismatch\x1eincompatible types\x1fjava\x1eincompatible types\x1fkt\x1eincompatible types\x1fscala\x1eis not abstract and does not override\x1ejava\x1fmethod\x1fnon-static \x1ejava\x1ftype mismatch\x1ekt\x1fmethod\x1fnon-static \x1ekt\x1ftype mismatch\x1emethod\x1fnon-static \x1fscala\x1emethod does not override\x1emight not have been initialized\x1enon-static \x1fvariable\x1escala\x1ftype mismatch\x1eunreported exception\x1eunresolved reference\x0a"  # 109
+    b" failed\x1f> task :\x1fcompile\x1e:compile\x1fexecution failed for task '\x1ecompilation error\x1ecompilation failed; see the compiler error output\x0a"  # 110
+    b" failed\x1f tests completed, \x1e, failures: \x1ftests run: \x1e:test\x1fexecution failed for task '\x1e> task :\x1ftest failed\x0a"  # 111
+    b" found\x1fspotbugs\x1echeckstyle\x1fviolation\x1echeckstyle violations\x1eerror\x1fktlint\x1eformat violations\x1ektlint\x1fviolation\x1epmd failure\x1espotless\x1fviolations\x0a"  # 112
+    b"gc overhead limit exceeded\x1egradle build daemon disappeared unexpectedly\x1ejava heap space\x1enative thread\x1funable to create \x1ethere is insufficient memory for the java runtime environment\x0a"  # 113
+    b"classnotfoundexception\x1ecompiled by a more recent version of the java runtime\x1ecould not find or load main class\x1enoclassdeffounderror\x1eunsupported class file major version\x1eunsupportedclassversionerror\x0a"  # 114
+    b" release: \x1finvalid \x1fsource\x1e release: \x1finvalid \x1ftarget\x1egradle requires jvm \x1ejava_home is \x1fnot set\x1ejava_home is \x1fset to an invalid directory\x1eno java runtime present\x1eno matching toolchains found\x1eunable to locate a java runtime\x0a"  # 115
+    b"could not find \x1ecould not find artifact\x1efailure to find \x1enon-resolvable parent pom\x1ewas cached in the local repository, resolution will not be reattempted\x0a"  # 116
+    b"could not resolve \x0a"  # 117
+    b"abstractmethoderror\x1earithmeticexception\x1earrayindexoutofboundsexception\x1eclasscastexception\x1econcurrentmodificationexception\x1eillegalargumentexception\x1eillegalstateexception\x1eindexoutofboundsexception\x1ekotlinnullpointerexception\x1enosuchelementexception\x1enosuchfielderror\x1enosuchmethoderror\x1enullpointerexception\x1enumberformatexception\x1estackoverflowerror\x1estringindexoutofboundsexception\x1euninitializedpropertyaccessexception\x1eunsupportedoperationexception\x0a"  # 118
+    b"exception in thread \x22\x0a"  # 119
+    b" passed, \x1ffailed\x1foops: \x1e passed, \x1foops: \x1fpanicked\x1e--- fail: \x1e.go:\x1f: \x1fpanic\x1efail\x0a"  # 120
+    b"', found\x1f.go:\x1f: expected '\x1e.go:\x1f: syntax error:\x1ego: errors parsing go.mod\x1esyntax error: unexpected\x0a"  # 121
+    b".go:\x1f: \x0a"  # 122
+    b"[build failed]\x0a"  # 123
+    b" [running]\x1fgoroutine \x1eindex out of range\x1fruntime error: \x1einteger divide by zero\x1fruntime error: \x1einvalid memory address\x1fruntime error: \x1enil pointer dereference\x1epanic: \x1eruntime error: \x1fslice bounds out of range\x0a"  # 124
+    b"panic: test timed out after \x0a"  # 125
+    b"all goroutines are asleep - deadlock\x1efatal error: concurrent map \x1fread and map write\x1efatal error: concurrent map \x1fwrites\x0a"  # 126
+    b" is not in \x1fgoroot\x1fpackage \x1e is not in \x1fpackage \x1fstd\x1e\x22 in any of\x1fcannot find package \x22\x1e: not found\x1fgo: module \x1ego.mod requires go >= \x1emissing go.sum entry\x1eno required module provides package\x1eunknown revision\x0a"  # 127
+    b"error[e\x0a"  # 128
+    b"463]: can't find crate for\x1ferror[e0\x1e514]\x1ferror[e0\x0a"  # 129
+    b"block comment\x1ferror: \x1funterminated \x1edouble quote string\x1ferror: \x1funterminated \x1eerror: \x1fexpected \x1eerror: \x1fmismatched closing delimiter\x1eerror: \x1fraw string\x1funterminated \x1eerror: \x1fthis file contains an unclosed delimiter\x1eerror: \x1funexpected closing delimiter\x0a"  # 130
+    b" stdout ----\x1f---- \x1eerror: test failed, to rerun pass\x1etest result: failed\x0a"  # 131
+    b" due to \x1f previous error\x1fcould not compile `\x1e#[deny(clippy::\x0a"  # 132
+    b"#[deny(clippy::\x1e`-d clippy::\x1erust-clippy/master/index.html#\x0a"  # 133
+    b" at line \x1fdiff in \x0a"  # 134
+    b"= right` failed\x1fassertion `left \x1eassertion failed\x0a"  # 135
+    b"' panicked at\x1fthread '\x0a"  # 136
+    b" or newer\x1frequires rustc \x1e' is not installed\x1ftoolchain '\x1e` in registry\x1fcould not find `\x1e` not found\x1flinker `\x1ecould not exec the linker\x1ecould not find directory of openssl installation\x1ecould not find system library\x1efailed to select a version for\x1eno matching package named\x0a"  # 137
+    b"failed to run custom build command for\x0a"  # 138
+    b"001\x1ferror cs1\x1e002\x1ferror cs1\x1e003\x1ferror cs1\x1e009\x1ferror cs1\x1e010\x1ferror cs1\x1e012\x1ferror cs1\x1e022\x1ferror cs1\x1e026\x1ferror cs1\x1e031\x1ferror cs1\x1e040\x1ferror cs1\x1e041\x1ferror cs1\x1e513\x1ferror cs1\x1e514\x1ferror cs1\x1e519\x1ferror cs1\x1e525\x1ferror cs1\x1e733\x1ferror cs1\x0a"  # 139
+    b"): error \x1fbc\x1fvb\x1e): error \x1fca\x1fvb\x1e): error \x1fcs\x1e): error \x1ffs\x1e): error \x1fide\x1fvb\x1e): error \x1fsa\x1fvb\x0a"  # 140
+    b" failed. \x1fassert.\x1e() failure\x1fassert.\x0a"  # 141
+    b" [\x1ffailed \x1fs]\x1efailed!\x1ffailed:\x1efailed: \x1ftotal tests: \x1etest run failed\x0a"  # 142
+    b"charset\x1ferror \x1eerror \x1ffinalnewline\x1eerror \x1fimports\x1eerror \x1fwhitespace\x1efix whitespace formatting\x0a"  # 143
+    b"' for '\x1funable to resolve '\x1enu110\x1eunable to find package\x0a"  # 144
+    b"nu1301\x1eunable to load the service index for source\x0a"  # 145
+    b" was not found\x1f', version '\x1fthe framework '\x1ea compatible .net sdk was not found\x1ecould not load file or assembly\x1eit was not possible to find any compatible framework version\x1emsb4019\x1emsb4236\x1enetsdk1004\x1enetsdk1045\x1eno .net sdks were found\x1eyou must install or update .net to run\x0a"  # 146
+    b"error msb302\x1ethe file is locked by: \x0a"  # 147
+    b"a network-related or instance-specific error occurred while establishing a connection to sql server\x0a"  # 148
+    b"argumentexception\x1eargumentnullexception\x1eargumentoutofrangeexception\x1edividebyzeroexception\x1eformatexception\x1eindexoutofrangeexception\x1einvalidcastexception\x1einvalidoperationexception\x1ekeynotfoundexception\x1enotimplementedexception\x1enotsupportedexception\x1enullreferenceexception\x1eobjectdisposedexception\x0a"  # 149
+    b"unhandled exception.\x0a"  # 150
+    b"' in expression or statement\x1funexpected token '\x1eclosing\x1fmissing \x1eexpression\x1fmissing \x1efunction body\x1fmissing \x1emissing \x1fstatement block\x1emissing ')' in function parameter list\x1emissing closing '\x1eparseexception\x1eparsererror\x1ethe string is missing the terminator\x0a"  # 151
+    b", failed: \x1ftests passed: \x1ebut was:\x1efailed:\x0a"  # 152
+    b"ps\x0a"  # 153
+    b"about_execution_policies\x1eis not digitally signed\x1epssecurityexception\x1erunning scripts is disabled on this system\x1eunauthorizedaccess\x0a"  # 154
+    b"found\x1fnot \x1fowershell\x1efound\x1fnot \x1fwsh\x1einstalled\x1fnot \x1fowershell\x1einstalled\x1fnot \x1fwsh\x0a"  # 155
+    b"' is not recognized\x1fthe term '\x1ecommandnotfoundexception\x0a"  # 156
+    b"' was not loaded because no valid module file was found\x1fthe specified module '\x1emodulenotfound\x1eno match was found for the specified search criteria and module name\x0a"  # 157
+    b"' because it is \x1fan empty\x1fcannot bind argument to parameter '\x1e' because it is \x1fcannot bind argument to parameter '\x1fnull\x1ea parameter cannot be found that matches parameter name '\x1ecannot index into a null array\x1eexception\x1fparameterbinding\x1einvokemethodonnull\x1emethodnotfound\x1epropertynotfoundexception\x1eyou cannot call a method on a null-valued expression\x0a"  # 158
+    b" docker daemon \x1fis \x1frunning?\x1fthe\x1e docker daemon \x1fis \x1frunning?\x1fyour\x1ecannot connect to the docker daemon\x1econnection refused\x1fdial unix \x1fdocker.sock: \x1edial unix \x1fdocker.sock: \x1fno such file or directory\x1edocker_engine: the system cannot find the file specified\x1eopen //./pipe/docker\x0a"  # 159
+    b" is already in use by container\x1fthe container name \x0a"  # 160
+    b" not found\x1fimage \x1e not found\x1fmanifest for \x1emanifest unknown\x1eno matching manifest for\x1eno such image\x0a"  # 161
+    b") does not match\x1fimage's platform (\x1edoes not match the detected host platform\x0a"  # 162
+    b"requested access to the resource is denied\x0a"  # 163
+    b"multi-platform build is not supported for the docker driver\x0a"  # 164
+    b": no such file or directory\x1ffailed to read dockerfile: open \x1ecopy failed: \x1ffile not found\x1ecopy failed: \x1fforbidden path\x1ecopy failed: \x1fstat\x1efailed to calculate checksum of ref\x1efailed to compute cache key\x0a"  # 165
+    b"dockerfile parse error\x1eunknown instruction: \x0a"  # 166
+    b" failed\x1fcreate\x1foci runtime \x1e failed\x1fexec\x1foci runtime \x0a"  # 167
+    b"evicted\x1ethe node was low on resource: \x0a"  # 168
+    b" nodes are available\x1ecpu\x1finsufficient \x1edidn't match pod's node affinity\x1eephemeral-storage\x1finsufficient \x1efailedscheduling\x1ehad untolerated taint\x1einsufficient \x1fmemory\x1einsufficient \x1fnvidia.com/gpu\x1einsufficient \x1fpods\x1eunschedulable\x0a"  # 169
+    b"back-off pulling image\x1eerrimageneverpull\x1eerrimagepull\x1efailed to pull image\x1eimagepullbackoff\x1einvalidimagename\x0a"  # 170
+    b"\x22 cannot\x1fis forbidden: user \x22\x1eerror from server (forbidden)\x1eyou must be logged in to the server\x0a"  # 171
+    b"error from server (notfound)\x0a"  # 172
+    b"error from server (timeout)\x1eunable to return a response in the time allotted\x0a"  # 173
+    b"current-context is not set\x1einvalid configuration: no configuration\x1eno configuration has been provided\x1eno context exists with the name\x0a"  # 174
+    b"forbidden: exceeded quota: \x0a"  # 175
+    b"\x22 in version\x1fno matches for kind \x22\x0a"  # 176
+    b"cannot re-use a name that is still in use\x0a"  # 177
+    b" : \x1f not found\x1fconfigmap\x1fmountvolume.setup failed for volume \x1e : \x1f not found\x1fmountvolume.setup failed for volume \x1fsecret\x0a"  # 178
+    b" is invalid: \x1fthe \x0a"  # 179
+    b"error validating data: \x1estrict decoding error\x1eunknown field \x22\x1evalidationerror(\x0a"  # 180
+    b" not well-formed\x1fjson\x1e not well-formed\x1fyaml\x1e'-' indicator\x1fdid not find expected \x1e<document start>\x1fdid not find expected \x1eblock\x1fcollection\x1fwhile parsing a \x1eblock\x1fmapping\x1fwhile parsing a \x1ecollection\x1fflow\x1fwhile parsing a \x1ecould not find expected\x1fyaml: line \x1ecould not find expected ':'\x1edid not find expected\x1fyaml: line \x1edid not find expected \x1fkey\x1edid not find expected \x1fnode content\x1eerror converting yaml to json: yaml:\x1eerror in your yaml syntax\x1eflow\x1fmapping\x1fwhile parsing a \x1efound character that cannot start\x1fyaml: line \x1efound character that cannot start any token\x1ehere\x1fmapping values are not allowed \x1ein this context\x1fmapping values are not allowed \x1emapping values are not allowed\x1fyaml: line \x1eparsererror\x1fyaml.\x1escannererror\x1fyaml.\x1esyntax error while loading yaml\x1eyaml parse error\x0a"  # 181
+    b"another operation (install/upgrade/rollback) is in progress\x0a"  # 182
+    b"argument or block definition required\x1ferror: \x1eerror: \x1finvalid block definition\x1eerror: \x1finvalid character\x1eerror: \x1finvalid expression\x1eerror: \x1finvalid multi-line string\x1eerror: \x1fmissing item separator\x1eerror: \x1fmissing newline after argument\x1eerror: \x1funclosed configuration block\x1eerror: \x1funterminated template string\x0a"  # 183
+    b"call to unknown function\x1ferror: \x1ecycle: \x1ferror: \x1eduplicate \x1ferror: \x1foutput\x1eduplicate \x1ferror: \x1fresource\x1eduplicate \x1ferror: \x1fvariable\x1eerror: \x1fincorrect attribute value type\x1eerror: \x1finput variable\x1finvalid value for \x1eerror: \x1finput variable\x1freference to undeclared \x1eerror: \x1finvalid count argument\x1eerror: \x1finvalid for_each argument\x1eerror: \x1finvalid function argument\x1eerror: \x1finvalid reference\x1eerror: \x1finvalid value for \x1fmodule argument\x1eerror: \x1flocal value\x1freference to undeclared \x1eerror: \x1fmissing required argument\x1eerror: \x1fmodule\x1freference to undeclared \x1eerror: \x1freference to undeclared \x1fresource\x1eerror: \x1funsupported argument\x1eerror: \x1funsupported attribute\x1eerror: \x1funsupported block type\x0a"  # 184
+    b"backend initialization required\x1ecould not load plugin\x1einconsistent dependency lock file\x1emodule not installed\x1eplease run \x22terraform init\x22\x1eplugin reinitialization required\x1erequired plugins are not installed\x0a"  # 185
+    b"failed to \x1finstall provider\x1efailed to \x1fquery available provider packages\x0a"  # 186
+    b"conditionalcheckfailedexception\x1eerror acquiring the state lock\x1eerror locking state\x0a"  # 187
+    b"failed to refresh cached credentials\x1eno credentials found\x1eno valid credential sources found\x0a"  # 188
+    b"is not set, and has no default value\x1eno value for required variable\x0a"  # 189
+    b"host key is known for\x1fno \x1ehost key verification failed\x1eremote host identification has changed\x0a"  # 190
+    b" for '\x1f' are too open\x1fpermissions \x1e\x22: \x1fbad permissions\x1fload key \x22\x1e\x22: \x1ferror in libcrypto\x1fload key \x22\x1e\x22: \x1finvalid format\x1fload key \x22\x1eunprotected private key file\x0a"  # 191
+    b" for '\x1fcould not read \x1fpassword\x1e for '\x1fcould not read \x1fusername\x1eterminal prompts disabled\x0a"  # 192
+    b"' not found\x1ffatal: repository '\x1erepository not found\x0a"  # 193
+    b"make sure you have the correct access rights\x0a"  # 194
+    b"detected dubious ownership in repository\x1enot a git repository\x1esafe.directory\x0a"  # 195
+    b"): \x1fconflict (\x1eautomatic merge failed; fix conflicts\x1eerror: could not apply \x1emerge conflict in\x1eresolve all conflicts manually\x1eyou have unmerged paths\x0a"  # 196
+    b"gh006\x1egh013\x1eprotected branch hook declined\x1eprotected branch update failed\x1epush cannot contain secrets\x1erepository rule violations found\x1eyou are not allowed to push code to protected branches\x0a"  # 197
+    b" (\x1ferror 104\x1e authentication failed\x1fident\x1e authentication failed\x1fpeer\x1e28p01\x1eaccess denied for user\x1eaccess_denied_error\x1fer_\x1eerr invalid password\x1eerror 1142 (\x1einvalidpassword\x1eno pg_hba.conf entry for\x1enoauth\x1enoperm\x1epassword authentication failed for user\x1esasl authentication failed\x1ewrongpass\x0a"  # 198
+    b" \x22\x1f\x22 does not exist\x1fdatabase\x1e \x22\x1f\x22 does not exist\x1frole\x1e\x22 is not available\x1fextension \x22\x1e3d000\x1eer_bad_db_error\x1einvalidcatalogname\x1eunknown database '\x0a"  # 199
+    b" failed\x1fconnection to server at \x22\x1e53300\x1e57p0\x1eadminshutdown\x1ecannotconnectnow\x1ecould not receive data from server\x1ein recovery mode\x1fthe database system is \x1eis the server running\x1enot yet accepting connections\x1fthe database system is \x1eremaining connection slots are reserved\x1eshutting down\x1fthe database system is \x1esorry, too many clients already\x1essl connection has been closed unexpectedly\x1essl syscall error: eof detected\x1estarting up\x1fthe database system is \x1eterminating connection due to administrator command\x1etoo many connections\x0a"  # 200
+    b" (\x1f02\x1ferror 20\x1e (\x1f03\x1ferror 20\x1e (\x1f06\x1ferror 20\x1e (\x1f13\x1ferror 20\x1ecan't connect to \x1fmysql server\x1eer_con_count_error\x1elost connection to mysql server\x1emysql server has gone away\x1eprotocol_connection_lost\x0a"  # 201
+    b" connecting to \x1ferror \x1ebusy redis is busy\x1ebusyloadingerror\x1eclusterdown\x1eloading redis is loading\x1emasterdown\x1emax number of clients reached\x1ereadonly you can't write against a read only replica\x1etryagain\x0a"  # 202
+    b"misconf\x1eoom command not allowed when used memory\x0a"  # 203
+    b"\x22: syntax error\x1fnear \x22\x1e42601\x1eer_parse_error\x1eincomplete input\x1esyntax error at or near\x1eyou have an error in your sql syntax\x0a"  # 204
+    b"\x22 \x1fcolumn \x22\x1fdoes not exist\x1e42703\x1eer_bad_field_error\x1eno such column: \x1eundefinedcolumn\x1eunknown column '\x0a"  # 205
+    b"\x22 does not exist\x1frelation \x22\x1e' doesn't exist\x1ftable '\x1e42p01\x1eer_no_such_table\x1eno such table: \x1eundefinedtable\x0a"  # 206
+    b" constraint\x1fcheck\x1fviolates \x1e constraint\x1fforeign key\x1fviolates \x1e constraint\x1fnot-null\x1fviolates \x1e constraint\x1funique\x1fviolates \x1e' for key\x1fduplicate entry '\x1e2350\x1eduplicate key value\x1eer_dup_entry\x1eforeign key constraint failed\x1eintegrityerror\x1enot null constraint failed\x1eunique constraint failed\x1euniqueviolation\x0a"  # 207
+    b"cantopen\x1fsqlite_\x1ecorrupt\x1fsqlite_\x1edatabase disk image is malformed\x1edisk i/o error\x1efull\x1fsqlite_\x1ereadonly\x1fsqlite_\x1esqlite_ioerr\x1eunable to open database file\x0a"  # 208
+    b"err unknown command\x1eerr wrong number of arguments\x1ewrongtype\x0a"  # 209
+    b"bandwidthlimitexceeded\x1eec2throttledexception\x1elimitexceededexception\x1eprovisionedthroughputexceededexception\x1erequestlimitexceeded\x1erequestthrottled\x1erequestthrottledexception\x1eslowdown\x1ethrottledexception\x1ethrottling\x1ethrottlingexception\x0a"  # 210
+    b"authfailure\x1eexpired\x1fsecurity token included in the request is \x1eexpiredtoken\x1eexpiredtokenexception\x1eincompletesignature\x1einvalid\x1fsecurity token included in the request is \x1einvalidaccesskeyid\x1einvalidclienttokenid\x1einvalidsignatureexception\x1einvalidtoken\x1emissingauthenticationtoken\x1enotauthorizedexception\x1esignaturedoesnotmatch\x1esso session associated with this profile has expired\x1ethe aws access key id you provided does not exist\x1etoken has expired and refresh failed\x1eunauthorizedoperation\x1eunrecognizedclientexception\x0a"  # 211
+    b"is not authorized to perform\x1ewith an explicit deny\x0a"  # 212
+    b") could not be found\x1fthe config profile (\x1ecould not load credentials from any providers\x1ecredentials from any \x1fproviders in the chain\x1funable to load \x1ecredentialsprovidererror\x1efailed to retrieve credentials\x1emissing credentials in config\x1eno ec2 imds role found\x1enoauthhandlerfound\x1enocredentialproviders\x1enocredentialserror\x1enoregionerror\x1eprofilenotfound\x1eunable to load sdk config\x1eunable to locate credentials\x1eyou must specify a region\x0a"  # 213
+    b" than your current\x1finstances\x1fyou have requested more \x1e than your current\x1fvcpu capacity\x1fyou have requested more \x1eaddresslimitexceeded\x1einstancelimitexceeded\x1eservicequotaexceededexception\x1etoomanybuckets\x1evcpulimitexceeded\x1evpclimitexceeded\x0a"  # 214
+    b"could not connect to the endpoint url\x1einsufficientinstancecapacity\x1einternalerror\x1einternalfailure\x1epriorrequestnotcomplete\x1eserviceunavailable\x0a"  # 215
+    b" is now earlier than\x1fsignature expired: \x1eclock skew\x1erequesttimetooskewed\x0a"  # 216
+    b"nosuchbucket\x1enosuchentity\x1enosuchkey\x1eparameternotfound\x1eresourcenotfoundexception\x0a"  # 217
+    b"invalidparameterexception\x1einvalidparametervalue\x1emalformedpolicydocument\x1emissingparameter\x1evalidationerror\x1evalidationexception\x0a"  # 218
+    b"access_token_scope_insufficient\x1eapi key expired\x1eapi key not valid\x1eapi_key_invalid\x1eiam_permission_denied\x1einvalid_grant\x1ereauthentication failed\x1erequest had insufficient authentication scopes\x1erequest had invalid authentication credentials\x1ethe caller does not have permission\x1etoken has been expired or revoked\x1eunauthenticated\x0a"  # 219
+    b" not been set up\x1fefault \x1fpplication \x1fredentials ha\x1ecould not automatically determine credentials\x1edefaultcredentialserror\x1edoes not exist\x1fgoogle_application_credentials\x1egoogle_application_credentials\x1fnot found\x1egoogle_application_credentials\x1fnot set\x1eno credentials loaded. to use your gcloud credentials\x1eyou do not currently have an active account selected\x1eyour default credentials were not found\x0a"  # 220
+    b" exceed\x1f quota limit\x1fquota metric\x1e' and limit '\x1fquota exceeded for quota metric '\x1e' exceeded.\x1flimit: \x1fquota '\x0a"  # 221
+    b" before or it is disabled\x1fhas not been used in project \x1e] not enabled\x1fapi [\x1eaccessnotconfigured\x1eservice_disabled\x0a"  # 222
+    b"api_core.exceptions.notfound\x1fgoogle.\x1ecloud.exceptions.notfound\x1fgoogle.\x0a"  # 223
+    b"backenderror\x1edoes not have enough resources available to fulfill the request\x1eunavailable\x1ezone_resource_pool_exhausted\x0a"  # 224
+    b"aadsts\x1eauthenticationfailed\x1eauthorizationfailed\x1eauthorizationpermissionmismatch\x1eclientauthenticationerror\x1edoes not have authorization to perform action\x1eexpiredauthenticationtoken\x1einvalidauthenticationtoken\x1einvalidauthenticationtokentenant\x1ekeybasedauthenticationnotpermitted\x1elinkedauthorizationfailed\x1erequestdisallowedbypolicy\x0a"  # 225
+    b"credentialunavailableerror\x1edefaultazurecredential failed to retrieve a token\x1eenvironmentcredential authentication unavailable\x1emanagedidentitycredential authentication unavailable\x1eno subscription found\x1eplease run 'az login' to setup account\x0a"  # 226
+    b"exceeding approved \x1fquota\x1equotaexceeded\x0a"  # 227
+    b"anotheroperationinprogress\x1eoperationpreempted\x1eretryableerror\x1eserverbusy\x0a"  # 228
+    b"containernotfound\x1emissingsubscriptionregistration\x1eresourcegroupnotfound\x1eskunotavailable\x1estorageaccountnotfound\x1esubscriptionnotfound\x0a"  # 229
+    b" to create or update workflow\x1fgithub app\x1frefusing to allow a\x1e to create or update workflow\x1foauth app\x1frefusing to allow a\x1e to create or update workflow\x1fpersonal access token\x1frefusing to allow a\x1ebad credentials\x1egh007\x1ehas not been granted the required scopes\x1ehttp basic: access denied\x1emust have admin rights\x1erequires authentication\x1eresource not accessible by integration\x1esupport for password authentication was removed\x0a"  # 230
+    b"error: preparation failed\x1ejob failed (system failure)\x1elost communication with the server\x1erunner has received a shutdown signal\x1erunner is not responding\x1ethe job was not acquired by runner\x1ethe operation was canceled.\x0a"  # 231
+    b"invalid workflow file\x1ethe workflow is not valid\x1eunable to resolve action\x1eunrecognized named-value\x0a"  # 232
+    b" not \x1fgithub_token \x1fis\x1fprovided\x1e not \x1fgithub_token \x1fis\x1fset\x1e not \x1fgithub_token \x1fprovided\x1fwas\x1e not \x1fgithub_token \x1fset\x1fwas\x1einput required and not supplied: \x0a"  # 233
+    b"no runner matching the specified labels\x1ethe project doesn't have any runners\x1fthis job is stuck because \x1ethis job is stuck because \x1fyou don't have any active runners\x0a"  # 234
+    b"account_deactivated\x1eauthentication_error\x1eauthenticationerror\x1egated repo\x1eincorrect api key provided\x1einvalid x-api-key\x1einvalid_api_key\x1epermission_error\x1epermissiondeniederror\x0a"  # 235
+    b"_api_key\x1fdid not find \x1eapi_key client option must be set\x1ecould not resolve authentication method\x1eexpected either api_key or auth_token to be set\x1efound\x1fno api key \x1emissingapikeyerror\x1eno api key \x1fprovided\x0a"  # 236
+    b" rate limit\x1fcall\x1fexceeded \x1e rate limit\x1fexceeded \x1ftoken\x1erate limit reached for\x0a"  # 237
+    b" tokens\x1fmaximum context length is \x1econtext_length_exceeded\x1eexceed context limit\x1eexceeds the maximum \x1ftokens\x1eprompt is too long\x1estring_above_max_length\x0a"  # 238
+    b"api_error\x1einternalservererror\x1eserviceunavailableerror\x1ethe server had an error while processing your request\x0a"  # 239
+    b"' not found, try pulling it first\x1fmodel '\x1e` does not exist\x1fthe model `\x1edeploymentnotfound\x1eis not a valid model identifier\x1emodel_not_found\x0a"  # 240
+    b"content management policy\x1econtent_policy_violation\x1eresponsibleaipolicyviolation\x0a"  # 241
+    b"badrequesterror\x1einvalid_request_error\x0a"  # 242
+    b"cublas_status_alloc_failed\x1ecuda error: out of memory\x1ecuda out of memory\x1ecudaerrormemoryallocation\x1ecudamalloc failed\x1ecudnn_status_alloc_failed\x1ehip out of memory\x1emps backend out of memory\x1eoom when allocating tensor\x1eout of memory on device\x1eoutofmemoryerror: cuda\x1eresourceexhaustederror\x0a"  # 243
+    b" error\x1fnvidia-container-cli: \x1e\x22 with capabilities: [[gpu]]\x1fcould not select device driver \x22\x1ealloc_failed\x1fcudnn_status_\x1earch_mismatch\x1fcudnn_status_\x1ecannot initialize cuda without aten_cuda library\x1ecouldn't communicate with the nvidia driver\x1ecuda driver version is insufficient\x1ecuda_error_no_device\x1ecudaerrorinsufficientdriver\x1ecudaerrornodevice\x1ecudnn_status_\x1fnot_initialized\x1ecudnn_status_\x1fversion_mismatch\x1efailed call to cuinit\x1efailed to initialize nvml\x1efound no nvidia driver\x1elibcuda.so.1: cannot open shared object file\x1eno cuda gpus are available\x1eno cuda-capable device is detected\x1eno kernel image is available for execution on the device\x1envidia driver on your system is too old\x1envidia-smi has failed\x1envml: driver/library version mismatch\x1etorch not compiled with cuda enabled\x1eunknown or invalid runtime name: nvidia\x0a"  # 244
+    b"are busy or unavailable\x1fcuda-capable device\x1ecudaerrordevicesunavailable\x0a"  # 245
+    b"an illegal memory access was encountered\x1ecublas_status_execution_failed\x1ecudaerrorillegaladdress\x1edevice-side assert triggered\x1emisaligned address\x0a"  # 246
+    b"nccl_timeout\x1ewatchdog caught collective operation timeout\x0a"  # 247
+    b" issue(s) found:\x0a"  # 248
+    b": \x0a"  # 249
+    b" failure(s), \x1f warning(s)\x1ffailed: \x1erule violation summary\x0a"  # 250
+    b" at \x1fconditions\x1e at \x1fmappings\x1e at \x1fmetadata\x1e at \x1foutputs\x1e at \x1fparameters\x1e at \x1fresources\x1e at \x1frules\x1e at \x1ftransform\x1e[cfn-lint] \x0a"  # 251
+    b"template invalid!\x0a"  # 252
+    b" failed\x1f-test\x1fpod \x1efailed\x1fphase:\x0a"  # 253
+    b" (loaderror)\x1fcannot load such file -- \x1e(loaderror)\x0a"  # 254
+    b"bundler::gemnotfound\x1ecould not find gem '\x0a"  # 255
+    b" example\x1f failure\x1f, \x0a"  # 256
+    b" detected\x1f file\x1f inspected, \x1f offense\x0a"  # 257
+    b" bytes exhausted\x1fallowed memory size of \x0a"  # 258
+    b"your requirements could not be resolved to an installable set of packages\x0a"  # 259
+    b"packagesnotfounderror\x1eresolvepackagenotfound\x1eunsatisfiableerror\x0a"  # 260
+    b"' in scope\x1ferror: cannot find \x0a"  # 261
+    b"** (\x1fmismatcheddelimitererror\x1e** (\x1fsyntaxerror\x1e** (\x1ftokenmissingerror\x0a"  # 262
+    b"** (\x1fcompileerror\x1e** (\x1fundefinedfunctionerror\x0a"  # 263
+    b"access_refused\x0a"  # 264
+    b" minutes\x1fran longer than the maximum time of \x1eexceeded the maximum allowed time of \x0a"  # 265
+    b"hip_error_outofmemory\x1ehiperroroutofmemory\x0a"  # 266
+    b" failed\x0a"  # 267
+    b"ambiguous type variable\x1ecould not deduce \x1ecouldn't match \x1fexpected type\x1ecouldn't match \x1fkind\x1ecouldn't match \x1ftype\x1eno instance for \x1enot in scope: \x1evariable not in scope:\x0a"  # 268
+    b"(possibly incorrect indentation\x1fparse error \x1e: error\x1fhs:\x1fparse error\x1eon input\x1fparse error \x0a"  # 269
+    b" is not a member of\x1f.s\x1f: \x1fbt\x1fvalue \x1e is not a member of\x1f.s\x1f: \x1fcala\x1fvalue \x1e needs \x1f.s\x1f: \x1fbt\x1fmethod\x1frecursive \x1ftype\x1e needs \x1f.s\x1f: \x1fbt\x1frecursive \x1ftype\x1fvalue\x1e needs \x1f.s\x1f: \x1fcala\x1fmethod\x1frecursive \x1ftype\x1e needs \x1f.s\x1f: \x1fcala\x1frecursive \x1ftype\x1fvalue\x1e.s\x1f: \x1fambiguous reference to overloaded definition\x1fbt\x1e.s\x1f: \x1fambiguous reference to overloaded definition\x1fcala\x1e.s\x1f: \x1fbt\x1fcould not find implicit value\x1e.s\x1f: \x1fbt\x1fmissing argument list\x1e.s\x1f: \x1fbt\x1ftoo many arguments\x1e.s\x1f: \x1fbt\x1ftype mismatch;\x1e.s\x1f: \x1fcala\x1fcould not find implicit value\x1e.s\x1f: \x1fcala\x1fmissing argument list\x1e.s\x1f: \x1fcala\x1ftoo many arguments\x1e.s\x1f: \x1fcala\x1ftype mismatch;\x1e.s\x1fbt\x1fnot found: \x1fobject\x1e.s\x1fbt\x1fnot found: \x1ftype\x1e.s\x1fbt\x1fnot found: \x1fvalue\x1e.s\x1fcala\x1fnot found: \x1fobject\x1e.s\x1fcala\x1fnot found: \x1ftype\x1e.s\x1fcala\x1fnot found: \x1fvalue\x0a"  # 270
+    b".dart:\x1f: error: \x0a"  # 271
+    b".dart:\x1f: error: \x1fcan't find '\x1e.dart:\x1f: error: \x1fexpected \x1e.dart:\x1f: error: \x1funexpected token\x0a"  # 272
+    b"error \x0a"  # 273
+    b" [\x1f] is required but does not seem to be installed\x1fpackage \x1e not found in current path\x1fmodule\x1e not found in current path\x1fpackage\x0a"  # 274
+    b".pm in @inc\x1fcan't locate \x0a"  # 275
+    b" but found\x1f[error]\x1fexpected \x1e but found\x1ferror:\x1fexpected \x1e[error]\x1fregular expression\x1funterminated \x1e[error]\x1fstring\x1funterminated \x1e[error]\x1fstring literal\x1funterminated \x1e[error]\x1ftemplate literal\x1funterminated \x1e[error]\x1funexpected \x22\x1e[error]\x1funexpected end of file\x1eerror:\x1fregular expression\x1funterminated \x1eerror:\x1fstring\x1funterminated \x1eerror:\x1fstring literal\x1funterminated \x1eerror:\x1ftemplate literal\x1funterminated \x1eerror:\x1funexpected \x22\x1eerror:\x1funexpected end of file\x0a"  # 276
+    b"rollup failed to resolve import \x22\x0a"  # 277
+    b"rollup failed to resolve import \x22\x0a"  # 278
+    b" dl\x0a"  # 279
+    b" line \x1fin \x1e: \x1f[sc\x1ferror\x1e: \x1f[sc\x1fnote\x1e: \x1f[sc\x1fwarning\x1eshellcheck.net/wiki/sc\x0a"  # 280
+    b"error: missing binary: \x1emissing prebuilt package for '\x0a"  # 281
+    b" not found\x1fependency \x0a"  # 282
+    b"could not find python interpreter with spec\x1einterpreternotfound\x0a"  # 283
+    b"could not find a version that matches\x0a"  # 284
+    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1eavailable\x1ebrokenpipe\x1ecaused by: \x1eclient_exceptions\x1econnect\x1ferrors\x1econnect\x1fexc\x1econnect\x1fftplib\x1econnect\x1fimaplib\x1econnect\x1fpoplib\x1econnect\x1fsmtplib\x1edisconnected\x1eerrorfactory\x1eexception\x1eexceptions\x1ehostdown\x1enetworkerror\x1essh_exception\x1eunavailable\x1eunreachable\x0a"  # 285
+    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1ecaused by: \x1fout\x1ftimed\x1ecaused by: \x1ftimeout\x1eclient_exceptions\x1edeadlineexceeded\x1eerrorfactory\x1eerrors\x1fout\x1ftimed\x1eerrors\x1ftimeout\x1eexc\x1fout\x1ftimed\x1eexc\x1ftimeout\x1eexception\x1fout\x1ftimed\x1eexception\x1ftimeout\x1eexceptions\x1fout\x1ftimed\x1eexceptions\x1ftimeout\x1eftplib\x1fout\x1ftimed\x1eftplib\x1ftimeout\x1eimaplib\x1fout\x1ftimed\x1eimaplib\x1ftimeout\x1eout\x1fpoplib\x1ftimed\x1eout\x1fsmtplib\x1ftimed\x1epoplib\x1ftimeout\x1esmtplib\x1ftimeout\x1essh_exception\x0a"  # 286
+    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1ecaused by: \x1eclient_exceptions\x1eerrorfactory\x1eerrors\x1fratelimit\x1eerrors\x1fthrottl\x1eexc\x1fratelimit\x1eexc\x1fthrottl\x1eexception\x1fratelimit\x1eexception\x1fthrottl\x1eexceptions\x1eftplib\x1fratelimit\x1eftplib\x1fthrottl\x1eimaplib\x1fratelimit\x1eimaplib\x1fthrottl\x1epoplib\x1fratelimit\x1epoplib\x1fthrottl\x1erate_limit\x1eratelimit\x1fsmtplib\x1esmtplib\x1fthrottl\x1essh_exception\x1etoo_many_requests\x1etoomanyrequests\x0a"  # 287
+    b"\x0a"  # 288
+    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1eapikeymissing\x1ecaused by: \x1eclient_exceptions\x1ecredential\x1fnotfound\x1ecredentialunavailable\x1edefaultcredentials\x1eerrorfactory\x1eerrors\x1fnoapikey\x1eexc\x1fnoapikey\x1eexception\x1fnoapikey\x1eexceptions\x1fnoapikey\x1eftplib\x1fnoapikey\x1eimaplib\x1fnoapikey\x1emissingapikey\x1emissingcredential\x1emissingtoken\x1enoapikey\x1fpoplib\x1enoapikey\x1fsmtplib\x1enoauthtoken\x1enocredential\x1essh_exception\x1etokennotfound\x0a"  # 289
+    b"auth\x1fdenied\x1eauthentication\x1ebad\x1flogin\x1ebad\x1fuser\x1ebind\x1fdenied\x1ecredential\x1edenied\x1fin\x1fsign\x1edenied\x1flog-in\x1edenied\x1flogin\x1edenied\x1flogon\x1eincorrect\x1einvalid\x1flogin\x1einvalid\x1fuser\x1elogin\x1fwrong\x1enot accepted\x1enot successful\x1epassphrase\x1epassword\x1erefused\x1erejected\x1eunsuccessful\x1euser\x1fwrong\x0a"  # 290
+    b"1017\x1fora-\x1e5.7.\x1f535\x1e530\x1flogin\x1e530\x1fnot logged in\x1e530\x1fuser\x1eauthenticationfailed\x1ecredentials\x1finvalid\x1einvalid_auth\x1enot_authed\x0a"  # 291
+    b"1017\x1fora-\x1e5.7.\x1f535\x1e530\x1fnot logged in\x1eauthentication\x1eauthenticationfailed\x1ebad\x1fuser\x1econnect\x1ecredential\x1edenied\x1eerror\x1fuser\x1eexception\x1efailure\x1eincorrect\x1einvalid\x1einvalid_auth\x1elogin\x1enot accepted\x1enot successful\x1enot_authed\x1epassphrase\x1epassword\x1erefused\x1erejected\x1eunsuccessful\x0a"  # 292
+    b"api\x1ffound\x1fkey\x1eapi\x1fgiven\x1fkey\x1eapi\x1fkey\x1fmissing\x1eapi\x1fkey\x1fpresent\x1eapi\x1fkey\x1fset\x1eavailable\x1fno \x1econfigured\x1ecredential\x1efound\x1fsecret\x1efound\x1ftoken\x1egiven\x1fsecret\x1egiven\x1ftoken\x1emissing\x1fsecret\x1emissing\x1ftoken\x1emissing \x1eno \x1fsupplied\x1enot \x1fsupplied\x1epassword\x1epresent\x1fsecret\x1epresent\x1ftoken\x1eprovided\x1esecret\x1fset\x1eset\x1ftoken\x1especified\x0a"  # 293
 )

@@ -72,11 +72,12 @@ __all__ = [
 ]
 
 MAX_MESSAGE = 200
-NORMALIZATION_VERSION = 5  # 1: every quoted value was <str>; no request ids, pods, tokens
+NORMALIZATION_VERSION = 6  # 1: every quoted value was <str>; no request ids, pods, tokens
 # 2: `host.name:5432` was a path (a bare file name with a line number)
 # 3: a URL kept only its host, every path was <path>, every number <n> (error codes too)
 # 4: temporary folders' random names (tempfile's, pytest's, `venv-a1b2c3`) and klog's
 #    header (`E1011 12:15:03.532199 12345`) were kept
+# 5: a time with `_` for `:` and `.` in a path's name (npm's `T09_50_56_130Z-debug.log`) was kept
 
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*"
 _DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*"
@@ -255,7 +256,8 @@ KEPT = ("keep", "code")  # rules that keep what they match (a placeholder, an er
 _SEGMENT = (
     rf"(?P<uuid>{_H}{{8}}-(?:{_H}{{4}}-){{3}}{_H}{{12}})"
     r"|(?P<ip>(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])|\[[0-9A-Fa-f:.]*::?[0-9A-Fa-f:.%\w]*\])"
-    r"|(?P<ts>(?<!\d)\d{4}-\d{2}-\d{2}(?:[T_ ]?\d{2}[:-]?\d{2}(?:[:-]?\d{2})?Z?)?(?!\d))"
+    r"|(?P<ts>(?<!\d)\d{4}-\d{2}-\d{2}(?:[T_ ]?\d{2}[:_-]?\d{2}(?:[:_-]?\d{2}(?:[._]\d{1,9})?)?Z?)?"
+    r"(?!\d))"
     rf"|(?P<hex>(?<![A-Za-z0-9])(?=[0-9]*[a-fA-F])(?=[a-fA-F]*\d){_H}{{7,}}(?![A-Za-z0-9]))"
     rf"|(?P<token>(?<![A-Za-z0-9])(?={_ALNUM}*?(?:[A-Za-z]\d++[A-Za-z]++\d|\d[A-Za-z]++\d++[A-Za-z]))"
     rf"{_ALNUM}{{10,}}+)"

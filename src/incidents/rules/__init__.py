@@ -91,6 +91,7 @@ def tables() -> dict[str, tuple[Row, ...]]:
     """Every ecosystem's rows, in table order (imports the rule modules)."""
     from incidents.rules import (
         checkers,
+        databases,
         exceptions,
         general,
         languages,
@@ -111,6 +112,7 @@ def tables() -> dict[str, tuple[Row, ...]]:
         runtimes,
         microsoft,
         platforms,
+        databases,
         services,
         checkers,
         others,

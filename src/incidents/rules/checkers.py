@@ -1,4 +1,4 @@
-"""Rules for checkers of infrastructure code: ansible-lint, cfn-lint, helm test. Their
+"""Rules for checkers of infrastructure code: tflint, ansible-lint, cfn-lint, helm test. Their
 findings are verdicts on files of the repository (LINT_FAILURE / TEST_FAILURE, code).
 Row format: `incidents.rules`."""
 
@@ -25,6 +25,18 @@ _ANSIBLE_WORDS = " ".join(sorted({i.split("-")[0] for i in _ANSIBLE_LINT_IDS.spl
 _CFN_SECTIONS = "Resources Parameters Outputs Mappings Conditions Metadata Rules Transform"
 
 RULES: dict[str, tuple[Row, ...]] = {
+    "tflint": (
+        (
+            # tflint's summary before its findings (`1 issue(s) found:`)
+            "tflint issues",
+            VERDICT,
+            LINT,
+            C,
+            "issue",
+            r"(?m)^\d+ issue\(s\) found:",
+            "2 issue(s) found:",
+        ),
+    ),
     "ansible-lint": (
         (
             "ansible-lint finding",

@@ -39,7 +39,9 @@ RULES: dict[str, tuple[Row, ...]] = {
             r"|\bexpired (?:token|credentials)\b|\bbad credentials\b|\bnot authori[sz]ed\b"
             r"|\bunauthori[sz]ed\b|\baccess denied\b|\b(?:invalid|incorrect) (?:username or "
             r"(?:password|token)|password)\b|\blogin failed\b|\bmust be logged in\b"
-            r"|\bunauthenticated\b",
+            # not terraform's `- Installed hashicorp/oci v6.13.0 (unauthenticated)`: a package
+            # installed without a signature check, a success line (`Installed %s v%s (%s%s)`)
+            r"|(?<!\()\bunauthenticated\b|\bunauthenticated\b(?!\))",
             "fatal: Authentication failed for 'https://github.com/o/r.git/'",
         ),
         (
@@ -155,7 +157,8 @@ RULES: dict[str, tuple[Row, ...]] = {
             r"(?:obtain|acquire|get) (?:a |the )?lock\b|\b(?:unable|failed) to (?:obtain|acquire) "
             r"(?:a |the )?lock\b|\bwaiting for (?:cache |the )?lock\b|\bcould not serialize access"
             r"\b|\bserialization failure\b|\btry restarting transaction\b|\bresource busy\b"
-            r"|\btext file busy\b|\banother (?:[\w-]+ )?(?:process|operation|instance) (?:is|seems "
+            r"|\btext file busy\b|\bcannot lock ref '[^']+'"  # git: a ref another fetch is moving
+            r"|\banother (?:[\w-]+ )?(?:process|operation|instance) (?:is|seems "
             r"to be) (?:running|in progress|holding)|\bis (?:already )?in use by another\b",
             "sqlite3.OperationalError: database is locked",
         ),

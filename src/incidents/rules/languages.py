@@ -32,11 +32,14 @@ _TS_SYNTAX = (
     " 1131 1134 1135 1136 1138 1141 1144 1160 1161 1185 1381 1382 1434 1435"
 )
 
-# the type and name errors tsc reports most, for a diagnostic without its file position
+# the type and name errors tsc reports most, for a diagnostic without its file position;
+# and its errors in tsconfig.json or the options (TS5023 `Unknown compiler option`, TS18003
+# `No inputs were found in config file`, TS6053 `File ... not found`): the repository's too
 _TS_CODES = (
     "2304 2305 2306 2307 2322 2339 2345 2349 2353 2362 2367 2416 2448 2454 2531 2532 2551 2552"
     " 2554 2559 2564 2580 2584 2614 2688 2739 2740 2741 2769 2792 6133 6196 7006 7016 7053"
-    " 18047 18048"
+    " 18047 18048 5023 5024 5025 5053 5055 5056 5069 5070 5083 5095 5101 6046 6053 6059"
+    " 17004 18002 18003"
 )
 
 RULES: dict[str, tuple[Row, ...]] = {
@@ -421,6 +424,30 @@ RULES: dict[str, tuple[Row, ...]] = {
             "node:internal/process/promises:288 triggerUncaughtException",
         ),
         (
+            # npm's usage errors (`npm ERR! code EUSAGE`), `npm ci` without a lock file above all
+            # (`The \`npm ci\` command can only install with an existing package-lock.json`):
+            # the repository's files or its CI command, not the machine
+            "npm usage error",
+            NAMED,
+            UNKNOWN,
+            C,
+            "eusage install",
+            r"\bcode EUSAGE\b|\bcan only install with an existing package-lock\.json\b",
+            "npm ERR! code EUSAGE",
+        ),
+        (
+            # node's ERR_REQUIRE_ESM (`require() of ES Module %s not supported.`, older `Must use
+            # import to load ES Module`): the calling code must use import(), a code change
+            "require of ES module",
+            NAMED,
+            UNKNOWN,
+            C,
+            "err_require_esm require import",
+            r"\bERR_REQUIRE_ESM\b|\brequire\(\) of ES Module\b|\bMust use import to load ES Module\b",
+            "Error [ERR_REQUIRE_ESM]: require() of ES Module /app/node_modules/chalk/index.js not"
+            " supported.",
+        ),
+        (
             "address in use",
             NAMED,
             UNKNOWN,
@@ -448,7 +475,10 @@ RULES: dict[str, tuple[Row, ...]] = {
             C,
             words_of(_TS_CODES, "ts") + " ts tsx mts cts js jsx vue",
             r"\.(?:[cm]?tsx?|jsx?|vue)(?:\(\d+,\d+\)|:\d+:\d+)(?::| -) error TS\d{4,5}\b|"
-            + any_of(_TS_CODES, "error TS"),
+            + any_of(_TS_CODES, "error TS")
+            # the loaders (ts-loader `[tsl] ERROR`, awesome-typescript-loader `[at-loader]`,
+            # fork-ts-checker) print the code without tsc's `error ` before it
+            + "|" + any_of(_TS_CODES, "TS") + ": ",
             "src/app.ts(8,7): error TS2322: Type 'string' is not assignable to type 'number'.",
         ),
     ),

@@ -68,6 +68,17 @@ RULES: dict[str, tuple[Row, ...]] = {
             "Program.cs(8,13): error CS0103: The name 'cout' does not exist in the current context",
         ),
         (
+            # the test frameworks' assertion messages: MSTest `Assert.AreEqual failed.
+            # Expected:<1>. Actual:<2>.`, xUnit `Assert.Equal() Failure`
+            "dotnet assertion failed",
+            VERDICT,
+            TEST,
+            C,
+            "assert",
+            r"\bAssert\.\w+ failed\. |\bAssert\.\w+\(\) Failure\b",
+            "Assert.AreEqual failed. Expected:<1>. Actual:<2>.",
+        ),
+        (
             "dotnet test failed",
             VERDICT,
             TEST,
@@ -116,6 +127,31 @@ RULES: dict[str, tuple[Row, ...]] = {
             r"find any compatible framework version|You must install or update \.NET to run"
             r"|No \.NET SDKs were found|Could not load file or assembly",
             "error NETSDK1045: The current .NET SDK does not support targeting .NET 9.0.",
+        ),
+        (
+            # MSBuild's copy that gave up on a file another process holds (MSB3027/MSB3021,
+            # `The file is locked by: "App (1234)"`): a lock, it clears
+            "MSBuild file locked",
+            NAMED,
+            UNKNOWN,
+            T,
+            "msb3027 msb3021 locked",
+            r"\berror MSB30(?:27|21)\b|\bThe file is locked by: ",
+            'error MSB3027: Could not copy "obj/App.dll" to "bin/App.dll". Exceeded retry count'
+            " of 10. Failed.",
+        ),
+        (
+            # SqlClient's connection failure (`A network-related or instance-specific error
+            # occurred while establishing a connection to SQL Server`): the server, not the code
+            "SQL Server unreachable",
+            NAMED,
+            UNKNOWN,
+            T,
+            "network",
+            r"\bA network-related or instance-specific error occurred while establishing a "
+            r"connection to SQL Server\b",
+            "A network-related or instance-specific error occurred while establishing a connection"
+            " to SQL Server.",
         ),
         (
             ".NET exception",
@@ -214,11 +250,12 @@ RULES: dict[str, tuple[Row, ...]] = {
             UNKNOWN,
             C,
             "null invokemethodonnull bind parameterbindingvalidationexception"
-            " parameterbindingexception propertynotfoundexception methodnotfound",
+            " parameterbindingexception propertynotfoundexception methodnotfound parameter",
             r"You cannot call a method on a null-valued expression|\bInvokeMethodOnNull\b|Cannot "
             r"bind argument to parameter '[^']+' because it is (?:null|an empty)"
             r"|\bParameterBinding(?:Validation)?Exception\b|\bPropertyNotFoundException\b"
-            r"|\bMethodNotFound\b|Cannot index into a null array",
+            r"|\bMethodNotFound\b|Cannot index into a null array"
+            r"|A parameter cannot be found that matches parameter name '[^']+'",
             "InvalidOperation: You cannot call a method on a null-valued expression.",
         ),
     ),

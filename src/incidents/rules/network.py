@@ -115,7 +115,10 @@ RULES: dict[str, tuple[Row, ...]] = {
             r"closed\b|\bcould not be established\. (?:Broker|Node) may not be available\b"
             # libcurl's error strings (lib/strerror.c), which git, cmake, vcpkg and R print
             r"|\bFailure when receiving data from the peer\b|\bFailed sending data to the peer\b"
-            r"|\bServer returned nothing \(no headers, no data\)|\bTransferred a partial file\b",
+            r"|\bServer returned nothing \(no headers, no data\)|\bTransferred a partial file\b"
+            # the API SDKs' `APIConnectionError` message (OpenAI's, Anthropic's and other
+            # generated clients: `message: str = "Connection error."`), also without the class
+            r"|\bConnection error\.(?!\S)",
             "curl: (7) Failed to connect to localhost port 8080: Connection refused",
         ),
         (

@@ -1,5 +1,5 @@
-"""Rules for Docker, Kubernetes/Helm, Terraform, git/ssh and database clients (PostgreSQL,
-MySQL, SQLite, Redis). Row format: `incidents.rules`."""
+"""Rules for Docker, Kubernetes/Helm, Terraform and git/ssh (database clients:
+`incidents.rules.databases`). Row format: `incidents.rules`."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from incidents.rules import (
     RATE_LIMIT,
     REFINED,
     SYNTAX,
+    TIMEOUT,
     UNKNOWN,
     VERDICT,
     C,
@@ -34,6 +35,18 @@ RULES: dict[str, tuple[Row, ...]] = {
             r"docker\w*|docker_engine: The system cannot find the file specified",
             "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker"
             " daemon running?",
+        ),
+        (
+            # the daemon's `Conflict. The container name %q is already in use by container %q.
+            # You have to remove (or rename) that container`: a container to free (env)
+            "container name in use",
+            NAMED,
+            UNKNOWN,
+            E,
+            "container",
+            r"The container name \S+ is already in use by container\b",
+            'docker: Error response from daemon: Conflict. The container name "/web" is already'
+            ' in use by container "4a5a".',
         ),
         (
             "image not found",
@@ -66,13 +79,25 @@ RULES: dict[str, tuple[Row, ...]] = {
             "denied: requested access to the resource is denied",
         ),
         (
+            # BuildKit's `Multi-platform build is not supported for the docker driver`: the
+            # builder's set-up (a driver to create), whatever its `try again` says
+            "builder driver unsupported",
+            NAMED,
+            UNKNOWN,
+            E,
+            "platform",
+            r"\bMulti-platform build is not supported for the docker driver\b",
+            "ERROR: Multi-platform build is not supported for the docker driver.",
+        ),
+        (
             "build context file missing",
             NAMED,
             UNKNOWN,
             C,
-            "cache copy checksum",
+            "cache copy checksum dockerfile",
             r"failed to compute cache key|COPY failed: (?:file not found|stat|forbidden path)"
-            r"|failed to calculate checksum of ref",
+            r"|failed to calculate checksum of ref"
+            r"|failed to read dockerfile: open \S+: no such file or directory",
             'ERROR: failed to solve: failed to compute cache key: "/app.jar": not found',
         ),
         (
@@ -137,6 +162,29 @@ RULES: dict[str, tuple[Row, ...]] = {
             ' "pods"',
         ),
         (
+            # the API server's status reason as kubectl prints it (`Error from server (%s): %s`):
+            # the named object is not in the cluster, which nobody created (env)
+            "kubectl object not found",
+            NAMED,
+            UNKNOWN,
+            E,
+            "notfound",
+            r"Error from server \(NotFound\)",
+            'Error from server (NotFound): deployments.apps "web" not found',
+        ),
+        (
+            # the API server's 504 (apimachinery: StatusReasonTimeout, `the server was unable to
+            # return a response in the time allotted, but may still be processing the request`)
+            "kubernetes server timeout",
+            NAMED,
+            TIMEOUT,
+            T,
+            "timeout allotted",
+            r"Error from server \(Timeout\)|\bunable to return a response in the time allotted\b",
+            "Error from server (Timeout): the server was unable to return a response in the time"
+            " allotted, but may still be processing the request (get pods)",
+        ),
+        (
             "kubectl has no cluster",
             REFINED,
             UNKNOWN,
@@ -166,6 +214,39 @@ RULES: dict[str, tuple[Row, ...]] = {
             r"no matches for kind \"[^\"]+\" in version",
             'error: resource mapping not found for name: "x" namespace: "" from "c.yaml": no'
             ' matches for kind "Certificate" in version "cert-manager.io/v1"',
+        ),
+        (
+            # `cannot re-use a name that is still in use`: a release to uninstall (env), like a
+            # container name still taken
+            "helm release name in use",
+            NAMED,
+            UNKNOWN,
+            E,
+            "use",
+            r"\bcannot re-use a name that is still in use\b",
+            "Error: INSTALLATION FAILED: cannot re-use a name that is still in use",
+        ),
+        (
+            # kubelet's FailedMount of a ConfigMap or Secret nobody created
+            # (`MountVolume.SetUp failed for volume "x" : configmap "y" not found`)
+            "volume source missing",
+            NAMED,
+            UNKNOWN,
+            E,
+            "mountvolume",
+            r"\bMountVolume\.SetUp failed for volume \S+ : (?:configmap|secret) \S+ not found",
+            'MountVolume.SetUp failed for volume "config" : configmap "app-config" not found',
+        ),
+        (
+            # the API server's StatusReasonInvalid (`The %s %q is invalid: %s`): the manifest
+            "object invalid",
+            NAMED,
+            UNKNOWN,
+            C,
+            "invalid",
+            r"\bThe [A-Z]\w+ \S+ is invalid: ",
+            'The Deployment "web" is invalid: spec.template.spec.containers[0].image: Required'
+            " value",
         ),
         (
             "manifest invalid",
@@ -283,10 +364,12 @@ RULES: dict[str, tuple[Row, ...]] = {
     ),
     "git and ssh": (
         (
+            # a trust failure retrying cannot fix (tests/fixtures/corpus/infra.md, hard case 9:
+            # never_retry, not the known_hosts set-up)
             "host key not trusted",
             GENERIC,
             UNKNOWN,
-            E,
+            N,
             "host identification",
             r"Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED|No \w* ?host key "
             r"is known for",
@@ -316,10 +399,21 @@ RULES: dict[str, tuple[Row, ...]] = {
             GENERIC,
             UNKNOWN,
             N,
-            "repository access",
-            r"(?i)\bRepository not found\b|fatal: repository '[^']+' not found|make sure you have the"
-            r" correct access rights",
+            "repository",
+            r"(?i)\bRepository not found\b|fatal: repository '[^']+' not found",
             "ERROR: Repository not found.",
+        ),
+        (
+            # git's advice after any failed first contact with a remote (connect.c,
+            # `die_initial_contact`): it follows a refused key as well as an ssh connection
+            # that timed out or found no route, so it only says that the contact failed
+            "remote contact failed",
+            BARE,
+            UNKNOWN,
+            N,
+            "access",
+            r"(?i)make sure you have the correct access rights",
+            "Please make sure you have the correct access rights",
         ),
         (
             "not a git repository",
@@ -351,142 +445,6 @@ RULES: dict[str, tuple[Row, ...]] = {
             r"|You are not allowed to push code to protected branches|Repository rule violations "
             r"found|Push cannot contain secrets",
             "remote: error: GH006: Protected branch update failed for refs/heads/main.",
-        ),
-    ),
-    "databases": (
-        (
-            "database login refused",
-            NAMED,
-            UNKNOWN,
-            N,
-            "password pg_hba invalidpassword 28p01 sasl ident peer noauth wrongpass noperm"
-            " er_access_denied_error er_dbaccess_denied_error 1045 1044 1142 denied",
-            r"password authentication failed for user|no pg_hba\.conf entry for|\bInvalidPassword"
-            r"\b|\b28P01\b|SASL authentication failed|(?:Ident|peer) authentication failed"
-            r"|\bNOAUTH\b|\bWRONGPASS\b|\bERR invalid password\b|\bNOPERM\b|\bER_(?:DB)?ACCESS_"
-            r"DENIED_ERROR\b|\bERROR 10(?:45|44) \(|\bERROR 1142 \(|Access denied for user",
-            'FATAL:  password authentication failed for user "app"',
-        ),
-        (
-            "database not provisioned",
-            NAMED,
-            UNKNOWN,
-            E,
-            "role database invalidcatalogname 3d000 unknown er_bad_db_error extension",
-            r"(?:role|database) \"[^\"]+\" does not exist|\bInvalidCatalogName\b|\b3D000\b|Unknown "
-            r"database '[^']+'|\bER_BAD_DB_ERROR\b|extension \"[^\"]+\" is not available",
-            'FATAL:  database "orders" does not exist',
-        ),
-        (
-            "database unavailable",
-            GENERIC,
-            UNKNOWN,
-            T,
-            "database server terminating clients slots connections cannotconnectnow adminshutdown"
-            " 57p01 57p03 53300 receive ssl connection",
-            r"the database system is (?:starting up|shutting down|in recovery mode|not yet "
-            r"accepting connections)|Is the server running|terminating connection due to "
-            r"administrator command|sorry, too many clients already|remaining connection slots are "
-            r"reserved|(?i:\btoo many connections\b)|\bCannotConnectNow\b|\bAdminShutdown\b"
-            r"|\b57P0[13]\b|\b53300\b|could not receive data from server|SSL SYSCALL error: EOF "
-            r"detected|SSL connection has been closed unexpectedly|connection to server at "
-            r"\"[^\"]+\"[^\n]* failed",
-            "FATAL:  the database system is starting up",
-        ),
-        (
-            "MySQL server unavailable",
-            NAMED,
-            UNKNOWN,
-            T,
-            "mysql 2002 2003 2006 2013 er_con_count_error protocol_connection_lost",
-            r"Can't connect to (?:local )?MySQL server|Lost connection to MySQL server|MySQL server"
-            r" has gone away|\bERROR 20(?:02|03|06|13) \(|\bER_CON_COUNT_ERROR\b"
-            r"|\bPROTOCOL_CONNECTION_LOST\b",
-            "ERROR 2002 (HY000): Can't connect to local MySQL server through socket",
-        ),
-        (
-            "Redis unavailable",
-            NAMED,
-            UNKNOWN,
-            T,
-            "loading busy clusterdown tryagain readonly masterdown connecting clients",
-            r"\bLOADING Redis is loading\b|\bBUSY Redis is busy\b|\bCLUSTERDOWN\b|\bTRYAGAIN\b"
-            r"|\bREADONLY You can't write against a read only replica|\bMASTERDOWN\b|\bError \d+ "
-            r"connecting to [^\s:]+:\d+|max number of clients reached",
-            "redis.exceptions.BusyLoadingError: LOADING Redis is loading the dataset in memory",
-        ),
-        (
-            "Redis out of memory or disk",
-            NAMED,
-            UNKNOWN,
-            E,
-            "oom misconf",
-            r"OOM command not allowed when used memory|\bMISCONF\b",
-            "OOM command not allowed when used memory > 'maxmemory'.",
-        ),
-        (
-            "SQL syntax",
-            VERDICT,
-            SYNTAX,
-            C,
-            "syntax er_parse_error 42601 near incomplete",
-            r"syntax error at or near|You have an error in your SQL syntax|\bER_PARSE_ERROR\b"
-            r"|\b42601\b|near \"[^\"]+\": syntax error|\bincomplete input\b",
-            'ERROR:  syntax error at or near "FORM"',
-        ),
-        (
-            "SQL column missing",
-            NAMED,
-            UNKNOWN,
-            C,
-            "column undefinedcolumn 42703 er_bad_field_error",
-            r"column \"[^\"]+\" (?:of relation \"[^\"]+\" )?does not exist|no such column: "
-            r"|Unknown column '[^']+'|\bUndefinedColumn\b|\b42703\b|\bER_BAD_FIELD_ERROR\b",
-            'psycopg2.errors.UndefinedColumn: column "emial" does not exist',
-        ),
-        (
-            "SQL table missing",
-            NAMED,
-            UNKNOWN,
-            E,
-            "relation table undefinedtable 42p01 er_no_such_table",
-            r"relation \"[^\"]+\" does not exist|no such table: |Table '[^']+' doesn't exist"
-            r"|\bUndefinedTable\b|\b42P01\b|\bER_NO_SUCH_TABLE\b",
-            'psycopg2.errors.UndefinedTable: relation "users" does not exist',
-        ),
-        (
-            "SQL constraint",
-            NAMED,
-            UNKNOWN,
-            C,
-            "violates duplicate unique foreign null integrityerror uniqueviolation er_dup_entry"
-            " 23505 23503 23502",
-            r"violates (?:unique|foreign key|not-null|check) constraint|duplicate key value|UNIQUE "
-            r"constraint failed|FOREIGN KEY constraint failed|NOT NULL constraint failed|Duplicate "
-            r"entry '[^']*' for key|\bIntegrityError\b|\bUniqueViolation\b|\bER_DUP_ENTRY\b"
-            r"|\b2350[235]\b",
-            "sqlite3.IntegrityError: UNIQUE constraint failed: users.email",
-        ),
-        (
-            "SQLite file unusable",
-            NAMED,
-            UNKNOWN,
-            E,
-            "database sqlite_cantopen sqlite_corrupt sqlite_full sqlite_readonly disk sqlite_ioerr"
-            " sqlite_ioerr_write sqlite_ioerr_read sqlite_ioerr_fsync",
-            r"unable to open database file|database disk image is malformed|disk I/O error"
-            r"|\bSQLITE_IOERR\w*|\bSQLITE_(?:CANTOPEN"
-            r"|CORRUPT|FULL|READONLY)\b",
-            "sqlite3.OperationalError: unable to open database file",
-        ),
-        (
-            "Redis command error",
-            NAMED,
-            UNKNOWN,
-            C,
-            "wrongtype unknown wrong",
-            r"\bWRONGTYPE\b|\bERR unknown command\b|\bERR wrong number of arguments\b",
-            "WRONGTYPE Operation against a key holding the wrong kind of value",
         ),
     ),
 }

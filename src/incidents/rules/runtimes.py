@@ -11,11 +11,13 @@ from incidents.rules import (
     REFINED,
     SYNTAX,
     TEST,
+    TIMEOUT,
     UNKNOWN,
     VERDICT,
     C,
     E,
     Row,
+    T,
     any_of,
     words_of,
 )
@@ -310,6 +312,17 @@ RULES: dict[str, tuple[Row, ...]] = {
             "panic: runtime error: invalid memory address or nil pointer dereference",
         ),
         (
+            # the testing package's alarm (`panic(fmt.Sprintf("test timed out after %v", d))`):
+            # a time limit reached, not a panic of the code
+            "go test timed out",
+            REFINED,
+            TIMEOUT,
+            T,
+            "timed",
+            r"(?m)^panic: test timed out after \d",
+            "panic: test timed out after 10m0s",
+        ),
+        (
             "go fatal deadlock",
             REFINED,
             UNKNOWN,
@@ -379,6 +392,17 @@ RULES: dict[str, tuple[Row, ...]] = {
             "clippy compile",
             r"#\[deny\(clippy::|\bcould not compile `[^`]+`[^\n]* due to \d+ previous errors?",
             'error: could not compile `app` (bin "app") due to 2 previous errors',
+        ),
+        (
+            # clippy's lints denied into errors: its notes `` `-D clippy::x` implied by `-D
+            # warnings` `` and its links to the lint list (rust-clippy/master/index.html#x)
+            "clippy finding",
+            VERDICT,
+            LINT,
+            C,
+            "clippy",
+            r"`-D clippy::[\w-]+`|\brust-clippy/master/index\.html#\w+|\#\[deny\(clippy::",
+            "  = note: `-D clippy::needless-return` implied by `-D warnings`",
         ),
         (
             "rustfmt diff",

@@ -79,12 +79,15 @@ RULES: dict[str, tuple[Row, ...]] = {
             UNKNOWN,
             E,
             "locate nocredentialserror nocredentialproviders load credentialsprovidererror profile"
-            " profilenotfound region noregionerror retrieve sdk imds noauthhandlerfound missing",
+            " profilenotfound region noregionerror retrieve sdk imds noauthhandlerfound missing"
+            " chain",
             r"Unable to locate credentials|\bNoCredentialsError\b|\bNoCredentialProviders\b|Could "
             r"not load credentials from any providers|\bCredentialsProviderError\b|The config "
             r"profile \([^)]+\) could not be found|\bProfileNotFound\b|You must specify a region"
             r"|\bNoRegionError\b|Missing credentials in config|failed to retrieve credentials"
-            r"|unable to load SDK config|no EC2 IMDS role found|\bNoAuthHandlerFound\b",
+            r"|unable to load SDK config|no EC2 IMDS role found|\bNoAuthHandlerFound\b"
+            # the Java SDK v2's chain (`AwsCredentialsProviderChain`), v1's `AWSCredentials...`
+            r"|Unable to load (?:AWS )?credentials from any (?:of the )?providers in the chain",
             "botocore.exceptions.NoCredentialsError: Unable to locate credentials",
         ),
         (
@@ -124,8 +127,9 @@ RULES: dict[str, tuple[Row, ...]] = {
             NAMED,
             UNKNOWN,
             E,
-            "nosuchbucket resourcenotfoundexception nosuchentity parameternotfound",
-            r"\b(?:NoSuchBucket|ResourceNotFoundException|NoSuchEntity|ParameterNotFound)\b",
+            "nosuchbucket resourcenotfoundexception nosuchentity parameternotfound nosuchkey",
+            r"\b(?:NoSuchBucket|ResourceNotFoundException|NoSuchEntity|ParameterNotFound|NoSuchKey)"
+            r"\b",
             "An error occurred (NoSuchBucket) when calling the PutObject operation",
         ),
         (
@@ -163,11 +167,12 @@ RULES: dict[str, tuple[Row, ...]] = {
             UNKNOWN,
             E,
             "automatically defaultcredentialserror default active google_application_credentials"
-            " application",
+            " application loaded",
             r"Could not automatically determine credentials|\bDefaultCredentialsError\b|Your "
             r"default credentials were not found|You do not currently have an active account "
             r"selected|\bGOOGLE_APPLICATION_CREDENTIALS\b[^\n]*(?:not set|not found|does not exist)"
-            r"|[Aa]pplication [Dd]efault [Cc]redentials (?:have|has) not been set up",
+            r"|[Aa]pplication [Dd]efault [Cc]redentials (?:have|has) not been set up"
+            r"|No credentials loaded\. To use your gcloud credentials",  # terraform's google provider
             "google.auth.exceptions.DefaultCredentialsError: Your default credentials were not"
             " found.",
         ),
@@ -191,6 +196,18 @@ RULES: dict[str, tuple[Row, ...]] = {
             r"\bSERVICE_DISABLED\b|has not been used in project \S+ before or it is disabled|API "
             r"\[[^\]]+\] not enabled|\baccessNotConfigured\b",
             "Cloud Run Admin API has not been used in project 1234 before or it is disabled.",
+        ),
+        (
+            # google-api-core's 404 (`google.api_core.exceptions.NotFound: 404 GET ...: Not
+            # found: Dataset p:d`): a resource nobody created, like AWS's NoSuchBucket
+            "GCP resource missing",
+            NAMED,
+            UNKNOWN,
+            E,
+            "notfound",
+            r"\bgoogle\.api_core\.exceptions\.NotFound\b|\bgoogle\.cloud\.exceptions\.NotFound\b",
+            "google.api_core.exceptions.NotFound: 404 GET https://bigquery.googleapis.com/x: Not"
+            " found: Dataset p:d",
         ),
         (
             "GCP unavailable",
@@ -379,9 +396,11 @@ RULES: dict[str, tuple[Row, ...]] = {
             NAMED,
             UNKNOWN,
             E,
-            "model_not_found model",
+            "model_not_found model deploymentnotfound",
             r"\bmodel_not_found\b|The model `[^`]+` does not exist|model '[^']+' not found, try "
-            r"pulling it first|is not a valid model identifier",
+            r"pulling it first|is not a valid model identifier"
+            # Azure OpenAI: the deployment named in the request was never created
+            r"|\bDeploymentNotFound\b",
             "Error: model 'llama3:70b' not found, try pulling it first",
         ),
         (
@@ -425,7 +444,9 @@ RULES: dict[str, tuple[Row, ...]] = {
             UNKNOWN,
             E,
             "cuda driver nvidia torch kernel cuda_error_no_device cudaerrornodevice"
-            " cudaerrorinsufficientdriver select libcuda cuinit nvml runtime aten_cuda gpus",
+            " cudaerrorinsufficientdriver select libcuda cuinit nvml runtime aten_cuda gpus"
+            " cudnn_status_not_initialized cudnn_status_alloc_failed cudnn_status_arch_mismatch"
+            " cudnn_status_version_mismatch",
             r"CUDA driver version is insufficient|no CUDA-capable device is detected|NVIDIA-SMI has "
             r"failed|couldn't communicate with the NVIDIA driver|Found no NVIDIA driver|Torch not "
             r"compiled with CUDA enabled|no kernel image is available for execution on the device"
@@ -434,7 +455,10 @@ RULES: dict[str, tuple[Row, ...]] = {
             r"cli: (?:initialization|requirement) error|libcuda\.so\.1: cannot open shared object "
             r"file|failed call to cuInit|NVIDIA driver on your system is too old|NVML: Driver/library"
             r" version mismatch|Failed to initialize NVML|unknown or invalid runtime name: nvidia"
-            r"|Cannot initialize CUDA without ATen_cuda library|No CUDA GPUs are available",
+            r"|Cannot initialize CUDA without ATen_cuda library|No CUDA GPUs are available"
+            # cuDNN that could not start or allocate (its status names): the GPU's set-up or
+            # memory, not the code (`CUDNN_STATUS_BAD_PARAM` and the like stay the code's)
+            r"|\bCUDNN_STATUS_(?:NOT_INITIALIZED|ALLOC_FAILED|ARCH_MISMATCH|VERSION_MISMATCH)\b",
             "AssertionError: Torch not compiled with CUDA enabled",
         ),
         (
