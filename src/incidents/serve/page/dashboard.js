@@ -1,0 +1,1 @@
+var NAMES = /*EVENT_NAMES*/[];
