@@ -5,6 +5,7 @@ and events), a run's escalations, the server's health."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from datetime import UTC, datetime
 from typing import Any
@@ -18,7 +19,7 @@ from incidents.commands import status as status_cmd
 from incidents.errors import IncidentsError, NotFound, UsageError
 from incidents.layout import Root, validate_id
 from incidents.mirror import feed
-from incidents.redact import redact_json
+from incidents.redact import redact, redact_json
 from incidents.serve.hub import Hub
 from incidents.serve.reader import Reader
 
@@ -28,6 +29,19 @@ ALL_BUCKETS = ("inbox", "resolved", "escalated")
 
 def _reply(doc: Any, status: int = 200) -> JSONResponse:
     return JSONResponse(redact_json(doc), status_code=status)
+
+
+# A row's texts are redacted again on the way out (a hand-written bundle's signature or step
+# never met capture), through a cache: the same texts come back in every page, and
+# redacting 50 rows afresh cost 6 ms of a 9 ms answer on 20,000 incidents.
+_redact_text = functools.lru_cache(maxsize=1 << 16)(redact)
+
+
+def _row_out(doc: dict[str, Any]) -> dict[str, Any]:
+    return {
+        k: _redact_text(v) if isinstance(v, str) else (redact_json(v) if v else v)
+        for k, v in doc.items()
+    }
 
 
 def _int(request: Request, name: str, default: int, low: int, high: int) -> int:
@@ -63,19 +77,22 @@ async def list_incidents(request: Request) -> JSONResponse:
     rows, total, outcomes = await reader.run(_page, buckets, status, step, since, limit, offset)
     leases = root.state / "leases"
     hub: Hub = request.app.state.hub
-    return _reply(
+    paused = status_cmd.pause_json(root)
+    return JSONResponse(
         {
             "root": str(root.path),
-            "paused": status_cmd.pause_json(root),
+            "paused": redact_json(paused) if paused else None,
             "total": total,
             "limit": limit,
             "offset": offset,
             "last_event_id": f"{hub.mark}-{hub.last_id}",
             "incidents": [
-                {
-                    **status_cmd.row_json(_lease(leases, r), now),
-                    "outcome": outcomes.get(r.incident_id),
-                }
+                _row_out(
+                    {
+                        **status_cmd.row_json(_lease(leases, r), now),
+                        "outcome": outcomes.get(r.incident_id),
+                    }
+                )
                 for r in rows
             ],
         }

@@ -38,7 +38,9 @@ def bind(host: str, port: int, allow_remote: bool) -> socket.socket:
             "machines (reads need no token): pass --allow-remote to mean it"
         )
     family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say TCP, and
+    # without it a keep-alive client waits out a delayed ACK (~40 ms) on every response
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host.strip("[]"), port))
