@@ -27,7 +27,6 @@ import platform
 import re
 import selectors
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -115,7 +114,10 @@ def hammer(port: int, path: str, requests: int, concurrency: int) -> dict[str, f
         with lock:
             samples.extend(mine)
 
-    share = [requests // concurrency + (1 if i < requests % concurrency else 0) for i in range(concurrency)]
+    share = [
+        requests // concurrency + (1 if i < requests % concurrency else 0)
+        for i in range(concurrency)
+    ]
     threads = [threading.Thread(target=client, args=(n,)) for n in share]
     started = time.perf_counter()
     for t in threads:
@@ -209,7 +211,10 @@ def delivery(root: Root, port: int, clients: int, events: int, gap_s: float) -> 
             committed[n] = commit_event(root, n)
             time.sleep(gap_s)
         wait_until = time.monotonic() + 10
-        while time.monotonic() < wait_until and sum(map(len, streams.arrived.values())) < clients * events:
+        while (
+            time.monotonic() < wait_until
+            and sum(map(len, streams.arrived.values())) < clients * events
+        ):
             time.sleep(0.05)
     finally:
         streams.close()
@@ -289,7 +294,9 @@ def main() -> int:
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(doc, indent=2) + "\n")
     for name, r in results.items():
-        print(f"{name:46} {r['per_second']:8.1f}/s  p50 {r['p50_ms']:7.2f} ms  p99 {r['p99_ms']:7.2f} ms")
+        print(
+            f"{name:46} {r['per_second']:8.1f}/s  p50 {r['p50_ms']:7.2f} ms  p99 {r['p99_ms']:7.2f} ms"
+        )
     print(f"events to {events['clients']} clients: {events['deliveries']} deliveries, "
           f"{events['missing']} missing, p50 {events['p50_ms']} ms, p99 {events['p99_ms']} ms")  # fmt: skip
     print(f"targets: list p99 < {LIST_P99_MS} ms, events p99 < {EVENT_P99_MS} ms -> "
