@@ -211,3 +211,21 @@ def test_the_openapi_document_lists_every_endpoint_and_the_cli_models(server: Se
     resolve = doc["paths"]["/api/escalations/{escalation_id}/resolve"]["post"]
     assert resolve["security"] == [{"bearer": []}]
     assert {"401", "403", "404", "409", "413"} <= set(resolve["responses"])
+
+
+def test_a_hand_written_bundle_s_secrets_do_not_leave(
+    server: Server, root: Root, tmp_path: Path
+) -> None:
+    """A bundle dropped by hand never met capture's redaction: the API redacts its texts."""
+    from tests.bundles import drop
+
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    folder = drop(root, "byhand", tmp_path, message=f"push failed with token {secret}",
+                  error_signature=f"code | lint | push failed with token {secret}")  # fmt: skip
+    incident_id = folder.name
+    listed = server.call("GET", "/api/incidents")
+    assert listed.status == 200 and incident_id.encode() in listed.body
+    detail = server.call("GET", f"/api/incidents/{incident_id}")
+    assert detail.status == 200
+    for body in (listed.body, detail.body):
+        assert secret.encode() not in body and b"REDACTED" in body

@@ -79,6 +79,17 @@ def test_seed_003_names(
         assert paused.data["payload"] == {"reason": "provider outage", "by": "human"}
         assert server.act("/api/resume").status == 200
         assert stream.take(1)[0].event == "incident.resumed"
+        # a transient failure whose check still fails is retried after a backoff
+        (ws / "fetch.py").write_text("import sys\nsys.exit(1)\n")
+        flaky = capture(cli, "--verify", "python fetch.py", ws=ws, step="download",
+                        message="Network timeout during receipt download: connection timed out")  # fmt: skip
+        for _ in range(3):  # plan, baseline check, then the wait
+            assert cli("step", flaky).code == 0
+        retrying = stream.until("agent.retrying")[-1]
+        assert retrying.data["incident_id"] == flaky
+        assert retrying.data["payload"]["not_before"] > retrying.data["ts"]
+    [row] = server.call("GET", "/api/incidents?step=download").json()["incidents"]
+    assert row["incident_id"] == flaky and row["not_before"] is not None
 
 
 def test_a_reconnect_resumes_after_its_last_id(server: Server, cli: Cli) -> None:
