@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from incidents.layout import Root
 from tests.helpers import REPO, Cli, capture
-from tests.review.chromium import Browser, find_or_install
+from tests.review.chromium import Browser
 from tests.serve.conftest import escalate
 from tests.serve.server import Server
 
@@ -26,23 +26,6 @@ SCREENSHOT = (
     if os.environ.get("INCIDENTS_SCREENSHOTS") == "1"
     else REPO / "tests" / "artifacts" / "dashboard.png"
 )
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    binary, why = find_or_install()
-    if binary is None:
-        pytest.skip(f"no headless Chromium: {why}")
-    return binary
-
-
-@pytest.fixture
-def browser(chromium: str) -> Iterator[Browser]:
-    b = Browser(chromium, width=1280, height=1000)
-    try:
-        yield b
-    finally:
-        b.close()
 
 
 def wait_for(check: Callable[[], object], what: str, timeout: float = 15.0) -> object:

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from incidents.mirror.budget import Escalation
 from incidents.mirror.db import DERIVED, translating
-from incidents.mirror.queries import _SELECT_INCIDENT, IncidentRow, _row
+from incidents.mirror.queries import _SELECT_INCIDENT, IncidentRow, _row, incident_filter
 
 __all__ = [
     "EscalationRecord",
@@ -46,17 +47,10 @@ class FeedEvent:
 
 
 @dataclass(frozen=True, slots=True)
-class EscalationRecord:
-    """One escalation: open while `resolved_at` is None; `bucket` and `state` are its
-    incident's now (None when the incident's row is gone)."""
+class EscalationRecord(Escalation):
+    """One escalation (open while `resolved_at` is None) with its incident's run, bucket and
+    state now (None when the incident's row is gone)."""
 
-    id: int
-    ts: str
-    incident_id: str
-    signature: str
-    reason: str
-    resolved_at: str | None
-    guidance: str | None
     run_id: str | None
     bucket: str | None
     state: str | None
@@ -132,13 +126,7 @@ def page_incidents(
     offset: int = 0,
 ) -> tuple[list[IncidentRow], int]:
     """A page of `list_incidents`' answer (newest first) and how many rows match in all."""
-    where = [f"bucket IN ({', '.join('?' * len(buckets))})"]
-    params: list[Any] = list(buckets)
-    for clause, value in (("status = ?", status), ("step = ?", step), ("created_at >= ?", since)):
-        if value is not None:
-            where.append(clause)
-            params.append(value)
-    cond = " AND ".join(where)
+    cond, params = incident_filter(buckets, status, step, since)
     total = int(conn.execute(f"SELECT count(*) FROM incidents WHERE {cond}", params).fetchone()[0])
     rows = conn.execute(
         f"{_SELECT_INCIDENT} WHERE {cond} ORDER BY created_at DESC, incident_id DESC "
