@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from incidents import pause
 from incidents.layout import Root
 from incidents.models import ArchiveRequest, PauseRequest, ResolveRequest, ResumeRequest
@@ -229,3 +231,35 @@ def test_a_hand_written_bundle_s_secrets_do_not_leave(
     assert detail.status == 200
     for body in (listed.body, detail.body):
         assert secret.encode() not in body and b"REDACTED" in body
+
+
+def test_answers_match_the_openapi_document(
+    server: Server, cli: Cli, fast: Path, root: Root
+) -> None:
+    """Every answer validates against the schema the document gives for it."""
+    import jsonschema
+
+    doc = server.call("GET", "/api/openapi.json").json()
+
+    def check(name: str, answer: object) -> None:
+        schema = {**doc, "$ref": f"#/components/schemas/{name}"}
+        jsonschema.Draft202012Validator(schema).validate(answer)
+
+    incident_id = escalate(cli, fast)
+    run_id = server.call("GET", f"/api/incidents/{incident_id}").json()["incident"]["run_id"]
+    open_one = capture(cli, message="to archive")
+    check("Health", server.call("GET", "/api/health").json())
+    check("IncidentList", server.call("GET", "/api/incidents?all=true").json())
+    check("Incident", server.call("GET", f"/api/incidents/{incident_id}").json())
+    check("Escalations", server.call("GET", f"/api/jobs/{run_id}/escalations").json())
+    check(
+        "Decision", server.act(f"/api/escalations/{incident_id}/resolve", {"guidance": "g"}).json()
+    )
+    check("Archived", server.act(f"/api/incidents/{open_one}/archive",
+                                 {"bucket": "escalated", "reason": "r"}).json())  # fmt: skip
+    check("Paused", server.act("/api/pause", {"reason": "r"}).json())
+    check("Resumed", server.act("/api/resume").json())
+    check("Error", server.call("GET", "/api/incidents/incident_nope").json())
+    check("Error", server.call("POST", "/api/pause", {"reason": "r"}).json())
+    with pytest.raises(jsonschema.ValidationError):  # the check can fail
+        check("Archived", {"incident_id": incident_id})

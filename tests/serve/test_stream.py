@@ -55,6 +55,13 @@ def test_a_capture_and_the_watcher_stream_in_order(server: Server, cli: Cli, fas
     ]  # fmt: skip
     assert ids_increase([first.id] + [e.id for e in got])
     assert all(e.id == e.data["id"] for e in got)
+    import jsonschema
+
+    doc = server.call("GET", "/api/openapi.json").json()
+    for e in [first, *got]:  # each event's data is the document's Event
+        jsonschema.Draft202012Validator({**doc, "$ref": "#/components/schemas/Event"}).validate(
+            e.data
+        )
 
 
 def test_seed_003_names(
@@ -134,3 +141,20 @@ def test_a_bad_id_is_refused_and_a_rebuild_is_told(server: Server, cli: Cli, roo
     old = rebuilt.id.replace(rebuilt.id.split("-")[0], "00000000")
     with Stream(server, last_event_id=old) as stale:
         assert stale.take(1)[0].event == "mirror.rebuilt"
+
+
+def test_events_withdrawn_at_the_top_are_told(server: Server, cli: Cli, root: Root) -> None:
+    """An incident set aside takes its events out of the mirror; when they were the last
+    ones, SQLite gives their ids to the next events: clients are told to reload, and the
+    next event still arrives."""
+    with Stream(server) as stream:
+        gone = capture(cli, message="set aside by hand")
+        [first] = stream.take(1)
+        (root.path / "error_rejected").mkdir(exist_ok=True)
+        (root.inbox / gone).rename(root.path / "error_rejected" / gone)
+        [told] = stream.take(1)
+        assert told.event == "mirror.rebuilt"
+        after = capture(cli, message="the next one")
+        [captured] = stream.take(1)
+    assert captured.data["incident_id"] == after
+    assert captured.id == first.id  # the same number again: why the reload was needed

@@ -4,7 +4,7 @@ and the door every action passes (`action_request`: the token, the size cap, the
 - Bound to loopback, only a loopback Host (`127.0.0.1:PORT`, `localhost:PORT`,
   `[::1]:PORT`) is served: a page elsewhere that makes its own name resolve to 127.0.0.1
   (DNS rebinding) is refused.
-- A request with an `Origin` other than the server's own (`http://` + its Host) is
+- A request with an `Origin` other than the server's own (`http(s)://` + its Host) is
   refused (403), whatever its method: another site's page can neither act nor read.
 - An action needs `Authorization: Bearer TOKEN` (401 otherwise), a body of at most
   `BODY_MAX` bytes (413), JSON (415/400), validated by the request model the CLI uses.
@@ -58,7 +58,11 @@ class SameOrigin:
         if self.hosts is not None and host.lower() not in self.hosts:
             return f"host {host!r} is not served here (the server answers to its loopback names)"
         origin = headers.get("origin")
-        if origin is not None and origin.lower() != f"http://{host}".lower():
+        # https: a server bound beyond loopback may sit behind a TLS proxy
+        if origin is not None and origin.lower() not in (
+            f"http://{host}".lower(),
+            f"https://{host}".lower(),
+        ):
             return f"origin {origin!r} is not this server's: cross-site requests are refused"
         return None
 

@@ -164,9 +164,13 @@ class Hub:
             return
         self._version = version
         mark = events.generation_mark(generation)
-        if mark != self.mark:  # rebuilt: the ids are numbered again
+        tail = new[-1].id if new else await self.reader.run(feed.tail_id)
+        # rebuilt: the ids are numbered again; or the last events were deleted (an incident
+        # set aside), and SQLite will give their ids to the next ones: either way what a
+        # client holds no longer names a place in the feed
+        if mark != self.mark or tail < self.last_id:
             self.mark = mark
-            self.last_id = await self.reader.run(lambda conn: feed.tail_id(conn))
+            self.last_id = await self.reader.run(feed.tail_id)
             self._publish(events.rebuilt(mark, self.last_id))
             return
         for event in new:

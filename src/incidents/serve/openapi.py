@@ -29,9 +29,78 @@ ERROR = {
 }
 
 
+def _obj(required: Sequence[str] = (), **props: Any) -> dict[str, Any]:
+    return {"type": "object", "required": list(required), "properties": props}
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+STR, INT, BOOL = {"type": "string"}, {"type": "integer"}, {"type": "boolean"}
+NULLABLE_STR = {"type": ["string", "null"]}
+
+
+def answers() -> dict[str, Any]:
+    """The answers' schemas: rows and records from the mirror's own types."""
+    from pydantic import TypeAdapter
+
+    from incidents.handoff.human import Decision
+    from incidents.mirror.feed import EscalationRecord
+    from incidents.mirror.queries import IncidentRow
+
+    row = TypeAdapter(IncidentRow).json_schema()
+    row["properties"]["group_decisions"] = {"type": "array", "items": {"type": "object"}}
+    row["properties"]["age"] = STR
+    row["properties"]["outcome"] = NULLABLE_STR
+    escalation = TypeAdapter(EscalationRecord).json_schema()
+    escalation["properties"]["open"] = BOOL
+    pause = {
+        "oneOf": [{"type": "null"}, _obj(["reason", "since", "by"], reason=STR, since=STR, by=STR)]
+    }
+    event = _obj(
+        ["id", "event", "type", "ts", "incident_id", "payload"], id=STR, event=STR, type=STR,
+        ts=NULLABLE_STR, incident_id=NULLABLE_STR, payload={"type": "object"},
+    )  # fmt: skip
+    return {
+        "IncidentRow": row,
+        "Pause": pause,
+        "IncidentList": _obj(
+            ["root", "paused", "total", "limit", "offset", "last_event_id", "incidents"],
+            root=STR, paused=_ref("Pause"), total=INT, limit=INT, offset=INT, last_event_id=STR,
+            incidents={"type": "array", "items": _ref("IncidentRow")},
+        ),
+        "Incident": _obj(
+            ["incident", "bucket", "location", "state", "files", "plan", "runs", "outcome"],
+            incident={"type": "object", "description": "incident.json (schemas/incident.schema.json)"},
+            bucket=STR, location=STR, state=NULLABLE_STR, files={"type": "array"},
+            plan=NULLABLE_STR, runs={"type": "array"}, outcome=NULLABLE_STR,
+            plan_doc={"description": "plan.json, or null"},
+            verdict={"description": "run_result.json (the verdict), or null"},
+            review={"type": "object", "description": "the review page's card"},
+            events={"type": "array", "items": _ref("Event")},
+        ),
+        "Escalation": escalation,
+        "Escalations": _obj(["run_id", "escalations"], run_id=STR,
+                            escalations={"type": "array", "items": _ref("Escalation")}),
+        "Decision": TypeAdapter(Decision).json_schema(),
+        "Archived": _obj(["incident_id", "status", "archived_to"], incident_id=STR, status=STR,
+                         archived_to=STR),
+        "Paused": _obj(["paused"], paused=_ref("Pause")),
+        "Resumed": _obj(["resumed", "was"], resumed=BOOL, was=_ref("Pause")),
+        "Health": _obj(
+            ["ok", "root", "paused", "counts", "last_event_id", "stream_clients", "mirror"],
+            ok=BOOL, root=STR, paused=_ref("Pause"),
+            counts={"type": "object", "additionalProperties": INT}, last_event_id=STR,
+            stream_clients=INT, mirror={"type": "object"},
+        ),
+        "Event": event,
+    }  # fmt: skip
+
+
 def document(endpoints: Sequence[Endpoint], version: str) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
-    schemas: dict[str, Any] = {"Error": ERROR}
+    schemas: dict[str, Any] = {"Error": ERROR, **answers()}
     for e in endpoints:
         paths.setdefault(e.path, {})[e.method.lower()] = _operation(e, schemas)
     return {
@@ -51,11 +120,15 @@ def document(endpoints: Sequence[Endpoint], version: str) -> dict[str, Any]:
 
 
 def _operation(e: Endpoint, schemas: dict[str, Any]) -> dict[str, Any]:
-    media = "text/event-stream" if e.path == "/api/events" else "application/json"
+    if e.path == "/api/events":
+        ok = {"text/event-stream": {"schema": {"type": "string", "description": "frames of "
+              "`id: GEN-N`, `event: NAME`, `data: ` an Event as JSON"}}}  # fmt: skip
+    else:
+        ok = {"application/json": {"schema": _ref(e.returns)}}
     op: dict[str, Any] = {
         "summary": e.summary,
         "operationId": e.handler.__name__,
-        "responses": {"200": {"description": "OK", "content": {media: {"schema": {}}}}},
+        "responses": {"200": {"description": "OK", "content": ok}},
     }
     params = [
         {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
@@ -74,12 +147,12 @@ def _operation(e: Endpoint, schemas: dict[str, Any]) -> dict[str, Any]:
         schemas[name] = schema
         op["requestBody"] = {
             "required": name != "ResumeRequest",
-            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}},
+            "content": {"application/json": {"schema": _ref(name)}},
         }
         op["security"] = [{"bearer": []}]
     for code in e.errors:
         op["responses"][str(code)] = {
             "description": REASONS[code],
-            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+            "content": {"application/json": {"schema": _ref("Error")}},
         }
     return op

@@ -20,6 +20,7 @@ class Endpoint:
     path: str
     handler: Handler
     summary: str
+    returns: str = ""  # the answer's schema (openapi.answers)
     body: type[Document] | None = None  # an action's request model (the CLI's)
     errors: tuple[int, ...] = ()
     query: tuple[tuple[str, str, str], ...] = ()  # (name, JSON type, description)
@@ -27,11 +28,12 @@ class Endpoint:
 
 ACTION_ERRORS = (400, 401, 403, 413, 415)
 ENDPOINTS: tuple[Endpoint, ...] = (
-    Endpoint("GET", "/api/health", api.health, "The server, the mirror's catch-up, counts, the pause."),
+    Endpoint("GET", "/api/health", api.health, "The server, the mirror's catch-up, counts, the pause.",
+             "Health"),
     Endpoint(
         "GET", "/api/incidents", api.list_incidents,
         "Incident rows as `status --json` gives them, newest first, a page at a time.",
-        errors=(400,),
+        "IncidentList", errors=(400,),
         query=(
             ("status", "string", "new, planned, running, resolved or escalated"),
             ("step", "string", "only this step"),
@@ -44,30 +46,31 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint(
         "GET", "/api/incidents/{incident_id}", api.get_incident,
         "One incident in full: the bundle, plan, runs, verdict, review card and events.",
-        errors=(400, 404),
+        "Incident", errors=(400, 404),
     ),
     Endpoint(
         "GET", "/api/jobs/{run_id}/escalations", api.run_escalations,
-        "The escalations of a run's incidents (seed 003), open or resolved.", errors=(404,),
+        "The escalations of a run's incidents (seed 003), open or resolved.", "Escalations",
+        errors=(404,),
     ),
     Endpoint(
         "POST", "/api/escalations/{escalation_id}/resolve", actions.resolve,
         "A person's decision on an escalation (by incident id or record id): requeue or resolve.",
-        body=ResolveRequest, errors=(*ACTION_ERRORS, 404, 409),
+        "Decision", body=ResolveRequest, errors=(*ACTION_ERRORS, 404, 409),
     ),
     Endpoint(
         "POST", "/api/incidents/{incident_id}/archive", actions.archive_incident,
-        "Close an open incident by hand (`incidents archive`).",
+        "Close an open incident by hand (`incidents archive`).", "Archived",
         body=ArchiveRequest, errors=(*ACTION_ERRORS, 404, 409),
     ),
     Endpoint("POST", "/api/pause", actions.pause, "Pause everything (`incidents pause`).",
-             body=PauseRequest, errors=ACTION_ERRORS),
+             "Paused", body=PauseRequest, errors=ACTION_ERRORS),
     Endpoint("POST", "/api/resume", actions.resume, "Clear the pause (`incidents resume`).",
-             body=ResumeRequest, errors=ACTION_ERRORS),
+             "Resumed", body=ResumeRequest, errors=ACTION_ERRORS),
     Endpoint(
         "GET", "/api/events", stream.stream,
         "Server-Sent Events: every mirror event as it is committed; resumes after Last-Event-ID.",
-        errors=(400,),
+        "Event", errors=(400,),
         query=(("last_event_id", "string", "resume after this id (the Last-Event-ID header wins)"),),
     ),
 )  # fmt: skip

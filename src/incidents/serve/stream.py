@@ -4,8 +4,9 @@ A client that sends `Last-Event-ID` (a browser's EventSource does on every recon
 first connection may give `?last_event_id=`) gets first every event after that id still
 in the mirror, then the live ones: it subscribes before it reads the backlog, and skips
 what it has sent, so nothing falls between the two and nothing comes twice. Without an
-id it starts at the present. An id from before a rebuild of the mirror gets
-`mirror.rebuilt` (reload what you show), then the live events.
+id it starts at the present. An id from before a rebuild of the mirror (or past its last
+event: the last events were deleted with an incident set aside) gets `mirror.rebuilt`
+(reload what you show), then the live events.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ async def _frames(hub: Hub, sub: Subscriber, last: tuple[str, int] | None) -> As
         yield b"retry: 2000\n\n"
         if last is None:
             sent = sub.start
-        elif last[0] != sub.mark:
+        elif last[0] != sub.mark or last[1] > sub.start:  # numbered again, or withdrawn
             item = events.rebuilt(sub.mark, sub.start)
             yield item.data
             sent = sub.start

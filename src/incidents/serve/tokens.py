@@ -36,6 +36,8 @@ def ensure(root: Root) -> tuple[str, bool]:
     path = token_path(root)
     current = read(path)
     if current:
+        if os.stat(path).st_mode & 0o077:  # loosened by hand: it is a credential
+            os.chmod(path, 0o600)
         return current, False
     token = _new()
     _write(path, token)
