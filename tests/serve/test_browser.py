@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from incidents import pause
 from incidents.layout import Root
 from tests.helpers import REPO, Cli, capture
 from tests.review.chromium import Browser
@@ -93,6 +94,22 @@ def test_the_dashboard_live_and_a_requeue(
     assert decisions[-1]["guidance"] == "the syntax error is fixed upstream"
     activity = browser.js("document.getElementById('activity').textContent")
     assert "incident.requeued" in activity
+
+    # pause and resume from the page: the banner follows the flag
+    browser.js("document.getElementById('pause-btn').click()")
+    wait_for(lambda: browser.js("!document.getElementById('confirm').hidden"), "the pause dialog")
+    assert "start no new work" in browser.js("document.getElementById('confirm-text').textContent")
+    browser.js("document.getElementById('confirm-input').value = 'provider outage'")
+    browser.js("document.getElementById('confirm-ok').click()")
+    wait_for(lambda: browser.js("!document.getElementById('banner').hidden"), "the pause banner")
+    assert "provider outage" in browser.js("document.getElementById('banner-text').textContent")
+    info = pause.current(root)
+    assert info is not None and info.reason == "provider outage"
+    browser.js("document.getElementById('resume-btn').click()")
+    wait_for(lambda: browser.js("!document.getElementById('confirm').hidden"), "the resume dialog")
+    browser.js("document.getElementById('confirm-ok').click()")
+    wait_for(lambda: browser.js("document.getElementById('banner').hidden"), "the banner gone")
+    assert pause.current(root) is None
 
     # the picture for the README: the other escalation opened, the toast gone
     browser.js(f"document.querySelector('details[data-id=\"{kept}\"]').open = true")

@@ -158,22 +158,20 @@ class Hub:
         # data_version belongs to one connection: a reopened one (the file replaced) may
         # repeat a value, so every 20th poll reads whatever data_version says
         known = None if self._polls % 20 == 0 else self._version
-        version, generation, new = await self.reader.run(_changes, known, self.last_id)
+        seen = await self.reader.run(_changes, known, self.last_id)
         self.health.polled_at = time.time()
-        if version is None:
+        if seen is None:
             return
-        self._version = version
-        mark = events.generation_mark(generation)
-        tail = new[-1].id if new else await self.reader.run(feed.tail_id)
+        self._version = seen.version
+        mark = events.generation_mark(seen.generation)
         # rebuilt: the ids are numbered again; or the last events were deleted (an incident
         # set aside), and SQLite will give their ids to the next ones: either way what a
         # client holds no longer names a place in the feed
-        if mark != self.mark or tail < self.last_id:
-            self.mark = mark
-            self.last_id = await self.reader.run(feed.tail_id)
-            self._publish(events.rebuilt(mark, self.last_id))
+        if mark != self.mark or seen.tail < self.last_id:
+            self.mark, self.last_id = mark, seen.tail
+            self._publish(events.rebuilt(mark, seen.tail))
             return
-        for event in new:
+        for event in seen.events:
             self._publish(events.encode(event, mark))
             self.last_id = event.id
 
@@ -182,18 +180,31 @@ def _position(conn: Any) -> tuple[str, int]:
     return feed.generation(conn), feed.tail_id(conn)
 
 
-def _changes(
-    conn: Any, version: int | None, after: int
-) -> tuple[int | None, str, list[feed.FeedEvent]]:
-    """(data_version, generation, events after `after`), or (None, "", []) when nothing
+@dataclass(frozen=True)
+class Seen:
+    """What one poll read, from one snapshot of the mirror."""
+
+    version: int
+    generation: str
+    tail: int
+    events: list[feed.FeedEvent]
+
+
+def _changes(conn: Any, version: int | None, after: int) -> Seen | None:
+    """The events committed after `after`, with the rebuild's mark and the last id, read in
+    one transaction (a rebuild between two reads would mix numberings); None when nothing
     was committed since `version`."""
     now = feed.data_version(conn)
     if now == version:
-        return None, "", []
-    generation = feed.generation(conn)
-    found: list[feed.FeedEvent] = []
-    while True:
-        batch = feed.events_after(conn, found[-1].id if found else after, 1000)
-        found += batch
-        if len(batch) < 1000:
-            return now, generation, found
+        return None
+    conn.execute("BEGIN")  # a read transaction: one snapshot (WAL)
+    try:
+        generation, tail = _position(conn)
+        found: list[feed.FeedEvent] = []
+        while True:
+            batch = feed.events_after(conn, found[-1].id if found else after, 1000)
+            found += batch
+            if len(batch) < 1000:
+                return Seen(now, generation, tail, found)
+    finally:
+        conn.execute("COMMIT")
