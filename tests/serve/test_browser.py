@@ -111,6 +111,16 @@ def test_the_dashboard_live_and_a_requeue(
     wait_for(lambda: browser.js("document.getElementById('banner').hidden"), "the banner gone")
     assert pause.current(root) is None
 
+    # why an incident waits: a transient failure retried after a backoff
+    (fast / "fetch.py").write_text("import sys\nsys.exit(1)\n")
+    retried = capture(cli, "--verify", "python fetch.py", ws=fast, step="download",
+                      message="Network timeout during receipt download: connection timed out")  # fmt: skip
+    for _ in range(3):  # plan, baseline check, then the wait
+        assert cli("step", retried).code == 0
+    cell = f"document.querySelector('#inbox tr[data-id=\"{retried}\"] .pill.wait')"
+    wait_for(lambda: browser.js(f"!!{cell}"), "the waiting reason")
+    assert browser.js(f"{cell}.textContent").startswith("retry after ")
+
     # the picture for the README: the other escalation opened, the toast gone
     browser.js(f"document.querySelector('details[data-id=\"{kept}\"]').open = true")
     wait_for(lambda: present(browser, f'details[data-id="{kept}"] pre'), "the other diff")
