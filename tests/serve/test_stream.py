@@ -158,3 +158,20 @@ def test_events_withdrawn_at_the_top_are_told(server: Server, cli: Cli, root: Ro
         [captured] = stream.take(1)
     assert captured.data["incident_id"] == after
     assert captured.id == first.id  # the same number again: why the reload was needed
+
+
+def test_a_deleted_mirror_is_rebuilt_under_a_running_server(
+    server: Server, cli: Cli, root: Root
+) -> None:
+    with Stream(server) as stream:
+        kept = [capture(cli, message=f"kept {i}") for i in range(3)]
+        stream.take(3)
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{root.db_path}{suffix}").unlink(missing_ok=True)
+        assert stream.until("mirror.rebuilt")
+        after = capture(cli, message="after the rebuild")
+        *between, captured = stream.until("incident.captured")
+        assert captured.data["incident_id"] == after
+        assert {e.event for e in between} <= {"mirror.rebuilt"}  # told again, if at all
+    listed = server.call("GET", "/api/incidents").json()
+    assert sorted(r["incident_id"] for r in listed["incidents"]) == sorted([*kept, after])

@@ -39,9 +39,14 @@ class Reader:
         if self._conn is not None and ident == self._ident:
             return self._conn
         self._drop()
-        self._conn = mirror.connect(self.root.db_path)
-        self._ident = self._identity()
-        return self._conn
+        conn = mirror.connect(self.root.db_path)
+        try:
+            mirror.ensure_derived(self.root, conn)  # a file made empty answers nothing
+        except BaseException:
+            conn.close()
+            raise
+        self._conn, self._ident = conn, self._identity()
+        return conn
 
     def _drop(self) -> None:
         if self._conn is not None:
