@@ -8,6 +8,7 @@ import dataclasses
 import functools
 import os
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -20,6 +21,7 @@ from incidents.errors import IncidentsError, NotFound, UsageError
 from incidents.layout import Root, validate_id
 from incidents.mirror import feed
 from incidents.redact import redact, redact_json
+from incidents.serve.events import to_json
 from incidents.serve.hub import Hub
 from incidents.serve.reader import Reader
 
@@ -85,7 +87,7 @@ async def list_incidents(request: Request) -> JSONResponse:
             "total": total,
             "limit": limit,
             "offset": offset,
-            "last_event_id": f"{hub.mark}-{hub.last_id}",
+            "last_event_id": hub.position,
             "incidents": [
                 _row_out(
                     {
@@ -99,7 +101,7 @@ async def list_incidents(request: Request) -> JSONResponse:
     )
 
 
-def _lease(leases: Any, row: mirror.IncidentRow) -> mirror.IncidentRow:
+def _lease(leases: Path, row: mirror.IncidentRow) -> mirror.IncidentRow:
     """A claim may have expired since its row was written (as `status` checks it)."""
     if not row.lease_owner:
         return row
@@ -129,8 +131,6 @@ async def get_incident(request: Request) -> JSONResponse:
     reader: Reader = request.app.state.reader
     hub: Hub = request.app.state.hub
     found = await reader.run(feed.incident_events, incident_id, 500)
-    from incidents.serve.events import to_json
-
     detail["events"] = [to_json(e, hub.mark) for e in found]
     return _reply(detail)
 
@@ -146,7 +146,7 @@ def _detail(root: Root, incident_id: str) -> dict[str, Any]:
     return detail
 
 
-def _document(path: Any) -> Any:
+def _document(path: Path) -> Any:
     if not os.path.lexists(path):
         return None
     try:
@@ -186,7 +186,7 @@ async def health(request: Request) -> JSONResponse:
             "root": str(root.path),
             "paused": status_cmd.pause_json(root),
             "counts": counts,
-            "last_event_id": f"{hub.mark}-{hub.last_id}",
+            "last_event_id": hub.position,
             "stream_clients": len(hub.subscribers),
             "mirror": {
                 "caught_up_at": _iso(h.caught_up_at),

@@ -114,6 +114,11 @@ class Hub:
                 )
                 self._close(sub)
 
+    @property
+    def position(self) -> str:
+        """The id of the last event handed to subscribers (`GEN-N`)."""
+        return events.event_id(self.mark, self.last_id)
+
     def nudge(self) -> None:
         """Poll now (something was just committed)."""
         self._wake.set()
