@@ -13,7 +13,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,6 +86,17 @@ class Server:
             return Reply(resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read())
         finally:
             conn.close()
+
+    def until(self, path: str, check: Callable[[Any], bool], timeout: float = 15.0) -> Any:
+        """GET `path` until `check(answer)` holds: captures reach the mirror at the server's
+        next catch-up (every 0.5 s), not at once."""
+        deadline = time.monotonic() + timeout
+        while True:
+            doc = self.call("GET", path).json()
+            if check(doc):
+                return doc
+            assert time.monotonic() < deadline, f"{path} never satisfied the check: {doc}"
+            time.sleep(0.1)
 
     def act(self, path: str, body: Any = None) -> Reply:
         """A POST with the server's token."""
