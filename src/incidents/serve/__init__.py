@@ -12,9 +12,11 @@ every action calls the service its CLI command calls (`commands.archive.close_by
 - `hub`: the catch-up loop (captures reach the mirror) and the poller that turns newly
   committed events into Server-Sent Events for every subscriber;
 - `events`: an event's SSE name (seed 003's where they apply), id and encoding;
-- `api` (reads), `actions` (writes), `stream` (`GET /api/events`), `openapi`, `page`
-  (the dashboard at `/`, one page with inline CSS and JS under a strict CSP);
-- `app`: the Starlette application; `run`: uvicorn, the bind rule and the log.
+- `api` (reads), `actions` (writes), `stream` (`GET /api/events`), `page` (the dashboard
+  at `/`, one page with inline CSS and JS under a strict CSP);
+- `routes`: the one table of endpoints, from which `app` (the Starlette application) and
+  `openapi` (the document at `/api/openapi.json`) are built;
+- `run`: the bind rule, the socket, uvicorn and its log.
 
 Nothing here is imported by capture or by any other command: starlette and uvicorn load
 only when `incidents serve` runs.
