@@ -41,6 +41,15 @@ class Server:
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env or dict(os.environ),
         )  # fmt: skip
         self.out_lines: list[str] = []
+        try:
+            self._wait_until_serving()
+        except BaseException:  # a server that did not start is not left running
+            self.proc.kill()
+            self.proc.wait()
+            raise
+        self.host = f"127.0.0.1:{self.port}"
+
+    def _wait_until_serving(self) -> None:
         deadline = time.monotonic() + START_S
         assert self.proc.stdout is not None
         fd, pending = self.proc.stdout.fileno(), b""  # raw reads: select sees what is unread
@@ -56,7 +65,6 @@ class Server:
         serving = next(line for line in self.out_lines if line.startswith("serving "))
         self.port = int(serving.split("http://127.0.0.1:", 1)[1].split("/", 1)[0])
         self.out_lines.append(pending.decode())
-        self.host = f"127.0.0.1:{self.port}"
 
     def _stderr(self) -> str:
         if self.proc.poll() is None:
