@@ -41,6 +41,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/capture.py
 	$(BIN)/python bench/mirror.py
 	$(BIN)/python bench/containment.py
+	$(BIN)/python bench/serve.py
 
 clean-venv:
 	rm -rf $(VENV)

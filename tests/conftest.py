@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -12,6 +13,9 @@ from incidents.cli import main
 from incidents.layout import Root
 from tests.helpers import REPO, Cli, Result
 from tests.stand_ins import on_path
+
+if TYPE_CHECKING:
+    from tests.review.chromium import Browser
 
 
 def _real_reports_snapshot() -> set[str]:
@@ -39,6 +43,29 @@ def bin_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def root(tmp_path: Path) -> Root:
     return Root(tmp_path / "reports")
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Debian's headless Chromium (installed when missing, as root), or the test skips."""
+    from tests.review.chromium import find_or_install
+
+    binary, why = find_or_install()
+    if binary is None:
+        pytest.skip(f"no headless Chromium: {why}")
+    return binary
+
+
+@pytest.fixture
+def browser(chromium: str) -> Iterator[Browser]:
+    """One page of that Chromium, driven over the DevTools pipe (tests/review/chromium.py)."""
+    from tests.review.chromium import Browser
+
+    b = Browser(chromium)
+    try:
+        yield b
+    finally:
+        b.close()
 
 
 @pytest.fixture

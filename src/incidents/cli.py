@@ -39,6 +39,7 @@ COMMAND_MODULES = (
     "incidents.commands.tasks",
     "incidents.commands.skills",
     "incidents.commands.mcp",
+    "incidents.commands.serve",
 )
 
 
@@ -58,6 +59,7 @@ COMMAND_HOMES = {
     "import-legacy": "incidents.commands.tasks",
     "skills": "incidents.commands.skills",
     "mcp": "incidents.commands.mcp",
+    "serve": "incidents.commands.serve",
 }
 
 

@@ -27,6 +27,11 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "ai_attempt": models.AIAttempt,
     "quarantine_metadata": models.QuarantineMetadata,
     "pipeline_context": models.ErrorPipelineContext,
+    # the bodies of the HTTP API's actions (`incidents serve`), the CLI's arguments too
+    "resolve_request": models.ResolveRequest,
+    "archive_request": models.ArchiveRequest,
+    "pause_request": models.PauseRequest,
+    "resume_request": models.ResumeRequest,
 }
 
 

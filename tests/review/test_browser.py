@@ -8,7 +8,6 @@ and to tests/artifacts/ (gitignored).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,27 +15,10 @@ import pytest
 from incidents.layout import Root
 from tests.helpers import Cli
 from tests.review.archive import build_real, clone_escalated, write_handoff_bundle
-from tests.review.chromium import Browser, find_or_install
+from tests.review.chromium import Browser
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 RENDER_BUDGET_MS = 2000
-
-
-@pytest.fixture(scope="session")
-def chromium() -> str:
-    binary, why = find_or_install()
-    if binary is None:
-        pytest.skip(f"no headless Chromium: {why}")
-    return binary
-
-
-@pytest.fixture
-def browser(chromium: str) -> Iterator[Browser]:
-    b = Browser(chromium)
-    try:
-        yield b
-    finally:
-        b.close()
 
 
 def save(browser: Browser, tmp_path: Path, name: str) -> Path:

@@ -9,8 +9,10 @@ from typing import Annotated
 import typer
 
 from incidents import mirror, output, pause
-from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, Session, open_root
+from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, open_root
 from incidents.errors import UsageError, disk_failure_at
+from incidents.layout import Root
+from incidents.models.requests import PauseRequest, parse
 
 
 def register(app: typer.Typer) -> None:
@@ -74,32 +76,48 @@ def register_pause(app: typer.Typer) -> None:
         config: ConfigOpt = None,
     ) -> int:
         """Pause the whole system: step, watch, next and claim start no new work (capture still works)."""
-        if not reason.strip():
+        if not reason.strip():  # told before the root is opened (which creates it)
             raise UsageError("pause: --reason is required")
-        session = open_root(root, config)
-        info = pause.pause(session.root, reason.strip(), by="human")
-        _pause_event(session, "build_paused", {"reason": info.reason, "by": info.by})
+        request = parse(PauseRequest, {"reason": reason})
+        info = pause_root(open_root(root, config).root, request)
         output.out(f"paused: {info.reason}")
         return 0
 
     @app.command("resume")
     def resume_cmd(root: RootOpt = None, config: ConfigOpt = None) -> int:
         """Clear the pause flag, so step and watch work again."""
-        session = open_root(root, config)
-        info = pause.resume(session.root)
+        info = resume_root(open_root(root, config).root)
         if info is None:
             output.out("not paused")
             return 0
-        _pause_event(session, "resumed", {"reason": info.reason})
         output.out(f"resumed (was paused since {info.since_iso}: {info.reason})")
         return 0
 
 
-def _pause_event(session: Session, event: str, payload: dict[str, str]) -> None:
+def pause_root(root: Root, request: PauseRequest) -> pause.PauseInfo:
+    """A person pauses everything (`incidents pause`, the HTTP API's pause): the flag,
+    then the `build_paused` event."""
+    if not request.reason.strip():
+        raise UsageError("pause: --reason is required")
+    info = pause.pause(root, request.reason.strip(), by="human")
+    _pause_event(root, "build_paused", {"reason": info.reason, "by": info.by})
+    return info
+
+
+def resume_root(root: Root) -> pause.PauseInfo | None:
+    """Clear the pause flag (`incidents resume`, the HTTP API's resume); what it said, or
+    None when nothing was paused."""
+    info = pause.resume(root)
+    if info is not None:
+        _pause_event(root, "resumed", {"reason": info.reason})
+    return info
+
+
+def _pause_event(root: Root, event: str, payload: dict[str, str]) -> None:
     from incidents import eventlog
 
-    path = mirror.root_events_path(session.root)
+    path = mirror.root_events_path(root)
     eventlog.append_events(path.parent, None, [(event, payload)], eventlog.unique_key("r"))
     eventlog.sync(path)
-    with mirror.transaction(session.root) as conn:
-        mirror.ingest_root(conn, session.root)
+    with mirror.transaction(root) as conn:
+        mirror.ingest_root(conn, root)

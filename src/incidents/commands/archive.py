@@ -2,16 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from incidents import output, store
 from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, open_root
 from incidents.errors import UsageError
-from incidents.layout import validate_id
+from incidents.layout import Root, validate_id
+from incidents.models.requests import ArchiveRequest, parse
 from incidents.step import close as closing
 from incidents.termtext import one_line
+
+
+def close_by_hand(root: Root, incident_id: str, request: ArchiveRequest) -> dict[str, Any]:
+    """Close an open incident by hand into `request.bucket`, as `archive` does (the HTTP
+    API's archive too): what `archive --json` prints."""
+    bucket, reason = request.bucket, one_line(
+        request.reason
+    )  # stored and shown as one line of text
+    if not reason:
+        raise UsageError("archive: --reason is required (why is it closed?)")
+    target = closing.archive(root, incident_id, bucket, reason)
+    store.mirror_bundle(root, bucket, target, "archived", {"bucket": bucket})
+    rel = target.relative_to(root.path)
+    return {"incident_id": incident_id, "status": bucket, "archived_to": str(rel)}
 
 
 def register(app: typer.Typer) -> None:
@@ -31,16 +46,14 @@ def register(app: typer.Typer) -> None:
         validate_id(incident_id)
         if resolved == escalated:
             raise UsageError("archive: give exactly one of --resolved or --escalated")
-        reason = one_line(reason)  # stored and shown as one line of text
-        if not reason:
+        if not one_line(reason):  # told before the root is opened (which creates it)
             raise UsageError("archive: --reason is required (why is it closed?)")
         session = open_root(root, config, incident_id)
         bucket = "resolved" if resolved else "escalated"
-        target = closing.archive(session.root, incident_id, bucket, reason)
-        store.mirror_bundle(session.root, bucket, target, "archived", {"bucket": bucket})
-        rel = target.relative_to(session.root.path)
+        request = parse(ArchiveRequest, {"bucket": bucket, "reason": reason})
+        done = close_by_hand(session.root, incident_id, request)
         if as_json:
-            output.out_json({"incident_id": incident_id, "status": bucket, "archived_to": str(rel)})
+            output.out_json(done)
         else:
-            output.out(f"{incident_id}: {bucket} -> {rel}")
+            output.out(f"{incident_id}: {bucket} -> {done['archived_to']}")
         return 0

@@ -10,6 +10,7 @@ import typer
 
 from incidents import handoff, output
 from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, open_root
+from incidents.models.requests import ResolveRequest, parse
 
 IdArg = Annotated[str, typer.Argument(metavar="ID", help="The incident.")]
 
@@ -106,8 +107,11 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
     ) -> int:
         """Record a decision on an escalated incident and reset its signature's budget."""
+        request = parse(ResolveRequest, {"guidance": guidance, "requeue": requeue})
         session = open_root(root, config)
-        decision = handoff.resolve_escalation(session.root, incident_id, guidance, requeue=requeue)
+        decision = handoff.resolve_escalation(
+            session.root, incident_id, request.guidance, requeue=request.requeue
+        )
         if as_json:
             output.out_json(decision.__dict__)
         else:

@@ -29,6 +29,7 @@ __all__ = [
     "get_meta",
     "inbox_ids",
     "incident_buckets",
+    "incident_filter",
     "insert_rows",
     "last_event_ts",
     "list_incidents",
@@ -186,19 +187,25 @@ def list_incidents(
         buckets = (buckets,)
     if not buckets:
         return []
+    cond, params = incident_filter(buckets, status, step, since)
+    sql = f"{_SELECT_INCIDENT} WHERE {cond} ORDER BY created_at DESC, incident_id DESC"
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(int(limit))
+    return [_row(r) for r in conn.execute(sql, params)]
+
+
+def incident_filter(
+    buckets: Sequence[str], status: str | None, step: str | None, since: str | None
+) -> tuple[str, list[Any]]:
+    """The WHERE condition (and its parameters) of `list_incidents`' filters."""
     where = [f"bucket IN ({', '.join('?' * len(buckets))})"]
     params: list[Any] = list(buckets)
     for clause, value in (("status = ?", status), ("step = ?", step), ("created_at >= ?", since)):
         if value is not None:
             where.append(clause)
             params.append(value)
-    sql = (
-        f"{_SELECT_INCIDENT} WHERE {' AND '.join(where)} ORDER BY created_at DESC, incident_id DESC"
-    )
-    if limit is not None:
-        sql += " LIMIT ?"
-        params.append(int(limit))
-    return [_row(r) for r in conn.execute(sql, params)]
+    return " AND ".join(where), params
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,16 @@ from incidents.models.incident import (
 from incidents.models.pipeline import AIAttempt, ErrorPipelineContext, QuarantineMetadata
 from incidents.models.plan import Attempt, Hypothesis, Plan, PlanAction, RunResult
 from incidents.models.report import ErrorReport, Finding, InfraFailure, ReportSummary, ToolRun
+from incidents.models.requests import (
+    ArchiveRequest,
+    PauseRequest,
+    ResolveRequest,
+    ResumeRequest,
+)
 
 __all__ = [
     "AIAttempt",
+    "ArchiveRequest",
     "Attempt",
     "AuditEntry",
     "CaptureContext",
@@ -28,6 +35,9 @@ __all__ = [
     "GroupDecision",
     "HumanDecision",
     "Incident",
+    "PauseRequest",
+    "ResolveRequest",
+    "ResumeRequest",
     "InfraFailure",
     "Plan",
     "PlanAction",

@@ -1,0 +1,304 @@
+"use strict";
+// The live dashboard: reads the API, listens to the event stream, acts through the API.
+// Every text that comes from a bundle is set with textContent (never parsed as HTML).
+(function () {
+  var NAMES = /*EVENT_NAMES*/[];
+  var TOKEN_KEY = "incidents.token";
+  var state = { lastId: null, inbox: [], escalated: [], paused: null, known: {}, first: true };
+  var $ = function (id) { return document.getElementById(id); };
+
+  function el(tag, attrs) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) {
+      if (k === "text") node.textContent = attrs[k];
+      else if (k === "cls") node.className = attrs[k];
+      else if (k.slice(0, 2) === "on") node.addEventListener(k.slice(2), attrs[k]);
+      else node.setAttribute(k, attrs[k]);
+    });
+    for (var i = 2; i < arguments.length; i++) {
+      var child = arguments[i];
+      if (child === null || child === undefined) continue;
+      node.appendChild(typeof child === "string" ? document.createTextNode(child) : child);
+    }
+    return node;
+  }
+
+  // --- the token: given once as #key=..., kept in this tab's sessionStorage -------------
+  (function takeKey() {
+    var m = /(?:^#|&)key=([^&]+)/.exec(location.hash);
+    if (m) {
+      sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(m[1]));
+      history.replaceState(null, "", location.pathname + location.search);
+    }
+  })();
+  function token() { return sessionStorage.getItem(TOKEN_KEY) || ""; }
+
+  // --- reading ------------------------------------------------------------------------
+  function getJSON(path) {
+    return fetch(path, { headers: { Accept: "application/json" } }).then(function (r) {
+      return r.json().then(function (doc) {
+        if (!r.ok) throw new Error(doc.error || r.statusText);
+        return doc;
+      });
+    });
+  }
+
+  function refresh() {
+    return Promise.all([
+      getJSON("/api/health"),
+      getJSON("/api/incidents?limit=200"),
+      getJSON("/api/incidents?status=escalated&limit=100"),
+    ]).then(function (docs) {
+      var health = docs[0], inbox = docs[1], escalated = docs[2];
+      if (state.lastId === null) state.lastId = inbox.last_event_id;
+      $("root").textContent = health.root;
+      renderPause(health.paused);
+      renderCounts(health.counts);
+      renderInbox(inbox);
+      renderEscalated(escalated);
+      state.first = false;
+    }).catch(function (e) { toast("could not read the API: " + e.message, true); });
+  }
+
+  var pending = null;
+  function soon() {
+    if (pending) return;
+    pending = setTimeout(function () { pending = null; refresh(); }, 150);
+  }
+
+  // --- rendering ----------------------------------------------------------------------
+  function renderPause(paused) {
+    state.paused = paused;
+    $("banner").hidden = !paused;
+    $("pause-btn").hidden = !!paused;
+    if (paused) {
+      $("banner-text").textContent = "since " + paused.since + " by " + paused.by + ": " + paused.reason +
+        " — step, watch, next and claim start no new work; capture still accepts incidents.";
+    }
+  }
+
+  function renderCounts(c) {
+    var items = [
+      ["Open", c.inbox, ""], ["New", c["inbox.new"] || 0, ""],
+      ["Running", (c["inbox.running"] || 0) + (c["inbox.planned"] || 0), ""],
+      ["Waiting for an agent", c.waiting, ""], ["Claimed", c.claimed, ""],
+      ["Escalated", c.escalated, c.escalated ? "alert" : ""], ["Resolved", c.resolved, ""],
+    ];
+    var box = $("counts");
+    box.textContent = "";
+    items.forEach(function (it) {
+      box.appendChild(el("div", { cls: "count " + it[2] }, el("b", { text: String(it[1]) }), el("span", { text: it[0] })));
+    });
+  }
+
+  function waitingReason(row) {
+    if (row.lease_owner) return "claimed by " + row.lease_owner;
+    if (row.waiting) return "waiting for an agent";
+    if (row.not_before && row.not_before * 1000 > Date.now()) {
+      return "retry after " + new Date(row.not_before * 1000).toISOString().slice(11, 19) + "Z";
+    }
+    if (state.paused) return "paused";
+    return "";
+  }
+
+  function renderInbox(doc) {
+    var body = $("inbox").tBodies[0];
+    body.textContent = "";
+    $("inbox-total").textContent = doc.total > doc.incidents.length
+      ? "(" + doc.incidents.length + " of " + doc.total + ")" : "(" + doc.total + ")";
+    $("inbox-empty").hidden = doc.total > 0;
+    doc.incidents.forEach(function (row) {
+      var fresh = !state.first && !state.known[row.incident_id];
+      state.known[row.incident_id] = true;
+      var why = waitingReason(row);
+      var tr = el("tr", { "data-id": row.incident_id, cls: fresh ? "fresh" : "" },
+        el("td", { cls: "id", title: row.message }, row.incident_id, el("div", { cls: "muted", text: row.message })),
+        el("td", {}, el("span", { cls: "pill " + row.status, text: row.status })),
+        el("td", { cls: "mono", text: row.state || "-" }),
+        el("td", {}, why ? el("span", { cls: "pill wait", text: why }) : "-"),
+        el("td", { text: row.step }), el("td", { text: row.failure_class }),
+        el("td", { text: row.age }), el("td", { text: String(row.occurrences) }),
+        el("td", {}, el("button", { type: "button", cls: "act-archive", onclick: function () { askArchive(row); } }, "Archive…")));
+      body.appendChild(tr);
+    });
+  }
+
+  function renderEscalated(doc) {
+    var box = $("escalated");
+    var open = {};
+    Array.prototype.forEach.call(box.querySelectorAll("details[open]"), function (d) { open[d.getAttribute("data-id")] = true; });
+    box.textContent = "";
+    $("escalated-total").textContent = "(" + doc.total + ")";
+    $("escalated-empty").hidden = doc.total > 0;
+    doc.incidents.forEach(function (row) {
+      var details = el("details", { "data-id": row.incident_id }, el("summary", {}, "Timeline, checks, diff"));
+      details.addEventListener("toggle", function () { if (details.open) loadDetails(details, row.incident_id); });
+      var card = el("div", { cls: "card", "data-id": row.incident_id },
+        el("h3", { text: row.incident_id }),
+        el("div", { cls: "reason", text: row.message }),
+        el("div", { cls: "meta", text: [row.step, row.failure_class, row.error_code || "", "seen " + row.occurrences + "x", row.age + " old"].filter(Boolean).join(" · ") }),
+        el("div", { cls: "meta mono", text: row.signature }),
+        el("div", { cls: "buttons" },
+          el("button", { type: "button", cls: "act-requeue primary", onclick: function () { askResolve(row, true); } }, "Requeue with guidance…"),
+          el("button", { type: "button", cls: "act-resolve", onclick: function () { askResolve(row, false); } }, "Resolve…")),
+        details);
+      box.appendChild(card);
+      if (open[row.incident_id]) { details.open = true; }
+    });
+  }
+
+  function loadDetails(details, id) {
+    if (details.getAttribute("data-loaded")) return;
+    details.setAttribute("data-loaded", "1");
+    getJSON("/api/incidents/" + encodeURIComponent(id)).then(function (doc) {
+      var card = doc.review || {};
+      details.appendChild(el("p", { cls: "meta", text: "reason: " + (card.reason || "-") + " · final status: " + (card.final_status || "-") }));
+      var tl = el("table", { cls: "timeline" });
+      (card.timeline || []).forEach(function (s) {
+        tl.appendChild(el("tr", {}, el("td", { text: s.at || "" }), el("td", { text: s.what }), el("td", { text: s.detail })));
+      });
+      details.appendChild(tl);
+      (card.notes || []).forEach(function (n) {
+        details.appendChild(el("p", { cls: "meta", text: "AI attempt " + n.number + " by " + n.agent + ": " + (n.notes || "no notes") }));
+      });
+      (card.diffs || []).forEach(function (d) {
+        details.appendChild(el("div", { cls: "mono", text: d.path }));
+        details.appendChild(el("pre", { text: d.text }));
+      });
+      (card.problems || []).forEach(function (p) { details.appendChild(el("p", { cls: "error", text: p })); });
+    }).catch(function (e) { details.appendChild(el("p", { cls: "error", text: e.message })); });
+  }
+
+  // --- actions: each behind a confirmation that says what will happen --------------------
+  var current = null;
+  function ask(opts) {
+    current = opts;
+    $("confirm-title").textContent = opts.title;
+    $("confirm-text").textContent = opts.text;
+    $("confirm-label").textContent = opts.label || "";
+    $("confirm-label").hidden = !opts.label;
+    $("confirm-input").hidden = !opts.label;
+    $("confirm-input").value = "";
+    $("token-label").hidden = $("token-input").hidden = !!token();
+    $("confirm-error").textContent = "";
+    $("confirm-ok").textContent = opts.ok;
+    $("confirm").hidden = false;
+    (opts.label ? $("confirm-input") : $("confirm-ok")).focus();
+  }
+  function close() { $("confirm").hidden = true; current = null; }
+
+  function askResolve(row, requeue) {
+    ask({
+      title: (requeue ? "Requeue " : "Resolve ") + row.incident_id,
+      text: requeue
+        ? "It goes back to the inbox at S_INIT, its history kept; your guidance goes into every later fixer prompt, and its signature's retry budget is reset."
+        : "It is closed as resolved by a person, with your guidance as the reason, and its signature's retry budget is reset.",
+      label: requeue ? "Guidance for the next attempt" : "What a person decided",
+      ok: requeue ? "Requeue" : "Resolve",
+      send: function (text) {
+        return post("/api/escalations/" + encodeURIComponent(row.incident_id) + "/resolve", { guidance: text, requeue: requeue });
+      },
+    });
+  }
+
+  function askArchive(row) {
+    ask({
+      title: "Archive " + row.incident_id,
+      text: "It is closed by hand as resolved: its status is set, run_result.json written and the folder moved to error_archive/resolved/. Nothing is checked.",
+      label: "Why it is closed", ok: "Archive as resolved",
+      send: function (text) {
+        return post("/api/incidents/" + encodeURIComponent(row.incident_id) + "/archive", { bucket: "resolved", reason: text });
+      },
+    });
+  }
+
+  $("pause-btn").addEventListener("click", function () {
+    ask({
+      title: "Pause everything",
+      text: "step, drive, watch, next and claim start no new work until someone resumes; capture keeps accepting incidents and a claimed incident may still be submitted.",
+      label: "Why everything stops", ok: "Pause",
+      send: function (text) { return post("/api/pause", { reason: text }); },
+    });
+  });
+  $("resume-btn").addEventListener("click", function () {
+    ask({
+      title: "Resume", ok: "Resume",
+      text: "The pause flag is cleared: step, watch, next and claim work again.",
+      send: function () { return post("/api/resume", {}); },
+    });
+  });
+
+  function post(path, body) {
+    return fetch(path, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Authorization: "Bearer " + token() },
+      body: JSON.stringify(body),
+    }).then(function (r) {
+      return r.json().then(function (doc) {
+        if (r.status === 401) sessionStorage.removeItem(TOKEN_KEY);
+        if (!r.ok) throw new Error(doc.error || r.statusText);
+        return doc;
+      });
+    });
+  }
+
+  $("confirm-cancel").addEventListener("click", close);
+  $("confirm-form").addEventListener("submit", function (ev) {
+    ev.preventDefault();
+    if (!current) return;
+    if (!token() && $("token-input").value.trim()) sessionStorage.setItem(TOKEN_KEY, $("token-input").value.trim());
+    var opts = current;
+    $("confirm-ok").disabled = true;
+    opts.send($("confirm-input").value).then(function () {
+      close();
+      toast(opts.title + ": done");
+      soon();
+    }).catch(function (e) {
+      $("confirm-error").textContent = e.message;
+      $("token-label").hidden = $("token-input").hidden = !!token();
+    }).then(function () { $("confirm-ok").disabled = false; });
+  });
+  document.addEventListener("keydown", function (ev) { if (ev.key === "Escape" && current) close(); });
+
+  var toastTimer = null;
+  function toast(text, bad) {
+    var t = $("toast");
+    t.textContent = text;
+    t.className = bad ? "bad" : "";
+    t.hidden = false;
+    clearTimeout(toastTimer);
+    toastTimer = setTimeout(function () { t.hidden = true; }, 4000);
+  }
+
+  // --- the event stream ---------------------------------------------------------------
+  function activity(name, doc) {
+    var list = $("activity");
+    var what = doc.incident_id ? doc.incident_id : "(system)";
+    var detail = doc.payload && (doc.payload.action || doc.payload.reason || doc.payload.bucket || doc.payload.agent || "");
+    list.insertBefore(el("li", {}, el("span", { cls: "muted", text: (doc.ts || "").slice(11, 19) + " " }),
+      el("span", { cls: "name", text: name }), " " + what + (detail ? ": " + detail : "")), list.firstChild);
+    while (list.children.length > 60) list.removeChild(list.lastChild);
+  }
+
+  var BACKFILL = 30; // the last events, shown in the activity list on load
+
+  function listen() {
+    var from = state.lastId;
+    var m = from && /^(.*)-(\d+)$/.exec(from);
+    if (m) from = m[1] + "-" + Math.max(0, Number(m[2]) - BACKFILL);
+    var url = "/api/events" + (from ? "?last_event_id=" + encodeURIComponent(from) : "");
+    var source = new EventSource(url);
+    source.onopen = function () { $("live").className = "live on"; $("live").textContent = "live"; };
+    source.onerror = function () { $("live").className = "live off"; $("live").textContent = "reconnecting"; };
+    NAMES.forEach(function (name) {
+      source.addEventListener(name, function (ev) {
+        var doc = JSON.parse(ev.data);
+        state.lastId = ev.lastEventId;
+        activity(name, doc);
+        soon();
+      });
+    });
+  }
+
+  refresh().then(listen);
+})();
