@@ -32,6 +32,14 @@ class Session:
     config: Config
 
 
+def bind_mirror(root: Root, cfg: Config) -> None:
+    """The root's mirror is where `[mirror]` (or INCIDENTS_MIRROR_URL) says, for this
+    process (`incidents.mirror.target`); a bad URL is a one-line error here."""
+    from incidents.mirror import target
+
+    target.bind(root.path, cfg.mirror.url, cfg.mirror.host, cfg.mirror.timeout_s)
+
+
 def open_root(root: str | None, config: str | None, incident_id: str | None = None) -> Session:
     """Validate the config, create the root's layout, finish any interrupted close.
 
@@ -39,6 +47,7 @@ def open_root(root: str | None, config: str | None, incident_id: str | None = No
     yet is not created: it holds no incident, so this is NotFound."""
     cfg = load_config(config)
     r = resolve_root(root, cfg.root)
+    bind_mirror(r, cfg)
     if incident_id is not None and not os.path.lexists(r.path):
         raise NotFound(f"no incident {incident_id!r} under {r.path}")
     r.ensure()

@@ -14,7 +14,7 @@ Tables:
 
 from __future__ import annotations
 
-__all__ = ["EVENT_TYPES", "MIGRATIONS", "MIRROR_BUCKETS"]
+__all__ = ["EVENT_TYPES", "MIGRATIONS", "MIRROR_BUCKETS", "PG_EXTRA"]
 
 EVENT_TYPES = frozenset(
     {
@@ -194,4 +194,39 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX incidents_group ON incidents (group_key);
     CREATE INDEX incidents_regression ON incidents (regression_of);
     """,
+    # issue 19: a fleet shares one PostgreSQL mirror; every incident row says which host
+    # and which root hold its bundle (on SQLite, one file per root, they are the same on
+    # every row). On PostgreSQL every other table is keyed per host too (PG_EXTRA).
+    """
+    ALTER TABLE incidents ADD COLUMN host TEXT NOT NULL DEFAULT '';
+    ALTER TABLE incidents ADD COLUMN root TEXT NOT NULL DEFAULT '';
+    """,
 )
+
+# What a migration adds on PostgreSQL after its common text (by index in MIGRATIONS): the
+# tables a host rebuilds from its root (`reindex --host`) carry the host that wrote each
+# row (the session's `incidents.host`, set by `mirror.pg` on every connection), and the
+# per-root bookkeeping (meta, event_files, rejected) is keyed by host.
+PG_EXTRA: dict[int, str] = {
+    4: """
+    CREATE INDEX incidents_host ON incidents (host, bucket, created_at);
+    ALTER TABLE incidents ALTER COLUMN host SET DEFAULT current_setting('incidents.host');
+    ALTER TABLE incidents ALTER COLUMN root SET DEFAULT current_setting('incidents.root');
+    ALTER TABLE rejected ADD COLUMN host TEXT NOT NULL DEFAULT current_setting('incidents.host');
+    ALTER TABLE runs ADD COLUMN host TEXT NOT NULL DEFAULT current_setting('incidents.host');
+    ALTER TABLE workstreams ADD COLUMN host TEXT NOT NULL DEFAULT current_setting('incidents.host');
+    ALTER TABLE step_attempts ADD COLUMN host TEXT NOT NULL DEFAULT current_setting('incidents.host');
+    ALTER TABLE events ADD COLUMN host TEXT NOT NULL DEFAULT current_setting('incidents.host');
+    ALTER TABLE escalations ADD COLUMN host TEXT NOT NULL DEFAULT current_setting('incidents.host');
+    ALTER TABLE meta ADD COLUMN host TEXT NOT NULL DEFAULT current_setting('incidents.host');
+    ALTER TABLE event_files ADD COLUMN host TEXT NOT NULL DEFAULT current_setting('incidents.host');
+    ALTER TABLE meta DROP CONSTRAINT meta_pkey, ADD PRIMARY KEY (host, key);
+    ALTER TABLE event_files DROP CONSTRAINT event_files_pkey, ADD PRIMARY KEY (host, file_id);
+    ALTER TABLE rejected DROP CONSTRAINT rejected_pkey, ADD PRIMARY KEY (host, name);
+    DROP INDEX events_key;
+    CREATE UNIQUE INDEX events_key ON events (host, coalesce(incident_id, ''), event_key);
+    CREATE INDEX events_host ON events (host);
+    CREATE INDEX escalations_host ON escalations (host);
+    CREATE INDEX workstreams_host ON workstreams (host);
+    """,
+}
