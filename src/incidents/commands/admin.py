@@ -11,6 +11,7 @@ import typer
 from incidents import mirror, output, pause
 from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, Session, open_root
 from incidents.errors import UsageError, disk_failure_at
+from incidents.mirror.target import HOST_NAME, bind, target_of
 
 
 def register(app: typer.Typer) -> None:
@@ -18,9 +19,23 @@ def register(app: typer.Typer) -> None:
     register_pause(app)
 
     @app.command("reindex")
-    def reindex(root: RootOpt = None, config: ConfigOpt = None, as_json: JsonOpt = False) -> int:
-        """Rebuild the SQLite mirror from the folders (the folders are the truth)."""
+    def reindex(
+        host: Annotated[
+            str | None,
+            typer.Option(
+                "--host",
+                help="On a shared PostgreSQL mirror: rebuild the rows of this host (default: "
+                "this one's) from this root.",
+            ),
+        ] = None,
+        root: RootOpt = None,
+        config: ConfigOpt = None,
+        as_json: JsonOpt = False,
+    ) -> int:
+        """Rebuild the mirror from the folders (the folders are the truth)."""
         session = open_root(root, config)
+        if host is not None:
+            rebind_host(session, host)
         try:
             result = mirror.reindex(session.root)
         except mirror.MirrorError as exc:  # SQLite names no errno: statvfs tells full/ro
@@ -29,12 +44,28 @@ def register(app: typer.Typer) -> None:
             output.out_json(asdict(result))
             return 0
         counts = ", ".join(f"{n} {bucket}" for bucket, n in sorted(result.counts.items()))
-        output.out(f"reindexed {session.root.db_path}: {counts or 'no incidents'}")
+        shown = target_of(session.root.db_path)
+        where = f"host {shown.host} in {shown.shown}" if shown.url else str(session.root.db_path)
+        output.out(f"reindexed {where}: {counts or 'no incidents'}")
         for location, reason in result.unreadable:
             output.err(f"unreadable: {location}: {reason}")
         if result.moved_aside:
             output.err(f"the corrupt database was moved aside to {result.moved_aside}")
         return 0
+
+
+def rebind_host(session: Session, host: str) -> None:
+    """`reindex --host`: this root's rows are written as `host`'s (a root moved to another
+    machine, a renamed host, a shared inbox whose watchers share one host name)."""
+    found = target_of(session.root.db_path)
+    if found.url is None:
+        raise UsageError(
+            "--host: the mirror is this root's own SQLite file (one root, one host); --host "
+            "names a host of a shared PostgreSQL mirror ([mirror] url)"
+        )
+    if not HOST_NAME.fullmatch(host):
+        raise UsageError(f"--host {host!r}: use letters, digits, '.', '_' and '-'")
+    bind(session.root.path, found.url, host, found.timeout_s)
 
 
 def register_schemas(app: typer.Typer) -> None:

@@ -18,6 +18,7 @@ from incidents import artifacts, clock, fsutil, groups, mirror, output, pause, s
 from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, Session, open_root
 from incidents.errors import UsageError
 from incidents.layout import Root, validate_id
+from incidents.mirror.target import target_of
 from incidents.termtext import one_line
 from incidents.vocab import IncidentStatus
 
@@ -152,9 +153,16 @@ def closed_outcome(bucket: str, outcome: str | None) -> str | None:
 
 
 def list_rows(
-    session: Session, show_all: bool, status: str | None, step: str | None, since: str | None
+    session: Session,
+    show_all: bool,
+    status: str | None,
+    step: str | None,
+    since: str | None,
+    hosts: dict[str, str] | None = None,
 ) -> tuple[list[mirror.IncidentRow], dict[str, str]]:
-    """The rows, and how the closed ones among them closed (incident id -> outcome)."""
+    """The rows, and how the closed ones among them closed (incident id -> outcome).
+    `hosts` (a dict to fill: incident id -> host): the rows of every host sharing the
+    mirror (`--all-hosts`), not only this root's; they need the mirror."""
     buckets = ("inbox", "resolved", "escalated") if show_all else ("inbox",)
     why = unwritable(session.root)
     try:
@@ -162,11 +170,22 @@ def list_rows(
             raise mirror.MirrorError(why)
         conn = open_mirror(session.root, session.config.watch.reject_grace_s)
     except mirror.MirrorError as exc:  # the folders are the truth: read what we can
+        if hosts is not None:
+            raise mirror.MirrorError(f"--all-hosts needs the shared mirror: {exc}") from exc
         output.err(f"incidents: {exc}: listed from the folders; the mirror is not updated "
                    "and outcomes are not shown")  # fmt: skip
         return folder_rows(session.root, buckets, status, step, since), {}
     try:
-        rows = mirror.list_incidents(conn, buckets=buckets, status=status, step=step, since=since)
+        if hosts is not None:
+            hosted = mirror.hosted_incidents(
+                conn, buckets=buckets, status=status, step=step, since=since
+            )
+            hosts.update((r.incident_id, host) for r, host in hosted)
+            rows = [r for r, _host in hosted]
+        else:
+            rows = mirror.list_incidents(
+                conn, buckets=buckets, status=status, step=step, since=since
+            )
         closed = [r.incident_id for r in rows if r.bucket != "inbox"]
         outcomes = mirror.outcomes(conn, closed) if closed else {}
         where = {r.incident_id: r.bucket for r in rows}
@@ -176,10 +195,11 @@ def list_rows(
     # a claim may have expired since its row was written: the few claimed rows are
     # checked against their lease files (a read each), not the whole list
     leases_dir = session.root.state / "leases"
+    mine = target_of(session.root.db_path).host
     return [
         (
             replace(r, lease_owner=mirror.agent_holding(leases_dir, r.incident_id))
-            if r.lease_owner
+            if r.lease_owner and (hosts is None or hosts.get(r.incident_id) == mine)
             else r
         )
         for r in rows
@@ -216,20 +236,26 @@ def folder_rows(
 
 
 def list_json(
-    session: Session, show_all: bool, status: str | None, step: str | None, since: str | None
+    session: Session,
+    show_all: bool,
+    status: str | None,
+    step: str | None,
+    since: str | None,
+    all_hosts: bool = False,
 ) -> dict[str, Any]:
-    """`status --json`: the root, the pause and the rows (`since` an ISO time, or None).
-    The MCP server's `list_incidents` answers with it too."""
+    """`status --json`: the root, the pause and the rows (`since` an ISO time, or None;
+    `all_hosts`: every host's rows, each with its `host`). The MCP server's
+    `list_incidents` answers with it too."""
     check_status(status)
     if status in ("resolved", "escalated"):
         show_all = True
     now = datetime.now(UTC)
-    rows, outcomes = list_rows(session, show_all, status, step, since)
-    return {
-        "root": str(session.root.path),
-        "paused": pause_json(session.root),
-        "incidents": [{**row_json(r, now), "outcome": outcomes.get(r.incident_id)} for r in rows],
-    }
+    hosts: dict[str, str] | None = {} if all_hosts else None
+    rows, outcomes = list_rows(session, show_all, status, step, since, hosts)
+    shown = [{**row_json(r, now), "outcome": outcomes.get(r.incident_id)} for r in rows]
+    if hosts is not None:
+        shown = [{**doc, "host": hosts.get(doc["incident_id"])} for doc in shown]
+    return {"root": str(session.root.path), "paused": pause_json(session.root), "incidents": shown}
 
 
 def one_json(root: Root, incident_id: str) -> dict[str, Any]:
@@ -343,11 +369,15 @@ def register(app: typer.Typer) -> None:
         since: Annotated[
             str | None, typer.Option("--since", help="Created since: 2h, 3d or an ISO time.")
         ] = None,
+        all_hosts: Annotated[
+            bool,
+            typer.Option("--all-hosts", help="Every host sharing the mirror, with its name."),
+        ] = False,
         root: RootOpt = None,
         config: ConfigOpt = None,
         as_json: JsonOpt = False,
     ) -> int:
-        """Show open incidents (from the SQLite mirror), or one incident in full."""
+        """Show open incidents (from the mirror), or one incident in full."""
         # every argument is checked before the root is opened (which creates its layout)
         if incident_id is not None:
             validate_id(incident_id)
@@ -358,18 +388,20 @@ def register(app: typer.Typer) -> None:
             return show_one(open_root(root, config, incident_id), incident_id, as_json)
         session = open_root(root, config)
         if as_json:
-            output.out_json(list_json(session, show_all, status_filter, step, since_iso))
+            output.out_json(list_json(session, show_all, status_filter, step, since_iso, all_hosts))
             return 0
         if status_filter in ("resolved", "escalated"):
             show_all = True
-        rows, outcomes = list_rows(session, show_all, status_filter, step, since_iso)
+        hosts: dict[str, str] | None = {} if all_hosts else None
+        rows, outcomes = list_rows(session, show_all, status_filter, step, since_iso, hosts)
         paused = pause_line(session.root)
         if paused:
             output.out(paused)
         if not rows:
             output.out("no open incidents" if not show_all else "no incidents")
             return 0
-        headers = ["ID", "STATUS", "STEP", "CLASS", "AGE", "SEEN"]
+        headers = ["ID", *(["HOST"] if hosts is not None else []), "STATUS", "STEP", "CLASS"]
+        headers += ["AGE", "SEEN"]
         if show_all:
             headers += ["WHERE", "OUTCOME"]
         notes = [group_note(r) for r in rows]
@@ -377,7 +409,8 @@ def register(app: typer.Typer) -> None:
             headers.append("NOTE")
         table: list[list[str]] = []
         for r in rows:
-            cells = [r.incident_id, r.status, r.step, r.failure_class, age(r.created_at, now)]
+            cells = [r.incident_id, *([hosts.get(r.incident_id, "?")] if hosts is not None else [])]
+            cells += [r.status, r.step, r.failure_class, age(r.created_at, now)]
             cells.append(str(r.occurrences))
             if show_all:
                 outcome = outcomes.get(r.incident_id)

@@ -32,7 +32,6 @@ __all__ = [
     "incident_buckets",
     "insert_rows",
     "last_event_ts",
-    "list_incidents",
     "record_step_attempt",
     "save_workstream",
     "set_meta",
@@ -178,40 +177,6 @@ def upsert_incident(conn: sqlite3.Connection, row: IncidentRow) -> None:
 def get_incident(conn: sqlite3.Connection, incident_id: str) -> IncidentRow | None:
     found = conn.execute(f"{_SELECT_INCIDENT} WHERE incident_id = ?", (incident_id,)).fetchone()
     return _row(found) if found else None
-
-
-@translating
-def list_incidents(
-    conn: sqlite3.Connection,
-    *,
-    buckets: Sequence[str] = ("inbox",),
-    status: str | None = None,
-    step: str | None = None,
-    since: str | None = None,
-    limit: int | None = None,
-    all_hosts: bool = False,
-) -> list[IncidentRow]:
-    """Incidents in `buckets`, newest first (`since`: created_at >= that ISO timestamp),
-    of this host's root (`all_hosts`: of every host sharing the mirror)."""
-    if isinstance(buckets, str):
-        buckets = (buckets,)
-    if not buckets:
-        return []
-    where = [f"bucket IN ({', '.join('?' * len(buckets))})"]
-    if not all_hosts:
-        where.append(here(conn))
-    params: list[Any] = list(buckets)
-    for clause, value in (("status = ?", status), ("step = ?", step), ("created_at >= ?", since)):
-        if value is not None:
-            where.append(clause)
-            params.append(value)
-    sql = (
-        f"{_SELECT_INCIDENT} WHERE {' AND '.join(where)} ORDER BY created_at DESC, incident_id DESC"
-    )
-    if limit is not None:
-        sql += " LIMIT ?"
-        params.append(int(limit))
-    return [_row(r) for r in conn.execute(sql, params)]
 
 
 @dataclass(frozen=True)

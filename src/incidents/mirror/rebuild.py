@@ -26,6 +26,7 @@ from incidents.mirror.db import (
     write,
 )
 from incidents.mirror.dialect import here
+from incidents.mirror.fleet import note_host
 from incidents.mirror.groups import rebuild_hints
 from incidents.mirror.ingest import ingest_file, ingest_root, root_events_path
 from incidents.mirror.queries import (
@@ -112,6 +113,7 @@ def reindex(root: Root) -> ReindexResult:
             identity = file_identity(conn)
             if identity is not None:
                 set_meta(conn, DERIVED_INODE, identity)
+            note_host(conn)  # a rebuild is this host's report too
         result.group_hints = rebuild_hints(root, conn)  # capture's hints follow the bundles
     finally:
         conn.close()

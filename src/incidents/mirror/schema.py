@@ -201,6 +201,17 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE incidents ADD COLUMN host TEXT NOT NULL DEFAULT '';
     ALTER TABLE incidents ADD COLUMN root TEXT NOT NULL DEFAULT '';
     """,
+    # issue 19: each host's last report (a catch-up: a watcher's pass, a status), and why
+    # it last worked without the shared mirror; doctor names the hosts gone silent
+    """
+    CREATE TABLE hosts (
+        host      TEXT NOT NULL,
+        root      TEXT NOT NULL,
+        last_seen TEXT NOT NULL,
+        degraded  TEXT NOT NULL DEFAULT '',
+        PRIMARY KEY (host, root)
+    );
+    """,
 )
 
 # What a migration adds on PostgreSQL after its common text (by index in MIGRATIONS): the

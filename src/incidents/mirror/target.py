@@ -12,6 +12,7 @@ Stdlib only, no I/O beyond reading the environment.
 from __future__ import annotations
 
 import os
+import re
 import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -19,6 +20,7 @@ from urllib.parse import urlsplit
 from incidents.errors import IncidentsError
 
 __all__ = [
+    "HOST_NAME",
     "ENV_HOST",
     "ENV_URL",
     "BadMirrorUrl",
@@ -29,6 +31,7 @@ __all__ = [
     "unbind",
 ]
 
+HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")  # what `[mirror] host` may be
 ENV_URL = "INCIDENTS_MIRROR_URL"
 ENV_HOST = "INCIDENTS_HOST"
 SCHEMES = ("postgresql", "postgres")
