@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from incidents import mirror, output, pause
+from incidents import fleet, mirror, output, pause
 from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, Session, open_root
 from incidents.errors import UsageError, disk_failure_at
 from incidents.mirror.target import HOST_NAME, bind, target_of
@@ -109,6 +109,7 @@ def register_pause(app: typer.Typer) -> None:
             raise UsageError("pause: --reason is required")
         session = open_root(root, config)
         info = pause.pause(session.root, reason.strip(), by="human")
+        fleet.share_pause(session.root, info)  # a shared mirror: every host pauses
         _pause_event(session, "build_paused", {"reason": info.reason, "by": info.by})
         output.out(f"paused: {info.reason}")
         return 0
@@ -118,6 +119,7 @@ def register_pause(app: typer.Typer) -> None:
         """Clear the pause flag, so step and watch work again."""
         session = open_root(root, config)
         info = pause.resume(session.root)
+        fleet.share_resume(session.root)  # a shared mirror: every host resumes
         if info is None:
             output.out("not paused")
             return 0

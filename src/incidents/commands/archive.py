@@ -6,9 +6,9 @@ from typing import Annotated
 
 import typer
 
-from incidents import output, store
-from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, open_root
-from incidents.errors import UsageError
+from incidents import fleet, output, store
+from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, open_root, routed
+from incidents.errors import NotFound, UsageError
 from incidents.layout import validate_id
 from incidents.step import close as closing
 from incidents.termtext import one_line
@@ -36,7 +36,13 @@ def register(app: typer.Typer) -> None:
             raise UsageError("archive: --reason is required (why is it closed?)")
         session = open_root(root, config, incident_id)
         bucket = "resolved" if resolved else "escalated"
-        target = closing.archive(session.root, incident_id, bucket, reason)
+        try:
+            target = closing.archive(session.root, incident_id, bucket, reason)
+        except NotFound:  # a shared mirror: the host holding it applies it on its next pass
+            args = {"bucket": bucket, "reason": reason}
+            if not routed(session.root, incident_id, fleet.ARCHIVE, args, as_json):
+                raise
+            return 0
         store.mirror_bundle(session.root, bucket, target, "archived", {"bucket": bucket})
         rel = target.relative_to(session.root.path)
         if as_json:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -37,7 +38,25 @@ def bind_mirror(root: Root, cfg: Config) -> None:
     process (`incidents.mirror.target`); a bad URL is a one-line error here."""
     from incidents.mirror import target
 
-    target.bind(root.path, cfg.mirror.url, cfg.mirror.host, cfg.mirror.timeout_s)
+    m = cfg.mirror
+    target.bind(root.path, m.url, m.host, m.timeout_s, cfg.watch.leases)
+
+
+def routed(
+    root: Root, incident_id: str, kind: str, args: Mapping[str, object], as_json: bool
+) -> bool:
+    """A decision about an incident this root does not hold: addressed to the fleet host
+    that holds it (`incidents.fleet.route`) and said so; False when no host holds it."""
+    from incidents import fleet, output
+
+    host = fleet.route(root, incident_id, kind, dict(args))
+    if host is None:
+        return False
+    if as_json:
+        output.out_json({"incident_id": incident_id, "routed_to": host, "decision": kind})
+    else:
+        output.out(f"{incident_id}: held by host {host}; {kind} sent, applied on its next pass")
+    return True
 
 
 def open_root(root: str | None, config: str | None, incident_id: str | None = None) -> Session:

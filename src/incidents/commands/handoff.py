@@ -8,8 +8,9 @@ from typing import Annotated
 
 import typer
 
-from incidents import handoff, output
-from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, open_root
+from incidents import fleet, handoff, output
+from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, open_root, routed
+from incidents.errors import NotFound
 
 IdArg = Annotated[str, typer.Argument(metavar="ID", help="The incident.")]
 
@@ -107,7 +108,15 @@ def register(app: typer.Typer) -> None:
     ) -> int:
         """Record a decision on an escalated incident and reset its signature's budget."""
         session = open_root(root, config)
-        decision = handoff.resolve_escalation(session.root, incident_id, guidance, requeue=requeue)
+        try:
+            decision = handoff.resolve_escalation(
+                session.root, incident_id, guidance, requeue=requeue
+            )
+        except NotFound:  # a shared mirror: the host holding it applies it on its next pass
+            args = {"guidance": guidance, "requeue": requeue}
+            if not routed(session.root, incident_id, fleet.RESOLVE, args, as_json):
+                raise
+            return 0
         if as_json:
             output.out_json(decision.__dict__)
         else:

@@ -51,6 +51,7 @@ from incidents.mirror.db import (
 )
 from incidents.mirror.door import best_effort, ensure_derived, transaction
 from incidents.mirror.fleet import HostReport, hosted_incidents, hosts, list_incidents, note_host
+from incidents.mirror.fleetwide import active_pause, publish_pause, resume_all
 from incidents.mirror.groups import (
     group_keys,
     group_members,
@@ -93,6 +94,9 @@ __all__ = [
     "Event",
     "Escalation",
     "HostReport",
+    "active_pause",
+    "publish_pause",
+    "resume_all",
     "hosted_incidents",
     "hosts",
     "note_host",

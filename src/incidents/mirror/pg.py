@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -43,6 +44,9 @@ _WRITER_LOCK = "SELECT pg_advisory_xact_lock(hashtext(current_setting('incidents
 
 _POOLS: dict[tuple[int, str, str, str], psycopg_pool.ConnectionPool[Any]] = {}
 _MIGRATED: set[tuple[int, str]] = set()
+_FAILED: dict[tuple[int, str], float] = {}  # when a connect last found the server down
+RETRY_S = 5.0
+PROBE_S = 1.0
 _LOCK = threading.Lock()
 
 # the pool retries in the background and logs each failure; the mirror reports a server it
@@ -175,14 +179,30 @@ def close_pools() -> None:
 def connect(target: Target, *, timeout_s: float = 5.0) -> PgConnection:
     """A connection of the target's pool, the schema migrated (once per process); waits
     at most the target's timeout for the server (`timeout_s`: a SQLite busy timeout, which
-    can only make it shorter)."""
+    can only make it shorter).
+
+    A server found unreachable is not waited for again for `RETRY_S`: every write on the
+    side fails at once meanwhile (and leaves its hint), then one probe waits `PROBE_S`, so
+    a host whose database is down keeps working at its own pace (`incidents.fleet`)."""
     timeout_s = min(timeout_s, target.timeout_s)
+    key = (os.getpid(), str(target.url))
+    failed = _FAILED.get(key)
+    if failed is not None:
+        if time.monotonic() < failed + RETRY_S:
+            raise MirrorUnavailable(
+                f"the PostgreSQL mirror at {target.shown} is unreachable (retried every {RETRY_S:g} s)"
+            )
+        timeout_s = min(timeout_s, PROBE_S)
     pool = _pool(target, timeout_s)
-    with _translated("connect", target):
-        raw = pool.getconn(timeout=timeout_s)
+    try:
+        with _translated("connect", target):
+            raw = pool.getconn(timeout=timeout_s)
+    except MirrorUnavailable:
+        _FAILED[key] = time.monotonic()
+        raise
+    _FAILED.pop(key, None)
     conn = PgConnection(raw, pool, target)
     try:
-        key = (os.getpid(), str(target.url))
         if key not in _MIGRATED:
             _migrate(conn)
             _MIGRATED.add(key)

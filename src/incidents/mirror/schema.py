@@ -212,6 +212,46 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (host, root)
     );
     """,
+    # issue 19: what a fleet decides together. `fleet_pause`: the global pause (a row
+    # stands until a resume on any host); `decisions`: a human decision made on one host
+    # about a bundle another host holds, applied by that host on its next pass. History,
+    # not derived from any root's folders: `reindex` keeps them.
+    """
+    CREATE TABLE fleet_pause (
+        id         INTEGER PRIMARY KEY,
+        reason     TEXT NOT NULL,
+        since      REAL NOT NULL,
+        by_whom    TEXT NOT NULL,
+        host       TEXT NOT NULL,
+        resumed_at TEXT
+    );
+    CREATE TABLE decisions (
+        id          INTEGER PRIMARY KEY,
+        host        TEXT NOT NULL,
+        incident_id TEXT NOT NULL,
+        kind        TEXT NOT NULL,
+        args_json   TEXT NOT NULL CHECK (json_valid(args_json)),
+        decided_at  TEXT NOT NULL,
+        decided_by  TEXT NOT NULL,
+        applied_at  TEXT,
+        outcome     TEXT
+    );
+    CREATE INDEX decisions_pending ON decisions (host, applied_at);
+    """,
+    # issue 19: incident leases as rows (`[watch] leases = "postgres"`), for watchers of
+    # several hosts over one inbox on a network filesystem, where file locks cannot be
+    # trusted; the same fields and fencing as the lease files (incidents.leases)
+    """
+    CREATE TABLE leases (
+        incident_id TEXT PRIMARY KEY,
+        owner       TEXT NOT NULL,
+        generation  INTEGER NOT NULL,
+        expires_at  REAL NOT NULL,
+        pid         INTEGER NOT NULL,
+        host        TEXT NOT NULL,
+        agent       TEXT
+    );
+    """,
 )
 
 # What a migration adds on PostgreSQL after its common text (by index in MIGRATIONS): the

@@ -79,6 +79,7 @@ class Target:
     host: str
     root: str  # the root's folder, as this host names it
     timeout_s: float = 5.0  # how long to wait for the server before working without it
+    leases: str = "file"  # "postgres": incident leases are rows of this mirror
 
     @property
     def shown(self) -> str:
@@ -93,13 +94,22 @@ def _root_of(db_path: str | os.PathLike[str]) -> str:
 
 
 def bind(
-    root_dir: str | os.PathLike[str], url: str | None, host: str | None, timeout_s: float = 5.0
+    root_dir: str | os.PathLike[str],
+    url: str | None,
+    host: str | None,
+    timeout_s: float = 5.0,
+    leases: str = "file",
 ) -> Target:
     """Use `url` (None: the environment's, else SQLite) for the root's mirror in this
-    process, rows written as `host` (None: INCIDENTS_HOST, else the hostname)."""
+    process, rows written as `host` (None: INCIDENTS_HOST, else the hostname); `leases`
+    "postgres": the incident leases are rows of that mirror (it must be PostgreSQL)."""
     url = url or os.environ.get(ENV_URL) or None
+    if leases == "postgres" and not url:
+        raise BadMirrorUrl("(none)", 'watch.leases = "postgres" needs [mirror] url (PostgreSQL)')
     folder = os.path.abspath(root_dir)
-    target = Target(check_url(url) if url else None, host or default_host(), folder, timeout_s)
+    target = Target(
+        check_url(url) if url else None, host or default_host(), folder, timeout_s, leases
+    )
     _BOUND[folder] = target
     return target
 

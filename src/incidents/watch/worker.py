@@ -99,7 +99,8 @@ def pickup(root_path: str, cfg: Config, incident_id: str) -> Pickup:
     root = Root(Path(root_path))
     try:
         # the watcher's mirror, in this child process too
-        target.bind(root.path, cfg.mirror.url, cfg.mirror.host, cfg.mirror.timeout_s)
+        m = cfg.mirror
+        target.bind(root.path, m.url, m.host, m.timeout_s, cfg.watch.leases)
         return _pickup(root, cfg, incident_id)
     except IncidentsError as exc:
         return Pickup(incident_id, PickupResult.ERROR, detail=f"{type(exc).__name__}: {exc}")
