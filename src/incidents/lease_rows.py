@@ -94,7 +94,10 @@ def acquire(
     agent: str | None,
     alive: Callable[[LeaseRow], bool],
 ) -> LeaseRow | None:
-    with _conn(root, incident_id) as conn, leasing.guarded(conn, incident_id, _tx) as current:
+    with (
+        _conn(root, incident_id) as conn,
+        leasing.guarded(conn, incident_id, _tx, create=True) as current,
+    ):
         found = _live(current())
         now = leasing.now(conn)
         if found is not None and found[1] != owner and found[3] > now and alive(found):

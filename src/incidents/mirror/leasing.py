@@ -45,16 +45,19 @@ def guarded(
     conn: sqlite3.Connection,
     incident_id: str,
     transaction: Callable[[Any], AbstractContextManager[None]],
+    *,
+    create: bool = False,
 ) -> Iterator[Callable[[], LeaseRow | None]]:
-    """In `transaction(conn)`, the incident's lease row locked (a placeholder row of
-    generation 0 made first when there is none, so that two first acquires cannot both
-    win); yields a reader of it."""
+    """In `transaction(conn)`, the incident's lease row locked; yields a reader of it.
+    `create` (an acquire): a placeholder row of generation 0 is made first when there is
+    none, so that two first acquires cannot both win."""
     with transaction(conn):
-        conn.execute(
-            "INSERT INTO leases (incident_id, owner, generation, expires_at, pid, host) "
-            "VALUES (?, '', 0, 0, 0, '') ON CONFLICT DO NOTHING",
-            (incident_id,),
-        )
+        if create:
+            conn.execute(
+                "INSERT INTO leases (incident_id, owner, generation, expires_at, pid, host) "
+                "VALUES (?, '', 0, 0, 0, '') ON CONFLICT DO NOTHING",
+                (incident_id,),
+            )
         yield lambda: read(conn, incident_id, lock=True)
 
 
