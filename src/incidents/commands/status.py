@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from incidents import artifacts, clock, fsutil, groups, mirror, output, pause, store
+from incidents import artifacts, clock, fleet, fsutil, groups, mirror, output, pause, store
 from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, Session, open_root
 from incidents.errors import UsageError
 from incidents.layout import Root, validate_id
@@ -255,7 +255,18 @@ def list_json(
     shown = [{**row_json(r, now), "outcome": outcomes.get(r.incident_id)} for r in rows]
     if hosts is not None:
         shown = [{**doc, "host": hosts.get(doc["incident_id"])} for doc in shown]
-    return {"root": str(session.root.path), "paused": pause_json(session.root), "incidents": shown}
+    return {
+        "root": str(session.root.path),
+        "paused": pause_json(session.root),
+        "degraded": degraded_json(session.root),
+        "incidents": shown,
+    }
+
+
+def degraded_json(root: Root) -> dict[str, Any] | None:
+    """This host last found the shared mirror unreachable (`incidents.fleet`), or None."""
+    found = fleet.degraded(root)
+    return None if found is None else {"since": clock.iso_at(found.since), "reason": found.reason}
 
 
 def one_json(root: Root, incident_id: str) -> dict[str, Any]:
@@ -397,6 +408,11 @@ def register(app: typer.Typer) -> None:
         paused = pause_line(session.root)
         if paused:
             output.out(paused)
+        degraded = degraded_json(session.root)
+        if degraded:
+            output.out(f"DEGRADED since {degraded['since']}: this host works without the shared "
+                       f"mirror ({one_line(degraded['reason'])}); the watcher catches up when it "
+                       "is back")  # fmt: skip
         if not rows:
             output.out("no open incidents" if not show_all else "no incidents")
             return 0

@@ -50,6 +50,7 @@ from incidents.mirror.db import (
     write,
 )
 from incidents.mirror.door import best_effort, ensure_derived, transaction
+from incidents.mirror.failures import MirrorUnavailable
 from incidents.mirror.fleet import HostReport, hosted_incidents, hosts, list_incidents, note_host
 from incidents.mirror.fleetwide import active_pause, publish_pause, resume_all
 from incidents.mirror.groups import (
@@ -103,6 +104,7 @@ __all__ = [
     "IncidentRow",
     "MirrorCorrupt",
     "MirrorError",
+    "MirrorUnavailable",
     "ReindexResult",
     "SignatureGroup",
     "add_escalation",

@@ -169,6 +169,13 @@ def _pool(target: Target, timeout_s: float) -> psycopg_pool.ConnectionPool[Any]:
     return pool
 
 
+def _drop_pool(target: Target) -> None:
+    with _LOCK:
+        pool = _POOLS.pop((os.getpid(), str(target.url), target.host, target.root), None)
+    if pool is not None:
+        pool.close(timeout=0)
+
+
 def close_pools() -> None:
     """Close this process's pools (tests, and a process about to exit)."""
     with _LOCK:
@@ -199,6 +206,7 @@ def connect(target: Target, *, timeout_s: float = 5.0) -> PgConnection:
             raw = pool.getconn(timeout=timeout_s)
     except MirrorUnavailable:
         _FAILED[key] = time.monotonic()
+        _drop_pool(target)  # its reconnect backs off for minutes: the next probe starts anew
         raise
     _FAILED.pop(key, None)
     conn = PgConnection(raw, pool, target)
