@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from incidents import fsutil, mirror, pause, store
+from incidents import artifacts, fsutil, leases, mirror, pause, store
 from incidents.errors import IncidentsError
 from incidents.handoff.human import resolve_escalation
 from incidents.layout import Root
@@ -89,11 +89,13 @@ class FleetPass:
     paused: str | None = None
     resumed: bool = False
     applied: list[tuple[int, str, str]] = field(default_factory=list)
+    counted: list[tuple[str, str, str]] = field(default_factory=list)  # (new, host, open)
 
 
-def fleet_pass(root: Root) -> FleetPass:
+def fleet_pass(root: Root, share_groups: bool = True) -> FleetPass:
     """The host's pass over the shared mirror (see the module doc). Never raises for the
-    mirror: an unreachable one is this pass's `degraded`."""
+    mirror: an unreachable one is this pass's `degraded`. `share_groups` (`[mirror]
+    share_groups`): a new incident whose group is open on another host is counted there."""
     result = FleetPass()
     if not is_fleet(root):
         return result
@@ -104,12 +106,14 @@ def fleet_pass(root: Root) -> FleetPass:
         result.began = _mark_degraded(root, str(exc))
         return result
     try:
+        mirror.catch_up(conn, root)  # new captures, and all it missed while it was away
         if degraded(root) is not None:
-            mirror.catch_up(conn, root)  # the rows the folders changed while it was away
             (root.state / DEGRADED).unlink(missing_ok=True)
             result.recovered = True
         _sync_pause(root, conn, result)
         _apply_decisions(root, conn, result)
+        if share_groups:
+            _count_elsewhere(root, conn, result)
     except mirror.DATABASE_ERRORS as exc:
         result.degraded = str(exc)
         result.began = _mark_degraded(root, str(exc))
@@ -158,6 +162,7 @@ def share_resume(root: Root) -> None:
 
 RESOLVE = "resolve-escalation"
 ARCHIVE = "archive"
+OCCURRENCE = "occurrence"  # a new incident of a group open elsewhere, counted there
 
 
 def _apply(root: Root, kind: str, incident_id: str, args: dict[str, Any]) -> str:
@@ -173,7 +178,60 @@ def _apply(root: Root, kind: str, incident_id: str, args: dict[str, Any]) -> str
         folder = closing.archive(root, incident_id, bucket, str(args["reason"]))
         store.mirror_bundle(root, bucket, folder, "archived", {"bucket": bucket})
         return f"{bucket} -> {folder.relative_to(root.path)}"
+    if kind == OCCURRENCE:
+        group, into = str(args["group"]), incident_id
+        return _count_here(root, group, into, str(args["from"]), str(args["last_seen"]))
     return f"refused: unknown decision {kind!r}"
+
+
+def _count_here(root: Root, group: str, into: str, source: str, last_seen: str) -> str:
+    """Another host's capture of `group`, counted on the group's open incident here (as
+    capture's dedupe counts a repeat), under the group's capture lock. `into`: the open
+    incident the other host saw (the group's, when capture kept no hint of it)."""
+    from incidents import grouping
+    from incidents.capture_fold import fold_into_open
+    from incidents.locks import flocked
+    from incidents.signature import signature_key
+
+    with flocked(store.lock_path(root, f"sig-{signature_key(group)}")):
+        if grouping.read_open(root, group) is None and (root.inbox / into).is_dir():
+            grouping.write_open(root, group, into)
+        note = f"(an occurrence captured on {source})\n"
+        found = fold_into_open(root, group, {"last_seen": last_seen}, note)
+    if found is None:
+        return "refused: the group has no open incident here any more"
+    # its row follows at the next catch-up (capture's dirty hint)
+    return f"counted on {found[0]} (occurrences {found[1].get('occurrences')})"
+
+
+def _count_elsewhere(root: Root, conn: Any, result: FleetPass) -> None:
+    """This host's new incidents whose group is open on another host: each is sent there
+    as an occurrence and closed here (never started: its lease taken first)."""
+    me = target_of(root.db_path).host
+    done: set[str] = set()
+    for incident_id, group, other_host, other_id in shared.counted_elsewhere(conn):
+        if incident_id in done:
+            continue
+        done.add(incident_id)
+        lease = leases.acquire(root, incident_id, leases.new_owner("fleet"), 60.0)
+        if lease is None:
+            continue  # a worker has it: it is worked here after all
+        closed = False
+        try:
+            folder = root.inbox / incident_id
+            if (folder / artifacts.STATE).exists() or not folder.is_dir():
+                continue  # started meanwhile
+            doc = store.read_incident(folder)
+            args = {"group": group, "from": f"host {me} ({incident_id})",
+                    "last_seen": str(doc.get("last_seen") or doc["created_at"])}  # fmt: skip
+            shared.queue_decision(conn, other_host, other_id, OCCURRENCE, args)
+            why = f"counted as an occurrence of {other_id} on host {other_host} (fleet grouping)"
+            target = closing.archive(root, incident_id, "resolved", why)
+            store.mirror_bundle(root, "resolved", target, "archived", {"bucket": "resolved"})
+            closed = True
+            result.counted.append((incident_id, other_host, other_id))
+        finally:
+            leases.release(root, lease, closed=closed)
 
 
 def route(root: Root, incident_id: str, kind: str, args: dict[str, Any]) -> str | None:

@@ -4,6 +4,7 @@ pause, a decision made on one host applied by the host that holds the bundle."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from incidents import pause
@@ -93,3 +94,34 @@ def test_a_requeue_decided_on_one_host_is_applied_by_the_host_holding_it(
     assert (b.root.bucket("resolved") / held).is_dir()  # requeued, then fixed with the guidance
     p = incidents("resolve-escalation", "nobody_has_it", "--guidance", "g", env=a.env, cwd=a.cwd)
     assert p.returncode != 0 and "Traceback" not in p.stderr
+
+
+def _occurrences(host: Host, incident_id: str) -> int:
+    _bucket, folder = host.root.locate(incident_id)
+    return int(json.loads((folder / "incident.json").read_text()).get("occurrences", 1))
+
+
+def test_a_new_incident_of_a_group_open_on_another_host_is_counted_there(
+    tmp_path: Path, pg_url: str
+) -> None:
+    a, b = make_hosts(tmp_path, pg_url, ("a", "b"))
+    opened = capture(a)
+    run(a, "status")  # host a reports its open incident
+    again = capture(b)  # the same failure on host b, later
+    run(b, "watch", "--until-idle")
+    assert (b.root.bucket("resolved") / again).is_dir()
+    reason = json.loads((b.root.bucket("resolved") / again / "incident.json").read_text())
+    assert f"occurrence of {opened} on host a" in reason["resolution"]
+    assert not (b.root.bucket("resolved") / again / "state.json").exists()  # never worked
+    assert _occurrences(a, opened) == 1  # until host a's next pass
+    run(a, "watch", "--until-idle")
+    assert _occurrences(a, opened) == 2
+
+
+def test_grouping_across_hosts_can_be_switched_off(tmp_path: Path, pg_url: str) -> None:
+    a, b = make_hosts(tmp_path, pg_url, ("a", "b"), CONFIG + "[mirror]\nshare_groups = false\n")
+    capture(a)
+    run(a, "status")
+    again = capture(b)
+    run(b, "watch", "--until-idle")
+    assert (b.root.bucket("escalated") / again / "state.json").exists()  # worked on host b

@@ -13,12 +13,14 @@ from typing import Any
 
 from incidents import clock
 from incidents.mirror.db import dumps, translating
+from incidents.mirror.dialect import here
 from incidents.mirror.queries import where
 
 __all__ = [
     "Routed",
     "SharedPause",
     "active_pause",
+    "counted_elsewhere",
     "holder",
     "mark_applied",
     "pause_since",
@@ -102,6 +104,24 @@ def holder(conn: sqlite3.Connection, incident_id: str) -> tuple[str, str] | None
         "SELECT host, bucket FROM incidents WHERE incident_id = ?", (incident_id,)
     ).fetchone()
     return (str(row[0]), str(row[1])) if row else None
+
+
+@translating
+def counted_elsewhere(conn: sqlite3.Connection) -> list[tuple[str, str, str, str]]:
+    """This host's new incidents (in the inbox, never started) whose group has an older
+    open incident on another host: (incident, group, that host, that incident). Older:
+    so that two hosts never count each other's at once; the group's oldest open one stays."""
+    return [
+        (str(a), str(g), str(h), str(b))
+        for a, g, h, b in conn.execute(
+            "SELECT mine.incident_id, mine.group_key, other.host, other.incident_id "
+            "FROM incidents AS mine JOIN incidents AS other ON other.group_key = mine.group_key "
+            "AND other.bucket = 'inbox' AND other.host != mine.host "
+            "AND (other.created_at, other.incident_id) < (mine.created_at, mine.incident_id) "
+            f"WHERE mine.bucket = 'inbox' AND mine.state IS NULL AND {here(conn, 'mine')} "
+            "ORDER BY mine.incident_id, other.created_at, other.incident_id"
+        ).fetchall()
+    ]
 
 
 @translating

@@ -105,7 +105,7 @@ class Watcher:
     def _fleet(self) -> None:
         """A host of a fleet: the global pause, decisions routed here, an outage of the
         shared mirror (`incidents.fleet`); nothing on a root's own SQLite mirror."""
-        done = fleet.fleet_pass(self.root)
+        done = fleet.fleet_pass(self.root, self.cfg.mirror.share_groups)
         if done.began:
             self.log.event("degraded", level="warn", error=done.degraded,
                            fix="working this inbox with local budgets until the mirror is back")  # fmt: skip
@@ -115,6 +115,10 @@ class Watcher:
             self.log.event("fleet_paused", level="warn", reason=done.paused, fix="incidents resume")
         if done.resumed:
             self.log.event("fleet_resumed")
+        for incident_id, other_host, other_id in done.counted:
+            self.log.event(
+                "counted_elsewhere", incident=incident_id, host=other_host, into=other_id
+            )
         for decision_id, incident_id, outcome in done.applied:
             self.log.event(
                 "decision_applied", id=decision_id, incident=incident_id, outcome=outcome
