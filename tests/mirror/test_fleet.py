@@ -48,10 +48,10 @@ def test_each_host_sees_its_own_rows_and_all_hosts_see_every_row(hosts: list[Roo
     conn = mirror.connect(a.db_path)
     try:
         assert _ids(mirror.list_incidents(conn)) == set(mine["a"])
-        hosted = mirror.hosted_incidents(conn)
-        assert {(r.incident_id, h) for r, h in hosted} == {
-            (i, h) for h, ids in mine.items() for i in ids
-        }
+        hosted: dict[str, str] = {}
+        listed = mirror.list_incidents(conn, all_hosts=True, hosts=hosted)
+        assert set(hosted.items()) == {(i, h) for h, ids in mine.items() for i in ids}
+        assert _ids(listed) == set(hosted)
         roots = dict(conn.execute("SELECT incident_id, root FROM incidents").fetchall())
         assert roots["ia_0"] == str(a.path) and roots["ib_0"] == str(b.path)
         assert {h.host for h in mirror.hosts(conn)} == {"a", "b", "c"}
@@ -78,14 +78,14 @@ def test_a_reindex_rebuilds_its_own_host_and_leaves_the_others(hosts: list[Root]
     assert result.counts["inbox"] == 2
     conn = mirror.connect(a.db_path)
     try:
-        everyone = {r.incident_id for r, _h in mirror.hosted_incidents(conn)}
+        everyone = _ids(mirror.list_incidents(conn, all_hosts=True))
         assert everyone == {"ia_0", "ia_1", "ib_0", "ib_1"}  # b's rows are b's to rebuild
     finally:
         conn.close()
     mirror.reindex(b)
     conn = mirror.connect(a.db_path)
     try:
-        everyone = {r.incident_id for r, _h in mirror.hosted_incidents(conn)}
+        everyone = _ids(mirror.list_incidents(conn, all_hosts=True))
         assert everyone == {"ia_0", "ia_1", "ib_0"}
     finally:
         conn.close()

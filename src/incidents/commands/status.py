@@ -176,16 +176,10 @@ def list_rows(
                    "and outcomes are not shown")  # fmt: skip
         return folder_rows(session.root, buckets, status, step, since), {}
     try:
-        if hosts is not None:
-            hosted = mirror.hosted_incidents(
-                conn, buckets=buckets, status=status, step=step, since=since
-            )
-            hosts.update((r.incident_id, host) for r, host in hosted)
-            rows = [r for r, _host in hosted]
-        else:
-            rows = mirror.list_incidents(
-                conn, buckets=buckets, status=status, step=step, since=since
-            )
+        rows = mirror.list_incidents(
+            conn, buckets=buckets, status=status, step=step, since=since,
+            all_hosts=hosts is not None, hosts=hosts,
+        )  # fmt: skip
         closed = [r.incident_id for r in rows if r.bucket != "inbox"]
         outcomes = mirror.outcomes(conn, closed) if closed else {}
         where = {r.incident_id: r.bucket for r in rows}

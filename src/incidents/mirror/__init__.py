@@ -51,7 +51,7 @@ from incidents.mirror.db import (
 )
 from incidents.mirror.door import best_effort, ensure_derived, transaction
 from incidents.mirror.failures import MirrorUnavailable
-from incidents.mirror.fleet import HostReport, hosted_incidents, hosts, list_incidents, note_host
+from incidents.mirror.fleet import HostReport, hosts, list_incidents, note_host
 from incidents.mirror.fleetwide import active_pause, publish_pause, resume_all
 from incidents.mirror.groups import (
     group_keys,
@@ -98,7 +98,6 @@ __all__ = [
     "active_pause",
     "publish_pause",
     "resume_all",
-    "hosted_incidents",
     "hosts",
     "note_host",
     "IncidentRow",

@@ -16,7 +16,7 @@ from incidents.mirror.db import translating
 from incidents.mirror.dialect import here
 from incidents.mirror.queries import _INCIDENT_COLUMNS, IncidentRow, _row, where
 
-__all__ = ["HostReport", "hosted_incidents", "hosts", "list_incidents", "note_host"]
+__all__ = ["HostReport", "hosts", "list_incidents", "note_host"]
 
 
 def _listing(
@@ -64,26 +64,18 @@ def list_incidents(
     since: str | None = None,
     limit: int | None = None,
     all_hosts: bool = False,
+    hosts: dict[str, str] | None = None,
 ) -> list[IncidentRow]:
     """Incidents in `buckets`, newest first (`since`: created_at >= that ISO timestamp),
-    of this host's root (`all_hosts`: of every host sharing the mirror)."""
-    found = _listing(conn, _COLUMNS, buckets, status, step, since, limit, all_hosts)
-    return [_row(r) for r in found]
-
-
-@translating
-def hosted_incidents(
-    conn: sqlite3.Connection,
-    *,
-    buckets: Sequence[str] = ("inbox",),
-    status: str | None = None,
-    step: str | None = None,
-    since: str | None = None,
-    limit: int | None = None,
-) -> list[tuple[IncidentRow, str]]:
-    """`list_incidents(all_hosts=True)`, each row with the host that holds its bundle."""
-    found = _listing(conn, f"{_COLUMNS}, host", buckets, status, step, since, limit, True)
-    return [(_row(r[:-1]), str(r[-1])) for r in found]
+    of this host's root (`all_hosts`: of every host sharing the mirror). `hosts`: a dict
+    to fill with the host that holds each row's bundle (incident id -> host)."""
+    columns = _COLUMNS if hosts is None else f"{_COLUMNS}, host"
+    found = _listing(conn, columns, buckets, status, step, since, limit, all_hosts)
+    if hosts is None:
+        return [_row(r) for r in found]
+    rows = [_row(r[:-1]) for r in found]
+    hosts.update((row.incident_id, str(r[-1])) for row, r in zip(rows, found, strict=True))
+    return rows
 
 
 @dataclass(frozen=True, slots=True)
