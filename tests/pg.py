@@ -55,6 +55,7 @@ class Server:
     base: Path  # data/ and sock/ below it
     user: str | None  # run as this user (None: as ourselves)
     databases: int = 0
+    durable: bool = False  # fsync and synchronous commits, as in production (benchmarks)
 
     @property
     def data(self) -> Path:
@@ -88,10 +89,9 @@ class Server:
 
     def start(self) -> None:
         """Start (again) on the same data: a Unix socket only, no TCP, quick shutdown."""
-        options = (
-            f"-c listen_addresses='' -k {self.socket_dir} -c fsync=off "
-            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
-        )
+        options = f"-c listen_addresses='' -k {self.socket_dir} -c max_connections=200"
+        if not self.durable:  # tests: a crash of the machine loses a throw-away database
+            options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         self._run(
             "pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.base / "log.txt"),
             "-w", "-t", str(START_TIMEOUT_S), "start",
@@ -118,8 +118,9 @@ def _log_tail(base: Path) -> str:
         return ""
 
 
-def start_server() -> tuple[Server | None, str]:
-    """A running server in a new temporary folder, or None and why there cannot be one."""
+def start_server(durable: bool = False) -> tuple[Server | None, str]:
+    """A running server in a new temporary folder, or None and why there cannot be one
+    (`durable`: fsync on, as a production server runs)."""
     try:
         import psycopg  # noqa: F401
     except ImportError:
@@ -136,7 +137,7 @@ def start_server() -> tuple[Server | None, str]:
     # short path: a Unix socket's path must stay under ~100 bytes
     base = Path(tempfile.mkdtemp(prefix="incpg-", dir="/tmp"))
     os.chmod(base, 0o755)
-    server = Server(bin_dir, base, user)
+    server = Server(bin_dir, base, user, durable=durable)
     try:
         server.init()
         server.start()

@@ -110,6 +110,8 @@ def group_note(row: mirror.IncidentRow) -> str:
     """The list's NOTE: a regression, or the last group decision that moved it."""
     if row.regression_of:
         return f"regression #{row.regression_count} of {row.regression_of}"
+    if row.group_decisions == "[]":  # nearly every row: no parse
+        return ""
     decisions = json.loads(row.group_decisions)
     shown = {"merge": "merged", "split": "split"}
     return shown.get(decisions[-1].get("kind", "?"), "?") if decisions else ""
@@ -415,7 +417,8 @@ def register(app: typer.Typer) -> None:
         if show_all:
             headers += ["WHERE", "OUTCOME"]
         notes = [group_note(r) for r in rows]
-        if any(notes):  # regressions, merges and splits
+        noted = any(notes)  # once: asked per row, it made a 10,000-row list quadratic
+        if noted:  # regressions, merges and splits
             headers.append("NOTE")
         table: list[list[str]] = []
         for r in rows:
@@ -425,7 +428,7 @@ def register(app: typer.Typer) -> None:
             if show_all:
                 outcome = outcomes.get(r.incident_id)
                 cells += [r.bucket, OUTCOME_SHOWN.get(outcome, outcome) if outcome else "-"]
-            if any(notes):
+            if noted:
                 cells.append(notes[len(table)] or "-")
             table.append(cells)
         output.out(output.table(headers, table))
