@@ -40,7 +40,10 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
     # column by column and one format string: a 10,000-row `status --all-hosts` spent
     # 70 ms here cell by cell
     widths = (
-        [max(len(h), *map(len, column)) for h, column in zip(headers, zip(*rows), strict=True)]
+        [
+            max(len(h), *map(len, column))
+            for h, column in zip(headers, zip(*rows, strict=True), strict=True)
+        ]
         if rows
         else [len(h) for h in headers]
     )
