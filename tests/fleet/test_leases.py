@@ -17,6 +17,8 @@ from incidents import leases
 from incidents.errors import IncidentsError, LeaseLost
 from incidents.layout import Root
 from incidents.mirror import target
+from tests.helpers import Cli
+from tests.mirror.rows import make_bundle
 
 
 @pytest.fixture
@@ -125,3 +127,22 @@ def test_of_many_first_acquires_at_once_one_wins(r: Root) -> None:
 def test_postgres_leases_need_a_postgres_mirror(tmp_path: Path) -> None:
     with pytest.raises(IncidentsError, match="needs \\[mirror\\] url"):
         target.bind(tmp_path, None, None, leases="postgres")
+
+
+def test_status_shows_the_agent_whose_lease_row_holds_an_incident(
+    tmp_path: Path, pg_url: str, cli: Cli
+) -> None:
+    config = tmp_path / "incidents.toml"
+    config.write_text(f'[watch]\nleases = "postgres"\n[mirror]\nurl = "{pg_url}"\nhost = "a"\n')
+    root = Root(tmp_path / "reports").ensure()
+    make_bundle(root, "inbox", "inc1")
+    make_bundle(root, "inbox", "inc2")
+    target.bind(root.path, pg_url, "a", leases="postgres")
+    try:
+        assert leases.acquire(root, "inc1", "agent:skill-x", 60, agent="skill-x") is not None
+        assert leases.acquire(root, "inc2", "watch:1", 60) is not None  # a worker: not shown
+    finally:
+        target.unbind(root.path)
+    doc = cli("status", "--json", "--config", str(config)).json()
+    owners = {i["incident_id"]: i["lease_owner"] for i in doc["incidents"]}
+    assert owners == {"inc1": "skill-x", "inc2": None}

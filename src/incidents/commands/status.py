@@ -186,6 +186,11 @@ def list_rows(
         outcomes = mirror.outcomes(conn, closed) if closed else {}
         where = {r.incident_id: r.bucket for r in rows}
         outcomes = {i: closed_outcome(where[i], o) or o for i, o in outcomes.items()}
+        if target_of(session.root.db_path).leases == "postgres":  # claims are lease rows
+            from incidents.mirror.leasing import agents_holding
+
+            agents = agents_holding(conn)
+            return [replace(r, lease_owner=agents.get(r.incident_id)) for r in rows], outcomes
     finally:
         conn.close()
     # a claim may have expired since its row was written: the few claimed rows are

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-__all__ = ["LeaseRow", "delete", "guarded", "now", "read", "read_all", "store"]
+__all__ = ["LeaseRow", "agents_holding", "delete", "guarded", "now", "read", "read_all", "store"]
 
 # incident_id, owner, generation, expires_at, pid, host, agent
 LeaseRow = tuple[str, str, int, float, int, str, str | None]
@@ -34,6 +34,17 @@ def read(conn: sqlite3.Connection, incident_id: str, *, lock: bool = False) -> L
     sql = f"SELECT {_COLUMNS} FROM leases WHERE incident_id = ?"
     found = conn.execute(sql + (" FOR UPDATE" if lock else ""), (incident_id,)).fetchone()
     return _row(found) if found else None
+
+
+def agents_holding(conn: sqlite3.Connection) -> dict[str, str]:
+    """incident id -> the outside agent whose live lease row holds it (a skill's claim)."""
+    return {
+        str(i): str(a)
+        for i, a in conn.execute(
+            "SELECT incident_id, agent FROM leases WHERE agent IS NOT NULL AND generation > 0 "
+            "AND expires_at > extract(epoch FROM clock_timestamp())"
+        ).fetchall()
+    }
 
 
 def read_all(conn: sqlite3.Connection) -> list[LeaseRow]:
