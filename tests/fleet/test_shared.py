@@ -86,6 +86,8 @@ def test_a_requeue_decided_on_one_host_is_applied_by_the_host_holding_it(
     held = capture(b)
     run(b, "drive", held)
     assert (b.root.bucket("escalated") / held).is_dir()
+    page = run(a, "review", "--stdout")  # host a's review names what host b holds
+    assert "Other hosts (1)" in page and f"<td>b</td><td>{held}</td><td>escalated</td>" in page
     said = run(a, "resolve-escalation", held, "--guidance", "close the parenthesis", "--requeue")
     assert "held by host b" in said
     assert not (a.root.bucket("escalated") / held).exists()  # nothing moved on host a
