@@ -37,14 +37,16 @@ def _key(root: Root, incident_id: str) -> tuple[int, str, str]:
     return threading.get_ident(), str(root.path), incident_id
 
 
-MACHINE = socket.gethostname()
+# containers that share a hostname but not a pid namespace must tell themselves apart
+MACHINE_ENV = "INCIDENTS_MACHINE"
 
 
 def host(root: Root) -> str:
     """The host a lease row names: this machine (as a lease file does), whatever name the
     mirror's rows carry: watchers of several machines over one shared inbox write the
-    root's rows under one host name, but only this machine can tell its own pids alive."""
-    return MACHINE
+    root's rows under one host name, but only this machine can tell its own pids alive
+    (INCIDENTS_MACHINE, else the hostname)."""
+    return os.environ.get(MACHINE_ENV) or socket.gethostname()
 
 
 @contextmanager
