@@ -11,6 +11,7 @@ import pytest
 
 from incidents.cli import main
 from incidents.layout import Root
+from tests import pg
 from tests.helpers import REPO, Cli, Result
 from tests.stand_ins import on_path
 
@@ -79,3 +80,20 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Cli:
         return Result(code, captured.out, captured.err)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[pg.Server]:
+    """One real PostgreSQL server per test process (each xdist worker its own), stopped
+    and removed after; the tests that use it skip, with the reason, where none can run."""
+    server, why = pg.start_server()
+    if server is None:
+        pytest.skip(why)
+    yield server
+    pg.stop_server(server)
+
+
+@pytest.fixture
+def pg_url(pg_server: pg.Server) -> str:
+    """A new empty database on the session's server (one per test)."""
+    return pg_server.create_database()

@@ -26,6 +26,7 @@ from incidents.config_file import find_config, read_raw, root_from_raw
 from incidents.config_section import Section
 from incidents.errors import ConfigError, explain_validation
 from incidents.fixers.settings import TiersSettings
+from incidents.mirror.settings import MirrorSettings
 from incidents.verify import VerifySettings
 from incidents.watch.settings import WatchSettings
 
@@ -110,6 +111,7 @@ class Config(Section):
     tiers: TiersSettings = Field(default_factory=TiersSettings)
     policy: PolicySettings = Field(default_factory=PolicySettings)
     watch: WatchSettings = Field(default_factory=WatchSettings)
+    mirror: MirrorSettings = Field(default_factory=MirrorSettings)
     source: str | None = Field(default=None, exclude=True, description="the file it came from")
 
     @model_validator(mode="after")

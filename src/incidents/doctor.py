@@ -14,9 +14,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from incidents.config import Config
+from incidents.doctor_fleet import check_fleet
 from incidents.doctor_inbox import Finding, changed_within, check_staging, check_stuck
 from incidents.errors import IncidentsError
 from incidents.layout import INBOX, LAYOUT, STAGING, STATE_DIRS, Root
+from incidents.mirror.target import target_of
 
 NETWORK_FS = (
     "nfs",
@@ -37,8 +39,9 @@ def diagnose(root: Root, cfg: Config) -> list[Finding]:
     if any(f.level == "fail" and f.check == "root" for f in findings):
         return findings
     checks: list[Callable[[], Iterable[Finding]]] = [
-        lambda: check_filesystem(root),
+        lambda: check_filesystem(root, cfg),
         lambda: check_database(root, cfg.watch.staging_grace_s),
+        lambda: check_fleet(root, cfg) if target_of(root.db_path).url else [],
         lambda: check_tools(cfg),
         lambda: check_containment(cfg, root),
         lambda: check_leases(root),
@@ -152,11 +155,15 @@ def _mount_type(path: Path) -> str | None:
     return best[1]
 
 
-def check_filesystem(root: Root) -> list[Finding]:
+def check_filesystem(root: Root, cfg: Config | None = None) -> list[Finding]:
     fstype = _mount_type(root.path)
     if fstype is None:
         return [Finding("filesystem", "warn", "could not tell the filesystem type")]
-    if fstype in NETWORK_FS or fstype.startswith("fuse."):
+    network = fstype in NETWORK_FS or fstype.startswith("fuse.")
+    if network and cfg is not None and cfg.watch.leases == "postgres" and cfg.mirror.url:
+        return [Finding("filesystem", "ok", f"{fstype} (network: the mirror and the leases "
+                        "are in PostgreSQL)")]  # fmt: skip
+    if network:
         return [Finding("filesystem", "fail",
                         f"{fstype}: SQLite WAL and atomic renames need a local filesystem",
                         "put the reports root on a local disk")]  # fmt: skip
@@ -173,14 +180,19 @@ def check_database(root: Root, grace_s: float) -> list[Finding]:
 
     from incidents import mirror
 
-    if not root.db_path.exists():
+    fleet = target_of(root.db_path).url is not None  # PostgreSQL: check_fleet connects
+    if not fleet and not root.db_path.exists():
         return [Finding("database", "warn", "no mirror database yet",
                         f"incidents reindex --root {root.path}")]  # fmt: skip
-    if read_only(root.path):  # SQLite's WAL cannot be opened there; not the database's fault
+    if not fleet and read_only(
+        root.path
+    ):  # SQLite's WAL cannot be opened there; not the database's fault
         return [Finding("database", "warn", "not opened: the root is read-only (status lists "
                         "the folders instead)", "remount the root read-write")]  # fmt: skip
     try:
         conn = mirror.connect(root.db_path)
+    except mirror.MirrorUnavailable:
+        return []  # check_fleet says it
     except Exception as exc:
         full = _disk_full(exc, root)
         if full is not None:
@@ -192,7 +204,8 @@ def check_database(root: Root, grace_s: float) -> list[Finding]:
         if problems:
             return [Finding("database", "fail", f"integrity_check: {'; '.join(problems[:3])}",
                             f"incidents reindex --root {root.path}")]  # fmt: skip
-        out = [Finding("database", "ok", "integrity_check ok")]
+        # PostgreSQL keeps its own files whole: check_fleet reports the server
+        out = [] if fleet else [Finding("database", "ok", "integrity_check ok")]
         # a capture leaves only a hint for the mirror: fold those in (as the watcher and
         # status do), so that what is left to compare is real drift
         try:

@@ -9,6 +9,10 @@ lease was taken over is refused with `LeaseLost` (generation and owner must both
 Releasing a lease sets its expiry to zero; the lease of an incident that was just archived
 is removed instead. The lock files beside them are never deleted.
 
+With `[watch] leases = "postgres"` (a fleet's watchers over one inbox on a network
+filesystem, where file locks cannot be trusted) the same leases are rows of the shared
+PostgreSQL mirror (`incidents.lease_rows`); every function below answers the same.
+
 Lease files are replaced atomically but not fsynced: a killed process leaves the old or
 the new file (the rename is atomic whatever the disk does), and only a power cut can
 lose a recent write, after which every holder is gone anyway and the next acquire starts
@@ -25,7 +29,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, astuple, dataclass
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -33,6 +37,7 @@ from filelock import FileLock, Timeout
 from incidents import fsutil
 from incidents.errors import LeaseLost, LockBusy
 from incidents.layout import Root, validate_id
+from incidents.mirror.target import target_of
 
 DEFAULT_TTL_S = 120.0
 HOST = socket.gethostname()
@@ -50,6 +55,18 @@ class Lease:
 
     def expired(self, now: float) -> bool:
         return self.expires_at <= now
+
+
+def _rows(root: Root) -> bool:
+    """Whether the root's leases are rows of the shared mirror (`[watch] leases`)."""
+    return target_of(root.db_path).leases == "postgres"
+
+
+def _alive(root: Root) -> Callable[[tuple[str, str, int, float, int, str, str | None]], bool]:
+    from incidents.lease_rows import host
+
+    mine = host(root)
+    return lambda r: r[5] != mine or r[6] is not None or fsutil.pid_alive(r[4])
 
 
 def new_owner(prefix: str = "worker") -> str:
@@ -92,6 +109,11 @@ def _write(path: Path, lease: Lease) -> None:
 
 
 def read(root: Root, incident_id: str) -> Lease | None:
+    if _rows(root):
+        from incidents import lease_rows
+
+        row = lease_rows.read(root, validate_id(incident_id))
+        return Lease(*row) if row else None
     path = _dir(root) / f"{validate_id(incident_id)}.json"
     try:
         doc = json.loads(fsutil.read_regular_file(path, 64 * 1024))
@@ -120,6 +142,11 @@ def acquire(
     clock: Callable[[], float] = time.time,
 ) -> Lease | None:
     """Take the lease if it is free, expired, ours, or held by a dead local process."""
+    if _rows(root):
+        from incidents import lease_rows
+
+        row = lease_rows.acquire(root, validate_id(incident_id), owner, ttl_s, agent, _alive(root))
+        return Lease(*row) if row else None
     with _guard(root, incident_id) as path:
         now = clock()
         current = read(root, incident_id)
@@ -139,6 +166,10 @@ def acquire(
 def renew(
     root: Root, lease: Lease, ttl_s: float = DEFAULT_TTL_S, clock: Callable[[], float] = time.time
 ) -> Lease:
+    if _rows(root):
+        from incidents import lease_rows
+
+        return Lease(*lease_rows.renew(root, astuple(lease), ttl_s))
     with _guard(root, lease.incident_id) as path:
         _check(root, lease)
         renewed = Lease(**{**asdict(lease), "expires_at": clock() + ttl_s})
@@ -168,6 +199,11 @@ def _check(root: Root, lease: Lease) -> None:
 
 def check(root: Root, lease: Lease) -> None:
     """Fencing: raise LeaseLost unless `lease` is still the current one."""
+    if _rows(root):
+        from incidents import lease_rows
+
+        lease_rows.check(root, astuple(lease))
+        return
     with _guard(root, lease.incident_id):
         _check(root, lease)
 
@@ -177,6 +213,11 @@ def release(root: Root, lease: Lease, *, closed: bool = False) -> None:
     `closed`: the incident was archived, so its lease record is removed instead: nobody
     takes an archived incident's lease, and a generation only has to outlive its holders
     (a late commit is refused for its owner too). The lock file stays."""
+    if _rows(root):
+        from incidents import lease_rows
+
+        lease_rows.release(root, astuple(lease), closed=closed)
+        return
     with _guard(root, lease.incident_id) as path:
         current = read(root, lease.incident_id)
         if current is None or current.generation != lease.generation:
@@ -191,6 +232,12 @@ def release(root: Root, lease: Lease, *, closed: bool = False) -> None:
 def fenced(root: Root, lease: Lease) -> Iterator[None]:
     """Hold the lease guard while committing: no takeover can interleave with the commit.
     Raises LeaseLost (before the body runs) when the lease was taken over."""
+    if _rows(root):
+        from incidents import lease_rows
+
+        with lease_rows.fenced(root, astuple(lease)):
+            yield
+        return
     with _guard(root, lease.incident_id):
         _check(root, lease)
         yield
@@ -198,6 +245,10 @@ def fenced(root: Root, lease: Lease) -> Iterator[None]:
 
 def stale_leases(root: Root, now: float | None = None) -> list[Lease]:
     """Leases never released whose holder is dead or whose expiry passed (for doctor)."""
+    if _rows(root):
+        from incidents import lease_rows
+
+        return [Lease(*r) for r in lease_rows.stale(root, _alive(root))]
     found: list[Lease] = []
     folder = root.state / "leases"
     if not folder.is_dir():

@@ -30,6 +30,7 @@ from incidents import budget_ledger, mirror, pause
 from incidents.config import PolicySettings
 from incidents.errors import NotFound
 from incidents.layout import Root
+from incidents.mirror.target import target_of
 from incidents.models.pipeline import AIAttempt
 from incidents.vocab import ErrorCode, FailureClass
 
@@ -158,6 +159,8 @@ def record_escalation(
             f"(threshold {policy.escalation_threshold}); last: {incident_id}"
         )
         pause.pause(root, why, by="threshold", now=now.timestamp())
+        if target_of(root.db_path).url is not None:  # a fleet's mirror: every host pauses
+            mirror.publish_pause(conn, why, now.timestamp(), "threshold")
         from incidents import eventlog
 
         paused = {"reason": why, "by": "threshold", "escalations": count}

@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from incidents import mirror
 from incidents.layout import Root
-from incidents.mirror import IncidentRow
+from incidents.mirror import IncidentRow, target
 
 
 def incident_doc(incident_id: str, /, **overrides: Any) -> dict[str, Any]:
@@ -70,6 +71,21 @@ def a_row(incident_id: str = "inc_1", **overrides: Any) -> IncidentRow:
     return IncidentRow(**values)
 
 
+# every table of the mirror (on PostgreSQL, "deleting the mirror" empties them)
+TABLES = ("incidents", "rejected", "runs", "workstreams", "step_attempts", "errors", "events",
+          "escalations", "meta", "event_files")  # fmt: skip
+
+
 def delete_db(db: Path) -> None:
+    """Lose the mirror: its SQLite files, or every row of the PostgreSQL database the
+    root is bound to (the test's own database)."""
+    if target.target_of(db).url is not None:
+        conn = mirror.connect(db)
+        try:
+            for table in TABLES:
+                conn.execute(f"DELETE FROM {table}")
+        finally:
+            conn.close()
+        return
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)

@@ -201,7 +201,10 @@ def test_corruption_found_in_use_becomes_mirror_corrupt(tmp_path: Path) -> None:
     conn.close()
     data = bytearray(db.read_bytes())
     page = 4096
-    data[page * 3 : page * 6] = b"\xff" * (page * 3)  # clobber interior pages, keep the header
+    # clobber pages in the middle of the file, where the incidents' rows are (the first
+    # pages are the roots of indexes a query plan may not touch), keep the header
+    middle = len(data) // page // 2 * page
+    data[middle : middle + page * 8] = b"\xff" * (page * 8)
     db.write_bytes(bytes(data))
     with pytest.raises(mirror.MirrorCorrupt, match="incidents reindex"):
         conn = mirror.connect(db)
@@ -274,7 +277,7 @@ def test_transaction_commits_and_closes(root: Root) -> None:
     with mirror.transaction(root) as conn:
         assert conn.in_transaction
         mirror.add_event(conn, None, "resumed", {})
-    with pytest.raises(sqlite3.ProgrammingError):  # closed after the block
+    with pytest.raises(mirror.DATABASE_ERRORS):  # closed after the block
         conn.execute("SELECT 1")
     with pytest.raises(RuntimeError), mirror.transaction(root) as conn:
         mirror.add_event(conn, None, "resumed", {})
@@ -310,6 +313,7 @@ def test_best_effort_writes_in_one_transaction(
         check.close()
 
 
+@pytest.mark.parametrize("backend", ["sqlite"])  # a garbage file: SQLite's own failure
 def test_best_effort_yields_none_when_the_mirror_cannot_be_opened(
     root: Root, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -14,9 +14,14 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from incidents.layout import Root
 from tests.helpers import BROKEN, CLEAN, incidents
 from tests.mirror.test_derived import CONFIG, capture, env_for, tables
+
+# real processes write the root's SQLite file and the tests read it: SQLite's tests
+pytestmark = pytest.mark.parametrize("backend", ["sqlite"])
 
 
 def same_as_rebuilt(tmp: Path, root: Root, env: dict[str, str]) -> None:

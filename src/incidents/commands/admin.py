@@ -8,10 +8,11 @@ from typing import Annotated
 
 import typer
 
-from incidents import mirror, output, pause
-from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, open_root
+from incidents import fleet, mirror, output, pause
+from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, Session, open_root
 from incidents.errors import UsageError, disk_failure_at
 from incidents.layout import Root
+from incidents.mirror.target import HOST_NAME, bind, target_of
 from incidents.models.requests import PauseRequest, parse
 
 
@@ -20,9 +21,23 @@ def register(app: typer.Typer) -> None:
     register_pause(app)
 
     @app.command("reindex")
-    def reindex(root: RootOpt = None, config: ConfigOpt = None, as_json: JsonOpt = False) -> int:
-        """Rebuild the SQLite mirror from the folders (the folders are the truth)."""
+    def reindex(
+        host: Annotated[
+            str | None,
+            typer.Option(
+                "--host",
+                help="On a shared PostgreSQL mirror: rebuild the rows of this host (default: "
+                "this one's) from this root.",
+            ),
+        ] = None,
+        root: RootOpt = None,
+        config: ConfigOpt = None,
+        as_json: JsonOpt = False,
+    ) -> int:
+        """Rebuild the mirror from the folders (the folders are the truth)."""
         session = open_root(root, config)
+        if host is not None:
+            rebind_host(session, host)
         try:
             result = mirror.reindex(session.root)
         except mirror.MirrorError as exc:  # SQLite names no errno: statvfs tells full/ro
@@ -31,12 +46,28 @@ def register(app: typer.Typer) -> None:
             output.out_json(asdict(result))
             return 0
         counts = ", ".join(f"{n} {bucket}" for bucket, n in sorted(result.counts.items()))
-        output.out(f"reindexed {session.root.db_path}: {counts or 'no incidents'}")
+        shown = target_of(session.root.db_path)
+        where = f"host {shown.host} in {shown.shown}" if shown.url else str(session.root.db_path)
+        output.out(f"reindexed {where}: {counts or 'no incidents'}")
         for location, reason in result.unreadable:
             output.err(f"unreadable: {location}: {reason}")
         if result.moved_aside:
             output.err(f"the corrupt database was moved aside to {result.moved_aside}")
         return 0
+
+
+def rebind_host(session: Session, host: str) -> None:
+    """`reindex --host`: this root's rows are written as `host`'s (a root moved to another
+    machine, a renamed host, a shared inbox whose watchers share one host name)."""
+    found = target_of(session.root.db_path)
+    if found.url is None:
+        raise UsageError(
+            "--host: the mirror is this root's own SQLite file (one root, one host); --host "
+            "names a host of a shared PostgreSQL mirror ([mirror] url)"
+        )
+    if not HOST_NAME.fullmatch(host):
+        raise UsageError(f"--host {host!r}: use letters, digits, '.', '_' and '-'")
+    bind(session.root.path, found.url, host, found.timeout_s)
 
 
 def register_schemas(app: typer.Typer) -> None:
@@ -96,10 +127,11 @@ def register_pause(app: typer.Typer) -> None:
 
 def pause_root(root: Root, request: PauseRequest) -> pause.PauseInfo:
     """A person pauses everything (`incidents pause`, the HTTP API's pause): the flag,
-    then the `build_paused` event."""
+    shared with every host of a fleet's mirror, then the `build_paused` event."""
     if not request.reason.strip():
         raise UsageError("pause: --reason is required")
     info = pause.pause(root, request.reason.strip(), by="human")
+    fleet.share_pause(root, info)  # a shared mirror: every host pauses
     _pause_event(root, "build_paused", {"reason": info.reason, "by": info.by})
     return info
 
@@ -108,6 +140,7 @@ def resume_root(root: Root) -> pause.PauseInfo | None:
     """Clear the pause flag (`incidents resume`, the HTTP API's resume); what it said, or
     None when nothing was paused."""
     info = pause.resume(root)
+    fleet.share_resume(root)  # a shared mirror: every host resumes
     if info is not None:
         _pause_event(root, "resumed", {"reason": info.reason})
     return info

@@ -6,9 +6,16 @@ from typing import Annotated, Any
 
 import typer
 
-from incidents import output, store
-from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, open_root
-from incidents.errors import UsageError
+from incidents import fleet, output, store
+from incidents.commands.common import (
+    ConfigOpt,
+    JsonOpt,
+    RootOpt,
+    open_root,
+    route_elsewhere,
+    said_routed,
+)
+from incidents.errors import NotFound, UsageError
 from incidents.layout import Root, validate_id
 from incidents.models.requests import ArchiveRequest, parse
 from incidents.step import close as closing
@@ -17,13 +24,18 @@ from incidents.termtext import one_line
 
 def close_by_hand(root: Root, incident_id: str, request: ArchiveRequest) -> dict[str, Any]:
     """Close an open incident by hand into `request.bucket`, as `archive` does (the HTTP
-    API's archive too): what `archive --json` prints."""
+    API's archive too): what `archive --json` prints. An incident another host of a fleet's
+    shared mirror holds is closed there, on that host's next pass."""
     bucket, reason = request.bucket, one_line(
         request.reason
     )  # stored and shown as one line of text
     if not reason:
         raise UsageError("archive: --reason is required (why is it closed?)")
-    target = closing.archive(root, incident_id, bucket, reason)
+    try:
+        target = closing.archive(root, incident_id, bucket, reason)
+    except NotFound as missing:  # a shared mirror: the host holding it applies it
+        args = {"bucket": bucket, "reason": reason}
+        return route_elsewhere(root, incident_id, fleet.ARCHIVE, args, missing)
     store.mirror_bundle(root, bucket, target, "archived", {"bucket": bucket})
     rel = target.relative_to(root.path)
     return {"incident_id": incident_id, "status": bucket, "archived_to": str(rel)}
@@ -54,6 +66,8 @@ def register(app: typer.Typer) -> None:
         done = close_by_hand(session.root, incident_id, request)
         if as_json:
             output.out_json(done)
+        elif "routed_to" in done:
+            output.out(said_routed(done))
         else:
             output.out(f"{incident_id}: {bucket} -> {done['archived_to']}")
         return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -32,6 +33,37 @@ class Session:
     config: Config
 
 
+def bind_mirror(root: Root, cfg: Config) -> None:
+    """The root's mirror is where `[mirror]` (or INCIDENTS_MIRROR_URL) says, for this
+    process (`incidents.mirror.target`); a bad URL is a one-line error here."""
+    from incidents.mirror import target
+
+    m = cfg.mirror
+    target.bind(root.path, m.url, m.host, m.timeout_s, cfg.watch.leases)
+
+
+def route_elsewhere(
+    root: Root, incident_id: str, kind: str, args: Mapping[str, object], missing: NotFound
+) -> dict[str, str]:
+    """A decision about an incident this root does not hold, addressed to the fleet host
+    that holds it (`incidents.fleet.route`), applied there on its next pass: what `--json`
+    prints (the HTTP API answers it too). `missing` is raised again when no host holds it."""
+    from incidents import fleet
+
+    host = fleet.route(root, incident_id, kind, dict(args))
+    if host is None:
+        raise missing
+    return {"incident_id": incident_id, "routed_to": host, "decision": kind}
+
+
+def said_routed(done: Mapping[str, str]) -> str:
+    """The line a command prints for `route_elsewhere`'s answer."""
+    return (
+        f"{done['incident_id']}: held by host {done['routed_to']}; {done['decision']} sent,"
+        " applied on its next pass"
+    )
+
+
 def open_root(root: str | None, config: str | None, incident_id: str | None = None) -> Session:
     """Validate the config, create the root's layout, finish any interrupted close.
 
@@ -39,6 +71,7 @@ def open_root(root: str | None, config: str | None, incident_id: str | None = No
     yet is not created: it holds no incident, so this is NotFound."""
     cfg = load_config(config)
     r = resolve_root(root, cfg.root)
+    bind_mirror(r, cfg)
     if incident_id is not None and not os.path.lexists(r.path):
         raise NotFound(f"no incident {incident_id!r} under {r.path}")
     r.ensure()

@@ -4,13 +4,37 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from incidents import handoff, output
-from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, open_root
+from incidents import fleet, handoff, output
+from incidents.commands.common import (
+    ConfigOpt,
+    JsonOpt,
+    RootOpt,
+    open_root,
+    route_elsewhere,
+    said_routed,
+)
+from incidents.errors import NotFound
+from incidents.layout import Root
 from incidents.models.requests import ResolveRequest, parse
+
+
+def decide(root: Root, incident_id: str, request: ResolveRequest) -> dict[str, Any]:
+    """A person's decision on an escalated incident (`resolve-escalation`, the HTTP API's
+    resolve): what `--json` prints. One that another host of a fleet's shared mirror holds
+    is decided there, on that host's next pass."""
+    try:
+        decision = handoff.resolve_escalation(
+            root, incident_id, request.guidance, requeue=request.requeue
+        )
+    except NotFound as missing:  # a shared mirror: the host holding it applies it
+        args = {"guidance": request.guidance, "requeue": request.requeue}
+        return route_elsewhere(root, incident_id, fleet.RESOLVE, args, missing)
+    return dict(decision.__dict__)
+
 
 IdArg = Annotated[str, typer.Argument(metavar="ID", help="The incident.")]
 
@@ -109,11 +133,11 @@ def register(app: typer.Typer) -> None:
         """Record a decision on an escalated incident and reset its signature's budget."""
         request = parse(ResolveRequest, {"guidance": guidance, "requeue": requeue})
         session = open_root(root, config)
-        decision = handoff.resolve_escalation(
-            session.root, incident_id, request.guidance, requeue=request.requeue
-        )
+        done = decide(session.root, incident_id, request)
         if as_json:
-            output.out_json(decision.__dict__)
+            output.out_json(done)
+        elif "routed_to" in done:
+            output.out(said_routed(done))
         else:
-            output.out(f"{incident_id}: {decision.decision} -> {decision.location}")
+            output.out(f"{incident_id}: {done['decision']} -> {done['location']}")
         return 0

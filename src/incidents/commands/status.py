@@ -14,10 +14,11 @@ from typing import Annotated, Any
 
 import typer
 
-from incidents import artifacts, clock, fsutil, groups, mirror, output, pause, store
+from incidents import artifacts, clock, fleet, fsutil, groups, mirror, output, pause, store
 from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, Session, open_root
 from incidents.errors import UsageError
 from incidents.layout import Root, validate_id
+from incidents.mirror.target import target_of
 from incidents.termtext import one_line
 from incidents.vocab import IncidentStatus
 
@@ -109,6 +110,8 @@ def group_note(row: mirror.IncidentRow) -> str:
     """The list's NOTE: a regression, or the last group decision that moved it."""
     if row.regression_of:
         return f"regression #{row.regression_count} of {row.regression_of}"
+    if row.group_decisions == "[]":  # nearly every row: no parse
+        return ""
     decisions = json.loads(row.group_decisions)
     shown = {"merge": "merged", "split": "split"}
     return shown.get(decisions[-1].get("kind", "?"), "?") if decisions else ""
@@ -152,9 +155,16 @@ def closed_outcome(bucket: str, outcome: str | None) -> str | None:
 
 
 def list_rows(
-    session: Session, show_all: bool, status: str | None, step: str | None, since: str | None
+    session: Session,
+    show_all: bool,
+    status: str | None,
+    step: str | None,
+    since: str | None,
+    hosts: dict[str, str] | None = None,
 ) -> tuple[list[mirror.IncidentRow], dict[str, str]]:
-    """The rows, and how the closed ones among them closed (incident id -> outcome)."""
+    """The rows, and how the closed ones among them closed (incident id -> outcome).
+    `hosts` (a dict to fill: incident id -> host): the rows of every host sharing the
+    mirror (`--all-hosts`), not only this root's; they need the mirror."""
     buckets = ("inbox", "resolved", "escalated") if show_all else ("inbox",)
     why = unwritable(session.root)
     try:
@@ -162,24 +172,35 @@ def list_rows(
             raise mirror.MirrorError(why)
         conn = open_mirror(session.root, session.config.watch.reject_grace_s)
     except mirror.MirrorError as exc:  # the folders are the truth: read what we can
+        if hosts is not None:
+            raise mirror.MirrorError(f"--all-hosts needs the shared mirror: {exc}") from exc
         output.err(f"incidents: {exc}: listed from the folders; the mirror is not updated "
                    "and outcomes are not shown")  # fmt: skip
         return folder_rows(session.root, buckets, status, step, since), {}
     try:
-        rows = mirror.list_incidents(conn, buckets=buckets, status=status, step=step, since=since)
+        rows = mirror.list_incidents(
+            conn, buckets=buckets, status=status, step=step, since=since,
+            all_hosts=hosts is not None, hosts=hosts,
+        )  # fmt: skip
         closed = [r.incident_id for r in rows if r.bucket != "inbox"]
         outcomes = mirror.outcomes(conn, closed) if closed else {}
         where = {r.incident_id: r.bucket for r in rows}
         outcomes = {i: closed_outcome(where[i], o) or o for i, o in outcomes.items()}
+        if target_of(session.root.db_path).leases == "postgres":  # claims are lease rows
+            from incidents.mirror.leasing import agents_holding
+
+            agents = agents_holding(conn)
+            return [replace(r, lease_owner=agents.get(r.incident_id)) for r in rows], outcomes
     finally:
         conn.close()
     # a claim may have expired since its row was written: the few claimed rows are
     # checked against their lease files (a read each), not the whole list
     leases_dir = session.root.state / "leases"
+    mine = target_of(session.root.db_path).host
     return [
         (
             replace(r, lease_owner=mirror.agent_holding(leases_dir, r.incident_id))
-            if r.lease_owner
+            if r.lease_owner and (hosts is None or hosts.get(r.incident_id) == mine)
             else r
         )
         for r in rows
@@ -216,20 +237,37 @@ def folder_rows(
 
 
 def list_json(
-    session: Session, show_all: bool, status: str | None, step: str | None, since: str | None
+    session: Session,
+    show_all: bool,
+    status: str | None,
+    step: str | None,
+    since: str | None,
+    all_hosts: bool = False,
 ) -> dict[str, Any]:
-    """`status --json`: the root, the pause and the rows (`since` an ISO time, or None).
-    The MCP server's `list_incidents` answers with it too."""
+    """`status --json`: the root, the pause and the rows (`since` an ISO time, or None;
+    `all_hosts`: every host's rows, each with its `host`). The MCP server's
+    `list_incidents` answers with it too."""
     check_status(status)
     if status in ("resolved", "escalated"):
         show_all = True
     now = datetime.now(UTC)
-    rows, outcomes = list_rows(session, show_all, status, step, since)
+    hosts: dict[str, str] | None = {} if all_hosts else None
+    rows, outcomes = list_rows(session, show_all, status, step, since, hosts)
+    shown = [{**row_json(r, now), "outcome": outcomes.get(r.incident_id)} for r in rows]
+    if hosts is not None:
+        shown = [{**doc, "host": hosts.get(doc["incident_id"])} for doc in shown]
     return {
         "root": str(session.root.path),
         "paused": pause_json(session.root),
-        "incidents": [{**row_json(r, now), "outcome": outcomes.get(r.incident_id)} for r in rows],
+        "degraded": degraded_json(session.root),
+        "incidents": shown,
     }
+
+
+def degraded_json(root: Root) -> dict[str, Any] | None:
+    """This host last found the shared mirror unreachable (`incidents.fleet`), or None."""
+    found = fleet.degraded(root)
+    return None if found is None else {"since": clock.iso_at(found.since), "reason": found.reason}
 
 
 def one_json(root: Root, incident_id: str) -> dict[str, Any]:
@@ -343,11 +381,15 @@ def register(app: typer.Typer) -> None:
         since: Annotated[
             str | None, typer.Option("--since", help="Created since: 2h, 3d or an ISO time.")
         ] = None,
+        all_hosts: Annotated[
+            bool,
+            typer.Option("--all-hosts", help="Every host sharing the mirror, with its name."),
+        ] = False,
         root: RootOpt = None,
         config: ConfigOpt = None,
         as_json: JsonOpt = False,
     ) -> int:
-        """Show open incidents (from the SQLite mirror), or one incident in full."""
+        """Show open incidents (from the mirror), or one incident in full."""
         # every argument is checked before the root is opened (which creates its layout)
         if incident_id is not None:
             validate_id(incident_id)
@@ -358,31 +400,40 @@ def register(app: typer.Typer) -> None:
             return show_one(open_root(root, config, incident_id), incident_id, as_json)
         session = open_root(root, config)
         if as_json:
-            output.out_json(list_json(session, show_all, status_filter, step, since_iso))
+            output.out_json(list_json(session, show_all, status_filter, step, since_iso, all_hosts))
             return 0
         if status_filter in ("resolved", "escalated"):
             show_all = True
-        rows, outcomes = list_rows(session, show_all, status_filter, step, since_iso)
+        hosts: dict[str, str] | None = {} if all_hosts else None
+        rows, outcomes = list_rows(session, show_all, status_filter, step, since_iso, hosts)
         paused = pause_line(session.root)
         if paused:
             output.out(paused)
+        degraded = degraded_json(session.root)
+        if degraded:
+            output.out(f"DEGRADED since {degraded['since']}: this host works without the shared "
+                       f"mirror ({one_line(degraded['reason'])}); the watcher catches up when it "
+                       "is back")  # fmt: skip
         if not rows:
             output.out("no open incidents" if not show_all else "no incidents")
             return 0
-        headers = ["ID", "STATUS", "STEP", "CLASS", "AGE", "SEEN"]
+        headers = ["ID", *(["HOST"] if hosts is not None else []), "STATUS", "STEP", "CLASS"]
+        headers += ["AGE", "SEEN"]
         if show_all:
             headers += ["WHERE", "OUTCOME"]
         notes = [group_note(r) for r in rows]
-        if any(notes):  # regressions, merges and splits
+        noted = any(notes)  # once: asked per row, it made a 10,000-row list quadratic
+        if noted:  # regressions, merges and splits
             headers.append("NOTE")
         table: list[list[str]] = []
         for r in rows:
-            cells = [r.incident_id, r.status, r.step, r.failure_class, age(r.created_at, now)]
+            cells = [r.incident_id, *([hosts.get(r.incident_id, "?")] if hosts is not None else [])]
+            cells += [r.status, r.step, r.failure_class, age(r.created_at, now)]
             cells.append(str(r.occurrences))
             if show_all:
                 outcome = outcomes.get(r.incident_id)
                 cells += [r.bucket, OUTCOME_SHOWN.get(outcome, outcome) if outcome else "-"]
-            if any(notes):
+            if noted:
                 cells.append(notes[len(table)] or "-")
             table.append(cells)
         output.out(output.table(headers, table))

@@ -1,4 +1,4 @@
-"""The SQLite mirror: fast queries and history over the reports root (stdlib only at import).
+"""The mirror: fast queries and history over the reports root (stdlib only at import).
 
 The folders are the source of truth; this database is derived from them (invariant I5):
 `reindex` rebuilds every derivable table from the folders, so the file can be deleted at
@@ -8,6 +8,9 @@ any time. This package is the only code that speaks SQL. Its modules:
 - `db`: connecting, migrating, `write` transactions, errors, and the doors callers use:
   `transaction(root)` and `best_effort(root)` (the only way to write on the side);
 - `queries`: incident rows, events, step attempts, workstreams, meta;
+- `fleet`: listing incidents (this host's or every host's), each host's last report;
+- `dialect`, `pg`, `target`, `settings`: the backend seam (SQLite, or a PostgreSQL
+  shared by a fleet: `[mirror] url`);
 - `budget`: errors, escalations, budgets, signature history;
 - `groups`: who is in a group, and capture's group hints kept in step with it;
 - `scan`: what is read from the bundle folders (rows, leases, rejected, run files);
@@ -47,6 +50,9 @@ from incidents.mirror.db import (
     write,
 )
 from incidents.mirror.door import best_effort, ensure_derived, transaction
+from incidents.mirror.failures import MirrorUnavailable
+from incidents.mirror.fleet import HostReport, hosts, list_incidents, note_host
+from incidents.mirror.fleetwide import active_pause, publish_pause, resume_all
 from incidents.mirror.groups import (
     group_keys,
     group_members,
@@ -69,7 +75,6 @@ from incidents.mirror.queries import (
     get_meta,
     incident_buckets,
     last_event_ts,
-    list_incidents,
     record_step_attempt,
     save_workstream,
     signature_group,
@@ -89,9 +94,16 @@ __all__ = [
     "Context",
     "Event",
     "Escalation",
+    "HostReport",
+    "active_pause",
+    "publish_pause",
+    "resume_all",
+    "hosts",
+    "note_host",
     "IncidentRow",
     "MirrorCorrupt",
     "MirrorError",
+    "MirrorUnavailable",
     "ReindexResult",
     "SignatureGroup",
     "add_escalation",

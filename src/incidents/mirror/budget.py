@@ -54,16 +54,16 @@ def bump_error(
                             last_seen, last_incident_id)
         VALUES (?, ?, ?, ?, 1, ?, ?, ?)
         ON CONFLICT (signature) DO UPDATE SET
-            count = count + 1,
-            first_seen = min(first_seen, excluded.first_seen),
-            failure_class = CASE WHEN excluded.last_seen >= last_seen
-                                 THEN excluded.failure_class ELSE failure_class END,
-            error_code = CASE WHEN excluded.last_seen >= last_seen
-                              THEN excluded.error_code ELSE error_code END,
-            step = CASE WHEN excluded.last_seen >= last_seen THEN excluded.step ELSE step END,
-            last_incident_id = CASE WHEN excluded.last_seen >= last_seen
-                                    THEN excluded.last_incident_id ELSE last_incident_id END,
-            last_seen = max(last_seen, excluded.last_seen)
+            count = errors.count + 1,
+            first_seen = min(errors.first_seen, excluded.first_seen),
+            failure_class = CASE WHEN excluded.last_seen >= errors.last_seen
+                                 THEN excluded.failure_class ELSE errors.failure_class END,
+            error_code = CASE WHEN excluded.last_seen >= errors.last_seen
+                              THEN excluded.error_code ELSE errors.error_code END,
+            step = CASE WHEN excluded.last_seen >= errors.last_seen THEN excluded.step ELSE errors.step END,
+            last_incident_id = CASE WHEN excluded.last_seen >= errors.last_seen
+                                    THEN excluded.last_incident_id ELSE errors.last_incident_id END,
+            last_seen = max(errors.last_seen, excluded.last_seen)
         """,
         (signature, failure_class, error_code, step, ts, ts, incident_id),
     )
@@ -138,7 +138,7 @@ _DERIVE_ERRORS = """
                                   ORDER BY last_seen DESC, incident_id DESC) AS rank
         FROM incidents {where}
         WINDOW w AS (PARTITION BY signature)
-    ) WHERE rank = 1
+    ) AS ranked WHERE rank = 1
     ON CONFLICT (signature) DO UPDATE SET
         failure_class = excluded.failure_class, error_code = excluded.error_code,
         step = excluded.step, count = excluded.count, first_seen = excluded.first_seen,
@@ -151,22 +151,22 @@ _NOTE_ROW = """
                         last_seen, last_incident_id)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (signature) DO UPDATE SET
-        count = count + excluded.count,
-        first_seen = CASE WHEN first_seen = '' THEN excluded.first_seen
-                          ELSE min(first_seen, excluded.first_seen) END,
+        count = errors.count + excluded.count,
+        first_seen = CASE WHEN errors.first_seen = '' THEN excluded.first_seen
+                          ELSE min(errors.first_seen, excluded.first_seen) END,
         failure_class = CASE WHEN (excluded.last_seen, excluded.last_incident_id)
-                                  >= (last_seen, coalesce(last_incident_id, ''))
-                             THEN excluded.failure_class ELSE failure_class END,
+                                  >= (errors.last_seen, coalesce(errors.last_incident_id, ''))
+                             THEN excluded.failure_class ELSE errors.failure_class END,
         error_code = CASE WHEN (excluded.last_seen, excluded.last_incident_id)
-                               >= (last_seen, coalesce(last_incident_id, ''))
-                          THEN excluded.error_code ELSE error_code END,
+                               >= (errors.last_seen, coalesce(errors.last_incident_id, ''))
+                          THEN excluded.error_code ELSE errors.error_code END,
         step = CASE WHEN (excluded.last_seen, excluded.last_incident_id)
-                         >= (last_seen, coalesce(last_incident_id, ''))
-                    THEN excluded.step ELSE step END,
+                         >= (errors.last_seen, coalesce(errors.last_incident_id, ''))
+                    THEN excluded.step ELSE errors.step END,
         last_incident_id = CASE WHEN (excluded.last_seen, excluded.last_incident_id)
-                                     >= (last_seen, coalesce(last_incident_id, ''))
-                                THEN excluded.last_incident_id ELSE last_incident_id END,
-        last_seen = max(last_seen, excluded.last_seen)
+                                     >= (errors.last_seen, coalesce(errors.last_incident_id, ''))
+                                THEN excluded.last_incident_id ELSE errors.last_incident_id END,
+        last_seen = max(errors.last_seen, excluded.last_seen)
 """
 
 

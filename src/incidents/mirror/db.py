@@ -25,18 +25,18 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, cast
 
-from incidents.errors import IncidentsError
 from incidents.fsutil import ensure_dir
+from incidents.mirror.dialect import POSTGRES, dialect_of
+from incidents.mirror.failures import DatabaseFailure, MirrorError
 from incidents.mirror.schema import MIGRATIONS
-
-if TYPE_CHECKING:
-    pass
+from incidents.mirror.target import target_of
 
 __all__ = [
     "DATABASE_ERRORS",
     "Connection",
+    "DatabaseFailure",
     "MirrorCorrupt",
     "MirrorError",
     "DERIVED",
@@ -56,12 +56,9 @@ T = TypeVar("T")
 
 Connection = sqlite3.Connection  # what the functions of this package take
 
-# what a failing statement raises (a `best_effort` that must let other errors through)
-DATABASE_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error,)
-
-
-class MirrorError(IncidentsError):
-    """The mirror database cannot be used (newer schema, not a local file, ...)."""
+# what a failing statement raises (a `best_effort` that must let other errors through);
+# the PostgreSQL backend translates its driver's errors to DatabaseFailure
+DATABASE_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error, DatabaseFailure)
 
 
 class MirrorCorrupt(MirrorError):
@@ -138,11 +135,27 @@ def _create_private(db_path: Path) -> bool:
     return False
 
 
+class _Sqlite(sqlite3.Connection):
+    """A SQLite connection that knows the host and root its rows are written for."""
+
+    host = ""
+    root = ""
+
+
 def connect(db_path: Path, *, busy_timeout_ms: int = 5000) -> sqlite3.Connection:
     """Open (creating if needed) the mirror with WAL, busy timeout and migrations applied.
 
     `isolation_level=None`: no implicit transactions; use `write()` for a batch.
+
+    A root bound to a PostgreSQL URL (`mirror.target`) gets a connection from its pool
+    instead (`mirror.pg`), which speaks the same statements: typed as the SQLite one here
+    because it answers the same calls (execute, executemany, in_transaction, close).
     """
+    target = target_of(db_path)
+    if target.url is not None:
+        from incidents.mirror import pg
+
+        return cast(sqlite3.Connection, pg.connect(target, timeout_s=busy_timeout_ms / 1000))
     db_path = Path(db_path)
     try:
         ensure_dir(db_path.parent)
@@ -150,8 +163,13 @@ def connect(db_path: Path, *, busy_timeout_ms: int = 5000) -> sqlite3.Connection
         raise MirrorError(f"cannot create {db_path.parent}: {exc.strerror or exc}") from exc
     _create_private(db_path)
     conn = sqlite3.connect(
-        db_path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=True
+        db_path,
+        timeout=busy_timeout_ms / 1000,
+        isolation_level=None,
+        check_same_thread=True,
+        factory=_Sqlite,
     )
+    conn.host, conn.root = target.host, target.root
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         # reading the mode is cheap; setting it, even to what it is, was a tenth of a
@@ -193,7 +211,10 @@ DERIVED_INODE = "reindexed_inode"
 
 
 def file_identity(conn: sqlite3.Connection) -> str | None:
-    """The inode of the main database file `conn` has open, as text (None: in memory)."""
+    """The inode of the main database file `conn` has open, as text (None: in memory, or
+    a PostgreSQL database: not a file)."""
+    if dialect_of(conn) == POSTGRES:
+        return None
     for _seq, name, path in conn.execute("PRAGMA database_list").fetchall():
         if name == "main" and path:
             try:
@@ -241,6 +262,13 @@ def shared(db_path: Path) -> Iterator[sqlite3.Connection]:
     """
     import threading
 
+    if target_of(db_path).url is not None:  # a pool keeps the connections open already
+        conn = connect(db_path)
+        try:
+            yield conn
+        finally:
+            conn.close()
+        return
     db_path = Path(db_path)
     key = (os.getpid(), threading.get_ident(), str(db_path))
     cached = _SHARED.get(key)
@@ -341,7 +369,7 @@ def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
             raise
         conn.execute("RELEASE nested")
         return
-    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("BEGIN IMMEDIATE")  # PostgreSQL: BEGIN and the host's writer lock (pg)
     try:
         yield conn
     except BaseException:
@@ -354,6 +382,8 @@ def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 def check_integrity(conn: sqlite3.Connection, *, full: bool = False) -> list[str]:
     """`PRAGMA quick_check` (`full`: `integrity_check`) problems, empty when healthy: for
     `doctor` and `reindex`."""
+    if dialect_of(conn) == POSTGRES:  # the server keeps its own files whole
+        return []
     pragma = "integrity_check" if full else "quick_check"
     rows = [str(r[0]) for r in conn.execute(f"PRAGMA {pragma}").fetchall()]
     return [] if rows == ["ok"] else rows

@@ -18,6 +18,7 @@ from typing import Any
 from incidents import grouping
 from incidents.layout import Root
 from incidents.mirror.db import translating
+from incidents.mirror.dialect import here
 from incidents.signature import signature_key
 
 __all__ = [
@@ -38,7 +39,7 @@ def group_members(conn: sqlite3.Connection, group: str) -> list[tuple[str, str, 
         (str(i), str(s), grouping.detached(json.loads(d)))
         for i, s, d in conn.execute(
             "SELECT incident_id, signature, group_decisions FROM incidents WHERE group_key = ? "
-            "ORDER BY created_at, incident_id",
+            f"AND {here(conn)} ORDER BY created_at, incident_id",
             (group,),
         ).fetchall()
     ]
@@ -51,7 +52,7 @@ def groups_of_signature(conn: sqlite3.Connection, signature: str) -> list[tuple[
         (str(g), grouping.detached(json.loads(d)))
         for g, d in conn.execute(
             "SELECT group_key, group_decisions FROM incidents WHERE signature = ? "
-            "ORDER BY created_at DESC, incident_id DESC",
+            f"AND {here(conn)} ORDER BY created_at DESC, incident_id DESC",
             (signature,),
         ).fetchall()
     ]
@@ -64,7 +65,7 @@ def signature_members(conn: sqlite3.Connection, signature: str) -> list[str]:
         str(i)
         for (i,) in conn.execute(
             "SELECT incident_id FROM incidents WHERE signature = ? "
-            "ORDER BY created_at, incident_id",
+            f"AND {here(conn)} ORDER BY created_at, incident_id",
             (signature,),
         ).fetchall()
     ]
@@ -75,7 +76,9 @@ def group_keys(conn: sqlite3.Connection) -> list[tuple[str, str]]:
     """Every distinct (group key, signature) pair."""
     return [
         (str(g), str(s))
-        for g, s in conn.execute("SELECT DISTINCT group_key, signature FROM incidents")
+        for g, s in conn.execute(
+            f"SELECT DISTINCT group_key, signature FROM incidents WHERE {here(conn)}"
+        )
     ]
 
 
@@ -100,7 +103,7 @@ def refresh_hints(root: Root, conn: sqlite3.Connection, group: str) -> None:
         str(r[0])
         for r in conn.execute(
             "SELECT incident_id FROM incidents WHERE group_key = ? AND bucket = 'inbox' "
-            "ORDER BY created_at DESC, incident_id DESC",
+            f"AND {here(conn)} ORDER BY created_at DESC, incident_id DESC",
             (group,),
         ).fetchall()
     ]
@@ -108,7 +111,7 @@ def refresh_hints(root: Root, conn: sqlite3.Connection, group: str) -> None:
         grouping.write_open(root, group, open_ids[0] if open_ids else None)
     latest = conn.execute(
         "SELECT incident_id, updated_at FROM incidents WHERE group_key = ? AND bucket = "
-        "'resolved' ORDER BY updated_at DESC, incident_id DESC LIMIT 1",
+        f"'resolved' AND {here(conn)} ORDER BY updated_at DESC, incident_id DESC LIMIT 1",
         (group,),
     ).fetchone()
     grouping.write_resolved(root, group, _resolved_entry(*latest) if latest else None)
@@ -124,7 +127,7 @@ def rebuild_hints(root: Root, conn: sqlite3.Connection) -> tuple[int, int]:
             (str(signature), str(group), json.loads(decisions))
             for signature, group, decisions in conn.execute(
                 "SELECT signature, group_key, group_decisions FROM incidents "
-                "WHERE group_key != signature OR group_decisions != '[]' "
+                f"WHERE (group_key != signature OR group_decisions != '[]') AND {here(conn)} "
                 "ORDER BY created_at, incident_id"
             ).fetchall()
         ]
@@ -132,13 +135,14 @@ def rebuild_hints(root: Root, conn: sqlite3.Connection) -> tuple[int, int]:
     resolved: dict[str, dict[str, Any]] = {}
     for incident_id, group, updated_at in conn.execute(
         "SELECT incident_id, group_key, updated_at FROM incidents WHERE bucket = 'resolved' "
-        "ORDER BY updated_at, incident_id"
+        f"AND {here(conn)} ORDER BY updated_at, incident_id"
     ).fetchall():
         resolved[str(group)] = _resolved_entry(str(incident_id), str(updated_at))
     counted: dict[str, tuple[str, int]] = {}  # each group's regression counted highest
     for incident_id, group, count in conn.execute(
         "SELECT incident_id, group_key, regression_count FROM incidents "
-        "WHERE regression_count > 0 ORDER BY regression_count, created_at, incident_id"
+        f"WHERE regression_count > 0 AND {here(conn)} "
+        "ORDER BY regression_count, created_at, incident_id"
     ).fetchall():
         counted[str(group)] = (str(incident_id), int(count))
     _prune(root.state / grouping.REGRESSIONS_DIR, {signature_key(g) for g in counted})

@@ -18,6 +18,7 @@ from incidents import eventlog
 from incidents.errors import IncidentsError
 from incidents.layout import Root
 from incidents.mirror.db import dumps, translating, write
+from incidents.mirror.dialect import here
 from incidents.mirror.schema import EVENT_TYPES, MIRROR_BUCKETS
 
 __all__ = ["ROOT_FILE_ID", "ingest_file", "ingest_incident", "ingest_root", "root_events_path"]
@@ -44,7 +45,7 @@ def ingest_file(conn: sqlite3.Connection, path: Path, file_id: str) -> int:
     except FileNotFoundError:
         return 0
     known = conn.execute(
-        "SELECT offset, inode FROM event_files WHERE file_id = ?", (file_id,)
+        f"SELECT offset, inode FROM event_files WHERE file_id = ? AND {here(conn)}", (file_id,)
     ).fetchone()
     offset = int(known[0]) if known and known[1] == st.st_ino else 0
     if known and offset == st.st_size:
@@ -71,8 +72,8 @@ def _insert(conn: sqlite3.Connection, doc: dict[str, Any], incident_id: str | No
         if event_type not in EVENT_TYPES or not isinstance(payload, dict):
             return
         conn.execute(
-            "INSERT OR IGNORE INTO events (ts, incident_id, event_type, payload_json, event_key) "
-            "VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO events (ts, incident_id, event_type, payload_json, event_key) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             (ts, incident_id, event_type, dumps(payload), key),
         )
     elif kind == "step_attempt" and incident_id:
@@ -81,8 +82,8 @@ def _insert(conn: sqlite3.Connection, doc: dict[str, Any], incident_id: str | No
         if not step_name or not label or not isinstance(result, dict):
             return
         conn.execute(
-            "INSERT OR IGNORE INTO step_attempts (run_id, ws_id, step_name, label, started_at, "
-            "finished_at, result_json) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO step_attempts (run_id, ws_id, step_name, label, started_at, "
+            "finished_at, result_json) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             (_text(doc, "run_id") or "", incident_id, step_name, label,
              _text(doc, "started_at"), _text(doc, "finished_at"), dumps(result)),
         )  # fmt: skip

@@ -28,6 +28,7 @@ from incidents.errors import IncidentsError
 from incidents.layout import Root
 from incidents.mirror.budget import derive_errors, note_incident, refresh_budget
 from incidents.mirror.db import MirrorError, connect, write
+from incidents.mirror.fleet import note_host
 from incidents.mirror.ingest import ingest_file
 from incidents.mirror.queries import (
     Context,
@@ -202,6 +203,7 @@ def catch_up(conn: sqlite3.Connection, root: Root) -> CatchUp:
         for name in sorted(names | (listed ^ inbox_ids(conn))):
             _derive(conn, root, name, result)
         sync_rejected(conn, set_aside, lambda name: rejected_row(root, name))
+        note_host(conn)  # this host reports in (doctor: hosts gone silent)
     for path in claimed:
         path.unlink(missing_ok=True)
     return result

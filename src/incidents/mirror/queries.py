@@ -12,6 +12,7 @@ from typing import Any
 
 from incidents import clock
 from incidents.mirror.db import dumps, translating, write
+from incidents.mirror.dialect import here
 from incidents.mirror.schema import EVENT_TYPES, MIRROR_BUCKETS
 from incidents.redact import redact, redact_json
 
@@ -32,7 +33,6 @@ __all__ = [
     "incident_filter",
     "insert_rows",
     "last_event_ts",
-    "list_incidents",
     "record_step_attempt",
     "save_workstream",
     "set_meta",
@@ -105,10 +105,12 @@ _INCIDENT_COLUMNS = (
     "regression_count",
 )
 _SELECT_INCIDENT = f"SELECT {', '.join(_INCIDENT_COLUMNS)} FROM incidents"
+# every row says which host and root hold its bundle (the connection's: `where`)
+_WRITTEN = (*_INCIDENT_COLUMNS, "host", "root")
 _UPSERT_INCIDENT = (
-    f"INSERT INTO incidents ({', '.join(_INCIDENT_COLUMNS)}) "
-    f"VALUES ({', '.join('?' * len(_INCIDENT_COLUMNS))}) ON CONFLICT (incident_id) DO UPDATE SET "
-    + ", ".join(f"{c} = excluded.{c}" for c in _INCIDENT_COLUMNS[1:])
+    f"INSERT INTO incidents ({', '.join(_WRITTEN)}) "
+    f"VALUES ({', '.join('?' * len(_WRITTEN))}) ON CONFLICT (incident_id) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in _WRITTEN[1:])
 )
 # A run's created_at is its earliest incident's; its source that incident's step.
 _UPSERT_RUN = """
@@ -129,7 +131,12 @@ def _row(values: Sequence[Any], _new: Any = object.__new__) -> IncidentRow:
     return row
 
 
-def _params(row: IncidentRow) -> tuple[Any, ...]:
+def where(conn: Any) -> tuple[str, str]:
+    """(host, root) the connection writes rows for ("" on a connection made elsewhere)."""
+    return str(getattr(conn, "host", "")), str(getattr(conn, "root", ""))
+
+
+def _params(row: IncidentRow, place: tuple[str, str]) -> tuple[Any, ...]:
     return (
         row.incident_id,
         row.status,
@@ -153,6 +160,7 @@ def _params(row: IncidentRow) -> tuple[Any, ...]:
         row.group_decisions,  # redacted by its reader (mirror.scan)
         row.regression_of,
         row.regression_count,
+        *place,
     )
 
 
@@ -162,7 +170,7 @@ def upsert_incident(conn: sqlite3.Connection, row: IncidentRow) -> None:
     if row.bucket not in MIRROR_BUCKETS:
         raise ValueError(f"bucket must be one of {MIRROR_BUCKETS}, not {row.bucket!r}")
     with write(conn):
-        conn.execute(_UPSERT_INCIDENT, _params(row))
+        conn.execute(_UPSERT_INCIDENT, _params(row, where(conn)))
         conn.execute(_UPSERT_RUN, (row.run_id, row.created_at, row.step))
 
 
@@ -170,29 +178,6 @@ def upsert_incident(conn: sqlite3.Connection, row: IncidentRow) -> None:
 def get_incident(conn: sqlite3.Connection, incident_id: str) -> IncidentRow | None:
     found = conn.execute(f"{_SELECT_INCIDENT} WHERE incident_id = ?", (incident_id,)).fetchone()
     return _row(found) if found else None
-
-
-@translating
-def list_incidents(
-    conn: sqlite3.Connection,
-    *,
-    buckets: Sequence[str] = ("inbox",),
-    status: str | None = None,
-    step: str | None = None,
-    since: str | None = None,
-    limit: int | None = None,
-) -> list[IncidentRow]:
-    """Incidents in `buckets`, newest first (`since`: created_at >= that ISO timestamp)."""
-    if isinstance(buckets, str):
-        buckets = (buckets,)
-    if not buckets:
-        return []
-    cond, params = incident_filter(buckets, status, step, since)
-    sql = f"{_SELECT_INCIDENT} WHERE {cond} ORDER BY created_at DESC, incident_id DESC"
-    if limit is not None:
-        sql += " LIMIT ?"
-        params.append(int(limit))
-    return [_row(r) for r in conn.execute(sql, params)]
 
 
 def incident_filter(
@@ -241,7 +226,8 @@ def signature_group(conn: sqlite3.Connection, signatures: Sequence[str]) -> Sign
 def insert_rows(conn: sqlite3.Connection, rows: Iterable[IncidentRow]) -> None:
     """Upsert many rows and note their runs (`reindex` refilling the table)."""
     rows = list(rows)
-    conn.executemany(_UPSERT_INCIDENT, [_params(r) for r in rows])
+    place = where(conn)
+    conn.executemany(_UPSERT_INCIDENT, [_params(r, place) for r in rows])
     conn.executemany(_UPSERT_RUN, [(r.run_id, r.created_at, r.step) for r in rows])
 
 
@@ -267,7 +253,7 @@ def forget_incident(conn: sqlite3.Connection, incident_id: str) -> None:
         )
         conn.execute("DELETE FROM escalations WHERE incident_id = ?", (incident_id,))
         conn.execute("DELETE FROM workstreams WHERE ws_id = ?", (incident_id,))
-        conn.execute("DELETE FROM event_files WHERE file_id = ?", (incident_id,))
+        conn.execute(f"DELETE FROM event_files WHERE file_id = ? AND {here(conn)}", (incident_id,))
         if row is not None:  # the run as its other incidents make it (`_UPSERT_RUN`), or none
             conn.execute(
                 "DELETE FROM runs WHERE run_id = ? AND run_id NOT LIKE 'legacy\\_%' ESCAPE '\\' "
@@ -287,12 +273,11 @@ def sync_rejected(conn: sqlite3.Connection, listed: set[str], read: Callable[[st
     """Make `rejected` hold one row per entry of `error_rejected/` (`listed`), as reindex
     builds it; `read(name)` gives a new entry's row. A row that had no reason yet (its
     reason.txt is written just after the move) is read again."""
-    known = {
-        name: bool(stamp) for name, stamp in conn.execute("SELECT name, rejected_at FROM rejected")
-    }
+    sql = f"SELECT name, rejected_at FROM rejected WHERE {here(conn)}"
+    known = {name: bool(stamp) for name, stamp in conn.execute(sql)}
     with write(conn):
         for name in set(known) - listed:
-            conn.execute("DELETE FROM rejected WHERE name = ?", (name,))
+            conn.execute(f"DELETE FROM rejected WHERE name = ? AND {here(conn)}", (name,))
         for name in sorted(listed):
             if known.get(name):
                 continue
@@ -309,13 +294,15 @@ def sync_rejected(conn: sqlite3.Connection, listed: set[str], read: Callable[[st
 @translating
 def inbox_ids(conn: sqlite3.Connection) -> set[str]:
     """The ids of the rows in the inbox bucket."""
-    return {r[0] for r in conn.execute("SELECT incident_id FROM incidents WHERE bucket = 'inbox'")}
+    sql = f"SELECT incident_id FROM incidents WHERE bucket = 'inbox' AND {here(conn)}"
+    return {r[0] for r in conn.execute(sql)}
 
 
 @translating
 def incident_buckets(conn: sqlite3.Connection) -> dict[str, str]:
     """Every row's bucket by incident id (doctor compares them with the folders)."""
-    return {r[0]: r[1] for r in conn.execute("SELECT incident_id, bucket FROM incidents")}
+    sql = f"SELECT incident_id, bucket FROM incidents WHERE {here(conn)}"
+    return {r[0]: r[1] for r in conn.execute(sql)}
 
 
 @translating
@@ -469,7 +456,7 @@ def save_workstream(
 
 @translating
 def get_meta(conn: sqlite3.Connection, key: str) -> str | None:
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    row = conn.execute(f"SELECT value FROM meta WHERE key = ? AND {here(conn)}", (key,)).fetchone()
     return str(row[0]) if row else None
 
 

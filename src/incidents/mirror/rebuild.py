@@ -25,6 +25,8 @@ from incidents.mirror.db import (
     rebuild_pending,
     write,
 )
+from incidents.mirror.dialect import here
+from incidents.mirror.fleet import note_host
 from incidents.mirror.groups import rebuild_hints
 from incidents.mirror.ingest import ingest_file, ingest_root, root_events_path
 from incidents.mirror.queries import (
@@ -111,6 +113,7 @@ def reindex(root: Root) -> ReindexResult:
             identity = file_identity(conn)
             if identity is not None:
                 set_meta(conn, DERIVED_INODE, identity)
+            note_host(conn)  # a rebuild is this host's report too
         result.group_hints = rebuild_hints(root, conn)  # capture's hints follow the bundles
     finally:
         conn.close()
@@ -136,9 +139,10 @@ def _refill_journals(
 ) -> tuple[int, int]:
     """`events` and `step_attempts` again from every bundle's events.jsonl and the root's
     (rows imported from a legacy task file are kept: see `schema`)."""
-    conn.execute(f"DELETE FROM events WHERE NOT ({_LEGACY_EVENTS})")
-    conn.execute(f"DELETE FROM step_attempts WHERE NOT ({_LEGACY_RUN})")
-    conn.execute("DELETE FROM event_files")
+    mine = here(conn)
+    conn.execute(f"DELETE FROM events WHERE NOT ({_LEGACY_EVENTS}) AND {mine}")
+    conn.execute(f"DELETE FROM step_attempts WHERE NOT ({_LEGACY_RUN}) AND {mine}")
+    conn.execute(f"DELETE FROM event_files WHERE {mine}")
     seen: set[str] = set()
     for s in sorted(scanned.values(), key=lambda s: s.row.location if s.row else ""):
         if s.row is None or s.row.incident_id in seen:
@@ -146,8 +150,8 @@ def _refill_journals(
         seen.add(s.row.incident_id)
         ingest_file(conn, root.path / s.row.location / eventlog.EVENTS, s.row.incident_id)
     ingest_root(conn, root)
-    attempts = int(conn.execute("SELECT count(*) FROM step_attempts").fetchone()[0])
-    return attempts, int(conn.execute("SELECT count(*) FROM events").fetchone()[0])
+    attempts = int(conn.execute(f"SELECT count(*) FROM step_attempts WHERE {mine}").fetchone()[0])
+    return attempts, int(conn.execute(f"SELECT count(*) FROM events WHERE {mine}").fetchone()[0])
 
 
 def export_history(conn: sqlite3.Connection, root: Root) -> int:
@@ -166,13 +170,13 @@ def export_history(conn: sqlite3.Connection, root: Root) -> int:
 
     for id_, ts, incident_id, event_type, payload in conn.execute(
         f"SELECT id, ts, incident_id, event_type, payload_json FROM events "
-        f"WHERE event_key IS NULL AND NOT ({_LEGACY_EVENTS}) ORDER BY id"
+        f"WHERE event_key IS NULL AND NOT ({_LEGACY_EVENTS}) AND {here(conn)} ORDER BY id"
     ).fetchall():
         doc = eventlog.event(f"m{id_}", ts, incident_id, event_type, json.loads(payload))
         files.setdefault(file_of(incident_id), []).append(doc)
     for row in conn.execute(
         f"SELECT id, run_id, ws_id, step_name, label, started_at, finished_at, result_json "
-        f"FROM step_attempts WHERE NOT ({_LEGACY_RUN}) ORDER BY id"
+        f"FROM step_attempts WHERE NOT ({_LEGACY_RUN}) AND {here(conn)} ORDER BY id"
     ).fetchall():
         id_, run_id, ws_id, step_name, label, started, finished, result_json = row
         doc = eventlog.step_attempt(
@@ -221,11 +225,12 @@ def _refill(
             continue
         seen[row.incident_id] = row
         result.counts[row.bucket] += 1
-    conn.execute("DELETE FROM incidents")
+    mine = here(conn)  # on a shared PostgreSQL, this host's rows only (`reindex --host`)
+    conn.execute(f"DELETE FROM incidents WHERE {mine}")
     # imported legacy runs are history (their source file was renamed to .bak): kept
-    conn.execute("DELETE FROM runs WHERE run_id NOT LIKE 'legacy\\_%' ESCAPE '\\'")
-    conn.execute("DELETE FROM workstreams")
-    conn.execute("DELETE FROM rejected")
+    conn.execute(f"DELETE FROM runs WHERE NOT ({_LEGACY_RUN}) AND {mine}")
+    conn.execute(f"DELETE FROM workstreams WHERE {mine}")
+    conn.execute(f"DELETE FROM rejected WHERE {mine}")
     insert_rows(conn, seen.values())
     workstreams = [
         w
@@ -254,7 +259,7 @@ def _rebuild_escalations(conn: sqlite3.Connection, scanned: dict[str, Scanned]) 
     record per human decision in `decisions.json`, and the open record of an incident in
     the escalated bucket not resolved since (scan's `_escalation_records`); then every
     `errors` row follows the incidents and the records (`derive_errors`)."""
-    conn.execute("DELETE FROM escalations")
+    conn.execute(f"DELETE FROM escalations WHERE {here(conn)}")
     records = sorted(
         (r for s in scanned.values() if s.row is not None for r in s.escalations),
         key=lambda r: (r[0], r[1], r[4] or ""),

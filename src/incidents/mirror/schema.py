@@ -14,7 +14,7 @@ Tables:
 
 from __future__ import annotations
 
-__all__ = ["EVENT_TYPES", "MIGRATIONS", "MIRROR_BUCKETS"]
+__all__ = ["EVENT_TYPES", "MIGRATIONS", "MIRROR_BUCKETS", "PG_EXTRA"]
 
 EVENT_TYPES = frozenset(
     {
@@ -194,4 +194,90 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX incidents_group ON incidents (group_key);
     CREATE INDEX incidents_regression ON incidents (regression_of);
     """,
+    # issue 19: a fleet shares one PostgreSQL mirror; every incident row says which host
+    # and which root hold its bundle (on SQLite, one file per root, they are the same on
+    # every row). On PostgreSQL every other table is keyed per host too (PG_EXTRA).
+    """
+    ALTER TABLE incidents ADD COLUMN host TEXT NOT NULL DEFAULT '';
+    ALTER TABLE incidents ADD COLUMN root TEXT NOT NULL DEFAULT '';
+    """,
+    # issue 19: each host's last report (a catch-up: a watcher's pass, a status), and why
+    # it last worked without the shared mirror; doctor names the hosts gone silent
+    """
+    CREATE TABLE hosts (
+        host      TEXT NOT NULL,
+        root      TEXT NOT NULL,
+        last_seen TEXT NOT NULL,
+        degraded  TEXT NOT NULL DEFAULT '',
+        PRIMARY KEY (host, root)
+    );
+    """,
+    # issue 19: what a fleet decides together. `fleet_pause`: the global pause (a row
+    # stands until a resume on any host); `decisions`: a human decision made on one host
+    # about a bundle another host holds, applied by that host on its next pass. History,
+    # not derived from any root's folders: `reindex` keeps them.
+    """
+    CREATE TABLE fleet_pause (
+        id         INTEGER PRIMARY KEY,
+        reason     TEXT NOT NULL,
+        since      REAL NOT NULL,
+        by_whom    TEXT NOT NULL,
+        host       TEXT NOT NULL,
+        resumed_at TEXT
+    );
+    CREATE TABLE decisions (
+        id          INTEGER PRIMARY KEY,
+        host        TEXT NOT NULL,
+        incident_id TEXT NOT NULL,
+        kind        TEXT NOT NULL,
+        args_json   TEXT NOT NULL CHECK (json_valid(args_json)),
+        decided_at  TEXT NOT NULL,
+        decided_by  TEXT NOT NULL,
+        applied_at  TEXT,
+        outcome     TEXT
+    );
+    CREATE INDEX decisions_pending ON decisions (host, applied_at);
+    """,
+    # issue 19: incident leases as rows (`[watch] leases = "postgres"`), for watchers of
+    # several hosts over one inbox on a network filesystem, where file locks cannot be
+    # trusted; the same fields and fencing as the lease files (incidents.leases)
+    """
+    CREATE TABLE leases (
+        incident_id TEXT PRIMARY KEY,
+        owner       TEXT NOT NULL,
+        generation  INTEGER NOT NULL,
+        expires_at  REAL NOT NULL,
+        pid         INTEGER NOT NULL,
+        host        TEXT NOT NULL,
+        agent       TEXT
+    );
+    """,
 )
+
+# What a migration adds on PostgreSQL after its common text (by index in MIGRATIONS): the
+# tables a host rebuilds from its root (`reindex --host`) carry the host that wrote each
+# row (the session's `incidents.host`, set by `mirror.pg` on every connection), and the
+# per-root bookkeeping (meta, event_files, rejected) is keyed by host.
+PG_EXTRA: dict[int, str] = {
+    4: """
+    CREATE INDEX incidents_host ON incidents (host, bucket, created_at);
+    ALTER TABLE incidents ALTER COLUMN host SET DEFAULT current_setting('incidents.host');
+    ALTER TABLE incidents ALTER COLUMN root SET DEFAULT current_setting('incidents.root');
+    ALTER TABLE rejected ADD COLUMN host TEXT NOT NULL DEFAULT current_setting('incidents.host');
+    ALTER TABLE runs ADD COLUMN host TEXT NOT NULL DEFAULT current_setting('incidents.host');
+    ALTER TABLE workstreams ADD COLUMN host TEXT NOT NULL DEFAULT current_setting('incidents.host');
+    ALTER TABLE step_attempts ADD COLUMN host TEXT NOT NULL DEFAULT current_setting('incidents.host');
+    ALTER TABLE events ADD COLUMN host TEXT NOT NULL DEFAULT current_setting('incidents.host');
+    ALTER TABLE escalations ADD COLUMN host TEXT NOT NULL DEFAULT current_setting('incidents.host');
+    ALTER TABLE meta ADD COLUMN host TEXT NOT NULL DEFAULT current_setting('incidents.host');
+    ALTER TABLE event_files ADD COLUMN host TEXT NOT NULL DEFAULT current_setting('incidents.host');
+    ALTER TABLE meta DROP CONSTRAINT meta_pkey, ADD PRIMARY KEY (host, key);
+    ALTER TABLE event_files DROP CONSTRAINT event_files_pkey, ADD PRIMARY KEY (host, file_id);
+    ALTER TABLE rejected DROP CONSTRAINT rejected_pkey, ADD PRIMARY KEY (host, name);
+    DROP INDEX events_key;
+    CREATE UNIQUE INDEX events_key ON events (host, coalesce(incident_id, ''), event_key);
+    CREATE INDEX events_host ON events (host);
+    CREATE INDEX escalations_host ON escalations (host);
+    CREATE INDEX workstreams_host ON workstreams (host);
+    """,
+}

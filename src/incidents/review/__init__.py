@@ -15,7 +15,7 @@ from incidents import clock
 from incidents.fsutil import atomic_write_text, ensure_dir
 from incidents.layout import REVIEW, Root
 from incidents.review.gather import Card, count_flaky, read_bucket
-from incidents.review.render import page, requeue_command
+from incidents.review.render import Elsewhere, page, requeue_command
 
 __all__ = ["Review", "build", "requeue_command", "write"]
 
@@ -32,8 +32,34 @@ def build(root: Root) -> tuple[str, list[Card], list[Card]]:
     escalated = read_bucket(root, "escalated")
     resolved = read_bucket(root, "resolved")
     count_flaky(escalated + resolved)
-    html = page(escalated, resolved, root=str(root.path), generated_at=clock.iso_now())
+    html = page(escalated, resolved, root=str(root.path), generated_at=clock.iso_now(),
+                elsewhere=elsewhere(root))  # fmt: skip
     return html, escalated, resolved
+
+
+def elsewhere(root: Root) -> list[Elsewhere] | None:
+    """On a fleet's shared mirror: the open and escalated incidents other hosts hold,
+    escalated first (None: the mirror is this root's own; [] too when it cannot be read,
+    the page says nothing of other hosts then)."""
+    from incidents import mirror
+    from incidents.mirror.target import target_of
+
+    mine = target_of(root.db_path)
+    if mine.url is None:
+        return None
+    hosts: dict[str, str] = {}
+    try:
+        conn = mirror.connect(root.db_path)
+        try:
+            rows = mirror.list_incidents(
+                conn, buckets=("escalated", "inbox"), all_hosts=True, hosts=hosts
+            )
+        finally:
+            conn.close()
+    except mirror.MirrorError:
+        return []
+    found = [(hosts[r.incident_id], r) for r in rows if hosts[r.incident_id] != mine.host]
+    return sorted(found, key=lambda e: (e[1].bucket != "escalated", e[0], e[1].created_at))
 
 
 def write(root: Root) -> Review:

@@ -13,6 +13,12 @@ from html import escape
 from incidents.review.assets import CSS, JS
 from incidents.review.gather import Card, Check
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from incidents.mirror import IncidentRow
+
+Elsewhere = tuple[str, "IncidentRow"]  # (host, its row in the shared mirror)
+
 COLOURS = {
     "syntax": "#c62828",
     "type": "#6a1b9a",
@@ -215,8 +221,42 @@ def _section(name: str, cards: list[Card], root: str) -> str:
     return f'<section class="tab" id="tab-{name}"{hidden}>{body}</section>'
 
 
-def page(escalated: list[Card], resolved: list[Card], *, root: str, generated_at: str) -> str:
+def elsewhere_html(rows: list[Elsewhere], root: str) -> str:
+    """The tab of the incidents other hosts of a fleet hold (from the shared mirror): their
+    bundles are on those hosts, so a row each, and the command that decides from here (it
+    is sent to the host holding the bundle)."""
+    if not rows:
+        return '<p class="empty">No open or escalated incident on another host.</p>'
+    head = "<tr><th>host</th><th>incident</th><th>where</th><th>step</th><th>message</th><th>decide</th></tr>"
+    body = "".join(
+        f"<tr><td>{escape(host)}</td><td>{escape(r.incident_id)}</td><td>{escape(r.bucket)}</td>"
+        f"<td>{escape(r.step)}</td><td>{escape(r.message[:200])}</td>"
+        f"<td><code>{escape(requeue_command(r.incident_id, root)) if r.bucket == 'escalated' else ''}</code></td></tr>"
+        for host, r in rows
+    )
+    return f'<table class="hosts">{head}{body}</table>'
+
+
+def page(
+    escalated: list[Card],
+    resolved: list[Card],
+    *,
+    root: str,
+    generated_at: str,
+    elsewhere: list[Elsewhere] | None = None,
+) -> str:
+    """The page; `elsewhere` (a fleet sharing a mirror): what other hosts hold, a tab."""
     everything = escalated + resolved
+    hosts_tab = (
+        f'<button type="button" data-tab="hosts" aria-selected="false">Other hosts ({len(elsewhere)})</button>'
+        if elsewhere is not None
+        else ""
+    )
+    hosts_section = (
+        f'<section class="tab" id="tab-hosts" hidden>{elsewhere_html(elsewhere, root)}</section>'
+        if elsewhere is not None
+        else ""
+    )
     flaky = sum(1 for c in resolved if c.outcome == "not_reproduced")
     blob = json.dumps({c.incident_id: details_html(c) for c in everything}, ensure_ascii=True)
     blob = blob.replace("<", "\\u003c")  # nothing in the data can close the script element
@@ -239,10 +279,11 @@ def page(escalated: list[Card], resolved: list[Card], *, root: str, generated_at
         '<nav class="tabs">'
         f'<button type="button" data-tab="escalated" aria-selected="true">Escalated ({len(escalated)})</button>'
         f'<button type="button" data-tab="resolved" aria-selected="false">Resolved ({len(resolved)})</button>'
-        "</nav>"
+        f"{hosts_tab}</nav>"
         f'<form class="filters" id="filters" onsubmit="return false">{filters}'
         '<button type="reset">clear</button><span id="shown"></span></form>'
-        f"<main>{_section('escalated', escalated, root)}{_section('resolved', resolved, root)}</main>"
+        f"<main>{_section('escalated', escalated, root)}{_section('resolved', resolved, root)}"
+        f"{hosts_section}</main>"
         f'<script type="application/json" id="details">{blob}</script>'
         f"<script>{JS}</script></body></html>\n"
     )

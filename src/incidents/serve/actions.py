@@ -3,7 +3,7 @@ model, in a worker thread; its answer is what the command prints with `--json`.
 
 | endpoint | service | command |
 |---|---|---|
-| `POST /api/escalations/{id}/resolve` | `handoff.resolve_escalation` | `resolve-escalation` |
+| `POST /api/escalations/{id}/resolve` | `commands.handoff.decide` | `resolve-escalation` |
 | `POST /api/incidents/{id}/archive` | `commands.archive.close_by_hand` | `archive` |
 | `POST /api/pause` | `commands.admin.pause_root` | `pause` |
 | `POST /api/resume` | `commands.admin.resume_root` | `resume` |
@@ -20,8 +20,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from incidents import handoff
 from incidents.commands import admin, archive
+from incidents.commands.handoff import decide
 from incidents.commands.status import pause_json
 from incidents.errors import NotFound, NotWaiting
 from incidents.layout import Root, validate_id
@@ -53,10 +53,7 @@ async def resolve(request: Request) -> JSONResponse:
     body = await action_request(request, request.app.state.tokens, ResolveRequest)
     incident_id = await _incident_of(request, request.path_params["escalation_id"])
     root: Root = request.app.state.root
-    decision = await run_in_threadpool(
-        handoff.resolve_escalation, root, incident_id, body.guidance, requeue=body.requeue
-    )
-    return _done(request, decision.__dict__)
+    return _done(request, await run_in_threadpool(decide, root, incident_id, body))
 
 
 async def archive_incident(request: Request) -> JSONResponse:

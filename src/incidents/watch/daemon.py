@@ -20,7 +20,7 @@ import errno
 import os
 import time
 
-from incidents import mirror, pause, store
+from incidents import fleet, mirror, pause, store
 from incidents.config import Config
 from incidents.errors import IncidentsError, RootError
 from incidents.layout import Root, validate_id
@@ -90,6 +90,7 @@ class Watcher:
         if closed:
             self.log.event("closes_completed", ids=",".join(closed))
         self._catch_up()
+        self._fleet()
         self._sweep()
         self._scan()
         self.schedule.start_pass()
@@ -100,6 +101,28 @@ class Watcher:
             self.log.event("mirror_error", level="warn", error=str(exc), fix="incidents reindex")
 
         mirror.catch_up_root(self.root, report)
+
+    def _fleet(self) -> None:
+        """A host of a fleet: the global pause, decisions routed here, an outage of the
+        shared mirror (`incidents.fleet`); nothing on a root's own SQLite mirror."""
+        done = fleet.fleet_pass(self.root, self.cfg.mirror.share_groups)
+        if done.began:
+            self.log.event("degraded", level="warn", error=done.degraded,
+                           fix="working this inbox with local budgets until the mirror is back")  # fmt: skip
+        if done.recovered:
+            self.log.event("fleet_back", detail="shared mirror reachable; caught up")
+        if done.paused:
+            self.log.event("fleet_paused", level="warn", reason=done.paused, fix="incidents resume")
+        if done.resumed:
+            self.log.event("fleet_resumed")
+        for incident_id, other_host, other_id in done.counted:
+            self.log.event(
+                "counted_elsewhere", incident=incident_id, host=other_host, into=other_id
+            )
+        for decision_id, incident_id, outcome in done.applied:
+            self.log.event(
+                "decision_applied", id=decision_id, incident=incident_id, outcome=outcome
+            )
 
     def _sweep(self) -> None:
         for moved in store.sweep_staging(self.root, self.settings.staging_grace_s):
@@ -121,6 +144,7 @@ class Watcher:
                     return
             else:
                 if now >= next_scan:
+                    self._fleet()
                     self._scan()
                     self._sweep()
                     next_scan = now + self.poll_s

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from incidents.config_section import Section
@@ -23,6 +25,12 @@ class WatchSettings(Section):
     )
     max_ticks: int = Field(
         default=50, ge=1, le=1000, description="ticks per pickup before yielding the incident"
+    )
+    leases: Literal["file", "postgres"] = Field(
+        default="file",
+        description="where incident leases live: files under .state/leases, or rows of the "
+        "PostgreSQL mirror ([mirror] url) for watchers of several hosts over one inbox on a "
+        "network filesystem",
     )
     poison_after: int = Field(
         default=3, ge=1, le=100, description="crash-recoveries before an incident is quarantined"

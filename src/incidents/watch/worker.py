@@ -23,6 +23,7 @@ from incidents import fsutil, leases, pause
 from incidents.config import Config
 from incidents.errors import IncidentsError, InvalidDocument, LeaseLost, LockBusy, NotFound
 from incidents.layout import Root
+from incidents.mirror import target
 from incidents.step import close as closing
 from incidents.step import seal
 from incidents.watch.schedule import PickupResult
@@ -97,6 +98,9 @@ def pickup(root_path: str, cfg: Config, incident_id: str) -> Pickup:
     """Work `incident_id` until it needs nothing more from us now. Never raises."""
     root = Root(Path(root_path))
     try:
+        # the watcher's mirror, in this child process too
+        m = cfg.mirror
+        target.bind(root.path, m.url, m.host, m.timeout_s, cfg.watch.leases)
         return _pickup(root, cfg, incident_id)
     except IncidentsError as exc:
         return Pickup(incident_id, PickupResult.ERROR, detail=f"{type(exc).__name__}: {exc}")
