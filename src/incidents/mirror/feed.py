@@ -17,7 +17,14 @@ from typing import Any
 
 from incidents.mirror.budget import Escalation
 from incidents.mirror.db import DERIVED, translating
-from incidents.mirror.queries import _SELECT_INCIDENT, IncidentRow, _row, incident_filter
+from incidents.mirror.dialect import SQLITE, dialect_of, here
+from incidents.mirror.queries import (
+    _INCIDENT_COLUMNS,
+    IncidentRow,
+    _row,
+    incident_filter,
+    where,
+)
 
 __all__ = [
     "EscalationRecord",
@@ -26,6 +33,7 @@ __all__ = [
     "escalation",
     "events_after",
     "generation",
+    "held_row",
     "incident_counts",
     "incident_events",
     "page_incidents",
@@ -114,6 +122,25 @@ def incident_events(
     return [_event(r) for r in reversed(rows)]
 
 
+def _hosts(conn: sqlite3.Connection, host: str | None, all_hosts: bool) -> tuple[str, list[Any]]:
+    """The condition keeping the rows of host `host` (None: of every host, or of this
+    host's root only when not `all_hosts`). On SQLite every row is this host's."""
+    if host is None:
+        return ("1 = 1" if all_hosts else here(conn)), []
+    if dialect_of(conn) == SQLITE:
+        return ("1 = 1" if host == where(conn)[0] else "1 = 0"), []
+    return "host = ?", [host]
+
+
+def _host_of(conn: sqlite3.Connection, written: Any) -> str:
+    """The host holding a row's bundle: on SQLite this host, whatever name an older row
+    was written with (the mirror is its root's alone)."""
+    return where(conn)[0] if dialect_of(conn) == SQLITE else str(written)
+
+
+_SELECT_HELD = f"SELECT {', '.join(_INCIDENT_COLUMNS)}, host FROM incidents"
+
+
 @translating
 def page_incidents(
     conn: sqlite3.Connection,
@@ -124,16 +151,35 @@ def page_incidents(
     since: str | None = None,
     limit: int = 50,
     offset: int = 0,
+    host: str | None = None,
+    all_hosts: bool = True,
+    hosts: dict[str, str] | None = None,
 ) -> tuple[list[IncidentRow], int]:
-    """A page of `list_incidents`' answer (newest first) and how many rows match in all."""
+    """A page of `list_incidents`' answer (newest first) and how many rows match in all:
+    of every host sharing the mirror (`all_hosts`, the default), of this host's root, or
+    of host `host` only. `hosts`: a dict to fill with each row's host (id -> host)."""
     cond, params = incident_filter(buckets, status, step, since)
+    on_host, more = _hosts(conn, host, all_hosts)
+    cond, params = f"{cond} AND {on_host}", [*params, *more]
     total = int(conn.execute(f"SELECT count(*) FROM incidents WHERE {cond}", params).fetchone()[0])
-    rows = conn.execute(
-        f"{_SELECT_INCIDENT} WHERE {cond} ORDER BY created_at DESC, incident_id DESC "
+    found = conn.execute(
+        f"{_SELECT_HELD} WHERE {cond} ORDER BY created_at DESC, incident_id DESC "
         "LIMIT ? OFFSET ?",
         [*params, int(limit), int(offset)],
-    )
-    return [_row(r) for r in rows], total
+    ).fetchall()
+    rows = [_row(r[:-1]) for r in found]
+    if hosts is not None:
+        hosts.update(
+            (row.incident_id, _host_of(conn, r[-1])) for row, r in zip(rows, found, strict=True)
+        )
+    return rows, total
+
+
+@translating
+def held_row(conn: sqlite3.Connection, incident_id: str) -> tuple[IncidentRow, str] | None:
+    """The incident's row and the host holding its bundle, whichever host that is."""
+    found = conn.execute(f"{_SELECT_HELD} WHERE incident_id = ?", (incident_id,)).fetchone()
+    return None if found is None else (_row(found[:-1]), _host_of(conn, found[-1]))
 
 
 @translating

@@ -1,0 +1,63 @@
+"""`incidents serve` on one host of a fleet sharing a real PostgreSQL mirror: it lists
+every host's incidents with the host named, shows one another host holds, and a decision
+made through its API is routed to that host and applied there on its next pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from incidents import fleet
+from incidents.mirror import target
+from tests.fleet.hosts import make_hosts
+from tests.fleet.test_shared import capture, run
+from tests.serve.server import Server
+
+
+def test_serve_on_one_host_lists_shows_and_routes_another_hosts_incident(
+    tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = make_hosts(tmp_path, pg_url, ("a", "b"))
+    held = capture(b)
+    run(b, "drive", held)  # escalated on host b (its one fixer attempt failed)
+    assert (b.root.bucket("escalated") / held).is_dir()
+    mine = capture(a)
+    run(a, "status")
+    server = Server(a.root.path, env=a.env)
+    try:
+        listed = server.until("/api/incidents?all=true", lambda d: d["total"] == 2)
+        assert listed["host"] == "a"
+        assert {r["incident_id"]: r["host"] for r in listed["incidents"]} == {held: "b", mine: "a"}
+        only_b = server.call("GET", "/api/incidents?status=escalated&host=b").json()
+        assert [(r["incident_id"], r["host"]) for r in only_b["incidents"]] == [(held, "b")]
+        here = server.call("GET", "/api/incidents?all=true&all_hosts=false").json()
+        assert [r["incident_id"] for r in here["incidents"]] == [mine]
+        assert server.call("GET", "/api/incidents?host=-x").status == 400
+
+        detail = server.call("GET", f"/api/incidents/{held}")
+        assert detail.status == 200, detail.body
+        doc = detail.json()
+        assert doc["host"] == "b" and doc["bucket"] == "escalated"
+        assert "on host b" in doc["elsewhere"] and doc["row"]["incident_id"] == held
+        assert server.call("GET", f"/api/incidents/{mine}").json()["host"] == "a"
+        assert server.call("GET", "/api/incidents/nobody_has_it").status == 404
+
+        body = {"guidance": "close the parenthesis", "requeue": True}
+        sent = server.act(f"/api/escalations/{held}/resolve", body)
+        assert sent.status == 202, sent.body
+        assert sent.json() == {"incident_id": held, "routed_to": "b",
+                               "decision": fleet.RESOLVE}  # fmt: skip
+    finally:
+        server.stop()
+    assert (b.root.bucket("escalated") / held).is_dir()  # nothing moves before b's pass
+
+    # host b's next pass (what its watcher runs at every rescan), in this process as b
+    monkeypatch.setenv("INCIDENTS_CONFIG", b.env["INCIDENTS_CONFIG"])
+    target.bind(b.root.path, pg_url, "b")
+    try:
+        done = fleet.fleet_pass(b.root)
+    finally:
+        target.unbind(b.root.path)
+    assert (b.root.inbox / held).is_dir()  # requeued: back in b's inbox
+    assert [(i, o.split()[0]) for _id, i, o in done.applied] == [(held, "requeue")], done.applied
