@@ -4,6 +4,7 @@ made through its API is routed to that host and applied there on its next pass."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,20 @@ from incidents.mirror import target
 from tests.fleet.hosts import make_hosts
 from tests.fleet.test_shared import capture, run
 from tests.serve.server import Server
+
+
+def _validator(server: Server) -> Callable[[str, object], None]:
+    """Validates an answer against the schema the server's OpenAPI document gives for it."""
+    import jsonschema
+
+    doc = server.call("GET", "/api/openapi.json").json()
+
+    def check(name: str, answer: object) -> None:
+        jsonschema.Draft202012Validator({**doc, "$ref": f"#/components/schemas/{name}"}).validate(
+            answer
+        )
+
+    return check
 
 
 def test_serve_on_one_host_lists_shows_and_routes_another_hosts_incident(
@@ -43,11 +58,16 @@ def test_serve_on_one_host_lists_shows_and_routes_another_hosts_incident(
         assert server.call("GET", f"/api/incidents/{mine}").json()["host"] == "a"
         assert server.call("GET", "/api/incidents/nobody_has_it").status == 404
 
+        check = _validator(server)
+        check("IncidentList", listed)
+        check("IncidentDetail", doc)
+
         body = {"guidance": "close the parenthesis", "requeue": True}
         sent = server.act(f"/api/escalations/{held}/resolve", body)
         assert sent.status == 202, sent.body
         assert sent.json() == {"incident_id": held, "routed_to": "b",
                                "decision": fleet.RESOLVE}  # fmt: skip
+        check("Routed", sent.json())
     finally:
         server.stop()
     assert (b.root.bucket("escalated") / held).is_dir()  # nothing moves before b's pass
