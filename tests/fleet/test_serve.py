@@ -11,9 +11,22 @@ import pytest
 
 from incidents import fleet
 from incidents.mirror import target
-from tests.fleet.hosts import make_hosts
+from tests.fleet.hosts import Host, make_hosts
 from tests.fleet.test_shared import capture, run
+from tests.review.chromium import Browser
 from tests.serve.server import Server
+from tests.serve.test_browser import present, wait_for
+
+
+def two_hosts(tmp_path: Path, pg_url: str) -> tuple[Host, Host, str, str]:
+    """Hosts a and b; b holds an escalated incident, a an open one (both in the mirror)."""
+    a, b = make_hosts(tmp_path, pg_url, ("a", "b"))
+    held = capture(b)
+    run(b, "drive", held)  # escalated on host b (its one fixer attempt failed)
+    assert (b.root.bucket("escalated") / held).is_dir()
+    mine = capture(a)
+    run(a, "status")
+    return a, b, held, mine
 
 
 def _validator(server: Server) -> Callable[[str, object], None]:
@@ -33,12 +46,7 @@ def _validator(server: Server) -> Callable[[str, object], None]:
 def test_serve_on_one_host_lists_shows_and_routes_another_hosts_incident(
     tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    a, b = make_hosts(tmp_path, pg_url, ("a", "b"))
-    held = capture(b)
-    run(b, "drive", held)  # escalated on host b (its one fixer attempt failed)
-    assert (b.root.bucket("escalated") / held).is_dir()
-    mine = capture(a)
-    run(a, "status")
+    a, b, held, mine = two_hosts(tmp_path, pg_url)
     server = Server(a.root.path, env=a.env)
     try:
         listed = server.until("/api/incidents?all=true", lambda d: d["total"] == 2)
@@ -81,3 +89,32 @@ def test_serve_on_one_host_lists_shows_and_routes_another_hosts_incident(
         target.unbind(b.root.path)
     assert (b.root.inbox / held).is_dir()  # requeued: back in b's inbox
     assert [(i, o.split()[0]) for _id, i, o in done.applied] == [(held, "requeue")], done.applied
+
+
+@pytest.mark.slow  # a browser
+def test_the_dashboard_names_the_hosts_and_says_where_a_decision_went(
+    tmp_path: Path, pg_url: str, browser: Browser
+) -> None:
+    a, b, held, mine = two_hosts(tmp_path, pg_url)
+    server = Server(a.root.path, env=a.env)
+    try:
+        browser.goto(f"http://{server.host}/#key={server.token}")
+        wait_for(lambda: present(browser, f'.card[data-id="{held}"]'), "host b's escalation")
+        wait_for(lambda: present(browser, f'#inbox tr[data-id="{mine}"]'), "host a's incident")
+        assert browser.js("document.getElementById('inbox-host').hidden") is False
+        cell = f"document.querySelector('#inbox tr[data-id=\"{mine}\"] td.host').textContent"
+        assert browser.js(cell) == "a"
+        card = f"document.querySelector('.card[data-id=\"{held}\"]')"
+        assert "host b" in browser.js(f"{card}.querySelector('.meta').textContent")
+        browser.js(f"{card}.querySelector('.act-requeue').click()")
+        wait_for(lambda: browser.js("!document.getElementById('confirm').hidden"), "the dialog")
+        said = browser.js("document.getElementById('confirm-text').textContent")
+        assert "Host b holds it" in said and "applied on its next pass" in said
+        browser.js("document.getElementById('confirm-input').value = 'close the parenthesis'")
+        browser.js("document.getElementById('confirm-ok').click()")
+        toast = "document.getElementById('toast').textContent"
+        wait_for(lambda: "sent to host b" in browser.js(toast), "the toast")
+        assert browser.js(toast).endswith("sent to host b, applied on its next pass")
+    finally:
+        server.stop()
+    assert (b.root.bucket("escalated") / held).is_dir()  # until b's next pass
