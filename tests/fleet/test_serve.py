@@ -14,7 +14,7 @@ from incidents.mirror import target
 from tests.fleet.hosts import Host, make_hosts
 from tests.fleet.test_shared import capture, run
 from tests.review.chromium import Browser
-from tests.serve.server import Server
+from tests.serve.server import Server, Stream
 from tests.serve.test_browser import present, wait_for
 
 
@@ -76,8 +76,14 @@ def test_serve_on_one_host_lists_shows_and_routes_another_hosts_incident(
         assert sent.json() == {"incident_id": held, "routed_to": "b",
                                "decision": fleet.RESOLVE}  # fmt: skip
         check("Routed", sent.json())
+        with Stream(server) as stream:  # host b's events reach host a's stream
+            fresh = capture(b)
+            run(b, "status")
+            seen = stream.until("incident.captured")
+            assert seen[-1].data["incident_id"] == fresh
     finally:
-        server.stop()
+        _out, err = server.stop()
+    assert "failed" not in err, err
     assert (b.root.bucket("escalated") / held).is_dir()  # nothing moves before b's pass
 
     # host b's next pass (what its watcher runs at every rescan), in this process as b

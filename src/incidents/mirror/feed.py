@@ -5,6 +5,11 @@ The event feed is the `events` table read by row id: rows are appended in commit
 (SQLite has one writer at a time), so "every event after id N" is exactly what a client
 that has seen N has missed. A rebuild (`reindex`) numbers the rows again; `generation`
 (the rebuild's mark) tells a reader that ids it holds belong to an older numbering.
+
+On a fleet's shared PostgreSQL mirror the feed is every host's events and the rows are
+every host's (each names its host; `page_incidents` can keep to one). Ids there come from
+a sequence: hosts write at once, so an event may commit after one with a higher id, and a
+poller past that id misses it (it still shows in the incident's events and the lists).
 """
 
 from __future__ import annotations
@@ -83,14 +88,20 @@ def _escalation(row: Sequence[Any]) -> EscalationRecord:
 @translating
 def data_version(conn: sqlite3.Connection) -> int:
     """SQLite's `data_version`: it changes when another connection commits (a cheap "did
-    anything change?" for a poller)."""
+    anything change?" for a poller). PostgreSQL has none: the last event's id there (event
+    ids are never given again, and the poller asks for nothing else)."""
+    if dialect_of(conn) != SQLITE:
+        return tail_id(conn)
     return int(conn.execute("PRAGMA data_version").fetchone()[0])
 
 
 @translating
 def generation(conn: sqlite3.Connection) -> str:
-    """The mark of the last rebuild ("" before any): event ids hold within one generation."""
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (DERIVED,)).fetchone()
+    """The mark of the last rebuild ("" before any): event ids hold within one generation.
+    On a fleet's shared mirror: this host's last `reindex` (it gave its events new ids)."""
+    row = conn.execute(
+        f"SELECT value FROM meta WHERE key = ? AND {here(conn)}", (DERIVED,)
+    ).fetchone()
     return str(row[0]) if row else ""
 
 
