@@ -81,6 +81,9 @@ def test_serve_on_one_host_lists_shows_and_routes_another_hosts_incident(
             run(b, "status")
             seen = stream.until("incident.captured")
             assert seen[-1].data["incident_id"] == fresh
+        closing = {"bucket": "resolved", "reason": "a duplicate"}
+        archived = server.act(f"/api/incidents/{fresh}/archive", closing)
+        assert archived.status == 202 and archived.json()["routed_to"] == "b", archived.body
     finally:
         _out, err = server.stop()
     assert "failed" not in err, err
@@ -94,7 +97,9 @@ def test_serve_on_one_host_lists_shows_and_routes_another_hosts_incident(
     finally:
         target.unbind(b.root.path)
     assert (b.root.inbox / held).is_dir()  # requeued: back in b's inbox
-    assert [(i, o.split()[0]) for _id, i, o in done.applied] == [(held, "requeue")], done.applied
+    applied = [(i, o.split()[0]) for _id, i, o in done.applied]
+    assert applied == [(held, "requeue"), (fresh, "resolved")], done.applied
+    assert (b.root.bucket("resolved") / fresh).is_dir()
 
 
 @pytest.mark.slow  # a browser
