@@ -117,6 +117,9 @@ def test_the_dashboard_names_the_hosts_and_says_where_a_decision_went(
         assert browser.js(cell) == "a"
         card = f"document.querySelector('.card[data-id=\"{held}\"]')"
         assert "host b" in browser.js(f"{card}.querySelector('.meta').textContent")
+        browser.js(f"{card}.querySelector('details').open = true")  # its bundle is on b
+        shown = f"{card}.querySelector('details').textContent"
+        wait_for(lambda: "the bundle is on host b" in browser.js(shown), "where the bundle is")
         browser.js(f"{card}.querySelector('.act-requeue').click()")
         wait_for(lambda: browser.js("!document.getElementById('confirm').hidden"), "the dialog")
         said = browser.js("document.getElementById('confirm-text').textContent")
