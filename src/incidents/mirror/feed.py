@@ -5,6 +5,11 @@ The event feed is the `events` table read by row id: rows are appended in commit
 (SQLite has one writer at a time), so "every event after id N" is exactly what a client
 that has seen N has missed. A rebuild (`reindex`) numbers the rows again; `generation`
 (the rebuild's mark) tells a reader that ids it holds belong to an older numbering.
+
+On a fleet's shared PostgreSQL mirror the feed is every host's events and the rows are
+every host's (each names its host; `page_incidents` can keep to one). Ids there come from
+a sequence: hosts write at once, so an event may commit after one with a higher id, and a
+poller past that id misses it (it still shows in the incident's events and the lists).
 """
 
 from __future__ import annotations
@@ -17,7 +22,14 @@ from typing import Any
 
 from incidents.mirror.budget import Escalation
 from incidents.mirror.db import DERIVED, translating
-from incidents.mirror.queries import _SELECT_INCIDENT, IncidentRow, _row, incident_filter
+from incidents.mirror.dialect import SQLITE, dialect_of, here
+from incidents.mirror.queries import (
+    _INCIDENT_COLUMNS,
+    IncidentRow,
+    _row,
+    incident_filter,
+    where,
+)
 
 __all__ = [
     "EscalationRecord",
@@ -26,6 +38,7 @@ __all__ = [
     "escalation",
     "events_after",
     "generation",
+    "held_row",
     "incident_counts",
     "incident_events",
     "page_incidents",
@@ -75,14 +88,20 @@ def _escalation(row: Sequence[Any]) -> EscalationRecord:
 @translating
 def data_version(conn: sqlite3.Connection) -> int:
     """SQLite's `data_version`: it changes when another connection commits (a cheap "did
-    anything change?" for a poller)."""
+    anything change?" for a poller). PostgreSQL has none: the last event's id there (event
+    ids are never given again, and the poller asks for nothing else)."""
+    if dialect_of(conn) != SQLITE:
+        return tail_id(conn)
     return int(conn.execute("PRAGMA data_version").fetchone()[0])
 
 
 @translating
 def generation(conn: sqlite3.Connection) -> str:
-    """The mark of the last rebuild ("" before any): event ids hold within one generation."""
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (DERIVED,)).fetchone()
+    """The mark of the last rebuild ("" before any): event ids hold within one generation.
+    On a fleet's shared mirror: this host's last `reindex` (it gave its events new ids)."""
+    row = conn.execute(
+        f"SELECT value FROM meta WHERE key = ? AND {here(conn)}", (DERIVED,)
+    ).fetchone()
     return str(row[0]) if row else ""
 
 
@@ -114,6 +133,25 @@ def incident_events(
     return [_event(r) for r in reversed(rows)]
 
 
+def _hosts(conn: sqlite3.Connection, host: str | None, all_hosts: bool) -> tuple[str, list[Any]]:
+    """The condition keeping the rows of host `host` (None: of every host, or of this
+    host's root only when not `all_hosts`). On SQLite every row is this host's."""
+    if host is None:
+        return ("1 = 1" if all_hosts else here(conn)), []
+    if dialect_of(conn) == SQLITE:
+        return ("1 = 1" if host == where(conn)[0] else "1 = 0"), []
+    return "host = ?", [host]
+
+
+def _host_of(conn: sqlite3.Connection, written: Any) -> str:
+    """The host holding a row's bundle: on SQLite this host, whatever name an older row
+    was written with (the mirror is its root's alone)."""
+    return where(conn)[0] if dialect_of(conn) == SQLITE else str(written)
+
+
+_SELECT_HELD = f"SELECT {', '.join(_INCIDENT_COLUMNS)}, host FROM incidents"
+
+
 @translating
 def page_incidents(
     conn: sqlite3.Connection,
@@ -124,16 +162,35 @@ def page_incidents(
     since: str | None = None,
     limit: int = 50,
     offset: int = 0,
+    host: str | None = None,
+    all_hosts: bool = True,
+    hosts: dict[str, str] | None = None,
 ) -> tuple[list[IncidentRow], int]:
-    """A page of `list_incidents`' answer (newest first) and how many rows match in all."""
+    """A page of `list_incidents`' answer (newest first) and how many rows match in all:
+    of every host sharing the mirror (`all_hosts`, the default), of this host's root, or
+    of host `host` only. `hosts`: a dict to fill with each row's host (id -> host)."""
     cond, params = incident_filter(buckets, status, step, since)
+    on_host, more = _hosts(conn, host, all_hosts)
+    cond, params = f"{cond} AND {on_host}", [*params, *more]
     total = int(conn.execute(f"SELECT count(*) FROM incidents WHERE {cond}", params).fetchone()[0])
-    rows = conn.execute(
-        f"{_SELECT_INCIDENT} WHERE {cond} ORDER BY created_at DESC, incident_id DESC "
+    found = conn.execute(
+        f"{_SELECT_HELD} WHERE {cond} ORDER BY created_at DESC, incident_id DESC "
         "LIMIT ? OFFSET ?",
         [*params, int(limit), int(offset)],
-    )
-    return [_row(r) for r in rows], total
+    ).fetchall()
+    rows = [_row(r[:-1]) for r in found]
+    if hosts is not None:
+        hosts.update(
+            (row.incident_id, _host_of(conn, r[-1])) for row, r in zip(rows, found, strict=True)
+        )
+    return rows, total
+
+
+@translating
+def held_row(conn: sqlite3.Connection, incident_id: str) -> tuple[IncidentRow, str] | None:
+    """The incident's row and the host holding its bundle, whichever host that is."""
+    found = conn.execute(f"{_SELECT_HELD} WHERE incident_id = ?", (incident_id,)).fetchone()
+    return None if found is None else (_row(found[:-1]), _host_of(conn, found[-1]))
 
 
 @translating

@@ -10,6 +10,10 @@ model, in a worker thread; its answer is what the command prints with `--json`.
 
 An escalation is named by its incident's id (an escalated incident has at most one open
 escalation) or by the numeric `id` of its record in `GET /api/jobs/{run_id}/escalations`.
+
+On a fleet's shared mirror, a resolve or archive of an incident another host holds is sent
+to that host and applied on its next pass: 202 with `{"incident_id", "routed_to": HOST,
+"decision"}` (what the command prints with `--json`).
 """
 
 from __future__ import annotations
@@ -33,7 +37,8 @@ from incidents.serve.guard import action_request
 
 def _done(request: Request, doc: Any) -> JSONResponse:
     request.app.state.hub.nudge()  # its events are committed: stream them now
-    return JSONResponse(redact_json(doc))
+    routed = isinstance(doc, dict) and "routed_to" in doc  # accepted: applied over there
+    return JSONResponse(redact_json(doc), status_code=202 if routed else 200)
 
 
 async def _incident_of(request: Request, ref: str) -> str:

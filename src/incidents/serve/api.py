@@ -21,6 +21,7 @@ from incidents.errors import IncidentsError, NotFound, UsageError
 from incidents.layout import Root, validate_id
 from incidents.mirror import feed
 from incidents.redact import redact, redact_json
+from incidents.serve import hosts as fleet_view
 from incidents.serve.events import to_json
 from incidents.serve.hub import Hub
 from incidents.serve.reader import Reader
@@ -76,13 +77,17 @@ async def list_incidents(request: Request) -> JSONResponse:
     offset = _int(request, "offset", 0, 0, 10**9)
     show_all = _flag(request, "all") or status in ("resolved", "escalated")
     buckets = ALL_BUCKETS if show_all else ("inbox",)
-    rows, total, outcomes = await reader.run(_page, buckets, status, step, since, limit, offset)
-    leases = root.state / "leases"
+    on_hosts = fleet_view.which_hosts(request)
+    rows, total, outcomes, held = await reader.run(
+        _page, buckets, status, step, since, limit, offset, on_hosts
+    )
+    leases, mine = root.state / "leases", fleet_view.this_host(root)
     hub: Hub = request.app.state.hub
     paused = status_cmd.pause_json(root)
     return JSONResponse(
         {
             "root": str(root.path),
+            "host": mine,
             "paused": redact_json(paused) if paused else None,
             "total": total,
             "limit": limit,
@@ -91,8 +96,11 @@ async def list_incidents(request: Request) -> JSONResponse:
             "incidents": [
                 _row_out(
                     {
-                        **status_cmd.row_json(_lease(leases, r), now),
+                        **status_cmd.row_json(
+                            _lease(leases, r) if held[r.incident_id] == mine else r, now
+                        ),
                         "outcome": outcomes.get(r.incident_id),
+                        "host": held[r.incident_id],
                     }
                 )
                 for r in rows
@@ -110,16 +118,18 @@ def _lease(leases: Path, row: mirror.IncidentRow) -> mirror.IncidentRow:
 
 def _page(
     conn: Any, buckets: tuple[str, ...], status: str | None, step: str | None,
-    since: str | None, limit: int, offset: int,
-) -> tuple[list[mirror.IncidentRow], int, dict[str, str]]:  # fmt: skip
+    since: str | None, limit: int, offset: int, on_hosts: tuple[str | None, bool],
+) -> tuple[list[mirror.IncidentRow], int, dict[str, str], dict[str, str]]:  # fmt: skip
+    held: dict[str, str] = {}
     rows, total = feed.page_incidents(
-        conn, buckets=buckets, status=status, step=step, since=since, limit=limit, offset=offset
-    )
+        conn, buckets=buckets, status=status, step=step, since=since, limit=limit, offset=offset,
+        host=on_hosts[0], all_hosts=on_hosts[1], hosts=held,
+    )  # fmt: skip
     closed = [r for r in rows if r.bucket != "inbox"]
     found = mirror.outcomes(conn, [r.incident_id for r in closed]) if closed else {}
     where = {r.incident_id: r.bucket for r in closed}
     outcomes = {i: status_cmd.closed_outcome(where[i], o) or o for i, o in found.items()}
-    return rows, total, outcomes
+    return rows, total, outcomes, held
 
 
 async def get_incident(request: Request) -> JSONResponse:
@@ -127,8 +137,14 @@ async def get_incident(request: Request) -> JSONResponse:
     page's card (timeline, checks, AI notes, diffs) and its events from the mirror."""
     root: Root = request.app.state.root
     incident_id = validate_id(request.path_params["incident_id"])
-    detail = await run_in_threadpool(_detail, root, incident_id)
     reader: Reader = request.app.state.reader
+    try:
+        detail = await run_in_threadpool(_detail, root, incident_id)
+    except NotFound:  # a shared mirror: another host may hold it
+        held = await reader.run(feed.held_row, incident_id)
+        if held is None or held[1] == fleet_view.this_host(root):
+            raise
+        detail = fleet_view.elsewhere(*held, datetime.now(UTC))
     hub: Hub = request.app.state.hub
     found = await reader.run(feed.incident_events, incident_id, 500)
     detail["events"] = [to_json(e, hub.mark) for e in found]
@@ -138,7 +154,7 @@ async def get_incident(request: Request) -> JSONResponse:
 def _detail(root: Root, incident_id: str) -> dict[str, Any]:
     from incidents.review.gather import read_card
 
-    detail = status_cmd.one_json(root, incident_id)
+    detail = {**status_cmd.one_json(root, incident_id), "host": fleet_view.this_host(root)}
     detail["plan_doc"] = _document(root.plan_dir(incident_id) / artifacts.PLAN_JSON)
     detail["verdict"] = _document(root.runs_dir(incident_id) / artifacts.RUN_RESULT)
     bucket, folder = root.locate(incident_id)

@@ -53,6 +53,8 @@ def answers() -> dict[str, Any]:
     row["properties"]["group_decisions"] = {"type": "array", "items": {"type": "object"}}
     row["properties"]["age"] = STR
     row["properties"]["outcome"] = NULLABLE_STR
+    row["properties"]["host"] = {"type": "string", "description": "the fleet host holding it"}
+    row["required"] = [*row.get("required", []), "host"]
     escalation = TypeAdapter(EscalationRecord).json_schema()
     escalation["properties"]["open"] = BOOL
     pause = {
@@ -66,8 +68,9 @@ def answers() -> dict[str, Any]:
         "IncidentRow": row,
         "Pause": pause,
         "IncidentList": _obj(
-            ["root", "paused", "total", "limit", "offset", "last_event_id", "incidents"],
-            root=STR, paused=_ref("Pause"), total=INT, limit=INT, offset=INT, last_event_id=STR,
+            ["root", "host", "paused", "total", "limit", "offset", "last_event_id", "incidents"],
+            root=STR, host=STR, paused=_ref("Pause"), total=INT, limit=INT, offset=INT,
+            last_event_id=STR,
             incidents={"type": "array", "items": _ref("IncidentRow")},
         ),
         "Incident": _obj(
@@ -78,8 +81,17 @@ def answers() -> dict[str, Any]:
             plan_doc={"description": "plan.json, or null"},
             verdict={"description": "run_result.json (the verdict), or null"},
             review={"type": "object", "description": "the review page's card"},
-            events={"type": "array", "items": _ref("Event")},
+            events={"type": "array", "items": _ref("Event")}, host=STR,
         ),
+        "IncidentElsewhere": _obj(
+            ["incident_id", "host", "elsewhere", "bucket", "state", "row"],
+            incident_id=STR, host=STR, elsewhere=STR, bucket=STR, state=NULLABLE_STR,
+            row=_ref("IncidentRow"), events={"type": "array", "items": _ref("Event")},
+        ),
+        "IncidentDetail": {"oneOf": [_ref("Incident"), _ref("IncidentElsewhere")]},
+        "Routed": _obj(["incident_id", "routed_to", "decision"], incident_id=STR,
+                       routed_to={"type": "string", "description": "the fleet host holding it"},
+                       decision={"enum": ["resolve-escalation", "archive"]}),
         "Escalation": escalation,
         "Escalations": _obj(["run_id", "escalations"], run_id=STR,
                             escalations={"type": "array", "items": _ref("Escalation")}),
@@ -130,6 +142,11 @@ def _operation(e: Endpoint, schemas: dict[str, Any]) -> dict[str, Any]:
         "operationId": e.handler.__name__,
         "responses": {"200": {"description": "OK", "content": ok}},
     }
+    if e.accepted:
+        op["responses"]["202"] = {
+            "description": "another fleet host holds it: sent there, applied on its next pass",
+            "content": {"application/json": {"schema": _ref(e.accepted)}},
+        }
     params = [
         {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
         for name in re.findall(r"{(\w+)}", e.path)

@@ -24,6 +24,7 @@ class Endpoint:
     body: type[Document] | None = None  # an action's request model (the CLI's)
     errors: tuple[int, ...] = ()
     query: tuple[tuple[str, str, str], ...] = ()  # (name, JSON type, description)
+    accepted: str = ""  # the schema of a 202: a decision sent to the fleet host holding it
 
 
 ACTION_ERRORS = (400, 401, 403, 413, 415)
@@ -39,14 +40,17 @@ ENDPOINTS: tuple[Endpoint, ...] = (
             ("step", "string", "only this step"),
             ("since", "string", "created since: 2h, 3d or an ISO time"),
             ("all", "boolean", "include archived incidents"),
+            ("host", "string", "only the incidents this fleet host holds"),
+            ("all_hosts", "boolean", "every fleet host's (default true); false: this host's"),
             ("limit", "integer", "rows per page (1-500, default 50)"),
             ("offset", "integer", "rows to skip"),
         ),
     ),
     Endpoint(
         "GET", "/api/incidents/{incident_id}", api.get_incident,
-        "One incident in full: the bundle, plan, runs, verdict, review card and events.",
-        "Incident", errors=(400, 404),
+        "One incident in full: the bundle, plan, runs, verdict, review card and events "
+        "(another fleet host's: its mirror row).",
+        "IncidentDetail", errors=(400, 404),
     ),
     Endpoint(
         "GET", "/api/jobs/{run_id}/escalations", api.run_escalations,
@@ -56,12 +60,12 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint(
         "POST", "/api/escalations/{escalation_id}/resolve", actions.resolve,
         "A person's decision on an escalation (by incident id or record id): requeue or resolve.",
-        "Decision", body=ResolveRequest, errors=(*ACTION_ERRORS, 404, 409),
+        "Decision", body=ResolveRequest, errors=(*ACTION_ERRORS, 404, 409), accepted="Routed",
     ),
     Endpoint(
         "POST", "/api/incidents/{incident_id}/archive", actions.archive_incident,
         "Close an open incident by hand (`incidents archive`).", "Archived",
-        body=ArchiveRequest, errors=(*ACTION_ERRORS, 404, 409),
+        body=ArchiveRequest, errors=(*ACTION_ERRORS, 404, 409), accepted="Routed",
     ),
     Endpoint("POST", "/api/pause", actions.pause, "Pause everything (`incidents pause`).",
              "Paused", body=PauseRequest, errors=ACTION_ERRORS),

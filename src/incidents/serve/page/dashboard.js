@@ -4,7 +4,8 @@
 (function () {
   var NAMES = /*EVENT_NAMES*/[];
   var TOKEN_KEY = "incidents.token";
-  var state = { lastId: null, inbox: [], escalated: [], paused: null, known: {}, first: true };
+  var state = { lastId: null, inbox: [], escalated: [], paused: null, known: {}, first: true,
+    host: "", manyHosts: false };
   var $ = function (id) { return document.getElementById(id); };
 
   function el(tag, attrs) {
@@ -51,6 +52,11 @@
     ]).then(function (docs) {
       var health = docs[0], inbox = docs[1], escalated = docs[2];
       if (state.lastId === null) state.lastId = inbox.last_event_id;
+      // a fleet's shared mirror: the host column shows once rows come from several hosts
+      var hosts = {};
+      inbox.incidents.concat(escalated.incidents).forEach(function (r) { hosts[r.host] = true; });
+      state.host = inbox.host;
+      state.manyHosts = Object.keys(hosts).length > 1;
       $("root").textContent = health.root;
       renderPause(health.paused);
       renderCounts(health.counts);
@@ -107,12 +113,14 @@
     $("inbox-total").textContent = doc.total > doc.incidents.length
       ? "(" + doc.incidents.length + " of " + doc.total + ")" : "(" + doc.total + ")";
     $("inbox-empty").hidden = doc.total > 0;
+    $("inbox-host").hidden = !state.manyHosts;
     doc.incidents.forEach(function (row) {
       var fresh = !state.first && !state.known[row.incident_id];
       state.known[row.incident_id] = true;
       var why = waitingReason(row);
       var tr = el("tr", { "data-id": row.incident_id, cls: fresh ? "fresh" : "" },
         el("td", { cls: "id", title: row.message }, row.incident_id, el("div", { cls: "muted", text: row.message })),
+        state.manyHosts ? el("td", { cls: "host", text: row.host }) : null,
         el("td", {}, el("span", { cls: "pill " + row.status, text: row.status })),
         el("td", { cls: "mono", text: row.state || "-" }),
         el("td", {}, why ? el("span", { cls: "pill wait", text: why }) : "-"),
@@ -136,7 +144,7 @@
       var card = el("div", { cls: "card", "data-id": row.incident_id },
         el("h3", { text: row.incident_id }),
         el("div", { cls: "reason", text: row.message }),
-        el("div", { cls: "meta", text: [row.step, row.failure_class, row.error_code || "", "seen " + row.occurrences + "x", row.age + " old"].filter(Boolean).join(" · ") }),
+        el("div", { cls: "meta", text: [state.manyHosts ? "host " + row.host : "", row.step, row.failure_class, row.error_code || "", "seen " + row.occurrences + "x", row.age + " old"].filter(Boolean).join(" · ") }),
         el("div", { cls: "meta mono", text: row.signature }),
         el("div", { cls: "buttons" },
           el("button", { type: "button", cls: "act-requeue primary", onclick: function () { askResolve(row, true); } }, "Requeue with guidance…"),
@@ -151,6 +159,7 @@
     if (details.getAttribute("data-loaded")) return;
     details.setAttribute("data-loaded", "1");
     getJSON("/api/incidents/" + encodeURIComponent(id)).then(function (doc) {
+      if (doc.elsewhere) { details.appendChild(el("p", { cls: "meta", text: doc.elsewhere })); return; }
       var card = doc.review || {};
       details.appendChild(el("p", { cls: "meta", text: "reason: " + (card.reason || "-") + " · final status: " + (card.final_status || "-") }));
       var tl = el("table", { cls: "timeline" });
@@ -187,12 +196,18 @@
   }
   function close() { $("confirm").hidden = true; current = null; }
 
+  // another host of the fleet holds it: the decision is sent there, applied on its next pass
+  function where(row) {
+    return row.host && row.host !== state.host
+      ? " Host " + row.host + " holds it: the decision is sent there and applied on its next pass." : "";
+  }
+
   function askResolve(row, requeue) {
     ask({
       title: (requeue ? "Requeue " : "Resolve ") + row.incident_id,
-      text: requeue
+      text: (requeue
         ? "It goes back to the inbox at S_INIT, its history kept; your guidance goes into every later fixer prompt, and its signature's retry budget is reset."
-        : "It is closed as resolved by a person, with your guidance as the reason, and its signature's retry budget is reset.",
+        : "It is closed as resolved by a person, with your guidance as the reason, and its signature's retry budget is reset.") + where(row),
       label: requeue ? "Guidance for the next attempt" : "What a person decided",
       ok: requeue ? "Requeue" : "Resolve",
       send: function (text) {
@@ -204,7 +219,7 @@
   function askArchive(row) {
     ask({
       title: "Archive " + row.incident_id,
-      text: "It is closed by hand as resolved: its status is set, run_result.json written and the folder moved to error_archive/resolved/. Nothing is checked.",
+      text: "It is closed by hand as resolved: its status is set, run_result.json written and the folder moved to error_archive/resolved/. Nothing is checked." + where(row),
       label: "Why it is closed", ok: "Archive as resolved",
       send: function (text) {
         return post("/api/incidents/" + encodeURIComponent(row.incident_id) + "/archive", { bucket: "resolved", reason: text });
@@ -249,9 +264,10 @@
     if (!token() && $("token-input").value.trim()) sessionStorage.setItem(TOKEN_KEY, $("token-input").value.trim());
     var opts = current;
     $("confirm-ok").disabled = true;
-    opts.send($("confirm-input").value).then(function () {
+    opts.send($("confirm-input").value).then(function (doc) {
       close();
-      toast(opts.title + ": done");
+      toast(opts.title + (doc && doc.routed_to
+        ? ": sent to host " + doc.routed_to + ", applied on its next pass" : ": done"));
       soon();
     }).catch(function (e) {
       $("confirm-error").textContent = e.message;
