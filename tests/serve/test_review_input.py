@@ -1,0 +1,39 @@
+"""Input found by review to crash the server (500) where it should be refused as bad input
+(400, the CLI's words): digits that are not ASCII, ages past the calendar, and URLs no
+route or method answers (JSON, not plain text)."""
+
+from __future__ import annotations
+
+import pytest
+
+from incidents.layout import Root
+from tests.helpers import Cli
+from tests.serve.server import Server
+
+# "²" is a digit to str.isdigit() but not to int(); "%C2%B2" is it in a URL
+NOT_ASCII = [
+    "/api/incidents?limit=%C2%B2",
+    "/api/incidents?offset=%C2%B2",
+    "/api/events?last_event_id=abc-%C2%B2",
+    "/api/incidents?since=99999999999d",
+    "/api/incidents?since=999999999d",
+]
+
+
+@pytest.mark.parametrize("path", NOT_ASCII)
+def test_odd_numbers_are_bad_input_not_a_crash(server: Server, path: str) -> None:
+    r = server.call("GET", path)
+    assert r.status == 400, r.body
+    assert r.json()["kind"] == "UsageError" and r.json()["exit_code"] == 2
+
+
+def test_an_escalation_id_of_odd_digits_is_bad_input(server: Server, root: Root) -> None:
+    r = server.act("/api/escalations/%C2%B2/resolve", {"guidance": "x"})
+    assert r.status == 400, r.body
+    assert r.json()["kind"] == "InvalidId"
+
+
+def test_status_since_past_the_calendar_is_a_usage_error(cli: Cli) -> None:
+    r = cli("status", "--since", "99999999999d")
+    assert r.code == 2, r.out + r.err
+    assert "--since" in r.err and "internal error" not in r.err
