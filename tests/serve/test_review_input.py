@@ -37,3 +37,25 @@ def test_status_since_past_the_calendar_is_a_usage_error(cli: Cli) -> None:
     r = cli("status", "--since", "99999999999d")
     assert r.code == 2, r.out + r.err
     assert "--since" in r.err and "internal error" not in r.err
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        ("GET", "/api/incidents/..%2F..%2Fetc%2Fpasswd", 404),  # %2F splits the path
+        ("GET", "/api/nothing", 404),
+        ("DELETE", "/api/health", 405),
+        ("PUT", "/api/pause", 405),
+        ("GET", "/api/pause", 405),
+    ],
+)
+def test_no_route_or_method_is_a_json_error(
+    server: Server, method: str, path: str, status: int
+) -> None:
+    r = server.call(method, path)
+    assert r.status == status
+    assert r.headers["content-type"] == "application/json", r.body
+    doc = r.json()
+    assert doc["kind"] in ("NotFound", "MethodNotAllowed") and doc["error"]
+    if status == 405:
+        assert "allow" in r.headers
