@@ -77,7 +77,7 @@ def serve(
     real_port = sock.getsockname()[1]
     shown = f"[{host.strip('[]')}]" if ":" in host.strip("[]") else host
     remote = not is_loopback(host)
-    app = build(root, hosts=None if remote else loopback_hosts(real_port))
+    app = build(root, hosts=None if remote else loopback_hosts(real_port, shown))
     config = uvicorn.Config(
         app, log_config=_log_config(), access_log=access_log,
         timeout_graceful_shutdown=GRACEFUL_S, lifespan="on", proxy_headers=False,
