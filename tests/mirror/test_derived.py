@@ -60,8 +60,10 @@ if "close the parenthesis" in prompt:
 #   (incident_id, ts).
 # - the tables `meta` (when the mirror was rebuilt or exported: about the database file,
 #   not the incidents) and `event_files` (how far this database has read each events.jsonl).
+# - `sqlite_sequence`: the highest event id ever given (events.id is AUTOINCREMENT, so the
+#   id of an event deleted with an incident set aside is not given again); like the ids.
 IGNORED = {"events": {"id"}, "step_attempts": {"id"}, "escalations": {"id"}}
-BOOKKEEPING = {"meta", "event_files"}
+BOOKKEEPING = {"meta", "event_files", "sqlite_sequence"}
 
 
 def tables(db: Path) -> dict[str, list[tuple[Any, ...]]]:

@@ -194,4 +194,25 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX incidents_group ON incidents (group_key);
     CREATE INDEX incidents_regression ON incidents (regression_of);
     """,
+    # issue 18 (review): an event's id is never given again. Without AUTOINCREMENT SQLite
+    # numbers a row max(id) + 1, so the ids of the last events, deleted with an incident set
+    # aside (`forget_incident`), went to the next events, and a stream client resuming after
+    # one of them (`incidents serve`, Last-Event-ID) skipped those
+    """
+    CREATE TABLE events_seq (
+        id           INTEGER PRIMARY KEY AUTOINCREMENT,
+        ts           TEXT NOT NULL,
+        incident_id  TEXT,
+        event_type   TEXT NOT NULL,
+        payload_json TEXT NOT NULL CHECK (json_valid(payload_json)),
+        event_key    TEXT
+    );
+    INSERT INTO events_seq (id, ts, incident_id, event_type, payload_json, event_key)
+        SELECT id, ts, incident_id, event_type, payload_json, event_key FROM events ORDER BY id;
+    DROP TABLE events;
+    ALTER TABLE events_seq RENAME TO events;
+    CREATE INDEX events_incident ON events (incident_id);
+    CREATE INDEX events_type_ts ON events (event_type, ts);
+    CREATE UNIQUE INDEX events_key ON events (coalesce(incident_id, ''), event_key);
+    """,
 )
