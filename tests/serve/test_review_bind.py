@@ -45,3 +45,34 @@ def test_another_loopback_address_serves_its_own_url(root: Root) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.communicate()
+
+
+def test_a_start_that_fails_does_not_swallow_the_first_token(root: Root) -> None:
+    """The token is shown once, when it is made: a first start refused (a host beyond
+    loopback, a port in use) must not make it, or no start ever shows it."""
+    import socket
+
+    from tests.serve.server import running
+
+    refused = subprocess.run(
+        [sys.executable, "-m", "incidents", "serve", "--root", str(root.path),
+         "--host", "0.0.0.0", "--port", "0"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert refused.returncode == 2, refused.stderr
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    try:
+        taken = subprocess.run(
+            [sys.executable, "-m", "incidents", "serve", "--root", str(root.path),
+             "--port", str(busy.getsockname()[1])],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    finally:
+        busy.close()
+    assert taken.returncode == 2, taken.stderr
+    with running(root.path) as server:
+        shown = "".join(server.out_lines)
+        assert "a new API token was made (shown once)" in shown
+        assert server.token in shown
