@@ -59,3 +59,18 @@ def test_no_route_or_method_is_a_json_error(
     assert doc["kind"] in ("NotFound", "MethodNotAllowed") and doc["error"]
     if status == 405:
         assert "allow" in r.headers
+
+
+def test_a_run_id_with_a_slash_has_its_escalations(server: Server, cli: Cli) -> None:
+    """Run ids are free text (`capture --run-id build/42`): the endpoint takes a run id
+    sent with its slash escaped (%2F), which arrives unescaped."""
+    from tests.helpers import capture
+
+    capture(cli, "--run-id", "ci/build/42", message="nightly export failed")
+    server.until("/api/incidents", lambda d: d["total"] == 1)
+    r = server.call("GET", "/api/jobs/ci%2Fbuild%2F42/escalations")
+    assert r.status == 200, r.body
+    assert r.json() == {"run_id": "ci/build/42", "escalations": []}
+    assert server.call("GET", "/api/jobs/ci%2Fbuild%2F43/escalations").status == 404
+    doc = server.call("GET", "/api/openapi.json").json()
+    assert "/api/jobs/{run_id}/escalations" in doc["paths"]

@@ -94,7 +94,7 @@ def build(
             await app.state.hub.stop()
             app.state.reader.close()
 
-    routes = [Route(e.path, e.handler, methods=[e.method]) for e in ENDPOINTS]
+    routes = [Route(e.route, e.handler, methods=[e.method]) for e in ENDPOINTS]
     routes += [
         Route("/api/openapi.json", openapi_json, methods=["GET"]),
         Route("/", page.dashboard, methods=["GET"]),
