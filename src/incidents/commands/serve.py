@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
@@ -43,13 +42,9 @@ def serve(
         output.out(f"a new API token (shown once; the old one no longer works): {token}")
         output.out(f"kept in {tokens.token_path(session.root)} (0600)")
         return 0
-    token, made = tokens.ensure(session.root)
-    output.out(f"the API token is kept in {tokens.token_path(session.root)} (0600)")
-    sys.stdout.flush()
-    run.serve(
-        session.root, host, port, allow_remote=allow_remote, access_log=not quiet,
-        new_token=token if made else None,
-    )  # fmt: skip
+    # the token is made (and shown) once the socket is bound: a first start refused (a host
+    # beyond loopback, a port in use) would make it and show it to no one
+    run.serve(session.root, host, port, allow_remote=allow_remote, access_log=not quiet)
     return 0
 
 

@@ -29,11 +29,11 @@ _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks
 def parse_since(text: str, now: datetime) -> str:
     """`2h`, `3d`, `30m` ago, or an ISO date/time (UTC when it has no offset)."""
     m = _REL.match(text.strip())
-    if m:
-        return clock.iso(now - timedelta(**{_UNITS[m.group(2)]: int(m.group(1))}))
     try:
+        if m:  # an age past the calendar (99999999999d) is bad input, not a crash
+            return clock.iso(now - timedelta(**{_UNITS[m.group(2)]: int(m.group(1))}))
         when = datetime.fromisoformat(text.strip())
-    except ValueError as exc:
+    except (ValueError, OverflowError) as exc:
         raise UsageError(f"--since {text!r}: use an ISO date/time or an age like 2h, 3d") from exc
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)

@@ -2,8 +2,9 @@
 counts for the dashboard, escalations by run, and the event feed (events in commit order).
 
 The event feed is the `events` table read by row id: rows are appended in commit order
-(SQLite has one writer at a time), so "every event after id N" is exactly what a client
-that has seen N has missed. A rebuild (`reindex`) numbers the rows again; `generation`
+(SQLite has one writer at a time) and an id is never given twice (AUTOINCREMENT: the ids
+of events deleted with an incident set aside are not reused), so "every event after id N"
+is exactly what a client that has seen N has missed. A rebuild (`reindex`) numbers the rows again; `generation`
 (the rebuild's mark) tells a reader that ids it holds belong to an older numbering.
 
 On a fleet's shared PostgreSQL mirror the feed is every host's events and the rows are

@@ -33,7 +33,7 @@ from psycopg.pq import TransactionStatus
 
 from incidents.mirror.dialect import POSTGRES, postgres
 from incidents.mirror.failures import DatabaseFailure, MirrorError, MirrorUnavailable
-from incidents.mirror.schema import MIGRATIONS, PG_EXTRA
+from incidents.mirror.schema import MIGRATIONS, PG_EXTRA, PG_INSTEAD
 from incidents.mirror.target import Target
 
 __all__ = ["PgConnection", "close_pools", "connect", "schema_version", "server_now"]
@@ -250,7 +250,8 @@ def _migrate(conn: PgConnection) -> None:
                 f"program's {target}; upgrade incidents on this host"
             )
         for number in range(current, target):
-            for statement in _statements(MIGRATIONS[number] + PG_EXTRA.get(number, "")):
+            common = PG_INSTEAD.get(number, MIGRATIONS[number])
+            for statement in _statements(common + PG_EXTRA.get(number, "")):
                 with _translated("migration"):
                     conn._raw.execute(postgres(statement, schema=True))
         conn.execute("DELETE FROM mirror_schema")

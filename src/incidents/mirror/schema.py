@@ -14,7 +14,7 @@ Tables:
 
 from __future__ import annotations
 
-__all__ = ["EVENT_TYPES", "MIGRATIONS", "MIRROR_BUCKETS", "PG_EXTRA"]
+__all__ = ["EVENT_TYPES", "MIGRATIONS", "MIRROR_BUCKETS", "PG_EXTRA", "PG_INSTEAD"]
 
 EVENT_TYPES = frozenset(
     {
@@ -252,6 +252,27 @@ MIGRATIONS: tuple[str, ...] = (
         agent       TEXT
     );
     """,
+    # issue 18 (review): an event's id is never given again. Without AUTOINCREMENT SQLite
+    # numbers a row max(id) + 1, so the ids of the last events, deleted with an incident set
+    # aside (`forget_incident`), went to the next events, and a stream client resuming after
+    # one of them (`incidents serve`, Last-Event-ID) skipped those
+    """
+    CREATE TABLE events_seq (
+        id           INTEGER PRIMARY KEY AUTOINCREMENT,
+        ts           TEXT NOT NULL,
+        incident_id  TEXT,
+        event_type   TEXT NOT NULL,
+        payload_json TEXT NOT NULL CHECK (json_valid(payload_json)),
+        event_key    TEXT
+    );
+    INSERT INTO events_seq (id, ts, incident_id, event_type, payload_json, event_key)
+        SELECT id, ts, incident_id, event_type, payload_json, event_key FROM events ORDER BY id;
+    DROP TABLE events;
+    ALTER TABLE events_seq RENAME TO events;
+    CREATE INDEX events_incident ON events (incident_id);
+    CREATE INDEX events_type_ts ON events (event_type, ts);
+    CREATE UNIQUE INDEX events_key ON events (coalesce(incident_id, ''), event_key);
+    """,
 )
 
 # What a migration adds on PostgreSQL after its common text (by index in MIGRATIONS): the
@@ -281,3 +302,8 @@ PG_EXTRA: dict[int, str] = {
     CREATE INDEX workstreams_host ON workstreams (host);
     """,
 }
+
+# What PostgreSQL runs instead of a migration's common text (by index in MIGRATIONS). The
+# events table's rebuild with AUTOINCREMENT is SQLite's: a PostgreSQL sequence never gives
+# an id twice, and the rebuild would drop the `host` column PG_EXTRA added.
+PG_INSTEAD: dict[int, str] = {8: ""}

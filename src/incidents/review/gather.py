@@ -217,11 +217,29 @@ def _read_text(path: Path) -> str | None:
         return f"\0{exc}"
 
 
+def _linked_on_the_way(base: Path, target: str) -> bool:
+    """Whether `base` or a folder between it and `target` is a symbolic link (one that
+    leaves the bundle would be followed: read_regular_file refuses a link only as the
+    file itself)."""
+    here = base
+    for part in ("", *Path(target).parts[:-1]):
+        here = here / part if part else here
+        if here.is_symlink():
+            return True
+    return False
+
+
+def _side(folder: Path, side: str, target: str) -> str | None:
+    if _linked_on_the_way(folder / side, target):
+        return f"\0{side}/{target}: a folder on its path is a symbolic link"
+    return _read_text(folder / side / target)
+
+
 def _diff_one(folder: Path, target: str) -> FileDiff:
     if target.startswith("/") or ".." in Path(target).parts:
         return FileDiff(target, "not shown: the path leaves the bundle")
-    original = _read_text(folder / "original_scripts" / target)
-    final = _read_text(folder / "final_scripts" / target)
+    original = _side(folder, "original_scripts", target)
+    final = _side(folder, "final_scripts", target)
     for side in (original, final):
         if side is not None and side.startswith("\0"):
             return FileDiff(target, f"not shown: {side[1:]}")

@@ -42,7 +42,7 @@ def _done(request: Request, doc: Any) -> JSONResponse:
 
 
 async def _incident_of(request: Request, ref: str) -> str:
-    if not ref.isdigit():
+    if not (ref.isascii() and ref.isdigit()):  # "²" is a digit to isdigit, not to int
         return validate_id(ref)
     record = await request.app.state.reader.run(feed.escalation, int(ref))
     if record is None:

@@ -51,7 +51,7 @@ def _int(request: Request, name: str, default: int, low: int, high: int) -> int:
     text = request.query_params.get(name)
     if text is None:
         return default
-    if not text.isdigit() or not low <= int(text) <= high:
+    if not (text.isascii() and text.isdigit()) or not low <= int(text) <= high:
         raise UsageError(f"{name} {text!r}: use a whole number from {low} to {high}")
     return int(text)
 

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from importlib.metadata import PackageNotFoundError, version
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -43,6 +44,17 @@ async def _refused(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, problems.Refused)
     doc = {"error": exc.message, "kind": "Refused", "exit_code": 2}
     return JSONResponse(doc, status_code=exc.status, headers=exc.headers)
+
+
+async def _http(request: Request, exc: Exception) -> Response:
+    """Starlette's own refusals (no such route, a method not allowed) as JSON errors too."""
+    assert isinstance(exc, HTTPException)
+    kind, code = ("NotFound", 1) if exc.status_code == 404 else ("MethodNotAllowed", 2)
+    if exc.status_code not in (404, 405):
+        kind = "HTTPError"
+    doc = {"error": f"{request.method} {request.url.path}: {exc.detail}", "kind": kind,
+           "exit_code": code}  # fmt: skip
+    return JSONResponse(doc, status_code=exc.status_code, headers=exc.headers)
 
 
 async def _bug(request: Request, exc: Exception) -> Response:
@@ -82,7 +94,7 @@ def build(
             await app.state.hub.stop()
             app.state.reader.close()
 
-    routes = [Route(e.path, e.handler, methods=[e.method]) for e in ENDPOINTS]
+    routes = [Route(e.route, e.handler, methods=[e.method]) for e in ENDPOINTS]
     routes += [
         Route("/api/openapi.json", openapi_json, methods=["GET"]),
         Route("/", page.dashboard, methods=["GET"]),
@@ -93,6 +105,7 @@ def build(
         exception_handlers={
             IncidentsError: _incidents_error,
             problems.Refused: _refused,
+            HTTPException: _http,
             Exception: _bug,
         },
         lifespan=lifespan,

@@ -49,7 +49,7 @@ def event_id(mark: str, n: int) -> str:
 def parse_id(text: str) -> tuple[str, int]:
     """(generation mark, row id) of a `Last-Event-ID`; UsageError when it is not one."""
     mark, _, n = text.strip().rpartition("-")
-    if not mark or not n.isdigit() or len(text) > 64:
+    if not mark or not (n.isascii() and n.isdigit()) or len(text) > 64:
         raise UsageError(f"Last-Event-ID {text[:64]!r}: not an id this server sent (GEN-N)")
     return mark, int(n)
 

@@ -34,8 +34,11 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 M = TypeVar("M", bound=Document)
 
 
-def loopback_hosts(port: int) -> frozenset[str]:
-    return frozenset(f"{name}:{port}" for name in LOOPBACK_NAMES)
+def loopback_hosts(port: int, bound: str = "") -> frozenset[str]:
+    """The Host values served on loopback: its usual names and the address bound (another
+    loopback address, 127.0.0.2 or ::1 written out, is served under its own name too)."""
+    names = {*LOOPBACK_NAMES, bound.lower()} if bound else set(LOOPBACK_NAMES)
+    return frozenset(f"{name}:{port}" for name in names)
 
 
 class SameOrigin:

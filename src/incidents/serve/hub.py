@@ -169,9 +169,9 @@ class Hub:
             return
         self._version = seen.version
         mark = events.generation_mark(seen.generation)
-        # rebuilt: the ids are numbered again; or the last events were deleted (an incident
-        # set aside), and SQLite will give their ids to the next ones: either way what a
-        # client holds no longer names a place in the feed
+        # rebuilt: the ids are numbered again, what a client holds no longer names a place
+        # in the feed; or the last events were deleted (an incident set aside; their ids are
+        # not given again): what a client shows names an incident that is gone. Reload both
         if mark != self.mark or seen.tail < self.last_id:
             self.mark, self.last_id = mark, seen.tail
             self._publish(events.rebuilt(mark, seen.tail))

@@ -25,6 +25,15 @@ class Endpoint:
     errors: tuple[int, ...] = ()
     query: tuple[tuple[str, str, str], ...] = ()  # (name, JSON type, description)
     accepted: str = ""  # the schema of a 202: a decision sent to the fleet host holding it
+    slashed: tuple[str, ...] = ()  # path parameters that may hold a slash (sent as %2F)
+
+    @property
+    def route(self) -> str:
+        """The path as Starlette matches it: `{name:path}` for a parameter with slashes."""
+        path = self.path
+        for name in self.slashed:
+            path = path.replace(f"{{{name}}}", f"{{{name}:path}}")
+        return path
 
 
 ACTION_ERRORS = (400, 401, 403, 413, 415)
@@ -55,7 +64,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint(
         "GET", "/api/jobs/{run_id}/escalations", api.run_escalations,
         "The escalations of a run's incidents (seed 003), open or resolved.", "Escalations",
-        errors=(404,),
+        errors=(404,), slashed=("run_id",),  # free text: `capture --run-id ci/build/42`
     ),
     Endpoint(
         "POST", "/api/escalations/{escalation_id}/resolve", actions.resolve,

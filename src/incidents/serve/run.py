@@ -64,20 +64,26 @@ def _log_config() -> dict[str, Any]:
     return config
 
 
-def serve(
-    root: Root, host: str, port: int, *, allow_remote: bool, access_log: bool = True,
-    new_token: str | None = None,
-) -> None:  # fmt: skip
-    """Serve until SIGINT/SIGTERM; `new_token`: a token made just now, shown once here."""
+def serve(root: Root, host: str, port: int, *, allow_remote: bool, access_log: bool = True) -> None:
+    """Serve until SIGINT/SIGTERM. The token is made (and shown, once) after the socket is
+    bound, so a start that fails there leaves none made and unseen."""
     import uvicorn
 
+    from incidents.serve import tokens
     from incidents.serve.app import build
 
     sock = bind(host, port, allow_remote)
+    try:
+        token, made = tokens.ensure(root)
+    except BaseException:
+        sock.close()
+        raise
+    new_token = token if made else None
+    output.out(f"the API token is kept in {tokens.token_path(root)} (0600)")
     real_port = sock.getsockname()[1]
     shown = f"[{host.strip('[]')}]" if ":" in host.strip("[]") else host
     remote = not is_loopback(host)
-    app = build(root, hosts=None if remote else loopback_hosts(real_port))
+    app = build(root, hosts=None if remote else loopback_hosts(real_port, shown))
     config = uvicorn.Config(
         app, log_config=_log_config(), access_log=access_log,
         timeout_graceful_shutdown=GRACEFUL_S, lifespan="on", proxy_headers=False,

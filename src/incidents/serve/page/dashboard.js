@@ -28,7 +28,7 @@
   (function takeKey() {
     var m = /(?:^#|&)key=([^&]+)/.exec(location.hash);
     if (m) {
-      sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(m[1]));
+      try { sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(m[1])); } catch (e) { /* not a key: ignored */ }
       history.replaceState(null, "", location.pathname + location.search);
     }
   })();
