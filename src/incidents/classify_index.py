@@ -38,7 +38,8 @@ words joined by `|`, its rows' pattern lengths). WORDS: the first letter of a pr
 `\\nword position...` naming the rows it gates (one bytes constant each: loading it is a
 copy, where a dict of 1,200 words cost 0.3 ms of every capture). NEEDS: line N says what
 row N's pattern needs: clauses (0x1e between) of literal runs (0x1f between) that all
-occur in the lowercased text; an empty line needs nothing. Positions count the rows of
+occur in the lowercased text; an empty line needs nothing (one literal an ecosystem, after
+a comment naming its first row). Positions count the rows of
 `incidents.rules.tables()` in order.
 """
 
@@ -54,7 +55,7 @@ def render() -> str:
     modules = [m for name, m in sys.modules.items() if name.startswith("incidents.rules.")]
     ecosystems: list[str] = []
     words: dict[str, list[int]] = {}
-    needs: list[bytes] = []
+    needs: list[tuple[str, int, bytes]] = []  # per ecosystem: its name, first row, needs
     position = 0
     for eco, rows in tables.items():
         home = next(m for m in modules if getattr(m, "RULES", {}).get(eco) is rows)
@@ -62,11 +63,13 @@ def render() -> str:
         row_words = _q("|".join(row[4] for row in rows))
         sizes = ", ".join(str(len(row[5])) for row in rows)
         ecosystems.append(f"    ({_q(eco)}, {_q(module)}, {position}, {row_words}, ({sizes},)),")
+        first, eco_needs = position, b""
         for row in rows:
             for word in row[4].split():
                 words.setdefault(word, []).append(position)
-            needs.append(_encode(clauses(row[5])))
+            eco_needs += _encode(clauses(row[5])) + b"\n"
             position += 1
+        needs.append((eco, first, eco_needs))
     lines = [
         _HEAD,
         "ECOSYSTEMS: tuple[tuple[str, str, int, str, tuple[int, ...]], ...] = (",
@@ -81,8 +84,9 @@ def render() -> str:
         lines += _chunks(entries, "        ")
         lines.append("    ),")
     lines += ["}", "", "NEEDS: bytes = ("]
-    for n, line in enumerate(needs):
-        lines.append(f"    {_b(line + chr(10).encode())}  # {n}")
+    for eco, first, eco_needs in needs:  # one line an ecosystem: the file stays short
+        lines.append(f"    # {first}: {eco}")
+        lines.append(f"    {_b(eco_needs)}")
     lines += [")", ""]
     return "\n".join(lines)
 
@@ -91,7 +95,7 @@ def _chunks(entries: list[str], indent: str) -> list[str]:
     """`entries` as bytes literals, a few to a line (the file stays short)."""
     out, line = [], ""
     for entry in entries:
-        if line and len(line) + len(entry) > 90:
+        if line and len(line) + len(entry) > 240:
             out.append(f'{indent}b"{line}"')
             line = ""
         line += entry

@@ -6,7 +6,8 @@ words joined by `|`, its rows' pattern lengths). WORDS: the first letter of a pr
 `\nword position...` naming the rows it gates (one bytes constant each: loading it is a
 copy, where a dict of 1,200 words cost 0.3 ms of every capture). NEEDS: line N says what
 row N's pattern needs: clauses (0x1e between) of literal runs (0x1f between) that all
-occur in the lowercased text; an empty line needs nothing. Positions count the rows of
+occur in the lowercased text; an empty line needs nothing (one literal an ecosystem, after
+a comment naming its first row). Positions count the rows of
 `incidents.rules.tables()` in order.
 """
 
@@ -83,340 +84,163 @@ WORDS: dict[int, bytes] = {
         b"\n3d000 199"
     ),
     52: (
-        b"\n40001 32\n401 12\n403 13\n407 12\n408 15\n40p01 32\n42601 204\n42703 205\n429 16"
-        b"\n42p01 206"
+        b"\n40001 32\n401 12\n403 13\n407 12\n408 15\n40p01 32\n42601 204\n42703 205\n429 16\n42p01 206"
     ),
     53: (
-        b"\n500 17\n502 17\n503 17\n504 17\n529 17\n530 291 292\n53300 200\n535 291 292\n55p03 32"
-        b"\n57p01 200\n57p03 200"
+        b"\n500 17\n502 17\n503 17\n504 17\n529 17\n530 291 292\n53300 200\n535 291 292\n55p03 32\n57p01 200\n57p03 200"
     ),
     95: (
         b"\n_exceptions 285 286 287 288 289"
     ),
     97: (
-        b"\naadsts50001 225\naadsts500011 225\naadsts500113 225\naadsts50020 225\naadsts50034 225"
-        b"\naadsts50053 225\naadsts50055 225\naadsts50057 225\naadsts50058 225\naadsts50076 225"
-        b"\naadsts50079 225\naadsts50105 225\naadsts50126 225\naadsts50158 225\naadsts50173 225"
-        b"\naadsts53003 225\naadsts65001 225\naadsts70000 225\naadsts70001 225\naadsts700016 225"
-        b"\naadsts70002 225\naadsts7000215 225\naadsts7000222 225\naadsts700024 225"
-        b"\naadsts700027 225\naadsts70008 225\naadsts700082 225\naadsts70011 225\naadsts70016 225"
-        b"\naadsts70021 225\naadsts70043 225\naadsts90002 225\nabout_execution_policies 154"
-        b"\nabstractmethoderror 118\nabuse 18\naccepted 290 292\naccess 194\naccess_refused 264"
-        b"\naccess_token_scope_insufficient 219\naccessdenied 24\naccessdeniedexception 24"
-        b"\naccessible 230\naccesskeyid 39\naccessnotconfigured 222\naccount 44"
-        b"\naccount_deactivated 235\nacquired 231\nactive 220\naddress 96\naddresslimitexceeded 214"
-        b"\nadmin 230\nadminshutdown 200\naffinity 169\nagain 33\nallocate 28\nallocated 96"
-        b"\nallocation 28\nallotted 173\nallowed 258\nambiguous 268\nanother 31"
-        b"\nanotheroperationinprogress 228\nanswer 1\napi 293\napi_error 239\napi_key 236 293"
-        b"\napi_key_invalid 219\napiconnectionerror 6\napikey 293\napitimeouterror 2"
-        b"\napplication 220\napplied 109\napply 196\nargs 249\nargument 183\nargumentexception 149"
-        b"\nargumentnullexception 149\nargumentoutofrangeexception 149\narguments 101"
-        b"\narithmeticexception 118\narrayindexoutofboundsexception 118\nartifact 116\nassembly 146"
-        b"\nassert 65 141\nassertion 135\nassertionerror 65 66\naten_cuda 244\nattributeerror 67"
-        b"\nauth 80\nauthentication 22 230 236\nauthentication_error 235\nauthenticationerror 235"
-        b"\nauthenticationfailed 225 291 292\nauthfailure 211\nauthorised 22\nauthorization 225"
-        b"\nauthorizationfailed 225\nauthorizationpermissionmismatch 225\nauthorized 22 212"
-        b"\nautomatically 220\navoid 249\naz 226"
+        b"\naadsts50001 225\naadsts500011 225\naadsts500113 225\naadsts50020 225\naadsts50034 225\naadsts50053 225\naadsts50055 225\naadsts50057 225\naadsts50058 225\naadsts50076 225\naadsts50079 225\naadsts50105 225\naadsts50126 225\naadsts50158 225"
+        b"\naadsts50173 225\naadsts53003 225\naadsts65001 225\naadsts70000 225\naadsts70001 225\naadsts700016 225\naadsts70002 225\naadsts7000215 225\naadsts7000222 225\naadsts700024 225\naadsts700027 225\naadsts70008 225\naadsts700082 225"
+        b"\naadsts70011 225\naadsts70016 225\naadsts70021 225\naadsts70043 225\naadsts90002 225\nabout_execution_policies 154\nabstractmethoderror 118\nabuse 18\naccepted 290 292\naccess 194\naccess_refused 264\naccess_token_scope_insufficient 219"
+        b"\naccessdenied 24\naccessdeniedexception 24\naccessible 230\naccesskeyid 39\naccessnotconfigured 222\naccount 44\naccount_deactivated 235\nacquired 231\nactive 220\naddress 96\naddresslimitexceeded 214\nadmin 230\nadminshutdown 200"
+        b"\naffinity 169\nagain 33\nallocate 28\nallocated 96\nallocation 28\nallotted 173\nallowed 258\nambiguous 268\nanother 31\nanotheroperationinprogress 228\nanswer 1\napi 293\napi_error 239\napi_key 236 293\napi_key_invalid 219"
+        b"\napiconnectionerror 6\napikey 293\napitimeouterror 2\napplication 220\napplied 109\napply 196\nargs 249\nargument 183\nargumentexception 149\nargumentnullexception 149\nargumentoutofrangeexception 149\narguments 101"
+        b"\narithmeticexception 118\narrayindexoutofboundsexception 118\nartifact 116\nassembly 146\nassert 65 141\nassertion 135\nassertionerror 65 66\naten_cuda 244\nattributeerror 67\nauth 80\nauthentication 22 230 236\nauthentication_error 235"
+        b"\nauthenticationerror 235\nauthenticationfailed 225 291 292\nauthfailure 211\nauthorised 22\nauthorization 225\nauthorizationfailed 225\nauthorizationpermissionmismatch 225\nauthorized 22 212\nautomatically 220\navoid 249\naz 226"
     ),
     98: (
-        b"\nbackend 185\nbackenderror 224\nbad 290 292\nbad_alloc 28\nbadrequesterror 242"
-        b"\nbalance 21\nbandwidthlimitexceeded 210\nbasic 230\nbilling 21\nbilling_disabled 21"
-        b"\nbinary 34\nbind 158\nblock 183\nbrokenpipeerror 6\nbucket 44\nbuckets 44\nbuild 123"
-        b"\nbusy 31 33 202\nbusyloadingerror 202"
+        b"\nbackend 185\nbackenderror 224\nbad 290 292\nbad_alloc 28\nbadrequesterror 242\nbalance 21\nbandwidthlimitexceeded 210\nbasic 230\nbilling 21\nbilling_disabled 21\nbinary 34\nbind 158\nblock 183\nbrokenpipeerror 6\nbucket 44\nbuckets 44"
+        b"\nbuild 123\nbusy 31 33 202\nbusyloadingerror 202"
     ),
     99: (
-        b"\ncache 165\ncached 116\ncall 184\ncaller 219\ncalls 18\ncanceled 231"
-        b"\ncannotconnectnow 200\ncaused 285 286 287 288 289\ncertificate 11"
-        b"\ncertificate_verify_failed 11\ncertification 11\ncfn 251\nchain 213\ncharacter 181 183"
-        b"\ncharset 143\ncheckstyle 112\nchecksum 165\nchunkedencodingerror 6"
-        b"\nclasscastexception 118\nclassnotfoundexception 114"
-        b"\nclient_exceptions 285 286 287 288 289\nclientauthenticationerror 225"
-        b"\nclientconnectorerror 6\nclients 200 202\nclienttimeout 2\nclippy 132 133\nclock 216"
-        b"\nclosed 4\ncluster 44\nclusterdown 202\ncmake 107\ncolumn 205\ncommand 34 75 249"
-        b"\ncommandnotfoundexception 156\ncommunication 231\ncompatible 146\ncompilation 110"
-        b"\ncompile 106 132\ncompileerror 263\ncompiler 34\ncompleted 111\ncomplexity 249"
-        b"\nconcurrent 126\nconcurrentmodificationexception 118\nconditionalcheckfailedexception 187"
-        b"\nconditions 251\nconfiguration 106 174\nconfigure 42\nconflict 196\nconflicting 73 101"
-        b"\nconflicts 196\nconnect 4 5 14\nconnectexception 6\nconnecting 4 5 202\nconnection 4 200"
-        b"\nconnectionabortederror 6\nconnectionclosederror 6\nconnectionerror 6"
-        b"\nconnectionrefusederror 6\nconnectionreseterror 6\nconnections 200\nconnecttimeout 2"
-        b"\nconnecttimeouterror 2\nconnecttimeoutexception 2\ncontainer 160\ncontainernotfound 229"
-        b"\ncontent 241\ncontent_policy_violation 241\ncontext 174 238\ncontext_length_exceeded 238"
-        b"\nconversion 101\ncopy 165\ncould 106\ncouldn 4\ncount 184\ncredential 39 188 293"
-        b"\ncredentials 22 39 188 219 230 293\ncredentialsprovidererror 213"
-        b"\ncredentialunavailableerror 226\ncs 140\ncs1001 139\ncs1002 139\ncs1003 139\ncs1009 139"
-        b"\ncs1010 139\ncs1012 139\ncs1022 139\ncs1026 139\ncs1031 139\ncs1040 139\ncs1041 139"
-        b"\ncs1513 139\ncs1514 139\ncs1519 139\ncs1525 139\ncs1733 139\ncts 98"
-        b"\ncublas_status_alloc_failed 243\ncublas_status_execution_failed 246\ncuda 243 244 245"
-        b"\ncuda_error_no_device 244\ncudaerrordevicesunavailable 245\ncudaerrorillegaladdress 246"
-        b"\ncudaerrorinsufficientdriver 244\ncudaerrormemoryallocation 243\ncudaerrornodevice 244"
-        b"\ncudamalloc 243\ncudnn_status_alloc_failed 243 244\ncudnn_status_arch_mismatch 244"
-        b"\ncudnn_status_not_initialized 244\ncudnn_status_version_mismatch 244\ncuinit 244"
-        b"\ncurrent 45\ncustom 138\ncycle 184"
+        b"\ncache 165\ncached 116\ncall 184\ncaller 219\ncalls 18\ncanceled 231\ncannotconnectnow 200\ncaused 285 286 287 288 289\ncertificate 11\ncertificate_verify_failed 11\ncertification 11\ncfn 251\nchain 213\ncharacter 181 183\ncharset 143"
+        b"\ncheckstyle 112\nchecksum 165\nchunkedencodingerror 6\nclasscastexception 118\nclassnotfoundexception 114\nclient_exceptions 285 286 287 288 289\nclientauthenticationerror 225\nclientconnectorerror 6\nclients 200 202\nclienttimeout 2"
+        b"\nclippy 132 133\nclock 216\nclosed 4\ncluster 44\nclusterdown 202\ncmake 107\ncolumn 205\ncommand 34 75 249\ncommandnotfoundexception 156\ncommunication 231\ncompatible 146\ncompilation 110\ncompile 106 132\ncompileerror 263\ncompiler 34"
+        b"\ncompleted 111\ncomplexity 249\nconcurrent 126\nconcurrentmodificationexception 118\nconditionalcheckfailedexception 187\nconditions 251\nconfiguration 106 174\nconfigure 42\nconflict 196\nconflicting 73 101\nconflicts 196\nconnect 4 5 14"
+        b"\nconnectexception 6\nconnecting 4 5 202\nconnection 4 200\nconnectionabortederror 6\nconnectionclosederror 6\nconnectionerror 6\nconnectionrefusederror 6\nconnectionreseterror 6\nconnections 200\nconnecttimeout 2\nconnecttimeouterror 2"
+        b"\nconnecttimeoutexception 2\ncontainer 160\ncontainernotfound 229\ncontent 241\ncontent_policy_violation 241\ncontext 174 238\ncontext_length_exceeded 238\nconversion 101\ncopy 165\ncould 106\ncouldn 4\ncount 184\ncredential 39 188 293"
+        b"\ncredentials 22 39 188 219 230 293\ncredentialsprovidererror 213\ncredentialunavailableerror 226\ncs 140\ncs1001 139\ncs1002 139\ncs1003 139\ncs1009 139\ncs1010 139\ncs1012 139\ncs1022 139\ncs1026 139\ncs1031 139\ncs1040 139\ncs1041 139"
+        b"\ncs1513 139\ncs1514 139\ncs1519 139\ncs1525 139\ncs1733 139\ncts 98\ncublas_status_alloc_failed 243\ncublas_status_execution_failed 246\ncuda 243 244 245\ncuda_error_no_device 244\ncudaerrordevicesunavailable 245"
+        b"\ncudaerrorillegaladdress 246\ncudaerrorinsufficientdriver 244\ncudaerrormemoryallocation 243\ncudaerrornodevice 244\ncudamalloc 243\ncudnn_status_alloc_failed 243 244\ncudnn_status_arch_mismatch 244\ncudnn_status_not_initialized 244"
+        b"\ncudnn_status_version_mismatch 244\ncuinit 244\ncurrent 45\ncustom 138\ncycle 184"
     ),
     100: (
-        b"\ndaemon 113\ndart 271 272\ndatabase 199 200 208\ndataset 44\ndeadline 1"
-        b"\ndeadline_exceeded 2\ndeadlineexceeded 2\ndeadlock 31\ndeadlockdetected 32\ndeclared 101"
-        b"\ndeclined 53\ndeduce 268\ndefault 189 220\ndefaultazurecredential 226"
-        b"\ndefaultcredentialserror 220\ndelimiter 130\ndenied 22 23 198 290 292\ndependency 282"
-        b"\ndeploymentnotfound 240\ndeprecated 249\ndevice 243 246\ndiff 134\ndifferent 73"
-        b"\ndirectory 35 99\ndisk 208\ndiskpressure 26\ndistribution 73\ndividebyzeroexception 149"
-        b"\ndl1001 279\ndl3000 279\ndl3001 279\ndl3002 279\ndl3003 279\ndl3004 279\ndl3005 279"
-        b"\ndl3006 279\ndl3007 279\ndl3008 279\ndl3009 279\ndl3010 279\ndl3011 279\ndl3012 279"
-        b"\ndl3013 279\ndl3014 279\ndl3015 279\ndl3016 279\ndl3017 279\ndl3018 279\ndl3019 279"
-        b"\ndl3020 279\ndl3021 279\ndl3022 279\ndl3023 279\ndl3024 279\ndl3025 279\ndl3026 279"
-        b"\ndl3027 279\ndl3028 279\ndl3029 279\ndl3030 279\ndl3031 279\ndl3032 279\ndl3033 279"
-        b"\ndl3034 279\ndl3035 279\ndl3036 279\ndl3037 279\ndl3038 279\ndl3039 279\ndl3040 279"
-        b"\ndl3041 279\ndl3042 279\ndl3043 279\ndl3044 279\ndl3045 279\ndl3046 279\ndl3047 279"
-        b"\ndl3048 279\ndl3049 279\ndl3050 279\ndl3051 279\ndl3052 279\ndl3053 279\ndl3054 279"
-        b"\ndl3055 279\ndl3056 279\ndl3057 279\ndl3058 279\ndl3059 279\ndl3060 279\ndl3061 279"
-        b"\ndl3062 279\ndl4000 279\ndl4001 279\ndl4002 279\ndl4003 279\ndl4004 279\ndl4005 279"
-        b"\ndl4006 279\ndll 38\ndocker 159\ndocker_engine 159\ndockerfile 165 166\ndown 9"
+        b"\ndaemon 113\ndart 271 272\ndatabase 199 200 208\ndataset 44\ndeadline 1\ndeadline_exceeded 2\ndeadlineexceeded 2\ndeadlock 31\ndeadlockdetected 32\ndeclared 101\ndeclined 53\ndeduce 268\ndefault 189 220\ndefaultazurecredential 226"
+        b"\ndefaultcredentialserror 220\ndelimiter 130\ndenied 22 23 198 290 292\ndependency 282\ndeploymentnotfound 240\ndeprecated 249\ndevice 243 246\ndiff 134\ndifferent 73\ndirectory 35 99\ndisk 208\ndiskpressure 26\ndistribution 73"
+        b"\ndividebyzeroexception 149\ndl1001 279\ndl3000 279\ndl3001 279\ndl3002 279\ndl3003 279\ndl3004 279\ndl3005 279\ndl3006 279\ndl3007 279\ndl3008 279\ndl3009 279\ndl3010 279\ndl3011 279\ndl3012 279\ndl3013 279\ndl3014 279\ndl3015 279"
+        b"\ndl3016 279\ndl3017 279\ndl3018 279\ndl3019 279\ndl3020 279\ndl3021 279\ndl3022 279\ndl3023 279\ndl3024 279\ndl3025 279\ndl3026 279\ndl3027 279\ndl3028 279\ndl3029 279\ndl3030 279\ndl3031 279\ndl3032 279\ndl3033 279\ndl3034 279\ndl3035 279"
+        b"\ndl3036 279\ndl3037 279\ndl3038 279\ndl3039 279\ndl3040 279\ndl3041 279\ndl3042 279\ndl3043 279\ndl3044 279\ndl3045 279\ndl3046 279\ndl3047 279\ndl3048 279\ndl3049 279\ndl3050 279\ndl3051 279\ndl3052 279\ndl3053 279\ndl3054 279\ndl3055 279"
+        b"\ndl3056 279\ndl3057 279\ndl3058 279\ndl3059 279\ndl3060 279\ndl3061 279\ndl3062 279\ndl4000 279\ndl4001 279\ndl4002 279\ndl4003 279\ndl4004 279\ndl4005 279\ndl4006 279\ndll 38\ndocker 159\ndocker_engine 159\ndockerfile 165 166\ndown 9"
         b"\ndriver 244\ndubious 195\nduplicate 184 207"
     ),
     101: (
-        b"\ne0463 129\ne0514 129\ne401 80\ne403 80\ne404 79\neacces 24\neaddrinuse 96\neagain 33"
-        b"\neai_again 8\neai_noname 8\nebadengine 82\nebusy 32\nec2throttledexception 210"
-        b"\neconnaborted 6\neconnection 6\neconnrefused 6\neconnreset 6\nehostdown 6\nehostunreach 9"
-        b"\nempty 249\nenabled 222\nendpoint 215\nendpointconnectionerror 6\neneedauth 80"
-        b"\nenetdown 9\nenetunreach 9\nengine 82\nenoent 35\nenomem 29\nenospc 26\nenotfound 8"
-        b"\nenvironment 40\nenvironmentcredential 226\neof 4 10 46\neotp 80\neperm 24\nepipe 6"
-        b"\ner_access_denied_error 198\ner_bad_db_error 199\ner_bad_field_error 205"
-        b"\ner_con_count_error 201\ner_dbaccess_denied_error 198\ner_dup_entry 207"
-        b"\ner_lock_deadlock 32\ner_lock_wait_timeout 2\ner_no_such_table 206\ner_parse_error 204"
-        b"\neresolve 79\nerofs 27\nerr_connection_closed 6\nerr_connection_refused 6"
-        b"\nerr_connection_reset 6\nerr_module_not_found 77\nerr_name_not_resolved 8\nerr_network 6"
-        b"\nerr_ossl_evp_unsupported 82\nerr_pnpm_fetch_404 79\nerr_pnpm_no_matching_version 79"
-        b"\nerr_pnpm_outdated_lockfile 81\nerr_pnpm_peer_dep_issues 79\nerr_require_esm 95"
-        b"\nerr_socket_connection_timeout 2\nerr_timed_out 2\nerr_worker_out_of_memory 29 84"
-        b"\nerrimageneverpull 170\nerrimagepull 170\nerrno 26\nerror 58 88 128 273 280"
-        b"\nerrorfactory 285 286 287 288 289\nerrors 111 285 286 287 288 289\nesockettimedout 2"
-        b"\nestablished 4\netarget 79\netimedout 2\netxtbsy 32\neusage 94\nevicted 168\nexample 256"
-        b"\nexamples 256\nexc 285 286 287 288 289\nexceeded 1 3 237 265"
-        b"\nexception 119 285 286 287 288 289\nexceptions 285 286 287 288 289\nexec 37"
-        b"\nexecutable 34\nexecute 37\nexecution 3 110 111\nexhausted 28\nexist 109\nexpect 86"
-        b"\nexpected 100 108 121 130 276\nexpecting 76\nexpired 22\nexpiredauthenticationtoken 225"
-        b"\nexpiredtoken 211\nexpiredtokenexception 211\nexplicit 212\nexpression 183\nextension 199"
-        b"\nexternally 74"
+        b"\ne0463 129\ne0514 129\ne401 80\ne403 80\ne404 79\neacces 24\neaddrinuse 96\neagain 33\neai_again 8\neai_noname 8\nebadengine 82\nebusy 32\nec2throttledexception 210\neconnaborted 6\neconnection 6\neconnrefused 6\neconnreset 6\nehostdown 6"
+        b"\nehostunreach 9\nempty 249\nenabled 222\nendpoint 215\nendpointconnectionerror 6\neneedauth 80\nenetdown 9\nenetunreach 9\nengine 82\nenoent 35\nenomem 29\nenospc 26\nenotfound 8\nenvironment 40\nenvironmentcredential 226\neof 4 10 46"
+        b"\neotp 80\neperm 24\nepipe 6\ner_access_denied_error 198\ner_bad_db_error 199\ner_bad_field_error 205\ner_con_count_error 201\ner_dbaccess_denied_error 198\ner_dup_entry 207\ner_lock_deadlock 32\ner_lock_wait_timeout 2\ner_no_such_table 206"
+        b"\ner_parse_error 204\neresolve 79\nerofs 27\nerr_connection_closed 6\nerr_connection_refused 6\nerr_connection_reset 6\nerr_module_not_found 77\nerr_name_not_resolved 8\nerr_network 6\nerr_ossl_evp_unsupported 82\nerr_pnpm_fetch_404 79"
+        b"\nerr_pnpm_no_matching_version 79\nerr_pnpm_outdated_lockfile 81\nerr_pnpm_peer_dep_issues 79\nerr_require_esm 95\nerr_socket_connection_timeout 2\nerr_timed_out 2\nerr_worker_out_of_memory 29 84\nerrimageneverpull 170\nerrimagepull 170"
+        b"\nerrno 26\nerror 58 88 128 273 280\nerrorfactory 285 286 287 288 289\nerrors 111 285 286 287 288 289\nesockettimedout 2\nestablished 4\netarget 79\netimedout 2\netxtbsy 32\neusage 94\nevicted 168\nexample 256\nexamples 256"
+        b"\nexc 285 286 287 288 289\nexceeded 1 3 237 265\nexception 119 285 286 287 288 289\nexceptions 285 286 287 288 289\nexec 37\nexecutable 34\nexecute 37\nexecution 3 110 111\nexhausted 28\nexist 109\nexpect 86\nexpected 100 108 121 130 276"
+        b"\nexpecting 76\nexpired 22\nexpiredauthenticationtoken 225\nexpiredtoken 211\nexpiredtokenexception 211\nexplicit 212\nexpression 183\nextension 199\nexternally 74"
     ),
     102: (
-        b"\nfail 85 120\nfailed 4 57 58 85 131 142 152 250 267\nfailedscheduling 169\nfailing 59 85"
-        b"\nfailure 4 59\nfailures 59 111\nfield 180\nfile 43\nfinalnewline 143\nfind 99 116 137 181"
-        b"\nfor_each 184\nforbidden 171\nforeign 207\nformatexception 149\nformatting 143"
-        b"\nfound 35 63 99\nfqcn 249\nframework 146\nfrozen 81\nfs 140\nftplib 285 286 287 288 289"
-        b"\nfull 26\nfunction 92"
+        b"\nfail 85 120\nfailed 4 57 58 85 131 142 152 250 267\nfailedscheduling 169\nfailing 59 85\nfailure 4 59\nfailures 59 111\nfield 180\nfile 43\nfinalnewline 143\nfind 99 116 137 181\nfor_each 184\nforbidden 171\nforeign 207"
+        b"\nformatexception 149\nformatting 143\nfound 35 63 99\nfqcn 249\nframework 146\nfrozen 81\nfs 140\nftplib 285 286 287 288 289\nfull 26\nfunction 92"
     ),
     103: (
-        b"\ngalaxy 249\ngated 235\ngateway 17\ngem 255\ngemnotfound 255\ngetaddrinfo 7\ngh006 197"
-        b"\ngh007 230\ngh013 197\ngithub_token 233\ngnutls 10\ngnutls_handshake 10\ngo 121 122"
-        b"\ngoogle_application_credentials 220\ngoroot 127\ngoroutine 124\ngoroutines 126\ngpus 244"
-        b"\ngroup 44\ngyp 83"
+        b"\ngalaxy 249\ngated 235\ngateway 17\ngem 255\ngemnotfound 255\ngetaddrinfo 7\ngh006 197\ngh007 230\ngh013 197\ngithub_token 233\ngnutls 10\ngnutls_handshake 10\ngo 121 122\ngoogle_application_credentials 220\ngoroot 127\ngoroutine 124"
+        b"\ngoroutines 126\ngpus 244\ngroup 44\ngyp 83"
     ),
     104: (
-        b"\nhang 4\nheap 84 113\nhip 243\nhip_error_outofmemory 266\nhiperroroutofmemory 266"
-        b"\nhook 50 51 52 54\nhost 7 190\nhostname 7\nhttptimeoutexception 2\nhung 4"
+        b"\nhang 4\nheap 84 113\nhip 243\nhip_error_outofmemory 266\nhiperroroutofmemory 266\nhook 50 51 52 54\nhost 7 190\nhostname 7\nhttptimeoutexception 2\nhung 4"
     ),
     105: (
-        b"\niam_permission_denied 219\nident 198\nidentification 190\nignore 249\nillegal 108 246"
-        b"\nillegalargumentexception 118\nillegalstateexception 118\nimage 161\nimagepullbackoff 170"
-        b"\nimaplib 285 286 287 288 289\nimds 213\nimplicit 101\nimport 43 70 95\nimporterror 71"
-        b"\nimports 143\ninclude 43\nincompatible 101 109\nincomplete 204\nincompleteread 6"
-        b"\nincompletesignature 211\ninconsistent 185\nincorrect 184 235 290 292"
-        b"\nindentationerror 55\nindex 145\nindexerror 67\nindexoutofboundsexception 118"
-        b"\nindexoutofrangeexception 149\ninit 185\ninitialized 109\ninline 249\ninput 233"
-        b"\ninstall 94 146 186\ninstalled 185\ninstance 268\ninstancelimitexceeded 214"
-        b"\ninsufficient 23 113 169\ninsufficient_quota 21\ninsufficientinstancecapacity 215"
-        b"\nintegrityerror 207\ninternal 17\ninternalerror 215\ninternalfailure 215"
-        b"\ninternalservererror 239\ninterpreter 34 37 48 283\ninterpreternotfound 283"
-        b"\ninvalid 22 179 184 235 290 292\ninvalid_api_key 235\ninvalid_auth 291 292"
-        b"\ninvalid_credentials 291 292\ninvalid_grant 219\ninvalid_request_error 242"
-        b"\ninvalidaccesskeyid 211\ninvalidauthenticationtoken 225"
-        b"\ninvalidauthenticationtokentenant 225\ninvalidcastexception 149\ninvalidcatalogname 199"
-        b"\ninvalidclienttokenid 211\ninvalidcredentials 291 292\ninvalidimagename 170"
-        b"\ninvalidoperationexception 149\ninvalidparameterexception 218\ninvalidparametervalue 218"
-        b"\ninvalidparametervalueexception 218\ninvalidpassword 198\ninvalidsignatureexception 211"
-        b"\ninvalidtoken 211\ninvokemethodonnull 158\nissue 248"
+        b"\niam_permission_denied 219\nident 198\nidentification 190\nignore 249\nillegal 108 246\nillegalargumentexception 118\nillegalstateexception 118\nimage 161\nimagepullbackoff 170\nimaplib 285 286 287 288 289\nimds 213\nimplicit 101"
+        b"\nimport 43 70 95\nimporterror 71\nimports 143\ninclude 43\nincompatible 101 109\nincomplete 204\nincompleteread 6\nincompletesignature 211\ninconsistent 185\nincorrect 184 235 290 292\nindentationerror 55\nindex 145\nindexerror 67"
+        b"\nindexoutofboundsexception 118\nindexoutofrangeexception 149\ninit 185\ninitialized 109\ninline 249\ninput 233\ninstall 94 146 186\ninstalled 185\ninstance 268\ninstancelimitexceeded 214\ninsufficient 23 113 169\ninsufficient_quota 21"
+        b"\ninsufficientinstancecapacity 215\nintegrityerror 207\ninternal 17\ninternalerror 215\ninternalfailure 215\ninternalservererror 239\ninterpreter 34 37 48 283\ninterpreternotfound 283\ninvalid 22 179 184 235 290 292\ninvalid_api_key 235"
+        b"\ninvalid_auth 291 292\ninvalid_credentials 291 292\ninvalid_grant 219\ninvalid_request_error 242\ninvalidaccesskeyid 211\ninvalidauthenticationtoken 225\ninvalidauthenticationtokentenant 225\ninvalidcastexception 149"
+        b"\ninvalidcatalogname 199\ninvalidclienttokenid 211\ninvalidcredentials 291 292\ninvalidimagename 170\ninvalidoperationexception 149\ninvalidparameterexception 218\ninvalidparametervalue 218\ninvalidparametervalueexception 218"
+        b"\ninvalidpassword 198\ninvalidsignatureexception 211\ninvalidtoken 211\ninvokemethodonnull 158\nissue 248"
     ),
     106: (
-        b"\njava 115\njava_home 115\njinja 249\njs 98\njson 76 181\njsondecodeerror 76\njsx 98"
-        b"\njvm 115"
+        b"\njava 115\njava_home 115\njinja 249\njs 98\njson 76 181\njsondecodeerror 76\njsx 98\njvm 115"
     ),
     107: (
-        b"\nkernel 244\nkex_exchange_identification 6\nkey 39 219 236 249 293"
-        b"\nkeybasedauthenticationnotpermitted 225\nkeyerror 67 72\nkeynotfoundexception 149"
-        b"\nkill 28\nkilled 28\nkind 176\nknown 7\nkotlinnullpointerexception 118\nkt 109"
-        b"\nktlint 112\nkts 109"
+        b"\nkernel 244\nkex_exchange_identification 6\nkey 39 219 236 249 293\nkeybasedauthenticationnotpermitted 225\nkeyerror 67 72\nkeynotfoundexception 149\nkill 28\nkilled 28\nkind 176\nknown 7\nkotlinnullpointerexception 118\nkt 109\nktlint 112"
+        b"\nkts 109"
     ),
     108: (
-        b"\nlatest 249\nlength 238\nlibcuda 244\nlibraries 38\nlibrary 38 137\nlicence 25"
-        b"\nlicense 25\nlimit 18\nlimitexceededexception 210\nline 280"
-        b"\nlinkedauthorizationfailed 225\nlinker 137\nlint 64\nlinting 64\nliteral 249"
-        b"\nload 191 213 249\nloaded 220\nloaderror 254\nloading 202\nlocalhost 174\nlocate 213 275"
-        b"\nlock 31 187\nlocked 31 147\nlockfile 81\nlocking 187\nlocknotavailable 32\nlocktimeout 2"
-        b"\nlogged 22 80 171\nlogin 22\nlonger 3 265\nlookuperror 67\nloop 249\nlow 168"
+        b"\nlatest 249\nlength 238\nlibcuda 244\nlibraries 38\nlibrary 38 137\nlicence 25\nlicense 25\nlimit 18\nlimitexceededexception 210\nline 280\nlinkedauthorizationfailed 225\nlinker 137\nlint 64\nlinting 64\nliteral 249\nload 191 213 249"
+        b"\nloaded 220\nloaderror 254\nloading 202\nlocalhost 174\nlocate 213 275\nlock 31 187\nlocked 31 147\nlockfile 81\nlocking 187\nlocknotavailable 32\nlocktimeout 2\nlogged 22 80 171\nlogin 22\nlonger 3 265\nlookuperror 67\nloop 249\nlow 168"
     ),
     109: (
-        b"\nmain 114\nmajor 114\nmalformedpolicydocument 218\nmanagedidentitycredential 226"
-        b"\nmanifest 161\nmapping 181\nmappings 251\nmasterdown 202\nmatch 268\nmatches 284"
-        b"\nmatching 79 101 137\nmember 101\nmemory 28 30\nmemoryerror 29\nmeta 249\nmetadata 251"
-        b"\nmethodnotfound 158\nmicrosoft 75\nmisaligned 246\nmisbehaving 7\nmisconf 203"
-        b"\nmismatch 109\nmismatched 130\nmismatcheddelimitererror 262\nmissing 100 151 184 213 281"
-        b"\nmissingapikeyerror 236\nmissingauthenticationtoken 211\nmissingparameter 218"
-        b"\nmissingsubscriptionregistration 229\nmodel 240\nmodel_not_found 240\nmodified 81"
-        b"\nmodule 71 77 78 127 157 274\nmodule_not_found 77\nmodulenotfound 157"
-        b"\nmodulenotfounderror 71\nmountvolume 178\nmps 243\nmsb3021 147\nmsb3027 147\nmsb4019 146"
-        b"\nmsb4236 146\nmts 98\nmust 40\nmysql 201"
+        b"\nmain 114\nmajor 114\nmalformedpolicydocument 218\nmanagedidentitycredential 226\nmanifest 161\nmapping 181\nmappings 251\nmasterdown 202\nmatch 268\nmatches 284\nmatching 79 101 137\nmember 101\nmemory 28 30\nmemoryerror 29\nmeta 249"
+        b"\nmetadata 251\nmethodnotfound 158\nmicrosoft 75\nmisaligned 246\nmisbehaving 7\nmisconf 203\nmismatch 109\nmismatched 130\nmismatcheddelimitererror 262\nmissing 100 151 184 213 281\nmissingapikeyerror 236\nmissingauthenticationtoken 211"
+        b"\nmissingparameter 218\nmissingsubscriptionregistration 229\nmodel 240\nmodel_not_found 240\nmodified 81\nmodule 71 77 78 127 157 274\nmodule_not_found 77\nmodulenotfound 157\nmodulenotfounderror 71\nmountvolume 178\nmps 243\nmsb3021 147"
+        b"\nmsb3027 147\nmsb4019 146\nmsb4236 146\nmts 98\nmust 40\nmysql 201"
     ),
     110: (
-        b"\nname 101 249\nnameerror 67\nnameresolutionerror 8\nnamespace 44\nnative 113"
-        b"\nnccl_timeout 247\nnear 204\nnetsdk1004 146\nnetsdk1045 146\nnetwork 148"
-        b"\nnewconnectionerror 6\nnewline 183\nnil 124\nno 249\nnoauth 198\nnoauthhandlerfound 213"
-        b"\nnoclassdeffounderror 114\nnocredentialproviders 213\nnocredentialserror 213\nnodename 7"
-        b"\nnodes 169\nnoperm 198\nnoregionerror 213\nnosuchbucket 217\nnosuchelementexception 118"
-        b"\nnosuchentity 217\nnosuchfielderror 118\nnosuchkey 217\nnosuchmethoderror 118"
-        b"\nnot_authed 291 292\nnotarget 79\nnotauthorizedexception 211\nnote 280\nnotfound 172 223"
-        b"\nnotimplementederror 67\nnotimplementedexception 149\nnotsupportedexception 149"
-        b"\nnu1100 144\nnu1101 144\nnu1102 144\nnu1103 144\nnu1301 145\nnull 158 207"
-        b"\nnullpointerexception 118\nnullreferenceexception 149\nnumberformatexception 118"
-        b"\nnvidia 244\nnvml 244"
+        b"\nname 101 249\nnameerror 67\nnameresolutionerror 8\nnamespace 44\nnative 113\nnccl_timeout 247\nnear 204\nnetsdk1004 146\nnetsdk1045 146\nnetwork 148\nnewconnectionerror 6\nnewline 183\nnil 124\nno 249\nnoauth 198\nnoauthhandlerfound 213"
+        b"\nnoclassdeffounderror 114\nnocredentialproviders 213\nnocredentialserror 213\nnodename 7\nnodes 169\nnoperm 198\nnoregionerror 213\nnosuchbucket 217\nnosuchelementexception 118\nnosuchentity 217\nnosuchfielderror 118\nnosuchkey 217"
+        b"\nnosuchmethoderror 118\nnot_authed 291 292\nnotarget 79\nnotauthorizedexception 211\nnote 280\nnotfound 172 223\nnotimplementederror 67\nnotimplementedexception 149\nnotsupportedexception 149\nnu1100 144\nnu1101 144\nnu1102 144\nnu1103 144"
+        b"\nnu1301 145\nnull 158 207\nnullpointerexception 118\nnullreferenceexception 149\nnumberformatexception 118\nnvidia 244\nnvml 244"
     ),
     111: (
-        b"\nobject 38\nobjectdisposedexception 149\noci 167\noffense 257\noffenses 257\nok 85"
-        b"\nonly 27 249\noom 28 203 243\noom_kill 28\noom_killer 28\noomd 28\noomkilled 29"
-        b"\noomkiller 28\noops 120\nopenssl 137\noperation 182\noperationpreempted 228"
-        b"\noperationtimedout 2\noutofmemoryerror 29 243\noutofmemoryexception 29\noutputs 251"
-        b"\noverflowerror 67\noverhead 113\noverloaded 20\noverloaded_error 20\noverride 109"
-        b"\nowner 23"
+        b"\nobject 38\nobjectdisposedexception 149\noci 167\noffense 257\noffenses 257\nok 85\nonly 27 249\noom 28 203 243\noom_kill 28\noom_killer 28\noomd 28\noomkilled 29\noomkiller 28\noops 120\nopenssl 137\noperation 182\noperationpreempted 228"
+        b"\noperationtimedout 2\noutofmemoryerror 29 243\noutofmemoryexception 29\noutputs 251\noverflowerror 67\noverhead 113\noverloaded 20\noverloaded_error 20\noverride 109\nowner 23"
     ),
     112: (
-        b"\npackage 41 77 78 127 249 274\npackagesnotfounderror 260\npanic 120 124\npanicked 136"
-        b"\nparameter 40 158\nparameterbindingexception 158\nparameterbindingvalidationexception 158"
-        b"\nparameternotfound 217\nparameters 251\nparse 46 47 269\nparseexception 151\nparser 249"
-        b"\nparsererror 151 181\nparsing 47 108 181\npartial 249\npassword 22 192 198 230 293"
-        b"\npath 34\npayment 21\npayments 21\npeer 198\npermanently 21\npermission 23 37"
-        b"\npermission_denied 24\npermission_error 235\npermissiondenied 24"
-        b"\npermissiondeniederror 235\npermissionerror 24\npermissions 23 191\npermitted 23"
-        b"\npg_hba 198\nphase 253\npipe 4 159\npkix 11\nplatform 162 164\nplaybook 249\nplugin 185"
-        b"\nplugins 185\npmd 112\npod 253\npooltimeout 2\npoplib 285 286 287 288 289\npossible 146"
-        b"\npowershell 155\npre 51 52\npre_start_hook 51\npreparation 231\nprettier 91"
-        b"\npriorrequestnotcomplete 215\nprivileges 23\nproblem 90\nproblems 90\nprofile 213"
-        b"\nprofilenotfound 213\nprogram 34 35\nproject 44\nprompt 238\nproperties 92"
-        b"\npropertynotfoundexception 158\nprotected 197\nprotocol_connection_lost 201"
-        b"\nprotocolerror 6\nproviding 106\nprovisionedthroughputexceededexception 210\nps1 153"
-        b"\npsalignassignmentstatement 153\npsavoidassignmenttoautomaticvariable 153"
-        b"\npsavoiddefaultvalueswitchparameter 153\npsavoidglobalvars 153\npsavoidlonglines 153"
-        b"\npsavoidoverwritingbuiltincmdlets 153\npsavoidsemicolonsaslineterminators 153"
-        b"\npsavoidtrailingwhitespace 153\npsavoidusingcmdletaliases 153"
-        b"\npsavoidusingcomputernamehardcoded 153"
-        b"\npsavoidusingconverttosecurestringwithplaintext 153"
-        b"\npsavoidusingdeprecatedmanifestfields 153\npsavoidusingemptycatchblock 153"
-        b"\npsavoidusinginvokeexpression 153\npsavoidusingplaintextforpassword 153"
-        b"\npsavoidusingpositionalparameters 153\npsavoidusingusernameandpasswordparams 153"
-        b"\npsavoidusingwritehost 153\npsd1 153\npsm1 153\npsmisleadingbacktick 153"
-        b"\npsplaceclosebrace 153\npsplaceopenbrace 153\npspossibleincorrectcomparisonwithnull 153"
-        b"\npspossibleincorrectusageofassignmentoperator 153\npsprovidecommenthelp 153"
-        b"\npsreviewunusedparameter 153\npssecurityexception 154\npsuseapprovedverbs 153"
-        b"\npsusebomforunicodeencodedfile 153\npsusecmdletcorrectly 153\npsusecompatiblecmdlets 153"
-        b"\npsuseconsistentindentation 153\npsuseconsistentwhitespace 153"
-        b"\npsusedeclaredvarsmorethanassignments 153\npsuseoutputtypecorrectly 153"
-        b"\npsuseshouldprocessforstatechangingfunctions 153\npsusesingularnouns 153"
-        b"\npsusesupportsshouldprocess 153\npsuseusingscopemodifierinnewrunspaces 153\npull 170"
-        b"\npulling 170\npwsh 155\npy 60 61\npyi 60 61\npython 75"
+        b"\npackage 41 77 78 127 249 274\npackagesnotfounderror 260\npanic 120 124\npanicked 136\nparameter 40 158\nparameterbindingexception 158\nparameterbindingvalidationexception 158\nparameternotfound 217\nparameters 251\nparse 46 47 269"
+        b"\nparseexception 151\nparser 249\nparsererror 151 181\nparsing 47 108 181\npartial 249\npassword 22 192 198 230 293\npath 34\npayment 21\npayments 21\npeer 198\npermanently 21\npermission 23 37\npermission_denied 24\npermission_error 235"
+        b"\npermissiondenied 24\npermissiondeniederror 235\npermissionerror 24\npermissions 23 191\npermitted 23\npg_hba 198\nphase 253\npipe 4 159\npkix 11\nplatform 162 164\nplaybook 249\nplugin 185\nplugins 185\npmd 112\npod 253\npooltimeout 2"
+        b"\npoplib 285 286 287 288 289\npossible 146\npowershell 155\npre 51 52\npre_start_hook 51\npreparation 231\nprettier 91\npriorrequestnotcomplete 215\nprivileges 23\nproblem 90\nproblems 90\nprofile 213\nprofilenotfound 213\nprogram 34 35"
+        b"\nproject 44\nprompt 238\nproperties 92\npropertynotfoundexception 158\nprotected 197\nprotocol_connection_lost 201\nprotocolerror 6\nproviding 106\nprovisionedthroughputexceededexception 210\nps1 153\npsalignassignmentstatement 153"
+        b"\npsavoidassignmenttoautomaticvariable 153\npsavoiddefaultvalueswitchparameter 153\npsavoidglobalvars 153\npsavoidlonglines 153\npsavoidoverwritingbuiltincmdlets 153\npsavoidsemicolonsaslineterminators 153\npsavoidtrailingwhitespace 153"
+        b"\npsavoidusingcmdletaliases 153\npsavoidusingcomputernamehardcoded 153\npsavoidusingconverttosecurestringwithplaintext 153\npsavoidusingdeprecatedmanifestfields 153\npsavoidusingemptycatchblock 153\npsavoidusinginvokeexpression 153"
+        b"\npsavoidusingplaintextforpassword 153\npsavoidusingpositionalparameters 153\npsavoidusingusernameandpasswordparams 153\npsavoidusingwritehost 153\npsd1 153\npsm1 153\npsmisleadingbacktick 153\npsplaceclosebrace 153\npsplaceopenbrace 153"
+        b"\npspossibleincorrectcomparisonwithnull 153\npspossibleincorrectusageofassignmentoperator 153\npsprovidecommenthelp 153\npsreviewunusedparameter 153\npssecurityexception 154\npsuseapprovedverbs 153\npsusebomforunicodeencodedfile 153"
+        b"\npsusecmdletcorrectly 153\npsusecompatiblecmdlets 153\npsuseconsistentindentation 153\npsuseconsistentwhitespace 153\npsusedeclaredvarsmorethanassignments 153\npsuseoutputtypecorrectly 153\npsuseshouldprocessforstatechangingfunctions 153"
+        b"\npsusesingularnouns 153\npsusesupportsshouldprocess 153\npsuseusingscopemodifierinnewrunspaces 153\npull 170\npulling 170\npwsh 155\npy 60 61\npyi 60 61\npython 75"
     ),
     113: (
-        b"\nquery 186\nquerycanceled 2\nqueue 44\nquickly 18\nquota 18 21 26 175 221 227"
-        b"\nquotaexceeded 227"
+        b"\nquery 186\nquerycanceled 2\nqueue 44\nquickly 18\nquota 18 21 26 175 221 227\nquotaexceeded 227"
     ),
     114: (
-        b"\nrangeerror 67\nrate 18 237\nrate_limit 18\nrate_limit_error 19"
-        b"\nrate_limit_exceeded 19 19\nrate_limited 18\nrate_limiting 18\nrate_limits 18"
-        b"\nratelimit 18\nratelimited 18 19\nratelimiterror 19\nratelimitexceeded 19 19"
-        b"\nratelimiting 18\nratelimits 18\nreach 4 5\nreadonly 27 202\nreadtimeout 2"
-        b"\nreadtimeouterror 2\nreadtimeoutexception 2\nready 33\nreauthentication 219\nreceive 200"
-        b"\nrecent 114\nrecognized 34\nrecursionerror 67\nreference 184\nreferenceerror 67"
-        b"\nreformat 62\nreformatted 62\nrefused 290 292\nrefusing 230\nregion 213\nregistry 44"
-        b"\nreinitialization 185\nrejected 290 292\nrelation 206\nrelease 115\nremotedisconnected 6"
-        b"\nreply 1\nrepository 193 195\nrequest 18\nrequestdisallowedbypolicy 225"
-        b"\nrequested 163 214\nrequestlimitexceeded 210\nrequests 18\nrequestthrottled 210"
-        b"\nrequestthrottledexception 210\nrequesttimeout 2\nrequesttimeoutexception 2"
-        b"\nrequesttimetooskewed 216\nrequire 95\nrequirements 259\nrequires 127\nresolution 7"
-        b"\nresolutionimpossible 73\nresolvable 116\nresolve 7 77 78 79 117 232 277 278"
-        b"\nresolvepackagenotfound 260\nresolving 7\nresource_exhausted 19\nresourceexhausted 19"
-        b"\nresourceexhaustederror 243\nresourcegroupnotfound 229\nresourcenotfoundexception 217"
-        b"\nresources 224 251\nrespond 1\nresponding 231\nresponsibleaipolicyviolation 241"
-        b"\nrestarting 31\nretrieve 213\nretryableerror 228\nrevision 127\nrevoked 22 219\nrisky 249"
-        b"\nrole 199 249\nroute 9\nrpc 10\nrule 105 250\nrules 251\nrun 249\nrunner 234\nrunners 234"
-        b"\nruntime 115 124 244\nruntimeerror 68\nrustc 137"
+        b"\nrangeerror 67\nrate 18 237\nrate_limit 18\nrate_limit_error 19\nrate_limit_exceeded 19 19\nrate_limited 18\nrate_limiting 18\nrate_limits 18\nratelimit 18\nratelimited 18 19\nratelimiterror 19\nratelimitexceeded 19 19\nratelimiting 18"
+        b"\nratelimits 18\nreach 4 5\nreadonly 27 202\nreadtimeout 2\nreadtimeouterror 2\nreadtimeoutexception 2\nready 33\nreauthentication 219\nreceive 200\nrecent 114\nrecognized 34\nrecursionerror 67\nreference 184\nreferenceerror 67\nreformat 62"
+        b"\nreformatted 62\nrefused 290 292\nrefusing 230\nregion 213\nregistry 44\nreinitialization 185\nrejected 290 292\nrelation 206\nrelease 115\nremotedisconnected 6\nreply 1\nrepository 193 195\nrequest 18\nrequestdisallowedbypolicy 225"
+        b"\nrequested 163 214\nrequestlimitexceeded 210\nrequests 18\nrequestthrottled 210\nrequestthrottledexception 210\nrequesttimeout 2\nrequesttimeoutexception 2\nrequesttimetooskewed 216\nrequire 95\nrequirements 259\nrequires 127\nresolution 7"
+        b"\nresolutionimpossible 73\nresolvable 116\nresolve 7 77 78 79 117 232 277 278\nresolvepackagenotfound 260\nresolving 7\nresource_exhausted 19\nresourceexhausted 19\nresourceexhaustederror 243\nresourcegroupnotfound 229"
+        b"\nresourcenotfoundexception 217\nresources 224 251\nrespond 1\nresponding 231\nresponsibleaipolicyviolation 241\nrestarting 31\nretrieve 213\nretryableerror 228\nrevision 127\nrevoked 22 219\nrisky 249\nrole 199 249\nroute 9\nrpc 10"
+        b"\nrule 105 250\nrules 251\nrun 249\nrunner 234\nrunners 234\nruntime 115 124 244\nruntimeerror 68\nrustc 137"
     ),
     115: (
-        b"\nsafe 195\nsanity 249\nsasl 198\nsatisfies 73\nsbt 270\nscala 270\nscannererror 181"
-        b"\nschema 249\nscope 261 268\nscopes 23 219 230\nscripts 154\nsdk 213\nsdks 146\nsecret 293"
-        b"\nsecretaccesskey 39\nsecrets 197\nsecurity 211\nselect 137 244\nseparator 104 183"
-        b"\nserialization 31\nserializationfailure 32\nserialize 31\nserver 4 200 239"
-        b"\nserverbusy 228\nserverdisconnectederror 6\nservertimeoutexception 2"
-        b"\nservice_disabled 222\nservicequotaexceededexception 214\nserviceunavailable 215 224"
-        b"\nserviceunavailableerror 239\nserviceunavailableexception 215\nset 40\nshared 38"
-        b"\nshellcheck 280\nshutdown 231\nsignal 28\nsignature 216\nsignaturedoesnotmatch 211"
-        b"\nsigned 154\nskunotavailable 229\nslots 200\nslowdown 210\nsmtplib 285 286 287 288 289"
-        b"\nsockettimeoutexception 2\nsolution 73\nsolverproblemerror 73\nsolving 73\nspace 26"
-        b"\nspending 21\nspotbugs 112\nspotless 112\nsqlite_busy 32\nsqlite_cantopen 208"
-        b"\nsqlite_corrupt 208\nsqlite_full 208\nsqlite_ioerr 208\nsqlite_ioerr_fsync 208"
-        b"\nsqlite_ioerr_read 208\nsqlite_ioerr_write 208\nsqlite_readonly 208"
-        b"\nssh_exception 285 286 287 288 289\nssl 200\nssl_error_syscall 10\nssleoferror 6\nsso 211"
-        b"\nstack 44\nstackoverflowerror 118\nstart_hook 51\nstatement 108\nstatic 109\nstdout 131"
-        b"\nstorageaccountnotfound 229\nstray 100\nstrict 180\nstring 151 183"
-        b"\nstring_above_max_length 238\nstringindexoutofboundsexception 118\nstuck 234\nstyle 91"
-        b"\nsubnet 44\nsubscription 44 226\nsubscriptionnotfound 229"
-        b"\nsubscriptionrequeststhrottled 19\nsubstitution 46\nsuccessful 290 292\nsum 127"
-        b"\nsupports 45\nsymbol 102 109\nsymbols 102\nsync 81\nsyntax 46 47 56 121 204 249"
+        b"\nsafe 195\nsanity 249\nsasl 198\nsatisfies 73\nsbt 270\nscala 270\nscannererror 181\nschema 249\nscope 261 268\nscopes 23 219 230\nscripts 154\nsdk 213\nsdks 146\nsecret 293\nsecretaccesskey 39\nsecrets 197\nsecurity 211\nselect 137 244"
+        b"\nseparator 104 183\nserialization 31\nserializationfailure 32\nserialize 31\nserver 4 200 239\nserverbusy 228\nserverdisconnectederror 6\nservertimeoutexception 2\nservice_disabled 222\nservicequotaexceededexception 214"
+        b"\nserviceunavailable 215 224\nserviceunavailableerror 239\nserviceunavailableexception 215\nset 40\nshared 38\nshellcheck 280\nshutdown 231\nsignal 28\nsignature 216\nsignaturedoesnotmatch 211\nsigned 154\nskunotavailable 229\nslots 200"
+        b"\nslowdown 210\nsmtplib 285 286 287 288 289\nsockettimeoutexception 2\nsolution 73\nsolverproblemerror 73\nsolving 73\nspace 26\nspending 21\nspotbugs 112\nspotless 112\nsqlite_busy 32\nsqlite_cantopen 208\nsqlite_corrupt 208"
+        b"\nsqlite_full 208\nsqlite_ioerr 208\nsqlite_ioerr_fsync 208\nsqlite_ioerr_read 208\nsqlite_ioerr_write 208\nsqlite_readonly 208\nssh_exception 285 286 287 288 289\nssl 200\nssl_error_syscall 10\nssleoferror 6\nsso 211\nstack 44"
+        b"\nstackoverflowerror 118\nstart_hook 51\nstatement 108\nstatic 109\nstdout 131\nstorageaccountnotfound 229\nstray 100\nstrict 180\nstring 151 183\nstring_above_max_length 238\nstringindexoutofboundsexception 118\nstuck 234\nstyle 91"
+        b"\nsubnet 44\nsubscription 44 226\nsubscriptionnotfound 229\nsubscriptionrequeststhrottled 19\nsubstitution 46\nsuccessful 290 292\nsum 127\nsupports 45\nsymbol 102 109\nsymbols 102\nsync 81\nsyntax 46 47 56 121 204 249"
         b"\nsyntaxerror 47 55 262\nsystem 231"
     ),
     116: (
-        b"\ntaberror 55\ntable 206\ntask 110 111\ntask_failed 49\ntemplate 252\ntemporarily 33"
-        b"\nterm 156\nterminal 192\nterminating 200\ntest 59 87\ntests 59\nthrottled 18"
-        b"\nthrottledexception 210\nthrottling 18 210\nthrottlingexception 210\ntime 1\ntimed 0 125"
-        b"\ntimedout 0\ntimeout 1 173\ntimeoutcancellationexception 2\ntimeouterror 2"
-        b"\ntimeoutexception 2\ntimeoutexpired 2\ntls 10\ntoken 293\ntokenmissingerror 262"
-        b"\ntokens 238\ntoolchain 137\ntoolchains 115\ntoomanybuckets 214\ntoomanyrequests 19 19"
-        b"\ntoomanyrequestsexception 19\ntopic 44\ntorch 244\ntraceback 69\ntransferred 4"
-        b"\ntransform 251\ntriggeruncaughtexception 93\ntryagain 202\nts 98\nts1002 97\nts1003 97"
-        b"\nts1005 97\nts1009 97\nts1010 97\nts1011 97\nts1012 97\nts1013 97\nts1014 97\nts1068 97"
-        b"\nts1109 97\nts1110 97\nts1121 97\nts1124 97\nts1125 97\nts1126 97\nts1127 97\nts1128 97"
-        b"\nts1131 97\nts1134 97\nts1135 97\nts1136 97\nts1138 97\nts1141 97\nts1144 97\nts1160 97"
-        b"\nts1161 97\nts1185 97\nts1381 97\nts1382 97\nts1434 97\nts1435 97\nts17004 98\nts18002 98"
-        b"\nts18003 98\nts18047 98\nts18048 98\nts2304 98\nts2305 98\nts2306 98\nts2307 98"
-        b"\nts2322 98\nts2339 98\nts2345 98\nts2349 98\nts2353 98\nts2362 98\nts2367 98\nts2416 98"
-        b"\nts2448 98\nts2454 98\nts2531 98\nts2532 98\nts2551 98\nts2552 98\nts2554 98\nts2559 98"
-        b"\nts2564 98\nts2580 98\nts2584 98\nts2614 98\nts2688 98\nts2739 98\nts2740 98\nts2741 98"
-        b"\nts2769 98\nts2792 98\nts5023 98\nts5024 98\nts5025 98\nts5053 98\nts5055 98\nts5056 98"
-        b"\nts5069 98\nts5070 98\nts5083 98\nts5095 98\nts5101 98\nts6046 98\nts6053 98\nts6059 98"
-        b"\nts6133 98\nts6196 98\nts7006 98\nts7016 98\nts7053 98\ntsx 98\ntypeerror 67"
+        b"\ntaberror 55\ntable 206\ntask 110 111\ntask_failed 49\ntemplate 252\ntemporarily 33\nterm 156\nterminal 192\nterminating 200\ntest 59 87\ntests 59\nthrottled 18\nthrottledexception 210\nthrottling 18 210\nthrottlingexception 210\ntime 1"
+        b"\ntimed 0 125\ntimedout 0\ntimeout 1 173\ntimeoutcancellationexception 2\ntimeouterror 2\ntimeoutexception 2\ntimeoutexpired 2\ntls 10\ntoken 293\ntokenmissingerror 262\ntokens 238\ntoolchain 137\ntoolchains 115\ntoomanybuckets 214"
+        b"\ntoomanyrequests 19 19\ntoomanyrequestsexception 19\ntopic 44\ntorch 244\ntraceback 69\ntransferred 4\ntransform 251\ntriggeruncaughtexception 93\ntryagain 202\nts 98\nts1002 97\nts1003 97\nts1005 97\nts1009 97\nts1010 97\nts1011 97"
+        b"\nts1012 97\nts1013 97\nts1014 97\nts1068 97\nts1109 97\nts1110 97\nts1121 97\nts1124 97\nts1125 97\nts1126 97\nts1127 97\nts1128 97\nts1131 97\nts1134 97\nts1135 97\nts1136 97\nts1138 97\nts1141 97\nts1144 97\nts1160 97\nts1161 97"
+        b"\nts1185 97\nts1381 97\nts1382 97\nts1434 97\nts1435 97\nts17004 98\nts18002 98\nts18003 98\nts18047 98\nts18048 98\nts2304 98\nts2305 98\nts2306 98\nts2307 98\nts2322 98\nts2339 98\nts2345 98\nts2349 98\nts2353 98\nts2362 98\nts2367 98"
+        b"\nts2416 98\nts2448 98\nts2454 98\nts2531 98\nts2532 98\nts2551 98\nts2552 98\nts2554 98\nts2559 98\nts2564 98\nts2580 98\nts2584 98\nts2614 98\nts2688 98\nts2739 98\nts2740 98\nts2741 98\nts2769 98\nts2792 98\nts5023 98\nts5024 98"
+        b"\nts5025 98\nts5053 98\nts5055 98\nts5056 98\nts5069 98\nts5070 98\nts5083 98\nts5095 98\nts5101 98\nts6046 98\nts6053 98\nts6059 98\nts6133 98\nts6196 98\nts7006 98\nts7016 98\nts7053 98\ntsx 98\ntypeerror 67"
     ),
     117: (
-        b"\nunable 75 144\nunauthenticated 22 219\nunauthorised 22\nunauthorized 22"
-        b"\nunauthorizedaccess 154\nunauthorizedaccessexception 24\nunauthorizedoperation 211"
-        b"\nunavailable 17 33 224\nunbound 40\nunboundlocalerror 67\nunclosed 108 130 183"
-        b"\nund_err_connect_timeout 2\nund_err_headers_timeout 2\nund_err_socket 6\nundeclared 101"
-        b"\nundefined 102\nundefinedcolumn 205\nundefinedtable 206\nunexpected 47 89 151 276"
-        b"\nunhandled 93 150\nunhandledpromiserejection 93\nunicodedecodeerror 67"
-        b"\nunicodeencodeerror 67\nuninitializedpropertyaccessexception 118\nunique 207"
-        b"\nuniqueviolation 207\nunknown 199 209\nunknownhostexception 8\nunmerged 196"
-        b"\nunprotected 191\nunreachable 9\nunrecognized 232\nunrecognizedclientexception 211"
-        b"\nunreported 109\nunresolved 102 109\nunsatisfiableerror 260\nunschedulable 169"
-        b"\nunsuccessful 290 292\nunsupported 82 184\nunsupportedclassversionerror 114"
-        b"\nunsupportedoperationexception 118\nunterminated 130 183 276\nuntolerated 169\nusage 96"
-        b"\nuse 177\nused 222\nusername 192\nuserratelimitexceeded 19"
+        b"\nunable 75 144\nunauthenticated 22 219\nunauthorised 22\nunauthorized 22\nunauthorizedaccess 154\nunauthorizedaccessexception 24\nunauthorizedoperation 211\nunavailable 17 33 224\nunbound 40\nunboundlocalerror 67\nunclosed 108 130 183"
+        b"\nund_err_connect_timeout 2\nund_err_headers_timeout 2\nund_err_socket 6\nundeclared 101\nundefined 102\nundefinedcolumn 205\nundefinedtable 206\nunexpected 47 89 151 276\nunhandled 93 150\nunhandledpromiserejection 93"
+        b"\nunicodedecodeerror 67\nunicodeencodeerror 67\nuninitializedpropertyaccessexception 118\nunique 207\nuniqueviolation 207\nunknown 199 209\nunknownhostexception 8\nunmerged 196\nunprotected 191\nunreachable 9\nunrecognized 232"
+        b"\nunrecognizedclientexception 211\nunreported 109\nunresolved 102 109\nunsatisfiableerror 260\nunschedulable 169\nunsuccessful 290 292\nunsupported 82 184\nunsupportedclassversionerror 114\nunsupportedoperationexception 118"
+        b"\nunterminated 130 183 276\nuntolerated 169\nusage 96\nuse 177\nused 222\nusername 192\nuserratelimitexceeded 19"
     ),
     118: (
-        b"\nvalidating 180\nvalidationerror 180 218\nvalidationexception 218\nvalue 189"
-        b"\nvalueerror 67\nvar 249\nvariable 40\nvariables 40\nvault 44\nvb 140"
-        b"\nvcpulimitexceeded 214\nversions 79\nviolates 207\nviolation 112\nviolations 112 197"
+        b"\nvalidating 180\nvalidationerror 180 218\nvalidationexception 218\nvalue 189\nvalueerror 67\nvar 249\nvariable 40\nvariables 40\nvault 44\nvb 140\nvcpulimitexceeded 214\nversions 79\nviolates 207\nviolation 112\nviolations 112 197"
         b"\nvisual 83\nvpc 44\nvpclimitexceeded 214\nvue 98"
     ),
     119: (
-        b"\nwarning 280\nwarnings 103\nwas 152\nwatchdog 247\nwerror 103\nwhitespace 143"
-        b"\nwinerror 35\nworkflow 232\nwritetimeout 2\nwrong 209 290 292\nwrongpass 198"
-        b"\nwrongtype 209"
+        b"\nwarning 280\nwarnings 103\nwas 152\nwatchdog 247\nwerror 103\nwhitespace 143\nwinerror 35\nworkflow 232\nwritetimeout 2\nwrong 209 290 292\nwrongpass 198\nwrongtype 209"
     ),
     120: (
         b"\nx509 11"
@@ -430,298 +254,112 @@ WORDS: dict[int, bytes] = {
 }
 
 NEEDS: bytes = (
-    b"out\x1ftimed\x0a"  # 0
-    b" time\x1fout\x1eanswer\x1fdid not\x1eanswer\x1fdidn't\x1ebefore \x1fout\x1ftime\x1eclient.timeout exceeded\x1edeadline\x1fexceeded \x1edeadline\x1fwould exceed \x1edeadline exceeded\x1edid not\x1fin time\x1edid not\x1freply\x1edid not\x1frespond\x1edidn't\x1fin time\x1edidn't\x1freply\x1edidn't\x1frespond\x1efailed to\x1ems exceeded\x1ftimeout \x1eout \x1ftime\x1eout ex\x1ftime\x1etime limit \x1etimeout exceeded\x1etimeout of \x1etimeout performing\x1etimeout was reached\x0a"  # 1
-    b"\x0a"  # 2
-    b"exceeded the \x1fexecution time\x1eexceeded the \x1ftime\x1eexceeded the \x1ftimeout\x1eexecution time limit\x1emaximum execution time\x1etook longer than\x0a"  # 3
-    b" may not be available\x1fcould not be established. \x1e to connect to\x1e was refused\x1fconnection to the server \x1ebroken pipe\x1eclosed by remote host\x1econnection \x1econnection error.\x1ecould not connect to\x1ecouldn't connect to server\x1eearly eof\x1efailed sending data to the peer\x1efailed to establish a new connection\x1efailure when receiving data from the peer\x1eremote end closed connection\x1eremote end hung up unexpectedly\x1eserver closed the connection unexpectedly\x1eserver returned nothing (no headers, no data)\x1esocket hang up\x1etransferred a partial file\x1eunexpected eof\x0a"  # 4
-    b"can't\x1fconnect\x1ecan't\x1freach\x1ecannot\x1fconnect\x1ecannot\x1freach\x1econnect\x1fcould not\x1econnect\x1fcouldn't\x1econnect\x1ffailed to\x1econnect\x1funable to\x1econnecting to\x1ferror \x1ecould not\x1freach\x1ecouldn't\x1freach\x1efailed to\x1freach\x1ereach\x1funable to\x0a"  # 5
-    b"\x0a"  # 6
-    b"could not resolve \x1fhost\x1ecould not resolve \x1fhostname\x1ecould not resolve \x1fproxy\x1ecould not resolve '\x1eeai_again\x1fgetaddrinfo \x1eenotfound\x1fgetaddrinfo \x1efailed\x1fgetaddrinfo \x1efailed to resolve '\x1ename or service not known\x1ename resolution failed\x1eno address associated with hostname\x1eno such host\x1enodename nor servname\x1eserver misbehaving\x1etemporary failure in name resolution\x1etemporary failure resolving\x1eunknown host\x0a"  # 7
-    b"eai_again\x1eeai_noname\x1eenotfound\x1eerr_name_not_resolved\x1enameresolutionerror\x1eunknownhostexception\x0a"  # 8
-    b"down\x1fnetwork is \x1eenetdown\x1ehost\x1funreach\x1ehost is unreachable\x1enet\x1funreach\x1enetwork is \x1funreachable\x1eno route to host\x0a"  # 9
-    b"curl\x1frpc failed; \x1eeof occurred in violation of protocol\x1egnutls recv error\x1egnutls_handshake() failed\x1ehttp\x1frpc failed; \x1essl_error_syscall\x1etls connection was non-properly terminated\x0a"  # 10
-    b"certificate has expired\x1ecertificate verify failed\x1ecertificate_verify_failed\x1epkix path building failed\x1eself\x1fsigned certificate\x1essl certificate problem\x1eunable to find valid certification path\x1eunable to get local issuer certificate\x1ex509: certificate\x0a"  # 11
-    b"40\x1fcode\x1e40\x1ferror\x1e40\x1fhttp\x1e40\x1fresponse\x1e40\x1freturned\x1e40\x1fstatus\x1e401 unauthorized\x1e407 proxy authentication required\x0a"  # 12
-    b"403\x1fcode\x1e403\x1ferror\x1e403\x1fhttp\x1e403\x1fresponse\x1e403\x1freturned\x1e403\x1fstatus\x1e403 forbidden\x1eforbidden (403)\x0a"  # 13
-    b" to connect\x1fed\x1funable\x1funauthori\x1e to connect\x1ffailed\x1fforbidden\x1e to connect\x1ffailed\x1funauthori\x1e to connect\x1fforbidden\x1funable\x0a"  # 14
-    b"408\x1fcode\x1e408\x1ferror\x1e408\x1fhttp\x1e408\x1fresponse\x1e408\x1freturned\x1e408\x1fstatus\x1e408 request time\x1fout\x0a"  # 15
-    b"429\x1fcode\x1e429\x1ferror\x1e429\x1fhttp\x1e429\x1fresponse\x1e429\x1freturned\x1e429\x1fstatus\x1e429 too many requests\x0a"  # 16
-    b" server error\x1f50\x1e00\x1fcode\x1e00\x1fgot 5\x1e00\x1fhttp\x1e02\x1fcode\x1e02\x1fgot 5\x1e02\x1fhttp\x1e03\x1fcode\x1e03\x1fgot 5\x1e03\x1fhttp\x1e04\x1fcode\x1e04\x1fgot 5\x1e04\x1fhttp\x1e29\x1fcode\x1e29\x1fgot 5\x1e29\x1fhttp\x1ebad gateway\x1eerror\x1egateway time\x1fout\x1einternal server error\x1eresponse\x1ereturned\x1eservice \x1funavailable\x1estatus\x0a"  # 17
-    b"abuse detection\x1ecalls\x1ftoo many \x1eed\x1fthrottl\x1eexceeded \x1fquota\x1eing\x1fthrottl\x1elimit\x1frate\x1equota exceeded\x1erate exceeded\x1erequest limit exceeded\x1esubmitted too quickly\x1etoo many requests\x0a"  # 18
-    b"rate_limit_error\x1erate_limit_exceeded\x1eratelimited\x1eratelimiterror\x1eratelimitexceeded\x1eresource_exhausted\x1eresourceexhausted\x1esubscriptionrequeststhrottled\x1etoomanyrequests\x1etoomanyrequestsexception\x1euserratelimitexceeded\x0a"  # 19
-    b" overloaded\x1fapi\x1e overloaded\x1fare\x1e overloaded\x1fcurrently\x1e overloaded\x1fengine\x1e overloaded\x1fis\x1e overloaded\x1fmodel\x1e overloaded\x1fserver\x1e overloaded\x1fservice\x1eoverloaded\x1eoverloaded_error\x0a"  # 20
-    b" data quota\x1fits\x1fover \x1e data quota\x1fover \x1fyour\x1e failed\x1f ha\x1fpayment\x1e permanently\x1fceeded\x1fquota ex\x1e permanently\x1fhausted\x1fquota ex\x1e quota \x1fdata\x1fexceeded\x1e quota \x1fdata\x1fhas been hit\x1e quota \x1fexceeded\x1fstorage\x1e quota \x1fhas been hit\x1fstorage\x1ebilling \x1fdisabled\x1ebilling \x1fnot enabled\x1ebilling_disabled\x1echeck your plan and billing\x1ecredit balance is too low\x1eexceeded your current quota\x1einsufficient_quota\x1erequires billing to be enabled\x1espending limit\x0a"  # 21
-    b"access denied\x1eauthentication \x1ebad credentials\x1ebeen revoked\x1ecredentials\x1eed\x1fnot authori\x1eed\x1funauthori\x1eexpired\x1eexpired \x1ftoken\x1ein\x1ftoken\x1fusername or \x1einvalid\x1fkey\x1einvalid\x1fsecret\x1einvalid\x1ftoken\x1einvalid \x1ekey\x1frevoked\x1elogin failed\x1emust be logged in\x1enot valid\x1epassword\x1erevoked\x1fsecret\x1erevoked\x1ftoken\x1eunauthenticated\x0a"  # 22
-    b" is denied\x1faccess to the path \x1e not have \x1faccess\x1fdo\x1e not have \x1fauthorization\x1fdo\x1e not have \x1fdo\x1fpermission\x1eaccess is denied\x1einsufficient \x1fpermissions\x1einsufficient \x1fprivileges\x1einsufficient \x1fscope\x1emust be owner of\x1eoperation not permitted\x1epermission denied\x0a"  # 23
-    b"accessdenied\x1eaccessdeniedexception\x1eeacces\x1eeperm\x1epermission_denied\x1epermissiondenied\x1epermissionerror\x1eunauthorizedaccessexception\x0a"  # 24
-    b" licen\x1fexpired\x1e licen\x1finvalid\x1e licen\x1fno valid\x1eexpired\x1flicen\x1einvalid\x1flicen\x1elicen\x1fmissing\x1elicen\x1fnot found\x1elicen\x1frequired\x0a"  # 25
-    b"' is full\x1fthe table '\x1e[errno 28]\x1edisk is full\x1edisk quota exceeded\x1ediskpressure\x1eenospc\x1einsufficient disk space\x1eno space left on device\x1enot enough space on the disk\x1eout of disk space\x0a"  # 26
-    b"attempt to write a readonly database\x1eerofs\x1eonly file\x1fread\x1fsystem\x0a"  # 27
-    b" 137\x1fcode\x1fexit\x1e 137\x1fexit\x1fstatus\x1e killed\x1ecannot allocate memory\x1eerror 137\x1eexceed\x1fmemory limit\x1eexhausted\x1fmemory \x1efailed\x1fmemory allocation \x1efailed to allocate memory\x1einsufficient memory\x1ekilled\x1ekilled process \x1ekilled signal terminated program\x1ememory \x1fquota exceeded\x1enot enough memory\x1eoom\x1eoomd\x1eout of memory\x1ereturned a non-zero code: 137\x1esignal terminated program\x1estatus=9/kill\x1estd::bad_alloc\x1esystemd-oomd\x1eunable to allocate \x0a"  # 28
-    b"enomem\x1eerr_worker_out_of_memory\x1ememoryerror\x1eoomkilled\x1eoutofmemoryerror\x1eoutofmemoryexception\x0a"  # 29
-    b": \x1favailable\x1fmemory\x1fno \x1frror\x1e: \x1favailable\x1fmemory\x1fno \x1fxception\x1e: \x1fcannot allocate memory\x1frror\x1e: \x1fcannot allocate memory\x1fxception\x1e: \x1fexhausted\x1fmemory \x1frror\x1e: \x1fexhausted\x1fmemory \x1fxception\x1e: \x1ffree\x1fmemory\x1fno \x1frror\x1e: \x1ffree\x1fmemory\x1fno \x1fxception\x1e: \x1finsufficient \x1fmemory\x1frror\x1e: \x1finsufficient \x1fmemory\x1fxception\x1e: \x1fmemory\x1fnot enough \x1frror\x1e: \x1fmemory\x1fnot enough \x1fxception\x0a"  # 30
-    b" to \x1facquire\x1ffailed\x1flock\x1e to \x1facquire\x1flock\x1funable\x1e to \x1ffailed\x1flock\x1fobtain\x1e to \x1flock\x1fobtain\x1funable\x1eacquire\x1fcould not \x1flock\x1eanother \x1fholding\x1fis\x1fprocess\x1eanother \x1fin progress\x1eanother \x1finstance\x1fis\x1eanother \x1fis\x1foperation\x1eanother \x1fis\x1fprocess\x1frunning\x1eanother \x1fseems to be\x1ecannot lock ref '\x1ecould not \x1fget\x1flock\x1ecould not \x1flock\x1fobtain\x1ecould not serialize access\x1edatabase \x1fis locked\x1edeadlock \x1fdetected\x1edeadlock \x1ffound\x1ein use by another\x1fis \x1elock\x1fwaiting for \x1eresource busy\x1eserialization failure\x1etext file busy\x1etry restarting transaction\x0a"  # 31
-    b"(40001)\x1e40p01\x1e55p03\x1edeadlockdetected\x1eebusy\x1eer_lock_deadlock\x1eetxtbsy\x1elocknotavailable\x1eserializationfailure\x1esqlite_busy\x1esqlstate 40001\x1esqlstate[40001]\x0a"  # 32
-    b"eagain\x1eis \x1funavailable\x1enot ready yet\x1eserver is busy\x1etemporarily unavailable\x1etry again\x0a"  # 33
-    b"' not found\x1fcommand '\x1ean internal or external command\x1fis not recognized as \x1ebinary\x1fis not installed\x1ebinary\x1fnot found\x1ecommand not found\x1ecompiler\x1fis not installed\x1ecompiler\x1fnot found\x1ecould not find \x1fexecutable\x1ecould not find \x1fprogram\x1eexecutable\x1fis not installed\x1eexecutable\x1fnot found\x1eexecutable file not found in \x1fpath\x1ein\x1fnot found \x1fpath\x1einterpreter\x1fis not installed\x1einterpreter\x1fnot found\x1eis not installed\x1fprogram\x1eis not recognized as \x1fthe name of a cmdlet\x1enot found\x1fprogram\x1enot found \x1fon\x1fpath\x0a"  # 34
-    b" 2] \x1f: '\x1f: [\x1ferrno\x1ferror\x1e 2] \x1f: '\x1f: [\x1ferrno\x1ffilenotfounderror\x1e 2] \x1f: '\x1f: [\x1ferrno\x1foserror\x1e 2] \x1f: '\x1f: [\x1fwinerror\x1e enoent\x1fspawn \x1e' failed: no such file or directory\x1ferror: command '\x1e: \x1fcommand not found\x1fmake\x1e: \x1fmake\x1fno such file or directory\x1e: no such file or directory\x1fenv: \x1e[winerror 2] the system cannot find the file specified\x1ecannot run program \x22\x1eno such file or directory\x1fsh: \x1enot found\x1fsh: \x0a"  # 35
-    b" 12\x1ferror\x1e 12\x1fexit code\x1e 12\x1fexit status\x1e 12\x1fexited with code\x1e 12\x1freturned a non-zero code:\x0a"  # 36
-    b": bad interpreter\x1e: permission denied\x1fsh: \x1ecannot execute binary file\x1eexec format error\x0a"  # 37
-    b"cannot open shared object file\x1ecould not load library\x1edll\x1funable to load \x1edll load failed\x1eerror while loading shared libraries\x1elibrary not loaded\x1eshared library\x1funable to load \x0a"  # 38
-    b"access\x1fcannot\x1fkey\x1eaccess\x1fcould not\x1fkey\x1eaccess\x1fcouldn't\x1fkey\x1eaccess\x1ffailed to\x1fkey\x1eaccess\x1fkey\x1funable to\x1eapi\x1fcannot\x1ffind\x1fkey\x1eapi\x1fcannot\x1fkey\x1flocate\x1eapi\x1fcould not\x1fkey\x1eapi\x1fcouldn't\x1ffind\x1fkey\x1eapi\x1fcouldn't\x1fkey\x1flocate\x1eapi\x1ffailed to\x1fkey\x1eapi\x1ffind\x1fkey\x1funable to\x1eapi\x1fkey\x1flocate\x1funable to\x1ecannot\x1fcredential\x1ecannot\x1fdiscover\x1fkey\x1ecould not\x1fcredential\x1ecould not\x1fdiscover\x1fkey\x1ecouldn't\x1fcredential\x1ecouldn't\x1fdiscover\x1fkey\x1ecredential\x1fdiscover\x1ecredential\x1ffailed to\x1ecredential\x1funable to\x1ediscover\x1ffailed to\x1fkey\x1ediscover\x1fkey\x1funable to\x0a"  # 39
-    b"environment variable\x1fmissing\x1eenvironment variable\x1fnot defined\x1eenvironment variable\x1frequired\x1eenvironment variable\x1funset\x1eis empty\x1eis not defined\x1eis not set\x1emissing \x1fvariable\x1emust be set\x1enot set\x1eunbound variable\x0a"  # 40
-    b"called\x1fno \x1fpackage \x1eis not available\x1fpackage \x1eis not installed\x1fpackage \x1enamed\x1fno \x1fpackage \x1enot found\x1fpackage \x1epackage \x1fwas not found\x0a"  # 41
-    b"cannot create executables\x1fconfigure: error: \x1ecannot find\x1fconfigure: error: \x1econfigure: error: \x1fcould not find\x1econfigure: error: \x1fis required\x1econfigure: error: \x1fmissing\x1econfigure: error: \x1fno acceptable\x1econfigure: error: \x1fnot\x1frequired\x1econfigure: error: \x1fnot found\x1econfigure: error: \x1fnot installed\x1econfigure: error: \x1fnot present\x1econfigure: error: \x1fnot usable\x1econfigure: error: \x1funable to find\x0a"  # 42
-    b": file not found\x1ecould not find include file\x1eimport\x1fnot found\x1einclude\x1fnot found\x1einclude file\x1fnot found\x0a"  # 43
-    b"bucket\x1fnot found\x1ecluster\x1fnot found\x1ecould not be found\x1edataset\x1fnot found\x1edoes not exist\x1edoesn't exist\x1ehosted zone\x1fnot found\x1ekey vault\x1fnot found\x1enamespace\x1fnot found\x1enot found\x1fproject\x1enot found\x1fqueue\x1enot found\x1fregistry\x1enot found\x1fstack\x1enot found\x1fsubnet\x1enot found\x1fsubscription\x1enot found\x1ftopic\x1enot found\x1fvpc\x1eresource group\x1eservice account\x1ewas not found\x0a"  # 44
-    b" version\x1fonly supports \x1e version is \x1fcurrent \x0a"  # 45
-    b"\x22 unexpected\x1fsyntax error: \x1ebad substitution\x1eend of file unexpected\x1fsyntax error: \x1eparse error near\x1esyntax error near unexpected token\x1esyntax error: \x1funterminated quoted string\x1esyntax error: unexpected end of file\x1esyntax error: unterminated quoted string\x1eunexpected eof while looking for matching\x0a"  # 46
-    b"error\x1fsyntax\x1eparse error\x1eparsing error\x1eunexpected token\x0a"  # 47
-    b": bad interpreter\x1e^m: bad interpreter\x0a"  # 48
-    b"task_failed\x0a"  # 49
-    b"- hook id: \x0a"  # 50
-    b"hook\x1fpre\x1fstart\x0a"  # 51
-    b"declined\x1fhook\x1efail\x1fpre-commit\x1efailed\x1fhook\x1ehook\x1frejected\x0a"  # 52
-    b"[remote rejected] \x1fhook declined)\x0a"  # 53
-    b"files were modified by this hook\x0a"  # 54
-    b"indentationerror\x1esyntaxerror\x1etaberror\x0a"  # 55
-    b"invalid\x1fsyntax\x0a"  # 56
-    b" failed\x0a"  # 57
-    b"::\x1ferror \x1efailed \x0a"  # 58
-    b" fail\x1fed\x1ftest\x1e fail\x1fing\x1ftest\x1eare\x1ffailing tests\x1fthere \x1eare\x1ftest failures\x1fthere \x1efailing tests\x1fthere \x1fwere\x1etest failure\x1etest failures\x1fthere \x1fwere\x0a"  # 59
-    b"--> \x1f.py\x1e.py\x1f: \x0a"  # 60
-    b".py\x1f: error: \x0a"  # 61
-    b"be reformatted\x1fwould \x1ereformat\x1fwould \x0a"  # 62
-    b" error\x1ffound \x0a"  # 63
-    b"error\x1flint\x1efailed\x1flint\x1efailure\x1flint\x0a"  # 64
-    b"assert\x1eassertionerror\x0a"  # 65
-    b"assertionerror\x0a"  # 66
-    b"attributeerror\x1eindexerror\x1ekeyerror\x1elookuperror\x1enameerror\x1enotimplementederror\x1eoverflowerror\x1erangeerror\x1erecursionerror\x1ereferenceerror\x1etypeerror\x1eunboundlocalerror\x1eunicodedecodeerror\x1eunicodeencodeerror\x1evalueerror\x1ezerodivisionerror\x0a"  # 67
-    b"runtimeerror: \x0a"  # 68
-    b"traceback (most recent call last):\x0a"  # 69
-    b"' from partially initialized module\x1fcannot import name '\x1eimporterror: cannot import name\x0a"  # 70
-    b"importerror\x1emodulenotfounderror\x1eno module named\x0a"  # 71
-    b"keyerror: '\x0a"  # 72
-    b"conflicting dependencies\x1ecould not find a version that satisfies the requirement\x1eno matching distribution found for\x1eno solution found when resolving\x1erequires a different python\x1eresolutionimpossible\x1esolverproblemerror\x1eversion solving failed\x0a"  # 73
-    b"externally-managed-environment\x1ethis environment is externally managed\x0a"  # 74
-    b" or greater is required\x1fmicrosoft visual c++ \x1e' failed: no such file or directory\x1ferror: command '\x1e': no such file or directory\x1funable to execute '\x1epython.h: no such file or directory\x0a"  # 75
-    b" column \x1fexpecting value: line \x1e in json\x1funexpected token \x1eis not valid json\x1ejson.parse: unexpected\x1ejsondecodeerror\x0a"  # 76
-    b"cannot find module '\x1ecannot find package '\x1ecould not resolve \x22\x1eerr_module_not_found\x1emodule not found: error: can't resolve '\x1emodule_not_found\x0a"  # 77
-    b"can't resolve '\x1ecannot find module '\x1ecannot find package '\x1ecould not resolve \x22\x0a"  # 78
-    b"couldn't find any versions for\x1ee404\x1eeresolve\x1eerr_pnpm_\x1ffetch_404\x1eerr_pnpm_\x1fno_matching_version\x1eerr_pnpm_\x1fpeer_dep_issues\x1eetarget\x1eno matching version found for\x1enotarget\x1eunable to resolve dependency tree\x0a"  # 79
-    b"e401\x1ee403\x1eeneedauth\x1eeotp\x1eneed auth\x1eyou must be logged in to\x0a"  # 80
-    b"--frozen-lockfile\x1eare in sync\x1eerr_pnpm_outdated_lockfile\x1elockfile needs to be updated\x1ethe lockfile would have been modified\x0a"  # 81
-    b"digital envelope routines::unsupported\x1eebadengine\x1eerr_ossl_evp_unsupported\x1ethe engine \x22node\x22 is incompatible\x1eunsupported engine\x0a"  # 82
-    b"could not find any visual studio installation\x1egyp err! find \x1fpython\x1egyp err! find \x1fvs\x1egyp err! stack error: not found: make\x0a"  # 83
-    b"err_worker_out_of_memory\x1ejavascript heap out of memory\x1ereached heap limit\x0a"  # 84
-    b" failed\x1ftest\x1e failed\x1ftest files\x1e failed\x1ftest suites:\x1e failed\x1ftests\x1e failing\x1e# fail\x1efail\x1enot ok \x0a"  # 85
-    b").\x1fexpect(\x1ffunction\x1fto\x1e).\x1fexpect(\x1fjest.fn()\x1fto\x1e).\x1fexpect(\x1fmock\x1fto\x1e).\x1fexpect(\x1freceived\x1fto\x1e).\x1fexpect(\x1fto\x1fvalue\x0a"  # 86
-    b" test failed.\x1ferr!\x1fnpm \x1e test failed.\x1ferror\x1fnpm \x0a"  # 87
-    b"error\x0a"  # 88
-    b" (\x1f: unexpected token\x0a"  # 89
-    b" (\x1f error\x1f problem\x0a"  # 90
-    b"code style issues \x1ffound\x1ecode style issues \x1fwere found\x1eforgot to run prettier?\x0a"  # 91
-    b" of \x1fcannot read propert\x1fnull\x1e of \x1fcannot read propert\x1fundefined\x1eis not a function\x0a"  # 92
-    b"triggeruncaughtexception\x1eunhandled promise rejection\x1eunhandledpromiserejection\x0a"  # 93
-    b"an only install with an existing package-lock.json\x1eode eusage\x0a"  # 94
-    b"err_require_esm\x1emust use import to load es module\x1erequire() of es module\x0a"  # 95
-    b"address already in use\x1eeaddrinuse\x1eonly one usage of each socket address\x1eport is already allocated\x0a"  # 96
-    b"ts1\x0a"  # 97
-    b" error ts\x1e: \x1fts\x1eerror ts\x0a"  # 98
-    b"' file not found\x1f.h\x1ffatal error: '\x1e.h\x1f: no such file or directory\x1ffatal error: \x1ecannot find -l\x0a"  # 99
-    b" character\x1ferror: \x1fmissing terminating \x1e' in program\x1ferror: \x1fstray '\x5c\x1e')'\x1ferror: \x1fexpected \x1e';'\x1ferror: \x1fexpected \x1e']'\x1ferror: \x1fexpected \x1e'{'\x1ferror: \x1fexpected \x1e'}'\x1ferror: \x1fexpected \x1eafter\x1ferror: \x1fexpected \x1eat end of declaration\x1ferror: \x1fexpected \x1eat end of input\x1ferror: \x1fexpected \x1ebefore\x1ferror: \x1fexpected \x1edeclaration\x1ferror: \x1fexpected \x1eerror: \x1fexpected \x1fexpression\x1eerror: \x1fexpected \x1fidentifier\x1eerror: \x1fexpected \x1fprimary-expression\x1eerror: \x1fexpected \x1funqualified-id\x0a"  # 100
-    b" arguments to function\x1ferror: \x1ffew\x1ftoo \x1e arguments to function\x1ferror: \x1fmany\x1ftoo \x1econflicting types for\x1ferror: \x1edoes not name a type\x1ferror: \x1eerror: \x1fhas no member named\x1eerror: \x1fimplicit declaration of function\x1eerror: \x1fincompatible type\x1eerror: \x1finvalid conversion\x1eerror: \x1fno matching function for call to\x1eerror: \x1fno member named\x1eerror: \x1fundeclared\x1eerror: \x1funknown type name\x1eerror: \x1fuse of undeclared identifier\x1eerror: \x1fwas not declared in this scope\x0a"  # 101
-    b" for architecture\x1fundefined symbol\x1eld: symbol(s) not found\x1eundefined reference to \x1eunresolved external symbol\x0a"  # 102
-    b"[-werror\x1eall warnings being treated as errors\x0a"  # 103
-    b"*** missing separator\x0a"  # 104
-    b"no rule to make target\x0a"  # 105
-    b".cmake\x22\x1fby not providing \x22find\x1e_compiler could be found\x1fno cmake_\x1ecould not find \x1ecould not find a package configuration file\x1eis not able to compile a simple test program\x0a"  # 106
-    b"cmake error\x0a"  # 107
-    b" expected\x1f.java:[\x1f] \x1fclass, interface, \x1fenum, or record\x1e expected\x1f.java:[\x1f] \x1fclass, interface, \x1for enum\x1e expected\x1fclass, interface, \x1fenum, or record\x1ferror: \x1e expected\x1fclass, interface, \x1ferror: \x1for enum\x1e')' expected\x1f.java:[\x1f] \x1e')' expected\x1ferror: \x1e';' expected\x1f.java:[\x1f] \x1e';' expected\x1ferror: \x1e.java:[\x1f<identifier> expected\x1f] \x1e.java:[\x1f] \x1fexpression\x1fillegal start of \x1e.java:[\x1f] \x1fillegal start of \x1ftype\x1e.java:[\x1f] \x1fnot a statement\x1e.java:[\x1f] \x1freached end of file while parsing\x1e.java:[\x1f] \x1funclosed string literal\x1e<identifier> expected\x1ferror: \x1eerror: \x1fexpression\x1fillegal start of \x1eerror: \x1fillegal start of \x1ftype\x1eerror: \x1fnot a statement\x1eerror: \x1freached end of file while parsing\x1eerror: \x1funclosed string literal\x0a"  # 108
-    b" does not exist\x1fpackage \x1e.kt\x1fe: \x1ecannot be applied to\x1ecannot find symbol\x1eerror: \x1fincompatible types\x1eerror: \x1fmethod\x1fnon-static \x1eerror: \x1ftype mismatch\x1eincompatible types\x1fjava\x1eincompatible types\x1fkt\x1eincompatible types\x1fscala\x1eis not abstract and does not override\x1ejava\x1fmethod\x1fnon-static \x1ejava\x1ftype mismatch\x1ekt\x1fmethod\x1fnon-static \x1ekt\x1ftype mismatch\x1emethod\x1fnon-static \x1fscala\x1emethod does not override\x1emight not have been initialized\x1enon-static \x1fvariable\x1escala\x1ftype mismatch\x1eunreported exception\x1eunresolved reference\x0a"  # 109
-    b" failed\x1f> task :\x1fcompile\x1e:compile\x1fexecution failed for task '\x1ecompilation error\x1ecompilation failed; see the compiler error output\x0a"  # 110
-    b" failed\x1f tests completed, \x1e, failures: \x1ftests run: \x1e:test\x1fexecution failed for task '\x1e> task :\x1ftest failed\x0a"  # 111
-    b" found\x1fspotbugs\x1echeckstyle\x1fviolation\x1echeckstyle violations\x1eerror\x1fktlint\x1eformat violations\x1ektlint\x1fviolation\x1epmd failure\x1espotless\x1fviolations\x0a"  # 112
-    b"gc overhead limit exceeded\x1egradle build daemon disappeared unexpectedly\x1ejava heap space\x1enative thread\x1funable to create \x1ethere is insufficient memory for the java runtime environment\x0a"  # 113
-    b"classnotfoundexception\x1ecompiled by a more recent version of the java runtime\x1ecould not find or load main class\x1enoclassdeffounderror\x1eunsupported class file major version\x1eunsupportedclassversionerror\x0a"  # 114
-    b" release: \x1finvalid \x1fsource\x1e release: \x1finvalid \x1ftarget\x1egradle requires jvm \x1ejava_home is \x1fnot set\x1ejava_home is \x1fset to an invalid directory\x1eno java runtime present\x1eno matching toolchains found\x1eunable to locate a java runtime\x0a"  # 115
-    b"could not find \x1ecould not find artifact\x1efailure to find \x1enon-resolvable parent pom\x1ewas cached in the local repository, resolution will not be reattempted\x0a"  # 116
-    b"could not resolve \x0a"  # 117
-    b"abstractmethoderror\x1earithmeticexception\x1earrayindexoutofboundsexception\x1eclasscastexception\x1econcurrentmodificationexception\x1eillegalargumentexception\x1eillegalstateexception\x1eindexoutofboundsexception\x1ekotlinnullpointerexception\x1enosuchelementexception\x1enosuchfielderror\x1enosuchmethoderror\x1enullpointerexception\x1enumberformatexception\x1estackoverflowerror\x1estringindexoutofboundsexception\x1euninitializedpropertyaccessexception\x1eunsupportedoperationexception\x0a"  # 118
-    b"exception in thread \x22\x0a"  # 119
-    b" passed, \x1ffailed\x1foops: \x1e passed, \x1foops: \x1fpanicked\x1e--- fail: \x1e.go:\x1f: \x1fpanic\x1efail\x0a"  # 120
-    b"', found\x1f.go:\x1f: expected '\x1e.go:\x1f: syntax error:\x1ego: errors parsing go.mod\x1esyntax error: unexpected\x0a"  # 121
-    b".go:\x1f: \x0a"  # 122
-    b"[build failed]\x0a"  # 123
-    b" [running]\x1fgoroutine \x1eindex out of range\x1fruntime error: \x1einteger divide by zero\x1fruntime error: \x1einvalid memory address\x1fruntime error: \x1enil pointer dereference\x1epanic: \x1eruntime error: \x1fslice bounds out of range\x0a"  # 124
-    b"panic: test timed out after \x0a"  # 125
-    b"all goroutines are asleep - deadlock\x1efatal error: concurrent map \x1fread and map write\x1efatal error: concurrent map \x1fwrites\x0a"  # 126
-    b" is not in \x1fgoroot\x1fpackage \x1e is not in \x1fpackage \x1fstd\x1e\x22 in any of\x1fcannot find package \x22\x1e: not found\x1fgo: module \x1ego.mod requires go >= \x1emissing go.sum entry\x1eno required module provides package\x1eunknown revision\x0a"  # 127
-    b"error[e\x0a"  # 128
-    b"463]: can't find crate for\x1ferror[e0\x1e514]\x1ferror[e0\x0a"  # 129
-    b"block comment\x1ferror: \x1funterminated \x1edouble quote string\x1ferror: \x1funterminated \x1eerror: \x1fexpected \x1eerror: \x1fmismatched closing delimiter\x1eerror: \x1fraw string\x1funterminated \x1eerror: \x1fthis file contains an unclosed delimiter\x1eerror: \x1funexpected closing delimiter\x0a"  # 130
-    b" stdout ----\x1f---- \x1eerror: test failed, to rerun pass\x1etest result: failed\x0a"  # 131
-    b" due to \x1f previous error\x1fcould not compile `\x1e#[deny(clippy::\x0a"  # 132
-    b"#[deny(clippy::\x1e`-d clippy::\x1erust-clippy/master/index.html#\x0a"  # 133
-    b" at line \x1fdiff in \x0a"  # 134
-    b"= right` failed\x1fassertion `left \x1eassertion failed\x0a"  # 135
-    b"' panicked at\x1fthread '\x0a"  # 136
-    b" or newer\x1frequires rustc \x1e' is not installed\x1ftoolchain '\x1e` in registry\x1fcould not find `\x1e` not found\x1flinker `\x1ecould not exec the linker\x1ecould not find directory of openssl installation\x1ecould not find system library\x1efailed to select a version for\x1eno matching package named\x0a"  # 137
-    b"failed to run custom build command for\x0a"  # 138
-    b"001\x1ferror cs1\x1e002\x1ferror cs1\x1e003\x1ferror cs1\x1e009\x1ferror cs1\x1e010\x1ferror cs1\x1e012\x1ferror cs1\x1e022\x1ferror cs1\x1e026\x1ferror cs1\x1e031\x1ferror cs1\x1e040\x1ferror cs1\x1e041\x1ferror cs1\x1e513\x1ferror cs1\x1e514\x1ferror cs1\x1e519\x1ferror cs1\x1e525\x1ferror cs1\x1e733\x1ferror cs1\x0a"  # 139
-    b"): error \x1fbc\x1fvb\x1e): error \x1fca\x1fvb\x1e): error \x1fcs\x1e): error \x1ffs\x1e): error \x1fide\x1fvb\x1e): error \x1fsa\x1fvb\x0a"  # 140
-    b" failed. \x1fassert.\x1e() failure\x1fassert.\x0a"  # 141
-    b" [\x1ffailed \x1fs]\x1efailed!\x1ffailed:\x1efailed: \x1ftotal tests: \x1etest run failed\x0a"  # 142
-    b"charset\x1ferror \x1eerror \x1ffinalnewline\x1eerror \x1fimports\x1eerror \x1fwhitespace\x1efix whitespace formatting\x0a"  # 143
-    b"' for '\x1funable to resolve '\x1enu110\x1eunable to find package\x0a"  # 144
-    b"nu1301\x1eunable to load the service index for source\x0a"  # 145
-    b" was not found\x1f', version '\x1fthe framework '\x1ea compatible .net sdk was not found\x1ecould not load file or assembly\x1eit was not possible to find any compatible framework version\x1emsb4019\x1emsb4236\x1enetsdk1004\x1enetsdk1045\x1eno .net sdks were found\x1eyou must install or update .net to run\x0a"  # 146
-    b"error msb302\x1ethe file is locked by: \x0a"  # 147
-    b"a network-related or instance-specific error occurred while establishing a connection to sql server\x0a"  # 148
-    b"argumentexception\x1eargumentnullexception\x1eargumentoutofrangeexception\x1edividebyzeroexception\x1eformatexception\x1eindexoutofrangeexception\x1einvalidcastexception\x1einvalidoperationexception\x1ekeynotfoundexception\x1enotimplementedexception\x1enotsupportedexception\x1enullreferenceexception\x1eobjectdisposedexception\x0a"  # 149
-    b"unhandled exception.\x0a"  # 150
-    b"' in expression or statement\x1funexpected token '\x1eclosing\x1fmissing \x1eexpression\x1fmissing \x1efunction body\x1fmissing \x1emissing \x1fstatement block\x1emissing ')' in function parameter list\x1emissing closing '\x1eparseexception\x1eparsererror\x1ethe string is missing the terminator\x0a"  # 151
-    b", failed: \x1ftests passed: \x1ebut was:\x1efailed:\x0a"  # 152
-    b"ps\x0a"  # 153
-    b"about_execution_policies\x1eis not digitally signed\x1epssecurityexception\x1erunning scripts is disabled on this system\x1eunauthorizedaccess\x0a"  # 154
-    b"found\x1fnot \x1fowershell\x1efound\x1fnot \x1fwsh\x1einstalled\x1fnot \x1fowershell\x1einstalled\x1fnot \x1fwsh\x0a"  # 155
-    b"' is not recognized\x1fthe term '\x1ecommandnotfoundexception\x0a"  # 156
-    b"' was not loaded because no valid module file was found\x1fthe specified module '\x1emodulenotfound\x1eno match was found for the specified search criteria and module name\x0a"  # 157
-    b"' because it is \x1fan empty\x1fcannot bind argument to parameter '\x1e' because it is \x1fcannot bind argument to parameter '\x1fnull\x1ea parameter cannot be found that matches parameter name '\x1ecannot index into a null array\x1eexception\x1fparameterbinding\x1einvokemethodonnull\x1emethodnotfound\x1epropertynotfoundexception\x1eyou cannot call a method on a null-valued expression\x0a"  # 158
-    b" docker daemon \x1fis \x1frunning?\x1fthe\x1e docker daemon \x1fis \x1frunning?\x1fyour\x1ecannot connect to the docker daemon\x1econnection refused\x1fdial unix \x1fdocker.sock: \x1edial unix \x1fdocker.sock: \x1fno such file or directory\x1edocker_engine: the system cannot find the file specified\x1eopen //./pipe/docker\x0a"  # 159
-    b" is already in use by container\x1fthe container name \x0a"  # 160
-    b" not found\x1fimage \x1e not found\x1fmanifest for \x1emanifest unknown\x1eno matching manifest for\x1eno such image\x0a"  # 161
-    b") does not match\x1fimage's platform (\x1edoes not match the detected host platform\x0a"  # 162
-    b"requested access to the resource is denied\x0a"  # 163
-    b"multi-platform build is not supported for the docker driver\x0a"  # 164
-    b": no such file or directory\x1ffailed to read dockerfile: open \x1ecopy failed: \x1ffile not found\x1ecopy failed: \x1fforbidden path\x1ecopy failed: \x1fstat\x1efailed to calculate checksum of ref\x1efailed to compute cache key\x0a"  # 165
-    b"dockerfile parse error\x1eunknown instruction: \x0a"  # 166
-    b" failed\x1fcreate\x1foci runtime \x1e failed\x1fexec\x1foci runtime \x0a"  # 167
-    b"evicted\x1ethe node was low on resource: \x0a"  # 168
-    b" nodes are available\x1ecpu\x1finsufficient \x1edidn't match pod's node affinity\x1eephemeral-storage\x1finsufficient \x1efailedscheduling\x1ehad untolerated taint\x1einsufficient \x1fmemory\x1einsufficient \x1fnvidia.com/gpu\x1einsufficient \x1fpods\x1eunschedulable\x0a"  # 169
-    b"back-off pulling image\x1eerrimageneverpull\x1eerrimagepull\x1efailed to pull image\x1eimagepullbackoff\x1einvalidimagename\x0a"  # 170
-    b"\x22 cannot\x1fis forbidden: user \x22\x1eerror from server (forbidden)\x1eyou must be logged in to the server\x0a"  # 171
-    b"error from server (notfound)\x0a"  # 172
-    b"error from server (timeout)\x1eunable to return a response in the time allotted\x0a"  # 173
-    b"current-context is not set\x1einvalid configuration: no configuration\x1eno configuration has been provided\x1eno context exists with the name\x0a"  # 174
-    b"forbidden: exceeded quota: \x0a"  # 175
-    b"\x22 in version\x1fno matches for kind \x22\x0a"  # 176
-    b"cannot re-use a name that is still in use\x0a"  # 177
-    b" : \x1f not found\x1fconfigmap\x1fmountvolume.setup failed for volume \x1e : \x1f not found\x1fmountvolume.setup failed for volume \x1fsecret\x0a"  # 178
-    b" is invalid: \x1fthe \x0a"  # 179
-    b"error validating data: \x1estrict decoding error\x1eunknown field \x22\x1evalidationerror(\x0a"  # 180
-    b" not well-formed\x1fjson\x1e not well-formed\x1fyaml\x1e'-' indicator\x1fdid not find expected \x1e<document start>\x1fdid not find expected \x1eblock\x1fcollection\x1fwhile parsing a \x1eblock\x1fmapping\x1fwhile parsing a \x1ecollection\x1fflow\x1fwhile parsing a \x1ecould not find expected\x1fyaml: line \x1ecould not find expected ':'\x1edid not find expected\x1fyaml: line \x1edid not find expected \x1fkey\x1edid not find expected \x1fnode content\x1eerror converting yaml to json: yaml:\x1eerror in your yaml syntax\x1eflow\x1fmapping\x1fwhile parsing a \x1efound character that cannot start\x1fyaml: line \x1efound character that cannot start any token\x1ehere\x1fmapping values are not allowed \x1ein this context\x1fmapping values are not allowed \x1emapping values are not allowed\x1fyaml: line \x1eparsererror\x1fyaml.\x1escannererror\x1fyaml.\x1esyntax error while loading yaml\x1eyaml parse error\x0a"  # 181
-    b"another operation (install/upgrade/rollback) is in progress\x0a"  # 182
-    b"argument or block definition required\x1ferror: \x1eerror: \x1finvalid block definition\x1eerror: \x1finvalid character\x1eerror: \x1finvalid expression\x1eerror: \x1finvalid multi-line string\x1eerror: \x1fmissing item separator\x1eerror: \x1fmissing newline after argument\x1eerror: \x1funclosed configuration block\x1eerror: \x1funterminated template string\x0a"  # 183
-    b"call to unknown function\x1ferror: \x1ecycle: \x1ferror: \x1eduplicate \x1ferror: \x1foutput\x1eduplicate \x1ferror: \x1fresource\x1eduplicate \x1ferror: \x1fvariable\x1eerror: \x1fincorrect attribute value type\x1eerror: \x1finput variable\x1finvalid value for \x1eerror: \x1finput variable\x1freference to undeclared \x1eerror: \x1finvalid count argument\x1eerror: \x1finvalid for_each argument\x1eerror: \x1finvalid function argument\x1eerror: \x1finvalid reference\x1eerror: \x1finvalid value for \x1fmodule argument\x1eerror: \x1flocal value\x1freference to undeclared \x1eerror: \x1fmissing required argument\x1eerror: \x1fmodule\x1freference to undeclared \x1eerror: \x1freference to undeclared \x1fresource\x1eerror: \x1funsupported argument\x1eerror: \x1funsupported attribute\x1eerror: \x1funsupported block type\x0a"  # 184
-    b"backend initialization required\x1ecould not load plugin\x1einconsistent dependency lock file\x1emodule not installed\x1eplease run \x22terraform init\x22\x1eplugin reinitialization required\x1erequired plugins are not installed\x0a"  # 185
-    b"failed to \x1finstall provider\x1efailed to \x1fquery available provider packages\x0a"  # 186
-    b"conditionalcheckfailedexception\x1eerror acquiring the state lock\x1eerror locking state\x0a"  # 187
-    b"failed to refresh cached credentials\x1eno credentials found\x1eno valid credential sources found\x0a"  # 188
-    b"is not set, and has no default value\x1eno value for required variable\x0a"  # 189
-    b"host key is known for\x1fno \x1ehost key verification failed\x1eremote host identification has changed\x0a"  # 190
-    b" for '\x1f' are too open\x1fpermissions \x1e\x22: \x1fbad permissions\x1fload key \x22\x1e\x22: \x1ferror in libcrypto\x1fload key \x22\x1e\x22: \x1finvalid format\x1fload key \x22\x1eunprotected private key file\x0a"  # 191
-    b" for '\x1fcould not read \x1fpassword\x1e for '\x1fcould not read \x1fusername\x1eterminal prompts disabled\x0a"  # 192
-    b"' not found\x1ffatal: repository '\x1erepository not found\x0a"  # 193
-    b"make sure you have the correct access rights\x0a"  # 194
-    b"detected dubious ownership in repository\x1enot a git repository\x1esafe.directory\x0a"  # 195
-    b"): \x1fconflict (\x1eautomatic merge failed; fix conflicts\x1eerror: could not apply \x1emerge conflict in\x1eresolve all conflicts manually\x1eyou have unmerged paths\x0a"  # 196
-    b"gh006\x1egh013\x1eprotected branch hook declined\x1eprotected branch update failed\x1epush cannot contain secrets\x1erepository rule violations found\x1eyou are not allowed to push code to protected branches\x0a"  # 197
-    b" (\x1ferror 104\x1e authentication failed\x1fident\x1e authentication failed\x1fpeer\x1e28p01\x1eaccess denied for user\x1eaccess_denied_error\x1fer_\x1eerr invalid password\x1eerror 1142 (\x1einvalidpassword\x1eno pg_hba.conf entry for\x1enoauth\x1enoperm\x1epassword authentication failed for user\x1esasl authentication failed\x1ewrongpass\x0a"  # 198
-    b" \x22\x1f\x22 does not exist\x1fdatabase\x1e \x22\x1f\x22 does not exist\x1frole\x1e\x22 is not available\x1fextension \x22\x1e3d000\x1eer_bad_db_error\x1einvalidcatalogname\x1eunknown database '\x0a"  # 199
-    b" failed\x1fconnection to server at \x22\x1e53300\x1e57p0\x1eadminshutdown\x1ecannotconnectnow\x1ecould not receive data from server\x1ein recovery mode\x1fthe database system is \x1eis the server running\x1enot yet accepting connections\x1fthe database system is \x1eremaining connection slots are reserved\x1eshutting down\x1fthe database system is \x1esorry, too many clients already\x1essl connection has been closed unexpectedly\x1essl syscall error: eof detected\x1estarting up\x1fthe database system is \x1eterminating connection due to administrator command\x1etoo many connections\x0a"  # 200
-    b" (\x1f02\x1ferror 20\x1e (\x1f03\x1ferror 20\x1e (\x1f06\x1ferror 20\x1e (\x1f13\x1ferror 20\x1ecan't connect to \x1fmysql server\x1eer_con_count_error\x1elost connection to mysql server\x1emysql server has gone away\x1eprotocol_connection_lost\x0a"  # 201
-    b" connecting to \x1ferror \x1ebusy redis is busy\x1ebusyloadingerror\x1eclusterdown\x1eloading redis is loading\x1emasterdown\x1emax number of clients reached\x1ereadonly you can't write against a read only replica\x1etryagain\x0a"  # 202
-    b"misconf\x1eoom command not allowed when used memory\x0a"  # 203
-    b"\x22: syntax error\x1fnear \x22\x1e42601\x1eer_parse_error\x1eincomplete input\x1esyntax error at or near\x1eyou have an error in your sql syntax\x0a"  # 204
-    b"\x22 \x1fcolumn \x22\x1fdoes not exist\x1e42703\x1eer_bad_field_error\x1eno such column: \x1eundefinedcolumn\x1eunknown column '\x0a"  # 205
-    b"\x22 does not exist\x1frelation \x22\x1e' doesn't exist\x1ftable '\x1e42p01\x1eer_no_such_table\x1eno such table: \x1eundefinedtable\x0a"  # 206
-    b" constraint\x1fcheck\x1fviolates \x1e constraint\x1fforeign key\x1fviolates \x1e constraint\x1fnot-null\x1fviolates \x1e constraint\x1funique\x1fviolates \x1e' for key\x1fduplicate entry '\x1e2350\x1eduplicate key value\x1eer_dup_entry\x1eforeign key constraint failed\x1eintegrityerror\x1enot null constraint failed\x1eunique constraint failed\x1euniqueviolation\x0a"  # 207
-    b"cantopen\x1fsqlite_\x1ecorrupt\x1fsqlite_\x1edatabase disk image is malformed\x1edisk i/o error\x1efull\x1fsqlite_\x1ereadonly\x1fsqlite_\x1esqlite_ioerr\x1eunable to open database file\x0a"  # 208
-    b"err unknown command\x1eerr wrong number of arguments\x1ewrongtype\x0a"  # 209
-    b"bandwidthlimitexceeded\x1eec2throttledexception\x1elimitexceededexception\x1eprovisionedthroughputexceededexception\x1erequestlimitexceeded\x1erequestthrottled\x1erequestthrottledexception\x1eslowdown\x1ethrottledexception\x1ethrottling\x1ethrottlingexception\x0a"  # 210
-    b"authfailure\x1eexpired\x1fsecurity token included in the request is \x1eexpiredtoken\x1eexpiredtokenexception\x1eincompletesignature\x1einvalid\x1fsecurity token included in the request is \x1einvalidaccesskeyid\x1einvalidclienttokenid\x1einvalidsignatureexception\x1einvalidtoken\x1emissingauthenticationtoken\x1enotauthorizedexception\x1esignaturedoesnotmatch\x1esso session associated with this profile has expired\x1ethe aws access key id you provided does not exist\x1etoken has expired and refresh failed\x1eunauthorizedoperation\x1eunrecognizedclientexception\x0a"  # 211
-    b"is not authorized to perform\x1ewith an explicit deny\x0a"  # 212
-    b") could not be found\x1fthe config profile (\x1ecould not load credentials from any providers\x1ecredentials from any \x1fproviders in the chain\x1funable to load \x1ecredentialsprovidererror\x1efailed to retrieve credentials\x1emissing credentials in config\x1eno ec2 imds role found\x1enoauthhandlerfound\x1enocredentialproviders\x1enocredentialserror\x1enoregionerror\x1eprofilenotfound\x1eunable to load sdk config\x1eunable to locate credentials\x1eyou must specify a region\x0a"  # 213
-    b" than your current\x1finstances\x1fyou have requested more \x1e than your current\x1fvcpu capacity\x1fyou have requested more \x1eaddresslimitexceeded\x1einstancelimitexceeded\x1eservicequotaexceededexception\x1etoomanybuckets\x1evcpulimitexceeded\x1evpclimitexceeded\x0a"  # 214
-    b"could not connect to the endpoint url\x1einsufficientinstancecapacity\x1einternalerror\x1einternalfailure\x1epriorrequestnotcomplete\x1eserviceunavailable\x0a"  # 215
-    b" is now earlier than\x1fsignature expired: \x1eclock skew\x1erequesttimetooskewed\x0a"  # 216
-    b"nosuchbucket\x1enosuchentity\x1enosuchkey\x1eparameternotfound\x1eresourcenotfoundexception\x0a"  # 217
-    b"invalidparameterexception\x1einvalidparametervalue\x1emalformedpolicydocument\x1emissingparameter\x1evalidationerror\x1evalidationexception\x0a"  # 218
-    b"access_token_scope_insufficient\x1eapi key expired\x1eapi key not valid\x1eapi_key_invalid\x1eiam_permission_denied\x1einvalid_grant\x1ereauthentication failed\x1erequest had insufficient authentication scopes\x1erequest had invalid authentication credentials\x1ethe caller does not have permission\x1etoken has been expired or revoked\x1eunauthenticated\x0a"  # 219
-    b" not been set up\x1fefault \x1fpplication \x1fredentials ha\x1ecould not automatically determine credentials\x1edefaultcredentialserror\x1edoes not exist\x1fgoogle_application_credentials\x1egoogle_application_credentials\x1fnot found\x1egoogle_application_credentials\x1fnot set\x1eno credentials loaded. to use your gcloud credentials\x1eyou do not currently have an active account selected\x1eyour default credentials were not found\x0a"  # 220
-    b" exceed\x1f quota limit\x1fquota metric\x1e' and limit '\x1fquota exceeded for quota metric '\x1e' exceeded.\x1flimit: \x1fquota '\x0a"  # 221
-    b" before or it is disabled\x1fhas not been used in project \x1e] not enabled\x1fapi [\x1eaccessnotconfigured\x1eservice_disabled\x0a"  # 222
-    b"api_core.exceptions.notfound\x1fgoogle.\x1ecloud.exceptions.notfound\x1fgoogle.\x0a"  # 223
-    b"backenderror\x1edoes not have enough resources available to fulfill the request\x1eunavailable\x1ezone_resource_pool_exhausted\x0a"  # 224
-    b"aadsts\x1eauthenticationfailed\x1eauthorizationfailed\x1eauthorizationpermissionmismatch\x1eclientauthenticationerror\x1edoes not have authorization to perform action\x1eexpiredauthenticationtoken\x1einvalidauthenticationtoken\x1einvalidauthenticationtokentenant\x1ekeybasedauthenticationnotpermitted\x1elinkedauthorizationfailed\x1erequestdisallowedbypolicy\x0a"  # 225
-    b"credentialunavailableerror\x1edefaultazurecredential failed to retrieve a token\x1eenvironmentcredential authentication unavailable\x1emanagedidentitycredential authentication unavailable\x1eno subscription found\x1eplease run 'az login' to setup account\x0a"  # 226
-    b"exceeding approved \x1fquota\x1equotaexceeded\x0a"  # 227
-    b"anotheroperationinprogress\x1eoperationpreempted\x1eretryableerror\x1eserverbusy\x0a"  # 228
-    b"containernotfound\x1emissingsubscriptionregistration\x1eresourcegroupnotfound\x1eskunotavailable\x1estorageaccountnotfound\x1esubscriptionnotfound\x0a"  # 229
-    b" to create or update workflow\x1fgithub app\x1frefusing to allow a\x1e to create or update workflow\x1foauth app\x1frefusing to allow a\x1e to create or update workflow\x1fpersonal access token\x1frefusing to allow a\x1ebad credentials\x1egh007\x1ehas not been granted the required scopes\x1ehttp basic: access denied\x1emust have admin rights\x1erequires authentication\x1eresource not accessible by integration\x1esupport for password authentication was removed\x0a"  # 230
-    b"error: preparation failed\x1ejob failed (system failure)\x1elost communication with the server\x1erunner has received a shutdown signal\x1erunner is not responding\x1ethe job was not acquired by runner\x1ethe operation was canceled.\x0a"  # 231
-    b"invalid workflow file\x1ethe workflow is not valid\x1eunable to resolve action\x1eunrecognized named-value\x0a"  # 232
-    b" not \x1fgithub_token \x1fis\x1fprovided\x1e not \x1fgithub_token \x1fis\x1fset\x1e not \x1fgithub_token \x1fprovided\x1fwas\x1e not \x1fgithub_token \x1fset\x1fwas\x1einput required and not supplied: \x0a"  # 233
-    b"no runner matching the specified labels\x1ethe project doesn't have any runners\x1fthis job is stuck because \x1ethis job is stuck because \x1fyou don't have any active runners\x0a"  # 234
-    b"account_deactivated\x1eauthentication_error\x1eauthenticationerror\x1egated repo\x1eincorrect api key provided\x1einvalid x-api-key\x1einvalid_api_key\x1epermission_error\x1epermissiondeniederror\x0a"  # 235
-    b"_api_key\x1fdid not find \x1eapi_key client option must be set\x1ecould not resolve authentication method\x1eexpected either api_key or auth_token to be set\x1efound\x1fno api key \x1emissingapikeyerror\x1eno api key \x1fprovided\x0a"  # 236
-    b" rate limit\x1fcall\x1fexceeded \x1e rate limit\x1fexceeded \x1ftoken\x1erate limit reached for\x0a"  # 237
-    b" tokens\x1fmaximum context length is \x1econtext_length_exceeded\x1eexceed context limit\x1eexceeds the maximum \x1ftokens\x1eprompt is too long\x1estring_above_max_length\x0a"  # 238
-    b"api_error\x1einternalservererror\x1eserviceunavailableerror\x1ethe server had an error while processing your request\x0a"  # 239
-    b"' not found, try pulling it first\x1fmodel '\x1e` does not exist\x1fthe model `\x1edeploymentnotfound\x1eis not a valid model identifier\x1emodel_not_found\x0a"  # 240
-    b"content management policy\x1econtent_policy_violation\x1eresponsibleaipolicyviolation\x0a"  # 241
-    b"badrequesterror\x1einvalid_request_error\x0a"  # 242
-    b"cublas_status_alloc_failed\x1ecuda error: out of memory\x1ecuda out of memory\x1ecudaerrormemoryallocation\x1ecudamalloc failed\x1ecudnn_status_alloc_failed\x1ehip out of memory\x1emps backend out of memory\x1eoom when allocating tensor\x1eout of memory on device\x1eoutofmemoryerror: cuda\x1eresourceexhaustederror\x0a"  # 243
-    b" error\x1fnvidia-container-cli: \x1e\x22 with capabilities: [[gpu]]\x1fcould not select device driver \x22\x1ealloc_failed\x1fcudnn_status_\x1earch_mismatch\x1fcudnn_status_\x1ecannot initialize cuda without aten_cuda library\x1ecouldn't communicate with the nvidia driver\x1ecuda driver version is insufficient\x1ecuda_error_no_device\x1ecudaerrorinsufficientdriver\x1ecudaerrornodevice\x1ecudnn_status_\x1fnot_initialized\x1ecudnn_status_\x1fversion_mismatch\x1efailed call to cuinit\x1efailed to initialize nvml\x1efound no nvidia driver\x1elibcuda.so.1: cannot open shared object file\x1eno cuda gpus are available\x1eno cuda-capable device is detected\x1eno kernel image is available for execution on the device\x1envidia driver on your system is too old\x1envidia-smi has failed\x1envml: driver/library version mismatch\x1etorch not compiled with cuda enabled\x1eunknown or invalid runtime name: nvidia\x0a"  # 244
-    b"are busy or unavailable\x1fcuda-capable device\x1ecudaerrordevicesunavailable\x0a"  # 245
-    b"an illegal memory access was encountered\x1ecublas_status_execution_failed\x1ecudaerrorillegaladdress\x1edevice-side assert triggered\x1emisaligned address\x0a"  # 246
-    b"nccl_timeout\x1ewatchdog caught collective operation timeout\x0a"  # 247
-    b" issue(s) found:\x0a"  # 248
-    b": \x0a"  # 249
-    b" failure(s), \x1f warning(s)\x1ffailed: \x1erule violation summary\x0a"  # 250
-    b" at \x1fconditions\x1e at \x1fmappings\x1e at \x1fmetadata\x1e at \x1foutputs\x1e at \x1fparameters\x1e at \x1fresources\x1e at \x1frules\x1e at \x1ftransform\x1e[cfn-lint] \x0a"  # 251
-    b"template invalid!\x0a"  # 252
-    b" failed\x1f-test\x1fpod \x1efailed\x1fphase:\x0a"  # 253
-    b" (loaderror)\x1fcannot load such file -- \x1e(loaderror)\x0a"  # 254
-    b"bundler::gemnotfound\x1ecould not find gem '\x0a"  # 255
-    b" example\x1f failure\x1f, \x0a"  # 256
-    b" detected\x1f file\x1f inspected, \x1f offense\x0a"  # 257
-    b" bytes exhausted\x1fallowed memory size of \x0a"  # 258
-    b"your requirements could not be resolved to an installable set of packages\x0a"  # 259
-    b"packagesnotfounderror\x1eresolvepackagenotfound\x1eunsatisfiableerror\x0a"  # 260
-    b"' in scope\x1ferror: cannot find \x0a"  # 261
-    b"** (\x1fmismatcheddelimitererror\x1e** (\x1fsyntaxerror\x1e** (\x1ftokenmissingerror\x0a"  # 262
-    b"** (\x1fcompileerror\x1e** (\x1fundefinedfunctionerror\x0a"  # 263
-    b"access_refused\x0a"  # 264
-    b" minutes\x1fran longer than the maximum time of \x1eexceeded the maximum allowed time of \x0a"  # 265
-    b"hip_error_outofmemory\x1ehiperroroutofmemory\x0a"  # 266
-    b" failed\x0a"  # 267
-    b"ambiguous type variable\x1ecould not deduce \x1ecouldn't match \x1fexpected type\x1ecouldn't match \x1fkind\x1ecouldn't match \x1ftype\x1eno instance for \x1enot in scope: \x1evariable not in scope:\x0a"  # 268
-    b"(possibly incorrect indentation\x1fparse error \x1e: error\x1fhs:\x1fparse error\x1eon input\x1fparse error \x0a"  # 269
-    b" is not a member of\x1f.s\x1f: \x1fbt\x1fvalue \x1e is not a member of\x1f.s\x1f: \x1fcala\x1fvalue \x1e needs \x1f.s\x1f: \x1fbt\x1fmethod\x1frecursive \x1ftype\x1e needs \x1f.s\x1f: \x1fbt\x1frecursive \x1ftype\x1fvalue\x1e needs \x1f.s\x1f: \x1fcala\x1fmethod\x1frecursive \x1ftype\x1e needs \x1f.s\x1f: \x1fcala\x1frecursive \x1ftype\x1fvalue\x1e.s\x1f: \x1fambiguous reference to overloaded definition\x1fbt\x1e.s\x1f: \x1fambiguous reference to overloaded definition\x1fcala\x1e.s\x1f: \x1fbt\x1fcould not find implicit value\x1e.s\x1f: \x1fbt\x1fmissing argument list\x1e.s\x1f: \x1fbt\x1ftoo many arguments\x1e.s\x1f: \x1fbt\x1ftype mismatch;\x1e.s\x1f: \x1fcala\x1fcould not find implicit value\x1e.s\x1f: \x1fcala\x1fmissing argument list\x1e.s\x1f: \x1fcala\x1ftoo many arguments\x1e.s\x1f: \x1fcala\x1ftype mismatch;\x1e.s\x1fbt\x1fnot found: \x1fobject\x1e.s\x1fbt\x1fnot found: \x1ftype\x1e.s\x1fbt\x1fnot found: \x1fvalue\x1e.s\x1fcala\x1fnot found: \x1fobject\x1e.s\x1fcala\x1fnot found: \x1ftype\x1e.s\x1fcala\x1fnot found: \x1fvalue\x0a"  # 270
-    b".dart:\x1f: error: \x0a"  # 271
-    b".dart:\x1f: error: \x1fcan't find '\x1e.dart:\x1f: error: \x1fexpected \x1e.dart:\x1f: error: \x1funexpected token\x0a"  # 272
-    b"error \x0a"  # 273
-    b" [\x1f] is required but does not seem to be installed\x1fpackage \x1e not found in current path\x1fmodule\x1e not found in current path\x1fpackage\x0a"  # 274
-    b".pm in @inc\x1fcan't locate \x0a"  # 275
-    b" but found\x1f[error]\x1fexpected \x1e but found\x1ferror:\x1fexpected \x1e[error]\x1fregular expression\x1funterminated \x1e[error]\x1fstring\x1funterminated \x1e[error]\x1fstring literal\x1funterminated \x1e[error]\x1ftemplate literal\x1funterminated \x1e[error]\x1funexpected \x22\x1e[error]\x1funexpected end of file\x1eerror:\x1fregular expression\x1funterminated \x1eerror:\x1fstring\x1funterminated \x1eerror:\x1fstring literal\x1funterminated \x1eerror:\x1ftemplate literal\x1funterminated \x1eerror:\x1funexpected \x22\x1eerror:\x1funexpected end of file\x0a"  # 276
-    b"rollup failed to resolve import \x22\x0a"  # 277
-    b"rollup failed to resolve import \x22\x0a"  # 278
-    b" dl\x0a"  # 279
-    b" line \x1fin \x1e: \x1f[sc\x1ferror\x1e: \x1f[sc\x1fnote\x1e: \x1f[sc\x1fwarning\x1eshellcheck.net/wiki/sc\x0a"  # 280
-    b"error: missing binary: \x1emissing prebuilt package for '\x0a"  # 281
-    b" not found\x1fependency \x0a"  # 282
-    b"could not find python interpreter with spec\x1einterpreternotfound\x0a"  # 283
-    b"could not find a version that matches\x0a"  # 284
-    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1eavailable\x1ebrokenpipe\x1ecaused by: \x1eclient_exceptions\x1econnect\x1ferrors\x1econnect\x1fexc\x1econnect\x1fftplib\x1econnect\x1fimaplib\x1econnect\x1fpoplib\x1econnect\x1fsmtplib\x1edisconnected\x1eerrorfactory\x1eexception\x1eexceptions\x1ehostdown\x1enetworkerror\x1essh_exception\x1eunavailable\x1eunreachable\x0a"  # 285
-    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1ecaused by: \x1fout\x1ftimed\x1ecaused by: \x1ftimeout\x1eclient_exceptions\x1edeadlineexceeded\x1eerrorfactory\x1eerrors\x1fout\x1ftimed\x1eerrors\x1ftimeout\x1eexc\x1fout\x1ftimed\x1eexc\x1ftimeout\x1eexception\x1fout\x1ftimed\x1eexception\x1ftimeout\x1eexceptions\x1fout\x1ftimed\x1eexceptions\x1ftimeout\x1eftplib\x1fout\x1ftimed\x1eftplib\x1ftimeout\x1eimaplib\x1fout\x1ftimed\x1eimaplib\x1ftimeout\x1eout\x1fpoplib\x1ftimed\x1eout\x1fsmtplib\x1ftimed\x1epoplib\x1ftimeout\x1esmtplib\x1ftimeout\x1essh_exception\x0a"  # 286
-    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1ecaused by: \x1eclient_exceptions\x1eerrorfactory\x1eerrors\x1fratelimit\x1eerrors\x1fthrottl\x1eexc\x1fratelimit\x1eexc\x1fthrottl\x1eexception\x1fratelimit\x1eexception\x1fthrottl\x1eexceptions\x1eftplib\x1fratelimit\x1eftplib\x1fthrottl\x1eimaplib\x1fratelimit\x1eimaplib\x1fthrottl\x1epoplib\x1fratelimit\x1epoplib\x1fthrottl\x1erate_limit\x1eratelimit\x1fsmtplib\x1esmtplib\x1fthrottl\x1essh_exception\x1etoo_many_requests\x1etoomanyrequests\x0a"  # 287
-    b"\x0a"  # 288
-    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1eapikeymissing\x1ecaused by: \x1eclient_exceptions\x1ecredential\x1fnotfound\x1ecredentialunavailable\x1edefaultcredentials\x1eerrorfactory\x1eerrors\x1fnoapikey\x1eexc\x1fnoapikey\x1eexception\x1fnoapikey\x1eexceptions\x1fnoapikey\x1eftplib\x1fnoapikey\x1eimaplib\x1fnoapikey\x1emissingapikey\x1emissingcredential\x1emissingtoken\x1enoapikey\x1fpoplib\x1enoapikey\x1fsmtplib\x1enoauthtoken\x1enocredential\x1essh_exception\x1etokennotfound\x0a"  # 289
-    b"auth\x1fdenied\x1eauthentication\x1ebad\x1flogin\x1ebad\x1fuser\x1ebind\x1fdenied\x1ecredential\x1edenied\x1fin\x1fsign\x1edenied\x1flog-in\x1edenied\x1flogin\x1edenied\x1flogon\x1eincorrect\x1einvalid\x1flogin\x1einvalid\x1fuser\x1elogin\x1fwrong\x1enot accepted\x1enot successful\x1epassphrase\x1epassword\x1erefused\x1erejected\x1eunsuccessful\x1euser\x1fwrong\x0a"  # 290
-    b"1017\x1fora-\x1e5.7.\x1f535\x1e530\x1flogin\x1e530\x1fnot logged in\x1e530\x1fuser\x1eauthenticationfailed\x1ecredentials\x1finvalid\x1einvalid_auth\x1enot_authed\x0a"  # 291
-    b"1017\x1fora-\x1e5.7.\x1f535\x1e530\x1fnot logged in\x1eauthentication\x1eauthenticationfailed\x1ebad\x1fuser\x1econnect\x1ecredential\x1edenied\x1eerror\x1fuser\x1eexception\x1efailure\x1eincorrect\x1einvalid\x1einvalid_auth\x1elogin\x1enot accepted\x1enot successful\x1enot_authed\x1epassphrase\x1epassword\x1erefused\x1erejected\x1eunsuccessful\x0a"  # 292
-    b"api\x1ffound\x1fkey\x1eapi\x1fgiven\x1fkey\x1eapi\x1fkey\x1fmissing\x1eapi\x1fkey\x1fpresent\x1eapi\x1fkey\x1fset\x1eavailable\x1fno \x1econfigured\x1ecredential\x1efound\x1fsecret\x1efound\x1ftoken\x1egiven\x1fsecret\x1egiven\x1ftoken\x1emissing\x1fsecret\x1emissing\x1ftoken\x1emissing \x1eno \x1fsupplied\x1enot \x1fsupplied\x1epassword\x1epresent\x1fsecret\x1epresent\x1ftoken\x1eprovided\x1esecret\x1fset\x1eset\x1ftoken\x1especified\x0a"  # 293
+    # 0: time limits
+    b"out\x1ftimed\x0a time\x1fout\x1eanswer\x1fdid not\x1eanswer\x1fdidn't\x1ebefore \x1fout\x1ftime\x1eclient.timeout exceeded\x1edeadline\x1fexceeded \x1edeadline\x1fwould exceed \x1edeadline exceeded\x1edid not\x1fin time\x1edid not\x1freply\x1edid not\x1frespond\x1edidn't\x1fin time\x1edidn't\x1freply\x1edidn't\x1frespond\x1efailed to\x1ems exceeded\x1ftimeout \x1eout \x1ftime\x1eout ex\x1ftime\x1etime limit \x1etimeout exceeded\x1etimeout of \x1etimeout performing\x1etimeout was reached\x0a\x0aexceeded the \x1fexecution time\x1eexceeded the \x1ftime\x1eexceeded the \x1ftimeout\x1eexecution time limit\x1emaximum execution time\x1etook longer than\x0a"
+    # 4: network
+    b" may not be available\x1fcould not be established. \x1e to connect to\x1e was refused\x1fconnection to the server \x1ebroken pipe\x1eclosed by remote host\x1econnection \x1econnection error.\x1ecould not connect to\x1ecouldn't connect to server\x1eearly eof\x1efailed sending data to the peer\x1efailed to establish a new connection\x1efailure when receiving data from the peer\x1eremote end closed connection\x1eremote end hung up unexpectedly\x1eserver closed the connection unexpectedly\x1eserver returned nothing (no headers, no data)\x1esocket hang up\x1etransferred a partial file\x1eunexpected eof\x0acan't\x1fconnect\x1ecan't\x1freach\x1ecannot\x1fconnect\x1ecannot\x1freach\x1econnect\x1fcould not\x1econnect\x1fcouldn't\x1econnect\x1ffailed to\x1econnect\x1funable to\x1econnecting to\x1ferror \x1ecould not\x1freach\x1ecouldn't\x1freach\x1efailed to\x1freach\x1ereach\x1funable to\x0a\x0acould not resolve \x1fhost\x1ecould not resolve \x1fhostname\x1ecould not resolve \x1fproxy\x1ecould not resolve '\x1eeai_again\x1fgetaddrinfo \x1eenotfound\x1fgetaddrinfo \x1efailed\x1fgetaddrinfo \x1efailed to resolve '\x1ename or service not known\x1ename resolution failed\x1eno address associated with hostname\x1eno such host\x1enodename nor servname\x1eserver misbehaving\x1etemporary failure in name resolution\x1etemporary failure resolving\x1eunknown host\x0aeai_again\x1eeai_noname\x1eenotfound\x1eerr_name_not_resolved\x1enameresolutionerror\x1eunknownhostexception\x0adown\x1fnetwork is \x1eenetdown\x1ehost\x1funreach\x1ehost is unreachable\x1enet\x1funreach\x1enetwork is \x1funreachable\x1eno route to host\x0acurl\x1frpc failed; \x1eeof occurred in violation of protocol\x1egnutls recv error\x1egnutls_handshake() failed\x1ehttp\x1frpc failed; \x1essl_error_syscall\x1etls connection was non-properly terminated\x0acertificate has expired\x1ecertificate verify failed\x1ecertificate_verify_failed\x1epkix path building failed\x1eself\x1fsigned certificate\x1essl certificate problem\x1eunable to find valid certification path\x1eunable to get local issuer certificate\x1ex509: certificate\x0a"
+    # 12: http
+    b"40\x1fcode\x1e40\x1ferror\x1e40\x1fhttp\x1e40\x1fresponse\x1e40\x1freturned\x1e40\x1fstatus\x1e401 unauthorized\x1e407 proxy authentication required\x0a403\x1fcode\x1e403\x1ferror\x1e403\x1fhttp\x1e403\x1fresponse\x1e403\x1freturned\x1e403\x1fstatus\x1e403 forbidden\x1eforbidden (403)\x0a to connect\x1fed\x1funable\x1funauthori\x1e to connect\x1ffailed\x1fforbidden\x1e to connect\x1ffailed\x1funauthori\x1e to connect\x1fforbidden\x1funable\x0a408\x1fcode\x1e408\x1ferror\x1e408\x1fhttp\x1e408\x1fresponse\x1e408\x1freturned\x1e408\x1fstatus\x1e408 request time\x1fout\x0a429\x1fcode\x1e429\x1ferror\x1e429\x1fhttp\x1e429\x1fresponse\x1e429\x1freturned\x1e429\x1fstatus\x1e429 too many requests\x0a server error\x1f50\x1e00\x1fcode\x1e00\x1fgot 5\x1e00\x1fhttp\x1e02\x1fcode\x1e02\x1fgot 5\x1e02\x1fhttp\x1e03\x1fcode\x1e03\x1fgot 5\x1e03\x1fhttp\x1e04\x1fcode\x1e04\x1fgot 5\x1e04\x1fhttp\x1e29\x1fcode\x1e29\x1fgot 5\x1e29\x1fhttp\x1ebad gateway\x1eerror\x1egateway time\x1fout\x1einternal server error\x1eresponse\x1ereturned\x1eservice \x1funavailable\x1estatus\x0a"
+    # 18: rate limits
+    b"abuse detection\x1ecalls\x1ftoo many \x1eed\x1fthrottl\x1eexceeded \x1fquota\x1eing\x1fthrottl\x1elimit\x1frate\x1equota exceeded\x1erate exceeded\x1erequest limit exceeded\x1esubmitted too quickly\x1etoo many requests\x0arate_limit_error\x1erate_limit_exceeded\x1eratelimited\x1eratelimiterror\x1eratelimitexceeded\x1eresource_exhausted\x1eresourceexhausted\x1esubscriptionrequeststhrottled\x1etoomanyrequests\x1etoomanyrequestsexception\x1euserratelimitexceeded\x0a overloaded\x1fapi\x1e overloaded\x1fare\x1e overloaded\x1fcurrently\x1e overloaded\x1fengine\x1e overloaded\x1fis\x1e overloaded\x1fmodel\x1e overloaded\x1fserver\x1e overloaded\x1fservice\x1eoverloaded\x1eoverloaded_error\x0a data quota\x1fits\x1fover \x1e data quota\x1fover \x1fyour\x1e failed\x1f ha\x1fpayment\x1e permanently\x1fceeded\x1fquota ex\x1e permanently\x1fhausted\x1fquota ex\x1e quota \x1fdata\x1fexceeded\x1e quota \x1fdata\x1fhas been hit\x1e quota \x1fexceeded\x1fstorage\x1e quota \x1fhas been hit\x1fstorage\x1ebilling \x1fdisabled\x1ebilling \x1fnot enabled\x1ebilling_disabled\x1echeck your plan and billing\x1ecredit balance is too low\x1eexceeded your current quota\x1einsufficient_quota\x1erequires billing to be enabled\x1espending limit\x0a"
+    # 22: credentials and permissions
+    b"access denied\x1eauthentication \x1ebad credentials\x1ebeen revoked\x1ecredentials\x1eed\x1fnot authori\x1eed\x1funauthori\x1eexpired\x1eexpired \x1ftoken\x1ein\x1ftoken\x1fusername or \x1einvalid\x1fkey\x1einvalid\x1fsecret\x1einvalid\x1ftoken\x1einvalid \x1ekey\x1frevoked\x1elogin failed\x1emust be logged in\x1enot valid\x1epassword\x1erevoked\x1fsecret\x1erevoked\x1ftoken\x1eunauthenticated\x0a is denied\x1faccess to the path \x1e not have \x1faccess\x1fdo\x1e not have \x1fauthorization\x1fdo\x1e not have \x1fdo\x1fpermission\x1eaccess is denied\x1einsufficient \x1fpermissions\x1einsufficient \x1fprivileges\x1einsufficient \x1fscope\x1emust be owner of\x1eoperation not permitted\x1epermission denied\x0aaccessdenied\x1eaccessdeniedexception\x1eeacces\x1eeperm\x1epermission_denied\x1epermissiondenied\x1epermissionerror\x1eunauthorizedaccessexception\x0a licen\x1fexpired\x1e licen\x1finvalid\x1e licen\x1fno valid\x1eexpired\x1flicen\x1einvalid\x1flicen\x1elicen\x1fmissing\x1elicen\x1fnot found\x1elicen\x1frequired\x0a"
+    # 26: disk and memory
+    b"' is full\x1fthe table '\x1e[errno 28]\x1edisk is full\x1edisk quota exceeded\x1ediskpressure\x1eenospc\x1einsufficient disk space\x1eno space left on device\x1enot enough space on the disk\x1eout of disk space\x0aattempt to write a readonly database\x1eerofs\x1eonly file\x1fread\x1fsystem\x0a 137\x1fcode\x1fexit\x1e 137\x1fexit\x1fstatus\x1e killed\x1ecannot allocate memory\x1eerror 137\x1eexceed\x1fmemory limit\x1eexhausted\x1fmemory \x1efailed\x1fmemory allocation \x1efailed to allocate memory\x1einsufficient memory\x1ekilled\x1ekilled process \x1ekilled signal terminated program\x1ememory \x1fquota exceeded\x1enot enough memory\x1eoom\x1eoomd\x1eout of memory\x1ereturned a non-zero code: 137\x1esignal terminated program\x1estatus=9/kill\x1estd::bad_alloc\x1esystemd-oomd\x1eunable to allocate \x0aenomem\x1eerr_worker_out_of_memory\x1ememoryerror\x1eoomkilled\x1eoutofmemoryerror\x1eoutofmemoryexception\x0a: \x1favailable\x1fmemory\x1fno \x1frror\x1e: \x1favailable\x1fmemory\x1fno \x1fxception\x1e: \x1fcannot allocate memory\x1frror\x1e: \x1fcannot allocate memory\x1fxception\x1e: \x1fexhausted\x1fmemory \x1frror\x1e: \x1fexhausted\x1fmemory \x1fxception\x1e: \x1ffree\x1fmemory\x1fno \x1frror\x1e: \x1ffree\x1fmemory\x1fno \x1fxception\x1e: \x1finsufficient \x1fmemory\x1frror\x1e: \x1finsufficient \x1fmemory\x1fxception\x1e: \x1fmemory\x1fnot enough \x1frror\x1e: \x1fmemory\x1fnot enough \x1fxception\x0a"
+    # 31: locks and busy services
+    b" to \x1facquire\x1ffailed\x1flock\x1e to \x1facquire\x1flock\x1funable\x1e to \x1ffailed\x1flock\x1fobtain\x1e to \x1flock\x1fobtain\x1funable\x1eacquire\x1fcould not \x1flock\x1eanother \x1fholding\x1fis\x1fprocess\x1eanother \x1fin progress\x1eanother \x1finstance\x1fis\x1eanother \x1fis\x1foperation\x1eanother \x1fis\x1fprocess\x1frunning\x1eanother \x1fseems to be\x1ecannot lock ref '\x1ecould not \x1fget\x1flock\x1ecould not \x1flock\x1fobtain\x1ecould not serialize access\x1edatabase \x1fis locked\x1edeadlock \x1fdetected\x1edeadlock \x1ffound\x1ein use by another\x1fis \x1elock\x1fwaiting for \x1eresource busy\x1eserialization failure\x1etext file busy\x1etry restarting transaction\x0a(40001)\x1e40p01\x1e55p03\x1edeadlockdetected\x1eebusy\x1eer_lock_deadlock\x1eetxtbsy\x1elocknotavailable\x1eserializationfailure\x1esqlite_busy\x1esqlstate 40001\x1esqlstate[40001]\x0aeagain\x1eis \x1funavailable\x1enot ready yet\x1eserver is busy\x1etemporarily unavailable\x1etry again\x0a"
+    # 34: missing programs and settings
+    b"' not found\x1fcommand '\x1ean internal or external command\x1fis not recognized as \x1ebinary\x1fis not installed\x1ebinary\x1fnot found\x1ecommand not found\x1ecompiler\x1fis not installed\x1ecompiler\x1fnot found\x1ecould not find \x1fexecutable\x1ecould not find \x1fprogram\x1eexecutable\x1fis not installed\x1eexecutable\x1fnot found\x1eexecutable file not found in \x1fpath\x1ein\x1fnot found \x1fpath\x1einterpreter\x1fis not installed\x1einterpreter\x1fnot found\x1eis not installed\x1fprogram\x1eis not recognized as \x1fthe name of a cmdlet\x1enot found\x1fprogram\x1enot found \x1fon\x1fpath\x0a 2] \x1f: '\x1f: [\x1ferrno\x1ferror\x1e 2] \x1f: '\x1f: [\x1ferrno\x1ffilenotfounderror\x1e 2] \x1f: '\x1f: [\x1ferrno\x1foserror\x1e 2] \x1f: '\x1f: [\x1fwinerror\x1e enoent\x1fspawn \x1e' failed: no such file or directory\x1ferror: command '\x1e: \x1fcommand not found\x1fmake\x1e: \x1fmake\x1fno such file or directory\x1e: no such file or directory\x1fenv: \x1e[winerror 2] the system cannot find the file specified\x1ecannot run program \x22\x1eno such file or directory\x1fsh: \x1enot found\x1fsh: \x0a 12\x1ferror\x1e 12\x1fexit code\x1e 12\x1fexit status\x1e 12\x1fexited with code\x1e 12\x1freturned a non-zero code:\x0a: bad interpreter\x1e: permission denied\x1fsh: \x1ecannot execute binary file\x1eexec format error\x0acannot open shared object file\x1ecould not load library\x1edll\x1funable to load \x1edll load failed\x1eerror while loading shared libraries\x1elibrary not loaded\x1eshared library\x1funable to load \x0aaccess\x1fcannot\x1fkey\x1eaccess\x1fcould not\x1fkey\x1eaccess\x1fcouldn't\x1fkey\x1eaccess\x1ffailed to\x1fkey\x1eaccess\x1fkey\x1funable to\x1eapi\x1fcannot\x1ffind\x1fkey\x1eapi\x1fcannot\x1fkey\x1flocate\x1eapi\x1fcould not\x1fkey\x1eapi\x1fcouldn't\x1ffind\x1fkey\x1eapi\x1fcouldn't\x1fkey\x1flocate\x1eapi\x1ffailed to\x1fkey\x1eapi\x1ffind\x1fkey\x1funable to\x1eapi\x1fkey\x1flocate\x1funable to\x1ecannot\x1fcredential\x1ecannot\x1fdiscover\x1fkey\x1ecould not\x1fcredential\x1ecould not\x1fdiscover\x1fkey\x1ecouldn't\x1fcredential\x1ecouldn't\x1fdiscover\x1fkey\x1ecredential\x1fdiscover\x1ecredential\x1ffailed to\x1ecredential\x1funable to\x1ediscover\x1ffailed to\x1fkey\x1ediscover\x1fkey\x1funable to\x0aenvironment variable\x1fmissing\x1eenvironment variable\x1fnot defined\x1eenvironment variable\x1frequired\x1eenvironment variable\x1funset\x1eis empty\x1eis not defined\x1eis not set\x1emissing \x1fvariable\x1emust be set\x1enot set\x1eunbound variable\x0a"
+    # 41: missing dependencies
+    b"called\x1fno \x1fpackage \x1eis not available\x1fpackage \x1eis not installed\x1fpackage \x1enamed\x1fno \x1fpackage \x1enot found\x1fpackage \x1epackage \x1fwas not found\x0acannot create executables\x1fconfigure: error: \x1ecannot find\x1fconfigure: error: \x1econfigure: error: \x1fcould not find\x1econfigure: error: \x1fis required\x1econfigure: error: \x1fmissing\x1econfigure: error: \x1fno acceptable\x1econfigure: error: \x1fnot\x1frequired\x1econfigure: error: \x1fnot found\x1econfigure: error: \x1fnot installed\x1econfigure: error: \x1fnot present\x1econfigure: error: \x1fnot usable\x1econfigure: error: \x1funable to find\x0a: file not found\x1ecould not find include file\x1eimport\x1fnot found\x1einclude\x1fnot found\x1einclude file\x1fnot found\x0abucket\x1fnot found\x1ecluster\x1fnot found\x1ecould not be found\x1edataset\x1fnot found\x1edoes not exist\x1edoesn't exist\x1ehosted zone\x1fnot found\x1ekey vault\x1fnot found\x1enamespace\x1fnot found\x1enot found\x1fproject\x1enot found\x1fqueue\x1enot found\x1fregistry\x1enot found\x1fstack\x1enot found\x1fsubnet\x1enot found\x1fsubscription\x1enot found\x1ftopic\x1enot found\x1fvpc\x1eresource group\x1eservice account\x1ewas not found\x0a version\x1fonly supports \x1e version is \x1fcurrent \x0a"
+    # 46: shells
+    b"\x22 unexpected\x1fsyntax error: \x1ebad substitution\x1eend of file unexpected\x1fsyntax error: \x1eparse error near\x1esyntax error near unexpected token\x1esyntax error: \x1funterminated quoted string\x1esyntax error: unexpected end of file\x1esyntax error: unterminated quoted string\x1eunexpected eof while looking for matching\x0aerror\x1fsyntax\x1eparse error\x1eparsing error\x1eunexpected token\x0a: bad interpreter\x1e^m: bad interpreter\x0a"
+    # 49: the task and hooks
+    b"task_failed\x0a- hook id: \x0ahook\x1fpre\x1fstart\x0adeclined\x1fhook\x1efail\x1fpre-commit\x1efailed\x1fhook\x1ehook\x1frejected\x0a[remote rejected] \x1fhook declined)\x0afiles were modified by this hook\x0a"
+    # 55: python
+    b"indentationerror\x1esyntaxerror\x1etaberror\x0ainvalid\x1fsyntax\x0a failed\x0a::\x1ferror \x1efailed \x0a fail\x1fed\x1ftest\x1e fail\x1fing\x1ftest\x1eare\x1ffailing tests\x1fthere \x1eare\x1ftest failures\x1fthere \x1efailing tests\x1fthere \x1fwere\x1etest failure\x1etest failures\x1fthere \x1fwere\x0a--> \x1f.py\x1e.py\x1f: \x0a.py\x1f: error: \x0abe reformatted\x1fwould \x1ereformat\x1fwould \x0a error\x1ffound \x0aerror\x1flint\x1efailed\x1flint\x1efailure\x1flint\x0aassert\x1eassertionerror\x0aassertionerror\x0aattributeerror\x1eindexerror\x1ekeyerror\x1elookuperror\x1enameerror\x1enotimplementederror\x1eoverflowerror\x1erangeerror\x1erecursionerror\x1ereferenceerror\x1etypeerror\x1eunboundlocalerror\x1eunicodedecodeerror\x1eunicodeencodeerror\x1evalueerror\x1ezerodivisionerror\x0aruntimeerror: \x0atraceback (most recent call last):\x0a' from partially initialized module\x1fcannot import name '\x1eimporterror: cannot import name\x0aimporterror\x1emodulenotfounderror\x1eno module named\x0akeyerror: '\x0aconflicting dependencies\x1ecould not find a version that satisfies the requirement\x1eno matching distribution found for\x1eno solution found when resolving\x1erequires a different python\x1eresolutionimpossible\x1esolverproblemerror\x1eversion solving failed\x0aexternally-managed-environment\x1ethis environment is externally managed\x0a or greater is required\x1fmicrosoft visual c++ \x1e' failed: no such file or directory\x1ferror: command '\x1e': no such file or directory\x1funable to execute '\x1epython.h: no such file or directory\x0a column \x1fexpecting value: line \x1e in json\x1funexpected token \x1eis not valid json\x1ejson.parse: unexpected\x1ejsondecodeerror\x0a"
+    # 77: node
+    b"cannot find module '\x1ecannot find package '\x1ecould not resolve \x22\x1eerr_module_not_found\x1emodule not found: error: can't resolve '\x1emodule_not_found\x0acan't resolve '\x1ecannot find module '\x1ecannot find package '\x1ecould not resolve \x22\x0acouldn't find any versions for\x1ee404\x1eeresolve\x1eerr_pnpm_\x1ffetch_404\x1eerr_pnpm_\x1fno_matching_version\x1eerr_pnpm_\x1fpeer_dep_issues\x1eetarget\x1eno matching version found for\x1enotarget\x1eunable to resolve dependency tree\x0ae401\x1ee403\x1eeneedauth\x1eeotp\x1eneed auth\x1eyou must be logged in to\x0a--frozen-lockfile\x1eare in sync\x1eerr_pnpm_outdated_lockfile\x1elockfile needs to be updated\x1ethe lockfile would have been modified\x0adigital envelope routines::unsupported\x1eebadengine\x1eerr_ossl_evp_unsupported\x1ethe engine \x22node\x22 is incompatible\x1eunsupported engine\x0acould not find any visual studio installation\x1egyp err! find \x1fpython\x1egyp err! find \x1fvs\x1egyp err! stack error: not found: make\x0aerr_worker_out_of_memory\x1ejavascript heap out of memory\x1ereached heap limit\x0a failed\x1ftest\x1e failed\x1ftest files\x1e failed\x1ftest suites:\x1e failed\x1ftests\x1e failing\x1e# fail\x1efail\x1enot ok \x0a).\x1fexpect(\x1ffunction\x1fto\x1e).\x1fexpect(\x1fjest.fn()\x1fto\x1e).\x1fexpect(\x1fmock\x1fto\x1e).\x1fexpect(\x1freceived\x1fto\x1e).\x1fexpect(\x1fto\x1fvalue\x0a test failed.\x1ferr!\x1fnpm \x1e test failed.\x1ferror\x1fnpm \x0aerror\x0a (\x1f: unexpected token\x0a (\x1f error\x1f problem\x0acode style issues \x1ffound\x1ecode style issues \x1fwere found\x1eforgot to run prettier?\x0a of \x1fcannot read propert\x1fnull\x1e of \x1fcannot read propert\x1fundefined\x1eis not a function\x0atriggeruncaughtexception\x1eunhandled promise rejection\x1eunhandledpromiserejection\x0aan only install with an existing package-lock.json\x1eode eusage\x0aerr_require_esm\x1emust use import to load es module\x1erequire() of es module\x0aaddress already in use\x1eeaddrinuse\x1eonly one usage of each socket address\x1eport is already allocated\x0a"
+    # 97: typescript
+    b"ts1\x0a error ts\x1e: \x1fts\x1eerror ts\x0a"
+    # 99: make, gcc, cmake
+    b"' file not found\x1f.h\x1ffatal error: '\x1e.h\x1f: no such file or directory\x1ffatal error: \x1ecannot find -l\x0a character\x1ferror: \x1fmissing terminating \x1e' in program\x1ferror: \x1fstray '\x5c\x1e')'\x1ferror: \x1fexpected \x1e';'\x1ferror: \x1fexpected \x1e']'\x1ferror: \x1fexpected \x1e'{'\x1ferror: \x1fexpected \x1e'}'\x1ferror: \x1fexpected \x1eafter\x1ferror: \x1fexpected \x1eat end of declaration\x1ferror: \x1fexpected \x1eat end of input\x1ferror: \x1fexpected \x1ebefore\x1ferror: \x1fexpected \x1edeclaration\x1ferror: \x1fexpected \x1eerror: \x1fexpected \x1fexpression\x1eerror: \x1fexpected \x1fidentifier\x1eerror: \x1fexpected \x1fprimary-expression\x1eerror: \x1fexpected \x1funqualified-id\x0a arguments to function\x1ferror: \x1ffew\x1ftoo \x1e arguments to function\x1ferror: \x1fmany\x1ftoo \x1econflicting types for\x1ferror: \x1edoes not name a type\x1ferror: \x1eerror: \x1fhas no member named\x1eerror: \x1fimplicit declaration of function\x1eerror: \x1fincompatible type\x1eerror: \x1finvalid conversion\x1eerror: \x1fno matching function for call to\x1eerror: \x1fno member named\x1eerror: \x1fundeclared\x1eerror: \x1funknown type name\x1eerror: \x1fuse of undeclared identifier\x1eerror: \x1fwas not declared in this scope\x0a for architecture\x1fundefined symbol\x1eld: symbol(s) not found\x1eundefined reference to \x1eunresolved external symbol\x0a[-werror\x1eall warnings being treated as errors\x0a*** missing separator\x0ano rule to make target\x0a.cmake\x22\x1fby not providing \x22find\x1e_compiler could be found\x1fno cmake_\x1ecould not find \x1ecould not find a package configuration file\x1eis not able to compile a simple test program\x0acmake error\x0a"
+    # 108: jvm
+    b" expected\x1f.java:[\x1f] \x1fclass, interface, \x1fenum, or record\x1e expected\x1f.java:[\x1f] \x1fclass, interface, \x1for enum\x1e expected\x1fclass, interface, \x1fenum, or record\x1ferror: \x1e expected\x1fclass, interface, \x1ferror: \x1for enum\x1e')' expected\x1f.java:[\x1f] \x1e')' expected\x1ferror: \x1e';' expected\x1f.java:[\x1f] \x1e';' expected\x1ferror: \x1e.java:[\x1f<identifier> expected\x1f] \x1e.java:[\x1f] \x1fexpression\x1fillegal start of \x1e.java:[\x1f] \x1fillegal start of \x1ftype\x1e.java:[\x1f] \x1fnot a statement\x1e.java:[\x1f] \x1freached end of file while parsing\x1e.java:[\x1f] \x1funclosed string literal\x1e<identifier> expected\x1ferror: \x1eerror: \x1fexpression\x1fillegal start of \x1eerror: \x1fillegal start of \x1ftype\x1eerror: \x1fnot a statement\x1eerror: \x1freached end of file while parsing\x1eerror: \x1funclosed string literal\x0a does not exist\x1fpackage \x1e.kt\x1fe: \x1ecannot be applied to\x1ecannot find symbol\x1eerror: \x1fincompatible types\x1eerror: \x1fmethod\x1fnon-static \x1eerror: \x1ftype mismatch\x1eincompatible types\x1fjava\x1eincompatible types\x1fkt\x1eincompatible types\x1fscala\x1eis not abstract and does not override\x1ejava\x1fmethod\x1fnon-static \x1ejava\x1ftype mismatch\x1ekt\x1fmethod\x1fnon-static \x1ekt\x1ftype mismatch\x1emethod\x1fnon-static \x1fscala\x1emethod does not override\x1emight not have been initialized\x1enon-static \x1fvariable\x1escala\x1ftype mismatch\x1eunreported exception\x1eunresolved reference\x0a failed\x1f> task :\x1fcompile\x1e:compile\x1fexecution failed for task '\x1ecompilation error\x1ecompilation failed; see the compiler error output\x0a failed\x1f tests completed, \x1e, failures: \x1ftests run: \x1e:test\x1fexecution failed for task '\x1e> task :\x1ftest failed\x0a found\x1fspotbugs\x1echeckstyle\x1fviolation\x1echeckstyle violations\x1eerror\x1fktlint\x1eformat violations\x1ektlint\x1fviolation\x1epmd failure\x1espotless\x1fviolations\x0agc overhead limit exceeded\x1egradle build daemon disappeared unexpectedly\x1ejava heap space\x1enative thread\x1funable to create \x1ethere is insufficient memory for the java runtime environment\x0aclassnotfoundexception\x1ecompiled by a more recent version of the java runtime\x1ecould not find or load main class\x1enoclassdeffounderror\x1eunsupported class file major version\x1eunsupportedclassversionerror\x0a release: \x1finvalid \x1fsource\x1e release: \x1finvalid \x1ftarget\x1egradle requires jvm \x1ejava_home is \x1fnot set\x1ejava_home is \x1fset to an invalid directory\x1eno java runtime present\x1eno matching toolchains found\x1eunable to locate a java runtime\x0acould not find \x1ecould not find artifact\x1efailure to find \x1enon-resolvable parent pom\x1ewas cached in the local repository, resolution will not be reattempted\x0acould not resolve \x0aabstractmethoderror\x1earithmeticexception\x1earrayindexoutofboundsexception\x1eclasscastexception\x1econcurrentmodificationexception\x1eillegalargumentexception\x1eillegalstateexception\x1eindexoutofboundsexception\x1ekotlinnullpointerexception\x1enosuchelementexception\x1enosuchfielderror\x1enosuchmethoderror\x1enullpointerexception\x1enumberformatexception\x1estackoverflowerror\x1estringindexoutofboundsexception\x1euninitializedpropertyaccessexception\x1eunsupportedoperationexception\x0aexception in thread \x22\x0a"
+    # 120: go
+    b" passed, \x1ffailed\x1foops: \x1e passed, \x1foops: \x1fpanicked\x1e--- fail: \x1e.go:\x1f: \x1fpanic\x1efail\x0a', found\x1f.go:\x1f: expected '\x1e.go:\x1f: syntax error:\x1ego: errors parsing go.mod\x1esyntax error: unexpected\x0a.go:\x1f: \x0a[build failed]\x0a [running]\x1fgoroutine \x1eindex out of range\x1fruntime error: \x1einteger divide by zero\x1fruntime error: \x1einvalid memory address\x1fruntime error: \x1enil pointer dereference\x1epanic: \x1eruntime error: \x1fslice bounds out of range\x0apanic: test timed out after \x0aall goroutines are asleep - deadlock\x1efatal error: concurrent map \x1fread and map write\x1efatal error: concurrent map \x1fwrites\x0a is not in \x1fgoroot\x1fpackage \x1e is not in \x1fpackage \x1fstd\x1e\x22 in any of\x1fcannot find package \x22\x1e: not found\x1fgo: module \x1ego.mod requires go >= \x1emissing go.sum entry\x1eno required module provides package\x1eunknown revision\x0a"
+    # 128: rust
+    b"error[e\x0a463]: can't find crate for\x1ferror[e0\x1e514]\x1ferror[e0\x0ablock comment\x1ferror: \x1funterminated \x1edouble quote string\x1ferror: \x1funterminated \x1eerror: \x1fexpected \x1eerror: \x1fmismatched closing delimiter\x1eerror: \x1fraw string\x1funterminated \x1eerror: \x1fthis file contains an unclosed delimiter\x1eerror: \x1funexpected closing delimiter\x0a stdout ----\x1f---- \x1eerror: test failed, to rerun pass\x1etest result: failed\x0a due to \x1f previous error\x1fcould not compile `\x1e#[deny(clippy::\x0a#[deny(clippy::\x1e`-d clippy::\x1erust-clippy/master/index.html#\x0a at line \x1fdiff in \x0a= right` failed\x1fassertion `left \x1eassertion failed\x0a' panicked at\x1fthread '\x0a or newer\x1frequires rustc \x1e' is not installed\x1ftoolchain '\x1e` in registry\x1fcould not find `\x1e` not found\x1flinker `\x1ecould not exec the linker\x1ecould not find directory of openssl installation\x1ecould not find system library\x1efailed to select a version for\x1eno matching package named\x0afailed to run custom build command for\x0a"
+    # 139: dotnet
+    b"001\x1ferror cs1\x1e002\x1ferror cs1\x1e003\x1ferror cs1\x1e009\x1ferror cs1\x1e010\x1ferror cs1\x1e012\x1ferror cs1\x1e022\x1ferror cs1\x1e026\x1ferror cs1\x1e031\x1ferror cs1\x1e040\x1ferror cs1\x1e041\x1ferror cs1\x1e513\x1ferror cs1\x1e514\x1ferror cs1\x1e519\x1ferror cs1\x1e525\x1ferror cs1\x1e733\x1ferror cs1\x0a): error \x1fbc\x1fvb\x1e): error \x1fca\x1fvb\x1e): error \x1fcs\x1e): error \x1ffs\x1e): error \x1fide\x1fvb\x1e): error \x1fsa\x1fvb\x0a failed. \x1fassert.\x1e() failure\x1fassert.\x0a [\x1ffailed \x1fs]\x1efailed!\x1ffailed:\x1efailed: \x1ftotal tests: \x1etest run failed\x0acharset\x1ferror \x1eerror \x1ffinalnewline\x1eerror \x1fimports\x1eerror \x1fwhitespace\x1efix whitespace formatting\x0a' for '\x1funable to resolve '\x1enu110\x1eunable to find package\x0anu1301\x1eunable to load the service index for source\x0a was not found\x1f', version '\x1fthe framework '\x1ea compatible .net sdk was not found\x1ecould not load file or assembly\x1eit was not possible to find any compatible framework version\x1emsb4019\x1emsb4236\x1enetsdk1004\x1enetsdk1045\x1eno .net sdks were found\x1eyou must install or update .net to run\x0aerror msb302\x1ethe file is locked by: \x0aa network-related or instance-specific error occurred while establishing a connection to sql server\x0aargumentexception\x1eargumentnullexception\x1eargumentoutofrangeexception\x1edividebyzeroexception\x1eformatexception\x1eindexoutofrangeexception\x1einvalidcastexception\x1einvalidoperationexception\x1ekeynotfoundexception\x1enotimplementedexception\x1enotsupportedexception\x1enullreferenceexception\x1eobjectdisposedexception\x0aunhandled exception.\x0a"
+    # 151: powershell
+    b"' in expression or statement\x1funexpected token '\x1eclosing\x1fmissing \x1eexpression\x1fmissing \x1efunction body\x1fmissing \x1emissing \x1fstatement block\x1emissing ')' in function parameter list\x1emissing closing '\x1eparseexception\x1eparsererror\x1ethe string is missing the terminator\x0a, failed: \x1ftests passed: \x1ebut was:\x1efailed:\x0aps\x0aabout_execution_policies\x1eis not digitally signed\x1epssecurityexception\x1erunning scripts is disabled on this system\x1eunauthorizedaccess\x0afound\x1fnot \x1fowershell\x1efound\x1fnot \x1fwsh\x1einstalled\x1fnot \x1fowershell\x1einstalled\x1fnot \x1fwsh\x0a' is not recognized\x1fthe term '\x1ecommandnotfoundexception\x0a' was not loaded because no valid module file was found\x1fthe specified module '\x1emodulenotfound\x1eno match was found for the specified search criteria and module name\x0a' because it is \x1fan empty\x1fcannot bind argument to parameter '\x1e' because it is \x1fcannot bind argument to parameter '\x1fnull\x1ea parameter cannot be found that matches parameter name '\x1ecannot index into a null array\x1eexception\x1fparameterbinding\x1einvokemethodonnull\x1emethodnotfound\x1epropertynotfoundexception\x1eyou cannot call a method on a null-valued expression\x0a"
+    # 159: docker
+    b" docker daemon \x1fis \x1frunning?\x1fthe\x1e docker daemon \x1fis \x1frunning?\x1fyour\x1ecannot connect to the docker daemon\x1econnection refused\x1fdial unix \x1fdocker.sock: \x1edial unix \x1fdocker.sock: \x1fno such file or directory\x1edocker_engine: the system cannot find the file specified\x1eopen //./pipe/docker\x0a is already in use by container\x1fthe container name \x0a not found\x1fimage \x1e not found\x1fmanifest for \x1emanifest unknown\x1eno matching manifest for\x1eno such image\x0a) does not match\x1fimage's platform (\x1edoes not match the detected host platform\x0arequested access to the resource is denied\x0amulti-platform build is not supported for the docker driver\x0a: no such file or directory\x1ffailed to read dockerfile: open \x1ecopy failed: \x1ffile not found\x1ecopy failed: \x1fforbidden path\x1ecopy failed: \x1fstat\x1efailed to calculate checksum of ref\x1efailed to compute cache key\x0adockerfile parse error\x1eunknown instruction: \x0a failed\x1fcreate\x1foci runtime \x1e failed\x1fexec\x1foci runtime \x0a"
+    # 168: kubernetes
+    b"evicted\x1ethe node was low on resource: \x0a nodes are available\x1ecpu\x1finsufficient \x1edidn't match pod's node affinity\x1eephemeral-storage\x1finsufficient \x1efailedscheduling\x1ehad untolerated taint\x1einsufficient \x1fmemory\x1einsufficient \x1fnvidia.com/gpu\x1einsufficient \x1fpods\x1eunschedulable\x0aback-off pulling image\x1eerrimageneverpull\x1eerrimagepull\x1efailed to pull image\x1eimagepullbackoff\x1einvalidimagename\x0a\x22 cannot\x1fis forbidden: user \x22\x1eerror from server (forbidden)\x1eyou must be logged in to the server\x0aerror from server (notfound)\x0aerror from server (timeout)\x1eunable to return a response in the time allotted\x0acurrent-context is not set\x1einvalid configuration: no configuration\x1eno configuration has been provided\x1eno context exists with the name\x0aforbidden: exceeded quota: \x0a\x22 in version\x1fno matches for kind \x22\x0acannot re-use a name that is still in use\x0a : \x1f not found\x1fconfigmap\x1fmountvolume.setup failed for volume \x1e : \x1f not found\x1fmountvolume.setup failed for volume \x1fsecret\x0a is invalid: \x1fthe \x0aerror validating data: \x1estrict decoding error\x1eunknown field \x22\x1evalidationerror(\x0a not well-formed\x1fjson\x1e not well-formed\x1fyaml\x1e'-' indicator\x1fdid not find expected \x1e<document start>\x1fdid not find expected \x1eblock\x1fcollection\x1fwhile parsing a \x1eblock\x1fmapping\x1fwhile parsing a \x1ecollection\x1fflow\x1fwhile parsing a \x1ecould not find expected\x1fyaml: line \x1ecould not find expected ':'\x1edid not find expected\x1fyaml: line \x1edid not find expected \x1fkey\x1edid not find expected \x1fnode content\x1eerror converting yaml to json: yaml:\x1eerror in your yaml syntax\x1eflow\x1fmapping\x1fwhile parsing a \x1efound character that cannot start\x1fyaml: line \x1efound character that cannot start any token\x1ehere\x1fmapping values are not allowed \x1ein this context\x1fmapping values are not allowed \x1emapping values are not allowed\x1fyaml: line \x1eparsererror\x1fyaml.\x1escannererror\x1fyaml.\x1esyntax error while loading yaml\x1eyaml parse error\x0aanother operation (install/upgrade/rollback) is in progress\x0a"
+    # 183: terraform
+    b"argument or block definition required\x1ferror: \x1eerror: \x1finvalid block definition\x1eerror: \x1finvalid character\x1eerror: \x1finvalid expression\x1eerror: \x1finvalid multi-line string\x1eerror: \x1fmissing item separator\x1eerror: \x1fmissing newline after argument\x1eerror: \x1funclosed configuration block\x1eerror: \x1funterminated template string\x0acall to unknown function\x1ferror: \x1ecycle: \x1ferror: \x1eduplicate \x1ferror: \x1foutput\x1eduplicate \x1ferror: \x1fresource\x1eduplicate \x1ferror: \x1fvariable\x1eerror: \x1fincorrect attribute value type\x1eerror: \x1finput variable\x1finvalid value for \x1eerror: \x1finput variable\x1freference to undeclared \x1eerror: \x1finvalid count argument\x1eerror: \x1finvalid for_each argument\x1eerror: \x1finvalid function argument\x1eerror: \x1finvalid reference\x1eerror: \x1finvalid value for \x1fmodule argument\x1eerror: \x1flocal value\x1freference to undeclared \x1eerror: \x1fmissing required argument\x1eerror: \x1fmodule\x1freference to undeclared \x1eerror: \x1freference to undeclared \x1fresource\x1eerror: \x1funsupported argument\x1eerror: \x1funsupported attribute\x1eerror: \x1funsupported block type\x0abackend initialization required\x1ecould not load plugin\x1einconsistent dependency lock file\x1emodule not installed\x1eplease run \x22terraform init\x22\x1eplugin reinitialization required\x1erequired plugins are not installed\x0afailed to \x1finstall provider\x1efailed to \x1fquery available provider packages\x0aconditionalcheckfailedexception\x1eerror acquiring the state lock\x1eerror locking state\x0afailed to refresh cached credentials\x1eno credentials found\x1eno valid credential sources found\x0ais not set, and has no default value\x1eno value for required variable\x0a"
+    # 190: git and ssh
+    b"host key is known for\x1fno \x1ehost key verification failed\x1eremote host identification has changed\x0a for '\x1f' are too open\x1fpermissions \x1e\x22: \x1fbad permissions\x1fload key \x22\x1e\x22: \x1ferror in libcrypto\x1fload key \x22\x1e\x22: \x1finvalid format\x1fload key \x22\x1eunprotected private key file\x0a for '\x1fcould not read \x1fpassword\x1e for '\x1fcould not read \x1fusername\x1eterminal prompts disabled\x0a' not found\x1ffatal: repository '\x1erepository not found\x0amake sure you have the correct access rights\x0adetected dubious ownership in repository\x1enot a git repository\x1esafe.directory\x0a): \x1fconflict (\x1eautomatic merge failed; fix conflicts\x1eerror: could not apply \x1emerge conflict in\x1eresolve all conflicts manually\x1eyou have unmerged paths\x0agh006\x1egh013\x1eprotected branch hook declined\x1eprotected branch update failed\x1epush cannot contain secrets\x1erepository rule violations found\x1eyou are not allowed to push code to protected branches\x0a"
+    # 198: databases
+    b" (\x1ferror 104\x1e authentication failed\x1fident\x1e authentication failed\x1fpeer\x1e28p01\x1eaccess denied for user\x1eaccess_denied_error\x1fer_\x1eerr invalid password\x1eerror 1142 (\x1einvalidpassword\x1eno pg_hba.conf entry for\x1enoauth\x1enoperm\x1epassword authentication failed for user\x1esasl authentication failed\x1ewrongpass\x0a \x22\x1f\x22 does not exist\x1fdatabase\x1e \x22\x1f\x22 does not exist\x1frole\x1e\x22 is not available\x1fextension \x22\x1e3d000\x1eer_bad_db_error\x1einvalidcatalogname\x1eunknown database '\x0a failed\x1fconnection to server at \x22\x1e53300\x1e57p0\x1eadminshutdown\x1ecannotconnectnow\x1ecould not receive data from server\x1ein recovery mode\x1fthe database system is \x1eis the server running\x1enot yet accepting connections\x1fthe database system is \x1eremaining connection slots are reserved\x1eshutting down\x1fthe database system is \x1esorry, too many clients already\x1essl connection has been closed unexpectedly\x1essl syscall error: eof detected\x1estarting up\x1fthe database system is \x1eterminating connection due to administrator command\x1etoo many connections\x0a (\x1f02\x1ferror 20\x1e (\x1f03\x1ferror 20\x1e (\x1f06\x1ferror 20\x1e (\x1f13\x1ferror 20\x1ecan't connect to \x1fmysql server\x1eer_con_count_error\x1elost connection to mysql server\x1emysql server has gone away\x1eprotocol_connection_lost\x0a connecting to \x1ferror \x1ebusy redis is busy\x1ebusyloadingerror\x1eclusterdown\x1eloading redis is loading\x1emasterdown\x1emax number of clients reached\x1ereadonly you can't write against a read only replica\x1etryagain\x0amisconf\x1eoom command not allowed when used memory\x0a\x22: syntax error\x1fnear \x22\x1e42601\x1eer_parse_error\x1eincomplete input\x1esyntax error at or near\x1eyou have an error in your sql syntax\x0a\x22 \x1fcolumn \x22\x1fdoes not exist\x1e42703\x1eer_bad_field_error\x1eno such column: \x1eundefinedcolumn\x1eunknown column '\x0a\x22 does not exist\x1frelation \x22\x1e' doesn't exist\x1ftable '\x1e42p01\x1eer_no_such_table\x1eno such table: \x1eundefinedtable\x0a constraint\x1fcheck\x1fviolates \x1e constraint\x1fforeign key\x1fviolates \x1e constraint\x1fnot-null\x1fviolates \x1e constraint\x1funique\x1fviolates \x1e' for key\x1fduplicate entry '\x1e2350\x1eduplicate key value\x1eer_dup_entry\x1eforeign key constraint failed\x1eintegrityerror\x1enot null constraint failed\x1eunique constraint failed\x1euniqueviolation\x0acantopen\x1fsqlite_\x1ecorrupt\x1fsqlite_\x1edatabase disk image is malformed\x1edisk i/o error\x1efull\x1fsqlite_\x1ereadonly\x1fsqlite_\x1esqlite_ioerr\x1eunable to open database file\x0aerr unknown command\x1eerr wrong number of arguments\x1ewrongtype\x0a"
+    # 210: aws
+    b"bandwidthlimitexceeded\x1eec2throttledexception\x1elimitexceededexception\x1eprovisionedthroughputexceededexception\x1erequestlimitexceeded\x1erequestthrottled\x1erequestthrottledexception\x1eslowdown\x1ethrottledexception\x1ethrottling\x1ethrottlingexception\x0aauthfailure\x1eexpired\x1fsecurity token included in the request is \x1eexpiredtoken\x1eexpiredtokenexception\x1eincompletesignature\x1einvalid\x1fsecurity token included in the request is \x1einvalidaccesskeyid\x1einvalidclienttokenid\x1einvalidsignatureexception\x1einvalidtoken\x1emissingauthenticationtoken\x1enotauthorizedexception\x1esignaturedoesnotmatch\x1esso session associated with this profile has expired\x1ethe aws access key id you provided does not exist\x1etoken has expired and refresh failed\x1eunauthorizedoperation\x1eunrecognizedclientexception\x0ais not authorized to perform\x1ewith an explicit deny\x0a) could not be found\x1fthe config profile (\x1ecould not load credentials from any providers\x1ecredentials from any \x1fproviders in the chain\x1funable to load \x1ecredentialsprovidererror\x1efailed to retrieve credentials\x1emissing credentials in config\x1eno ec2 imds role found\x1enoauthhandlerfound\x1enocredentialproviders\x1enocredentialserror\x1enoregionerror\x1eprofilenotfound\x1eunable to load sdk config\x1eunable to locate credentials\x1eyou must specify a region\x0a than your current\x1finstances\x1fyou have requested more \x1e than your current\x1fvcpu capacity\x1fyou have requested more \x1eaddresslimitexceeded\x1einstancelimitexceeded\x1eservicequotaexceededexception\x1etoomanybuckets\x1evcpulimitexceeded\x1evpclimitexceeded\x0acould not connect to the endpoint url\x1einsufficientinstancecapacity\x1einternalerror\x1einternalfailure\x1epriorrequestnotcomplete\x1eserviceunavailable\x0a is now earlier than\x1fsignature expired: \x1eclock skew\x1erequesttimetooskewed\x0anosuchbucket\x1enosuchentity\x1enosuchkey\x1eparameternotfound\x1eresourcenotfoundexception\x0ainvalidparameterexception\x1einvalidparametervalue\x1emalformedpolicydocument\x1emissingparameter\x1evalidationerror\x1evalidationexception\x0a"
+    # 219: gcp
+    b"access_token_scope_insufficient\x1eapi key expired\x1eapi key not valid\x1eapi_key_invalid\x1eiam_permission_denied\x1einvalid_grant\x1ereauthentication failed\x1erequest had insufficient authentication scopes\x1erequest had invalid authentication credentials\x1ethe caller does not have permission\x1etoken has been expired or revoked\x1eunauthenticated\x0a not been set up\x1fefault \x1fpplication \x1fredentials ha\x1ecould not automatically determine credentials\x1edefaultcredentialserror\x1edoes not exist\x1fgoogle_application_credentials\x1egoogle_application_credentials\x1fnot found\x1egoogle_application_credentials\x1fnot set\x1eno credentials loaded. to use your gcloud credentials\x1eyou do not currently have an active account selected\x1eyour default credentials were not found\x0a exceed\x1f quota limit\x1fquota metric\x1e' and limit '\x1fquota exceeded for quota metric '\x1e' exceeded.\x1flimit: \x1fquota '\x0a before or it is disabled\x1fhas not been used in project \x1e] not enabled\x1fapi [\x1eaccessnotconfigured\x1eservice_disabled\x0aapi_core.exceptions.notfound\x1fgoogle.\x1ecloud.exceptions.notfound\x1fgoogle.\x0abackenderror\x1edoes not have enough resources available to fulfill the request\x1eunavailable\x1ezone_resource_pool_exhausted\x0a"
+    # 225: azure
+    b"aadsts\x1eauthenticationfailed\x1eauthorizationfailed\x1eauthorizationpermissionmismatch\x1eclientauthenticationerror\x1edoes not have authorization to perform action\x1eexpiredauthenticationtoken\x1einvalidauthenticationtoken\x1einvalidauthenticationtokentenant\x1ekeybasedauthenticationnotpermitted\x1elinkedauthorizationfailed\x1erequestdisallowedbypolicy\x0acredentialunavailableerror\x1edefaultazurecredential failed to retrieve a token\x1eenvironmentcredential authentication unavailable\x1emanagedidentitycredential authentication unavailable\x1eno subscription found\x1eplease run 'az login' to setup account\x0aexceeding approved \x1fquota\x1equotaexceeded\x0aanotheroperationinprogress\x1eoperationpreempted\x1eretryableerror\x1eserverbusy\x0acontainernotfound\x1emissingsubscriptionregistration\x1eresourcegroupnotfound\x1eskunotavailable\x1estorageaccountnotfound\x1esubscriptionnotfound\x0a"
+    # 230: github and gitlab
+    b" to create or update workflow\x1fgithub app\x1frefusing to allow a\x1e to create or update workflow\x1foauth app\x1frefusing to allow a\x1e to create or update workflow\x1fpersonal access token\x1frefusing to allow a\x1ebad credentials\x1egh007\x1ehas not been granted the required scopes\x1ehttp basic: access denied\x1emust have admin rights\x1erequires authentication\x1eresource not accessible by integration\x1esupport for password authentication was removed\x0aerror: preparation failed\x1ejob failed (system failure)\x1elost communication with the server\x1erunner has received a shutdown signal\x1erunner is not responding\x1ethe job was not acquired by runner\x1ethe operation was canceled.\x0ainvalid workflow file\x1ethe workflow is not valid\x1eunable to resolve action\x1eunrecognized named-value\x0a not \x1fgithub_token \x1fis\x1fprovided\x1e not \x1fgithub_token \x1fis\x1fset\x1e not \x1fgithub_token \x1fprovided\x1fwas\x1e not \x1fgithub_token \x1fset\x1fwas\x1einput required and not supplied: \x0ano runner matching the specified labels\x1ethe project doesn't have any runners\x1fthis job is stuck because \x1ethis job is stuck because \x1fyou don't have any active runners\x0a"
+    # 235: llm providers
+    b"account_deactivated\x1eauthentication_error\x1eauthenticationerror\x1egated repo\x1eincorrect api key provided\x1einvalid x-api-key\x1einvalid_api_key\x1epermission_error\x1epermissiondeniederror\x0a_api_key\x1fdid not find \x1eapi_key client option must be set\x1ecould not resolve authentication method\x1eexpected either api_key or auth_token to be set\x1efound\x1fno api key \x1emissingapikeyerror\x1eno api key \x1fprovided\x0a rate limit\x1fcall\x1fexceeded \x1e rate limit\x1fexceeded \x1ftoken\x1erate limit reached for\x0a tokens\x1fmaximum context length is \x1econtext_length_exceeded\x1eexceed context limit\x1eexceeds the maximum \x1ftokens\x1eprompt is too long\x1estring_above_max_length\x0aapi_error\x1einternalservererror\x1eserviceunavailableerror\x1ethe server had an error while processing your request\x0a' not found, try pulling it first\x1fmodel '\x1e` does not exist\x1fthe model `\x1edeploymentnotfound\x1eis not a valid model identifier\x1emodel_not_found\x0acontent management policy\x1econtent_policy_violation\x1eresponsibleaipolicyviolation\x0abadrequesterror\x1einvalid_request_error\x0a"
+    # 243: gpu
+    b"cublas_status_alloc_failed\x1ecuda error: out of memory\x1ecuda out of memory\x1ecudaerrormemoryallocation\x1ecudamalloc failed\x1ecudnn_status_alloc_failed\x1ehip out of memory\x1emps backend out of memory\x1eoom when allocating tensor\x1eout of memory on device\x1eoutofmemoryerror: cuda\x1eresourceexhaustederror\x0a error\x1fnvidia-container-cli: \x1e\x22 with capabilities: [[gpu]]\x1fcould not select device driver \x22\x1ealloc_failed\x1fcudnn_status_\x1earch_mismatch\x1fcudnn_status_\x1ecannot initialize cuda without aten_cuda library\x1ecouldn't communicate with the nvidia driver\x1ecuda driver version is insufficient\x1ecuda_error_no_device\x1ecudaerrorinsufficientdriver\x1ecudaerrornodevice\x1ecudnn_status_\x1fnot_initialized\x1ecudnn_status_\x1fversion_mismatch\x1efailed call to cuinit\x1efailed to initialize nvml\x1efound no nvidia driver\x1elibcuda.so.1: cannot open shared object file\x1eno cuda gpus are available\x1eno cuda-capable device is detected\x1eno kernel image is available for execution on the device\x1envidia driver on your system is too old\x1envidia-smi has failed\x1envml: driver/library version mismatch\x1etorch not compiled with cuda enabled\x1eunknown or invalid runtime name: nvidia\x0aare busy or unavailable\x1fcuda-capable device\x1ecudaerrordevicesunavailable\x0aan illegal memory access was encountered\x1ecublas_status_execution_failed\x1ecudaerrorillegaladdress\x1edevice-side assert triggered\x1emisaligned address\x0anccl_timeout\x1ewatchdog caught collective operation timeout\x0a"
+    # 248: tflint
+    b" issue(s) found:\x0a"
+    # 249: ansible-lint
+    b": \x0a failure(s), \x1f warning(s)\x1ffailed: \x1erule violation summary\x0a"
+    # 251: cfn-lint
+    b" at \x1fconditions\x1e at \x1fmappings\x1e at \x1fmetadata\x1e at \x1foutputs\x1e at \x1fparameters\x1e at \x1fresources\x1e at \x1frules\x1e at \x1ftransform\x1e[cfn-lint] \x0atemplate invalid!\x0a"
+    # 253: helm
+    b" failed\x1f-test\x1fpod \x1efailed\x1fphase:\x0a"
+    # 254: ruby
+    b" (loaderror)\x1fcannot load such file -- \x1e(loaderror)\x0abundler::gemnotfound\x1ecould not find gem '\x0a example\x1f failure\x1f, \x0a detected\x1f file\x1f inspected, \x1f offense\x0a"
+    # 258: php
+    b" bytes exhausted\x1fallowed memory size of \x0ayour requirements could not be resolved to an installable set of packages\x0a"
+    # 260: conda
+    b"packagesnotfounderror\x1eresolvepackagenotfound\x1eunsatisfiableerror\x0a"
+    # 261: swift
+    b"' in scope\x1ferror: cannot find \x0a"
+    # 262: elixir
+    b"** (\x1fmismatcheddelimitererror\x1e** (\x1fsyntaxerror\x1e** (\x1ftokenmissingerror\x0a** (\x1fcompileerror\x1e** (\x1fundefinedfunctionerror\x0a"
+    # 264: amqp
+    b"access_refused\x0a"
+    # 265: ci-time-limit
+    b" minutes\x1fran longer than the maximum time of \x1eexceeded the maximum allowed time of \x0a"
+    # 266: rocm
+    b"hip_error_outofmemory\x1ehiperroroutofmemory\x0a"
+    # 267: test-summary
+    b" failed\x0a"
+    # 268: haskell
+    b"ambiguous type variable\x1ecould not deduce \x1ecouldn't match \x1fexpected type\x1ecouldn't match \x1fkind\x1ecouldn't match \x1ftype\x1eno instance for \x1enot in scope: \x1evariable not in scope:\x0a(possibly incorrect indentation\x1fparse error \x1e: error\x1fhs:\x1fparse error\x1eon input\x1fparse error \x0a"
+    # 270: scala
+    b" is not a member of\x1f.s\x1f: \x1fbt\x1fvalue \x1e is not a member of\x1f.s\x1f: \x1fcala\x1fvalue \x1e needs \x1f.s\x1f: \x1fbt\x1fmethod\x1frecursive \x1ftype\x1e needs \x1f.s\x1f: \x1fbt\x1frecursive \x1ftype\x1fvalue\x1e needs \x1f.s\x1f: \x1fcala\x1fmethod\x1frecursive \x1ftype\x1e needs \x1f.s\x1f: \x1fcala\x1frecursive \x1ftype\x1fvalue\x1e.s\x1f: \x1fambiguous reference to overloaded definition\x1fbt\x1e.s\x1f: \x1fambiguous reference to overloaded definition\x1fcala\x1e.s\x1f: \x1fbt\x1fcould not find implicit value\x1e.s\x1f: \x1fbt\x1fmissing argument list\x1e.s\x1f: \x1fbt\x1ftoo many arguments\x1e.s\x1f: \x1fbt\x1ftype mismatch;\x1e.s\x1f: \x1fcala\x1fcould not find implicit value\x1e.s\x1f: \x1fcala\x1fmissing argument list\x1e.s\x1f: \x1fcala\x1ftoo many arguments\x1e.s\x1f: \x1fcala\x1ftype mismatch;\x1e.s\x1fbt\x1fnot found: \x1fobject\x1e.s\x1fbt\x1fnot found: \x1ftype\x1e.s\x1fbt\x1fnot found: \x1fvalue\x1e.s\x1fcala\x1fnot found: \x1fobject\x1e.s\x1fcala\x1fnot found: \x1ftype\x1e.s\x1fcala\x1fnot found: \x1fvalue\x0a"
+    # 271: dart
+    b".dart:\x1f: error: \x0a.dart:\x1f: error: \x1fcan't find '\x1e.dart:\x1f: error: \x1fexpected \x1e.dart:\x1f: error: \x1funexpected token\x0aerror \x0a"
+    # 274: julia and perl
+    b" [\x1f] is required but does not seem to be installed\x1fpackage \x1e not found in current path\x1fmodule\x1e not found in current path\x1fpackage\x0a.pm in @inc\x1fcan't locate \x0a"
+    # 276: esbuild
+    b" but found\x1f[error]\x1fexpected \x1e but found\x1ferror:\x1fexpected \x1e[error]\x1fregular expression\x1funterminated \x1e[error]\x1fstring\x1funterminated \x1e[error]\x1fstring literal\x1funterminated \x1e[error]\x1ftemplate literal\x1funterminated \x1e[error]\x1funexpected \x22\x1e[error]\x1funexpected end of file\x1eerror:\x1fregular expression\x1funterminated \x1eerror:\x1fstring\x1funterminated \x1eerror:\x1fstring literal\x1funterminated \x1eerror:\x1ftemplate literal\x1funterminated \x1eerror:\x1funexpected \x22\x1eerror:\x1funexpected end of file\x0a"
+    # 277: bundlers
+    b"rollup failed to resolve import \x22\x0arollup failed to resolve import \x22\x0a"
+    # 279: dockerfile and shell linters
+    b" dl\x0a line \x1fin \x1e: \x1f[sc\x1ferror\x1e: \x1f[sc\x1fnote\x1e: \x1f[sc\x1fwarning\x1eshellcheck.net/wiki/sc\x0a"
+    # 281: package resolvers
+    b"error: missing binary: \x1emissing prebuilt package for '\x0a not found\x1fependency \x0acould not find python interpreter with spec\x1einterpreternotfound\x0acould not find a version that matches\x0a"
+    # 285: exception names
+    b"\x22 \x1fexception in thread \x22\x1e_exceptions\x1eavailable\x1ebrokenpipe\x1ecaused by: \x1eclient_exceptions\x1econnect\x1ferrors\x1econnect\x1fexc\x1econnect\x1fftplib\x1econnect\x1fimaplib\x1econnect\x1fpoplib\x1econnect\x1fsmtplib\x1edisconnected\x1eerrorfactory\x1eexception\x1eexceptions\x1ehostdown\x1enetworkerror\x1essh_exception\x1eunavailable\x1eunreachable\x0a\x22 \x1fexception in thread \x22\x1e_exceptions\x1ecaused by: \x1fout\x1ftimed\x1ecaused by: \x1ftimeout\x1eclient_exceptions\x1edeadlineexceeded\x1eerrorfactory\x1eerrors\x1fout\x1ftimed\x1eerrors\x1ftimeout\x1eexc\x1fout\x1ftimed\x1eexc\x1ftimeout\x1eexception\x1fout\x1ftimed\x1eexception\x1ftimeout\x1eexceptions\x1fout\x1ftimed\x1eexceptions\x1ftimeout\x1eftplib\x1fout\x1ftimed\x1eftplib\x1ftimeout\x1eimaplib\x1fout\x1ftimed\x1eimaplib\x1ftimeout\x1eout\x1fpoplib\x1ftimed\x1eout\x1fsmtplib\x1ftimed\x1epoplib\x1ftimeout\x1esmtplib\x1ftimeout\x1essh_exception\x0a\x22 \x1fexception in thread \x22\x1e_exceptions\x1ecaused by: \x1eclient_exceptions\x1eerrorfactory\x1eerrors\x1fratelimit\x1eerrors\x1fthrottl\x1eexc\x1fratelimit\x1eexc\x1fthrottl\x1eexception\x1fratelimit\x1eexception\x1fthrottl\x1eexceptions\x1eftplib\x1fratelimit\x1eftplib\x1fthrottl\x1eimaplib\x1fratelimit\x1eimaplib\x1fthrottl\x1epoplib\x1fratelimit\x1epoplib\x1fthrottl\x1erate_limit\x1eratelimit\x1fsmtplib\x1esmtplib\x1fthrottl\x1essh_exception\x1etoo_many_requests\x1etoomanyrequests\x0a\x0a\x22 \x1fexception in thread \x22\x1e_exceptions\x1eapikeymissing\x1ecaused by: \x1eclient_exceptions\x1ecredential\x1fnotfound\x1ecredentialunavailable\x1edefaultcredentials\x1eerrorfactory\x1eerrors\x1fnoapikey\x1eexc\x1fnoapikey\x1eexception\x1fnoapikey\x1eexceptions\x1fnoapikey\x1eftplib\x1fnoapikey\x1eimaplib\x1fnoapikey\x1emissingapikey\x1emissingcredential\x1emissingtoken\x1enoapikey\x1fpoplib\x1enoapikey\x1fsmtplib\x1enoauthtoken\x1enocredential\x1essh_exception\x1etokennotfound\x0a"
+    # 290: credentials in words
+    b"auth\x1fdenied\x1eauthentication\x1ebad\x1flogin\x1ebad\x1fuser\x1ebind\x1fdenied\x1ecredential\x1edenied\x1fin\x1fsign\x1edenied\x1flog-in\x1edenied\x1flogin\x1edenied\x1flogon\x1eincorrect\x1einvalid\x1flogin\x1einvalid\x1fuser\x1elogin\x1fwrong\x1enot accepted\x1enot successful\x1epassphrase\x1epassword\x1erefused\x1erejected\x1eunsuccessful\x1euser\x1fwrong\x0a1017\x1fora-\x1e5.7.\x1f535\x1e530\x1flogin\x1e530\x1fnot logged in\x1e530\x1fuser\x1eauthenticationfailed\x1ecredentials\x1finvalid\x1einvalid_auth\x1enot_authed\x0a1017\x1fora-\x1e5.7.\x1f535\x1e530\x1fnot logged in\x1eauthentication\x1eauthenticationfailed\x1ebad\x1fuser\x1econnect\x1ecredential\x1edenied\x1eerror\x1fuser\x1eexception\x1efailure\x1eincorrect\x1einvalid\x1einvalid_auth\x1elogin\x1enot accepted\x1enot successful\x1enot_authed\x1epassphrase\x1epassword\x1erefused\x1erejected\x1eunsuccessful\x0aapi\x1ffound\x1fkey\x1eapi\x1fgiven\x1fkey\x1eapi\x1fkey\x1fmissing\x1eapi\x1fkey\x1fpresent\x1eapi\x1fkey\x1fset\x1eavailable\x1fno \x1econfigured\x1ecredential\x1efound\x1fsecret\x1efound\x1ftoken\x1egiven\x1fsecret\x1egiven\x1ftoken\x1emissing\x1fsecret\x1emissing\x1ftoken\x1emissing \x1eno \x1fsupplied\x1enot \x1fsupplied\x1epassword\x1epresent\x1fsecret\x1epresent\x1ftoken\x1eprovided\x1esecret\x1fset\x1eset\x1ftoken\x1especified\x0a"
 )
