@@ -34,7 +34,7 @@ lint: $(STAMP)
 # (`-m slow`) alone, so neither slows the other's clocks
 JOBS ?= auto
 test: lint
-	$(BIN)/pytest -n $(JOBS) -m "not slow"
+	$(BIN)/pytest -n $(JOBS) -m "not slow" --durations=15
 	$(BIN)/pytest -m slow
 
 bench: $(STAMP)
