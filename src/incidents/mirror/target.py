@@ -45,12 +45,24 @@ class BadMirrorUrl(IncidentsError):
         self.reason = reason
 
 
+# a password in the query (libpq takes `?password=...`, `sslpassword=...`): its value
+_QUERY_SECRET = re.compile(r"([?&](?:ssl)?password=)[^&#]*", re.IGNORECASE)
+# `scheme://user:password@`, for a URL urlsplit cannot read (an unclosed `[`)
+_USERINFO_SECRET = re.compile(r"^([^:/?#]*://[^:/?#@]*:)[^@]*@")
+
+
 def _hidden(url: str) -> str:
-    """The URL without its password (it is shown in errors and doctor)."""
-    parts = urlsplit(url)
-    if parts.password is None:
+    """The URL without its passwords (it is shown in errors, doctor and degraded.json):
+    the userinfo's and the query's. Never raises, whatever the text."""
+    url = _QUERY_SECRET.sub(r"\1***", url)
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return _USERINFO_SECRET.sub(r"\1***@", url, count=1)
+    if password is None:
         return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    netloc = parts.netloc.replace(f":{password}@", ":***@", 1)
     return parts._replace(netloc=netloc).geturl()
 
 
