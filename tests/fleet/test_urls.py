@@ -6,11 +6,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from incidents.mirror import target
+from tests import pg
 from tests.helpers import Cli
 
 SECRET = "S3cretPw-never-shown"
@@ -43,3 +45,16 @@ def test_a_password_in_the_query_stays_out_of_degraded_json_and_the_log(tmp_path
     for path in root.rglob("*"):
         if path.is_file():
             assert SECRET.encode() not in path.read_bytes(), path
+
+
+def test_a_database_that_does_not_exist_is_said_at_once(
+    cli: Cli, tmp_path: Path, pg_server: pg.Server
+) -> None:
+    config = tmp_path / "incidents.toml"
+    config.write_text(f'[mirror]\nurl = "{pg_server.url("no_such_db")}"\ntimeout_s = 5.0\n')
+    started = time.monotonic()
+    done = cli("reindex", "--config", str(config), "--root", str(tmp_path / "r"))
+    assert done.code != 0 and "Traceback" not in done.err
+    assert len(done.err.strip().splitlines()) == 1, done.err
+    assert 'database "no_such_db" does not exist' in done.err
+    assert time.monotonic() - started < 3.0, "it waited out the timeout instead of saying why"
