@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from incidents import artifacts, fsutil, leases, mirror, pause, store
+from incidents import artifacts, fsutil, leases, mirror, output, pause, store
 from incidents.errors import IncidentsError
 from incidents.handoff.human import resolve_escalation
 from incidents.layout import Root
@@ -110,6 +110,7 @@ def fleet_pass(root: Root, share_groups: bool = True) -> FleetPass:
         if degraded(root) is not None:
             (root.state / DEGRADED).unlink(missing_ok=True)
             result.recovered = True
+        _resume_pending(root, conn)
         _sync_pause(root, conn, result)
         _apply_decisions(root, conn, result)
         if share_groups:
@@ -143,19 +144,52 @@ def share_pause(root: Root, info: pause.PauseInfo) -> None:
     pass publishes it otherwise)."""
     if not is_fleet(root):
         return
-    with mirror.best_effort(root, what="fleet not paused (the next pass retries)") as conn:
+
+    def later(exc: BaseException) -> None:
+        output.err(f"incidents: warning: the fleet is not paused yet ({exc}); this host's "
+                   "next watcher pass publishes the pause")  # fmt: skip
+
+    with mirror.best_effort(root, on_error=later) as conn:
         if conn is not None:
             shared.publish_pause(conn, info.reason, info.since, info.by)
 
 
+RESUME_PENDING = "fleet_resume.json"  # a resume made here the mirror has not heard of yet
+
+
 def share_resume(root: Root) -> None:
     """`incidents resume` here lifts the fleet's pause (each host clears its flag on its
-    next pass)."""
+    next pass). With the mirror unreachable, the resume waits in `.state/` for this host's
+    next pass: otherwise that pass would copy the standing pause back into the flag."""
     if not is_fleet(root):
         return
-    with mirror.best_effort(root, what="fleet pause not lifted") as conn:
+    hint = root.state / RESUME_PENDING
+    fsutil.atomic_write_json(hint, {"at": time.time()})
+
+    def later(exc: BaseException) -> None:
+        output.err(f"incidents: warning: the fleet's pause is not lifted yet ({exc}); this "
+                   "host's next watcher pass lifts it")  # fmt: skip
+
+    effort = mirror.best_effort(root, on_error=later)
+    with effort as conn:
         if conn is not None:
             shared.resume_all(conn)
+    if effort.written:
+        hint.unlink(missing_ok=True)
+
+
+def _resume_pending(root: Root, conn: Any) -> None:
+    """A resume made here while the mirror was unreachable: the pauses published before it
+    are lifted now (a pause published since stands)."""
+    hint = root.state / RESUME_PENDING
+    try:
+        at = float(fsutil.read_json_object(hint)["at"])
+    except FileNotFoundError:
+        return
+    except (IncidentsError, KeyError, ValueError, TypeError):
+        at = time.time()
+    shared.resume_all(conn, before=at)
+    hint.unlink(missing_ok=True)
 
 
 # --- decisions routed to the host holding the bundle --------------------------------------

@@ -77,12 +77,14 @@ def publish_pause(conn: sqlite3.Connection, reason: str, since: float, by: str) 
 
 
 @translating
-def resume_all(conn: sqlite3.Connection) -> int:
-    """A resume on any host lifts the fleet's pause; how many pause rows it closed."""
-    cur = conn.execute(
-        "UPDATE fleet_pause SET resumed_at = ? WHERE resumed_at IS NULL", (clock.iso_precise(),)
-    )
-    return int(cur.rowcount)
+def resume_all(conn: sqlite3.Connection, before: float | None = None) -> int:
+    """A resume on any host lifts the fleet's pause; how many pause rows it closed.
+    `before` (epoch seconds): only the pauses published before it (a resume that waited)."""
+    sql = "UPDATE fleet_pause SET resumed_at = ? WHERE resumed_at IS NULL"
+    params: tuple[object, ...] = (clock.iso_precise(),)
+    if before is not None:
+        sql, params = f"{sql} AND since <= ?", (*params, before)
+    return int(conn.execute(sql, params).rowcount)
 
 
 @dataclass(frozen=True, slots=True)
