@@ -45,7 +45,8 @@ _WRITER_LOCK = "SELECT pg_advisory_xact_lock(hashtext(current_setting('incidents
 
 _POOLS: dict[tuple[int, str, str, str], psycopg_pool.ConnectionPool[Any]] = {}
 _MIGRATED: set[tuple[int, str]] = set()
-_FAILED: dict[tuple[int, str], float] = {}  # when a connect last found the server down
+# when a connect last found the server down, and what it was told (said again meanwhile)
+_FAILED: dict[tuple[int, str], tuple[float, str]] = {}
 RETRY_S = 5.0
 PROBE_S = 1.0
 _LOCK = threading.Lock()
@@ -218,17 +219,15 @@ def connect(target: Target, *, timeout_s: float = 5.0) -> PgConnection:
     key = (os.getpid(), str(target.url))
     failed = _FAILED.get(key)
     if failed is not None:
-        if time.monotonic() < failed + RETRY_S:
-            raise MirrorUnavailable(
-                f"the PostgreSQL mirror at {target.shown} is unreachable (retried every {RETRY_S:g} s)"
-            )
+        if time.monotonic() < failed[0] + RETRY_S:
+            raise MirrorUnavailable(f"{failed[1]} (retried every {RETRY_S:g} s)")
         timeout_s = min(timeout_s, PROBE_S)
     try:
         pool = _pool(target, timeout_s)
         with _translated("connect", target):
             raw = pool.getconn(timeout=timeout_s)
-    except MirrorUnavailable:
-        _FAILED[key] = time.monotonic()
+    except MirrorUnavailable as exc:
+        _FAILED[key] = (time.monotonic(), str(exc))
         _drop_pool(target)  # its reconnect backs off for minutes: the next probe starts anew
         raise
     _FAILED.pop(key, None)
