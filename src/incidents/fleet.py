@@ -287,10 +287,17 @@ def route(root: Root, incident_id: str, kind: str, args: dict[str, Any]) -> str 
 
 def _apply_decisions(root: Root, conn: Any, result: FleetPass) -> None:
     for decision in shared.pending(conn):
-        try:
-            outcome = _apply(root, decision.kind, decision.incident_id, decision.args)
-        except (IncidentsError, KeyError) as exc:  # the bundle moved on: said, not retried
-            outcome = f"refused: {exc}"
-        with contextlib.suppress(*mirror.DATABASE_ERRORS):
+        # claimed first: two watchers of one shared root (one host name) read the same
+        # pending decisions, and each applied them (an occurrence was counted twice)
+        with (
+            contextlib.suppress(*mirror.DATABASE_ERRORS),
+            shared.claimed(conn, decision.id) as mine,
+        ):
+            if not mine:
+                continue
+            try:
+                outcome = _apply(root, decision.kind, decision.incident_id, decision.args)
+            except (IncidentsError, KeyError) as exc:  # the bundle moved on: said, not retried
+                outcome = f"refused: {exc}"
             shared.mark_applied(conn, decision.id, outcome)
             result.applied.append((decision.id, decision.incident_id, outcome))
