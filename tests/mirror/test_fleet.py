@@ -195,3 +195,26 @@ def test_a_run_that_spans_hosts_survives_one_hosts_reindex(hosts: list[Root]) ->
     assert live == [("pipeline-42", "2026-02-17T03:00:05+00:00", "test")]  # b's, from b's row
     mirror.reindex(b)
     assert _runs(b) == live  # what b's rebuild derives: the same
+
+
+def test_reindex_host_renames_a_root_whose_incidents_were_worked(
+    hosts: list[Root], pg_url: str, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The renamed host of the README: its rows move to the new name, workstreams and
+    escalations included (a worked incident's workstream made the rebuild fail on its key)."""
+    a = hosts[0]
+    make_bundle(a, "inbox", "ia_0", state={"current_state": "S_PLANNED"})
+    make_bundle(a, "inbox", "ia_1")
+    mirror.reindex(a)
+    target.unbind(a.path)
+    monkeypatch.setenv(target.ENV_URL, pg_url)
+    done = cli("reindex", "--host", "renamed", "--root", str(a.path))
+    assert done.code == 0, done.err
+    target.bind(a.path, pg_url, "renamed")
+    conn = mirror.connect(a.db_path)
+    try:
+        for table in ("incidents", "workstreams"):
+            hosts_of = conn.execute(f"SELECT DISTINCT host FROM {table}").fetchall()
+            assert hosts_of == [("renamed",)], table
+    finally:
+        conn.close()

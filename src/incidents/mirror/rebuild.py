@@ -106,6 +106,8 @@ def reindex(root: Root) -> ReindexResult:
         with write(conn):
             scanned = scan_bundles(root, scanned)
             export_history(conn, root)  # an older version's rows, before they are cleared
+            if dialect_of(conn) == POSTGRES:
+                _forget_elsewhere(conn, {s.row.incident_id for s in scanned.values() if s.row})
             _refill(conn, scanned, rejected, result)
             _rebuild_escalations(conn, scanned)
             result.step_attempts, result.events_kept = _refill_journals(conn, root, scanned)
@@ -132,6 +134,32 @@ def ensure_derived(root: Root, conn: sqlite3.Connection) -> bool:
         return False
     reindex(root)
     return True
+
+
+# what a shared mirror holds of an incident, by table and column (legacy imports kept)
+_INCIDENT_ROWS = (
+    ("incidents", "incident_id", ""),
+    ("workstreams", "ws_id", ""),
+    ("escalations", "incident_id", ""),
+    ("step_attempts", "ws_id", f" AND NOT ({_LEGACY_RUN})"),
+    ("events", "incident_id", f" AND NOT ({_LEGACY_EVENTS})"),
+)
+
+
+def _forget_elsewhere(conn: sqlite3.Connection, ids: set[str]) -> None:
+    """The rows another host's name holds of this root's incidents (`reindex --host` of a
+    renamed host, a root moved to another machine): the folders here are their truth, and
+    ids are unique across the fleet, so those rows are stale; they would collide with the
+    refill on the tables keyed by incident alone (workstreams, step_attempts)."""
+    wanted = sorted(ids)
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        marks = ", ".join("?" * len(chunk))
+        for table, column, keep in _INCIDENT_ROWS:
+            conn.execute(
+                f"DELETE FROM {table} WHERE {column} IN ({marks}) AND NOT ({here(conn)}){keep}",
+                chunk,
+            )
 
 
 def _refill_journals(
