@@ -197,9 +197,12 @@ def _resume_pending(root: Root, conn: Any) -> None:
 RESOLVE = "resolve-escalation"
 ARCHIVE = "archive"
 OCCURRENCE = "occurrence"  # a new incident of a group open elsewhere, counted there
+# an occurrence the other host could not count (its incident closed meanwhile): the
+# incident closed here as counted goes back to this inbox, to be worked after all
+RETURNED = "occurrence-returned"
 
 
-def _apply(root: Root, kind: str, incident_id: str, args: dict[str, Any]) -> str:
+def _apply(root: Root, conn: Any, kind: str, incident_id: str, args: dict[str, Any]) -> str:
     """Apply a routed decision with the command's own code; what it did."""
     if kind == RESOLVE:
         done = resolve_escalation(
@@ -214,8 +217,28 @@ def _apply(root: Root, kind: str, incident_id: str, args: dict[str, Any]) -> str
         return f"{bucket} -> {folder.relative_to(root.path)}"
     if kind == OCCURRENCE:
         group, into = str(args["group"]), incident_id
-        return _count_here(root, group, into, str(args["from"]), str(args["last_seen"]))
+        counted = _count_here(root, group, into, str(args["from"]), str(args["last_seen"]))
+        if counted.startswith("refused") and args.get("host") and args.get("incident"):
+            shared.queue_decision(conn, str(args["host"]), str(args["incident"]), RETURNED,
+                                  {"why": counted, "by": target_of(root.db_path).host})  # fmt: skip
+            return f"{counted}; sent back to host {args['host']}"
+        return counted
+    if kind == RETURNED:
+        return _reopen_counted(root, incident_id, str(args.get("by", "?")))
     return f"refused: unknown decision {kind!r}"
+
+
+def _reopen_counted(root: Root, incident_id: str, other_host: str) -> str:
+    """This host's incident closed as an occurrence of another host's, which could not
+    count it: back to the inbox, new (it was never started)."""
+    folder = root.bucket("resolved") / incident_id
+    with store.incident_lock(root, incident_id):
+        if not folder.is_dir():
+            return "refused: it is no longer in the resolved bucket"
+        target = closing.reopen(root, folder)
+    why = f"host {other_host} could not count it (its incident had closed): worked here"
+    store.mirror_bundle(root, "inbox", target, "requeued", {"reason": why})
+    return f"reopened -> {target.relative_to(root.path)}"
 
 
 def _count_here(root: Root, group: str, into: str, source: str, last_seen: str) -> str:
@@ -257,7 +280,8 @@ def _count_elsewhere(root: Root, conn: Any, result: FleetPass) -> None:
                 continue  # started meanwhile
             doc = store.read_incident(folder)
             args = {"group": group, "from": f"host {me} ({incident_id})",
-                    "last_seen": str(doc.get("last_seen") or doc["created_at"])}  # fmt: skip
+                    "last_seen": str(doc.get("last_seen") or doc["created_at"]),
+                    "host": me, "incident": incident_id}  # fmt: skip
             shared.queue_decision(conn, other_host, other_id, OCCURRENCE, args)
             why = f"counted as an occurrence of {other_id} on host {other_host} (fleet grouping)"
             target = closing.archive(root, incident_id, "resolved", why)
@@ -296,7 +320,7 @@ def _apply_decisions(root: Root, conn: Any, result: FleetPass) -> None:
             if not mine:
                 continue
             try:
-                outcome = _apply(root, decision.kind, decision.incident_id, decision.args)
+                outcome = _apply(root, conn, decision.kind, decision.incident_id, decision.args)
             except (IncidentsError, KeyError) as exc:  # the bundle moved on: said, not retried
                 outcome = f"refused: {exc}"
             shared.mark_applied(conn, decision.id, outcome)

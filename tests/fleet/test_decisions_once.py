@@ -51,3 +51,35 @@ def test_two_passes_of_one_host_apply_each_decision_once(tmp_path: Path, pg_url:
     applied = [int(p.communicate(timeout=120)[0].strip() or 0) for p in passes]
     assert sum(applied) == SENT, applied
     assert store.read_incident(root.inbox / "inc_1")["occurrences"] == 1 + SENT
+
+
+def test_an_occurrence_the_other_host_cannot_count_comes_back_to_be_worked(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """Host a's new incident is counted on host b's open one and closed here; b's incident
+    closes before b's pass applies it: the occurrence is refused there, and a's incident
+    goes back to a's inbox (it stayed closed as resolved, worked by nobody)."""
+    from incidents import fleet
+    from incidents.step import close as closing
+
+    a, b = (Root(tmp_path / name).ensure() for name in ("a", "b"))
+    make_bundle(b, "inbox", "ib_0", created_at="2026-02-17T03:00:00+00:00")
+    make_bundle(a, "inbox", "ia_0", created_at="2026-02-17T03:00:05+00:00")
+    for name, root in (("a", a), ("b", b)):
+        target.bind(root.path, pg_url, name)
+    try:
+        mirror.reindex(b)
+        mirror.reindex(a)
+        assert [c[0] for c in fleet.fleet_pass(a).counted] == ["ia_0"]
+        assert (a.bucket("resolved") / "ia_0").is_dir()
+        folder = closing.archive(b, "ib_0", "resolved", "fixed by hand")  # `incidents archive`
+        store.mirror_bundle(b, "resolved", folder, "archived", {"bucket": "resolved"})
+        refused = fleet.fleet_pass(b).applied
+        assert len(refused) == 1 and refused[0][2].startswith("refused"), refused
+        back = fleet.fleet_pass(a).applied
+        assert [(i, o.split(" ")[0]) for _, i, o in back] == [("ia_0", "reopened")], back
+        assert (a.inbox / "ia_0").is_dir()
+        assert store.read_incident(a.inbox / "ia_0")["status"] == "new"
+    finally:
+        for root in (a, b):
+            target.unbind(root.path)
