@@ -59,3 +59,14 @@ def test_a_database_that_does_not_exist_is_said_at_once(
     assert len(done.err.strip().splitlines()) == 1, done.err
     assert 'database "no_such_db" does not exist' in done.err
     assert time.monotonic() - started < 3.0, "it waited out the timeout instead of saying why"
+
+
+@pytest.mark.parametrize("name", ["two words", "esc\x1b[31mape", "../up"])
+def test_a_host_name_from_the_environment_is_checked_as_the_config_s(
+    name: str, cli: Cli, tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(target.ENV_URL, pg_url)
+    monkeypatch.setenv(target.ENV_HOST, name)
+    done = cli("reindex", "--root", str(tmp_path / "r"))
+    assert done.code == 2 and "INCIDENTS_HOST" in done.err, done.err
+    assert len(done.err.strip().splitlines()) == 1 and "Traceback" not in done.err
