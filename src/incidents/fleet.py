@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from incidents import artifacts, fsutil, leases, mirror, pause, store
+from incidents import artifacts, fsutil, leases, mirror, output, pause, store
 from incidents.errors import IncidentsError
 from incidents.handoff.human import resolve_escalation
 from incidents.layout import Root
@@ -110,6 +110,7 @@ def fleet_pass(root: Root, share_groups: bool = True) -> FleetPass:
         if degraded(root) is not None:
             (root.state / DEGRADED).unlink(missing_ok=True)
             result.recovered = True
+        _resume_pending(root, conn)
         _sync_pause(root, conn, result)
         _apply_decisions(root, conn, result)
         if share_groups:
@@ -143,19 +144,52 @@ def share_pause(root: Root, info: pause.PauseInfo) -> None:
     pass publishes it otherwise)."""
     if not is_fleet(root):
         return
-    with mirror.best_effort(root, what="fleet not paused (the next pass retries)") as conn:
+
+    def later(exc: BaseException) -> None:
+        output.err(f"incidents: warning: the fleet is not paused yet ({exc}); this host's "
+                   "next watcher pass publishes the pause")  # fmt: skip
+
+    with mirror.best_effort(root, on_error=later) as conn:
         if conn is not None:
             shared.publish_pause(conn, info.reason, info.since, info.by)
 
 
+RESUME_PENDING = "fleet_resume.json"  # a resume made here the mirror has not heard of yet
+
+
 def share_resume(root: Root) -> None:
     """`incidents resume` here lifts the fleet's pause (each host clears its flag on its
-    next pass)."""
+    next pass). With the mirror unreachable, the resume waits in `.state/` for this host's
+    next pass: otherwise that pass would copy the standing pause back into the flag."""
     if not is_fleet(root):
         return
-    with mirror.best_effort(root, what="fleet pause not lifted") as conn:
+    hint = root.state / RESUME_PENDING
+    fsutil.atomic_write_json(hint, {"at": time.time()})
+
+    def later(exc: BaseException) -> None:
+        output.err(f"incidents: warning: the fleet's pause is not lifted yet ({exc}); this "
+                   "host's next watcher pass lifts it")  # fmt: skip
+
+    effort = mirror.best_effort(root, on_error=later)
+    with effort as conn:
         if conn is not None:
             shared.resume_all(conn)
+    if effort.written:
+        hint.unlink(missing_ok=True)
+
+
+def _resume_pending(root: Root, conn: Any) -> None:
+    """A resume made here while the mirror was unreachable: the pauses published before it
+    are lifted now (a pause published since stands)."""
+    hint = root.state / RESUME_PENDING
+    try:
+        at = float(fsutil.read_json_object(hint)["at"])
+    except FileNotFoundError:
+        return
+    except (IncidentsError, KeyError, ValueError, TypeError):
+        at = time.time()
+    shared.resume_all(conn, before=at)
+    hint.unlink(missing_ok=True)
 
 
 # --- decisions routed to the host holding the bundle --------------------------------------
@@ -163,9 +197,12 @@ def share_resume(root: Root) -> None:
 RESOLVE = "resolve-escalation"
 ARCHIVE = "archive"
 OCCURRENCE = "occurrence"  # a new incident of a group open elsewhere, counted there
+# an occurrence the other host could not count (its incident closed meanwhile): the
+# incident closed here as counted goes back to this inbox, to be worked after all
+RETURNED = "occurrence-returned"
 
 
-def _apply(root: Root, kind: str, incident_id: str, args: dict[str, Any]) -> str:
+def _apply(root: Root, conn: Any, kind: str, incident_id: str, args: dict[str, Any]) -> str:
     """Apply a routed decision with the command's own code; what it did."""
     if kind == RESOLVE:
         done = resolve_escalation(
@@ -180,8 +217,28 @@ def _apply(root: Root, kind: str, incident_id: str, args: dict[str, Any]) -> str
         return f"{bucket} -> {folder.relative_to(root.path)}"
     if kind == OCCURRENCE:
         group, into = str(args["group"]), incident_id
-        return _count_here(root, group, into, str(args["from"]), str(args["last_seen"]))
+        counted = _count_here(root, group, into, str(args["from"]), str(args["last_seen"]))
+        if counted.startswith("refused") and args.get("host") and args.get("incident"):
+            shared.queue_decision(conn, str(args["host"]), str(args["incident"]), RETURNED,
+                                  {"why": counted, "by": target_of(root.db_path).host})  # fmt: skip
+            return f"{counted}; sent back to host {args['host']}"
+        return counted
+    if kind == RETURNED:
+        return _reopen_counted(root, incident_id, str(args.get("by", "?")))
     return f"refused: unknown decision {kind!r}"
+
+
+def _reopen_counted(root: Root, incident_id: str, other_host: str) -> str:
+    """This host's incident closed as an occurrence of another host's, which could not
+    count it: back to the inbox, new (it was never started)."""
+    folder = root.bucket("resolved") / incident_id
+    with store.incident_lock(root, incident_id):
+        if not folder.is_dir():
+            return "refused: it is no longer in the resolved bucket"
+        target = closing.reopen(root, folder)
+    why = f"host {other_host} could not count it (its incident had closed): worked here"
+    store.mirror_bundle(root, "inbox", target, "requeued", {"reason": why})
+    return f"reopened -> {target.relative_to(root.path)}"
 
 
 def _count_here(root: Root, group: str, into: str, source: str, last_seen: str) -> str:
@@ -223,7 +280,8 @@ def _count_elsewhere(root: Root, conn: Any, result: FleetPass) -> None:
                 continue  # started meanwhile
             doc = store.read_incident(folder)
             args = {"group": group, "from": f"host {me} ({incident_id})",
-                    "last_seen": str(doc.get("last_seen") or doc["created_at"])}  # fmt: skip
+                    "last_seen": str(doc.get("last_seen") or doc["created_at"]),
+                    "host": me, "incident": incident_id}  # fmt: skip
             shared.queue_decision(conn, other_host, other_id, OCCURRENCE, args)
             why = f"counted as an occurrence of {other_id} on host {other_host} (fleet grouping)"
             target = closing.archive(root, incident_id, "resolved", why)
@@ -253,10 +311,17 @@ def route(root: Root, incident_id: str, kind: str, args: dict[str, Any]) -> str 
 
 def _apply_decisions(root: Root, conn: Any, result: FleetPass) -> None:
     for decision in shared.pending(conn):
-        try:
-            outcome = _apply(root, decision.kind, decision.incident_id, decision.args)
-        except (IncidentsError, KeyError) as exc:  # the bundle moved on: said, not retried
-            outcome = f"refused: {exc}"
-        with contextlib.suppress(*mirror.DATABASE_ERRORS):
+        # claimed first: two watchers of one shared root (one host name) read the same
+        # pending decisions, and each applied them (an occurrence was counted twice)
+        with (
+            contextlib.suppress(*mirror.DATABASE_ERRORS),
+            shared.claimed(conn, decision.id) as mine,
+        ):
+            if not mine:
+                continue
+            try:
+                outcome = _apply(root, conn, decision.kind, decision.incident_id, decision.args)
+            except (IncidentsError, KeyError) as exc:  # the bundle moved on: said, not retried
+                outcome = f"refused: {exc}"
             shared.mark_applied(conn, decision.id, outcome)
             result.applied.append((decision.id, decision.incident_id, outcome))

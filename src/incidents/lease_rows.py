@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -83,9 +84,20 @@ def _live(row: LeaseRow | None) -> LeaseRow | None:
     return row if row is not None and row[2] > 0 else None  # generation 0: a placeholder
 
 
+def _here(row: LeaseRow, db_now: float) -> LeaseRow:
+    """The row with its expiry on this host's clock: rows keep the database's (one clock
+    for every host), but callers compare a lease with `time.time()` (`renew_if_due`, a
+    claim's expiry), and a host's clock behind the database's renewed too late."""
+    skew = round(db_now - time.time(), 1)  # a read's latency apart, the same every call
+    if row[3] <= 0 or abs(skew) < 1.0:  # released (0 stays 0), or clocks close enough
+        return row
+    return (*row[:3], row[3] - skew, *row[4:])
+
+
 def read(root: Root, incident_id: str) -> LeaseRow | None:
     with _conn(root, incident_id) as conn:
-        return _live(leasing.read(conn, incident_id))
+        found = _live(leasing.read(conn, incident_id))
+        return None if found is None else _here(found, leasing.now(conn))
 
 
 def acquire(
@@ -115,7 +127,7 @@ def acquire(
             agent,
         )
         leasing.store(conn, row)
-        return row
+        return _here(row, now)
 
 
 def _check(found: LeaseRow | None, lease: LeaseRow) -> None:
@@ -127,9 +139,10 @@ def _check(found: LeaseRow | None, lease: LeaseRow) -> None:
 def renew(root: Root, lease: LeaseRow, ttl_s: float) -> LeaseRow:
     with _conn(root, lease[0]) as conn, leasing.guarded(conn, lease[0], _tx) as current:
         _check(_live(current()), lease)
-        renewed: LeaseRow = (*lease[:3], leasing.now(conn) + ttl_s, *lease[4:])
+        now = leasing.now(conn)
+        renewed: LeaseRow = (*lease[:3], now + ttl_s, *lease[4:])
         leasing.store(conn, renewed)
-        return renewed
+        return _here(renewed, now)
 
 
 def check(root: Root, lease: LeaseRow) -> None:
@@ -174,6 +187,7 @@ def stale(root: Root, alive: Callable[[LeaseRow], bool]) -> list[LeaseRow]:
     conn = mirror.connect(root.db_path)
     try:
         now = leasing.now(conn)
-        return [r for r in leasing.read_all(conn) if r[3] > 0 and (r[3] <= now or not alive(r))]
+        rows = leasing.read_all(conn)
+        return [_here(r, now) for r in rows if r[3] > 0 and (r[3] <= now or not alive(r))]
     finally:
         conn.close()

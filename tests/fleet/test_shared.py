@@ -5,6 +5,7 @@ pause, a decision made on one host applied by the host that holds the bundle."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from incidents import pause
@@ -109,7 +110,10 @@ def test_a_new_incident_of_a_group_open_on_another_host_is_counted_there(
     a, b = make_hosts(tmp_path, pg_url, ("a", "b"))
     opened = capture(a)
     run(a, "status")  # host a reports its open incident
-    again = capture(b)  # the same failure on host b, later
+    # the same failure on host b, later: in a later second (created_at has whole seconds;
+    # in the same second the ids' random tails decide which is older, and b's won half)
+    time.sleep(max(0.0, 1.05 - time.time() % 1))
+    again = capture(b)
     run(b, "watch", "--until-idle")
     assert (b.root.bucket("resolved") / again).is_dir()
     reason = json.loads((b.root.bucket("resolved") / again / "incident.json").read_text())

@@ -166,3 +166,55 @@ def test_an_unreachable_server_at_reindex_is_one_line(
     assert "cannot be reached" in done.err and len(done.err.strip().splitlines()) == 1
     assert "Traceback" not in done.err
     assert not (tmp_path / "r" / ".state" / "mirror.sqlite3").exists()
+
+
+def _runs(root: Root) -> list[tuple[object, ...]]:
+    conn = mirror.connect(root.db_path)
+    try:
+        return sorted(conn.execute("SELECT run_id, created_at, source FROM runs").fetchall())
+    finally:
+        conn.close()
+
+
+def test_a_run_that_spans_hosts_survives_one_hosts_reindex(hosts: list[Root]) -> None:
+    """A pipeline run whose steps failed on two hosts (one `--run-id`): a's reindex, once a
+    holds none of its incidents, leaves the run b's incident belongs to, as it was."""
+    a, b, _c = hosts
+    make_bundle(a, "inbox", "ia_0", run_id="pipeline-42", step="lint",
+                created_at="2026-02-17T03:00:00+00:00")  # fmt: skip
+    make_bundle(b, "inbox", "ib_0", run_id="pipeline-42", step="test",
+                created_at="2026-02-17T03:00:05+00:00")  # fmt: skip
+    mirror.reindex(a)
+    mirror.reindex(b)
+    assert _runs(a) == [("pipeline-42", "2026-02-17T03:00:00+00:00", "lint")]
+    for name in ("incident.json", "status.txt", "log_tail.txt"):
+        (a.inbox / "ia_0" / name).unlink()
+    (a.inbox / "ia_0").rmdir()
+    mirror.reindex(a)
+    live = _runs(a)
+    assert live == [("pipeline-42", "2026-02-17T03:00:05+00:00", "test")]  # b's, from b's row
+    mirror.reindex(b)
+    assert _runs(b) == live  # what b's rebuild derives: the same
+
+
+def test_reindex_host_renames_a_root_whose_incidents_were_worked(
+    hosts: list[Root], pg_url: str, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The renamed host of the README: its rows move to the new name, workstreams and
+    escalations included (a worked incident's workstream made the rebuild fail on its key)."""
+    a = hosts[0]
+    make_bundle(a, "inbox", "ia_0", state={"current_state": "S_PLANNED"})
+    make_bundle(a, "inbox", "ia_1")
+    mirror.reindex(a)
+    target.unbind(a.path)
+    monkeypatch.setenv(target.ENV_URL, pg_url)
+    done = cli("reindex", "--host", "renamed", "--root", str(a.path))
+    assert done.code == 0, done.err
+    target.bind(a.path, pg_url, "renamed")
+    conn = mirror.connect(a.db_path)
+    try:
+        for table in ("incidents", "workstreams"):
+            hosts_of = conn.execute(f"SELECT DISTINCT host FROM {table}").fetchall()
+            assert hosts_of == [("renamed",)], table
+    finally:
+        conn.close()

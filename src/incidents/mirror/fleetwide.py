@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +22,7 @@ __all__ = [
     "Routed",
     "SharedPause",
     "active_pause",
+    "claimed",
     "counted_elsewhere",
     "holder",
     "mark_applied",
@@ -77,12 +80,14 @@ def publish_pause(conn: sqlite3.Connection, reason: str, since: float, by: str) 
 
 
 @translating
-def resume_all(conn: sqlite3.Connection) -> int:
-    """A resume on any host lifts the fleet's pause; how many pause rows it closed."""
-    cur = conn.execute(
-        "UPDATE fleet_pause SET resumed_at = ? WHERE resumed_at IS NULL", (clock.iso_precise(),)
-    )
-    return int(cur.rowcount)
+def resume_all(conn: sqlite3.Connection, before: float | None = None) -> int:
+    """A resume on any host lifts the fleet's pause; how many pause rows it closed.
+    `before` (epoch seconds): only the pauses published before it (a resume that waited)."""
+    sql = "UPDATE fleet_pause SET resumed_at = ? WHERE resumed_at IS NULL"
+    params: tuple[object, ...] = (clock.iso_precise(),)
+    if before is not None:
+        sql, params = f"{sql} AND since <= ?", (*params, before)
+    return int(conn.execute(sql, params).rowcount)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +154,26 @@ def pending(conn: sqlite3.Connection) -> list[Routed]:
             (where(conn)[0],),
         ).fetchall()
     ]
+
+
+@contextmanager
+def claimed(conn: sqlite3.Connection, decision_id: int) -> Iterator[bool]:
+    """In a transaction, the decision's row locked for the caller to apply it and
+    `mark_applied` (committed together): True when it is still pending and no other pass
+    of this host (watchers of one shared root, one host name) holds it, which then skips
+    it (PostgreSQL only: `FOR UPDATE SKIP LOCKED`). An exception rolls back: pending again."""
+    conn.execute("BEGIN")
+    try:
+        row = conn.execute(
+            "SELECT applied_at FROM decisions WHERE id = ? FOR UPDATE SKIP LOCKED",
+            (decision_id,),
+        ).fetchone()
+        yield row is not None and row[0] is None
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 @translating

@@ -29,7 +29,7 @@ from incidents.layout import Root
 from incidents.mirror.budget import derive_errors, note_incident, refresh_budget
 from incidents.mirror.db import MirrorError, connect, write
 from incidents.mirror.fleet import note_host
-from incidents.mirror.ingest import ingest_file
+from incidents.mirror.ingest import ingest_file, ingest_root
 from incidents.mirror.queries import (
     Context,
     forget_incident,
@@ -203,6 +203,7 @@ def catch_up(conn: sqlite3.Connection, root: Root) -> CatchUp:
         for name in sorted(names | (listed ^ inbox_ids(conn))):
             _derive(conn, root, name, result)
         sync_rejected(conn, set_aside, lambda name: rejected_row(root, name))
+        ingest_root(conn, root)  # events of no incident (a pause) the mirror missed
         note_host(conn)  # this host reports in (doctor: hosts gone silent)
     for path in claimed:
         path.unlink(missing_ok=True)

@@ -20,6 +20,7 @@ SQLite error (`db.DATABASE_ERRORS`).
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 import time
@@ -44,7 +45,8 @@ _WRITER_LOCK = "SELECT pg_advisory_xact_lock(hashtext(current_setting('incidents
 
 _POOLS: dict[tuple[int, str, str, str], psycopg_pool.ConnectionPool[Any]] = {}
 _MIGRATED: set[tuple[int, str]] = set()
-_FAILED: dict[tuple[int, str], float] = {}  # when a connect last found the server down
+# when a connect last found the server down, and what it was told (said again meanwhile)
+_FAILED: dict[tuple[int, str], tuple[float, str]] = {}
 RETRY_S = 5.0
 PROBE_S = 1.0
 _LOCK = threading.Lock()
@@ -143,9 +145,31 @@ def _configure(target: Target) -> Any:
     return configure
 
 
+def _probe(target: Target, timeout_s: float) -> None:
+    """One direct connection before a new pool: the pool retries in the background and
+    only times out, so a wrong password, a database that does not exist or a server that
+    is down would all be "no connection within 5 s"; libpq says which, and at once."""
+    assert target.url is not None
+    seconds = max(2, min(CONNECT_TIMEOUT_S, math.ceil(timeout_s)))  # libpq: whole seconds
+    try:
+        psycopg.connect(target.url, autocommit=True, connect_timeout=seconds).close()
+    except psycopg.OperationalError as exc:
+        reason = _first(exc).removeprefix("connection failed: ").removeprefix("connection is bad: ")
+        if "FATAL:" in reason:  # the server answered: it refuses this URL's role or database
+            said = "refused the connection: " + " ".join(reason.split("FATAL:", 1)[1].split())
+            raise MirrorUnavailable(f"the PostgreSQL mirror at {target.shown} {said}") from exc
+        raise MirrorUnavailable(
+            f"the PostgreSQL mirror at {target.shown} cannot be reached: {reason}"
+        ) from exc
+    except psycopg.Error as exc:  # the URL itself (an unknown parameter)
+        raise MirrorError(f"bad mirror url {target.shown!r}: {_first(exc)}") from exc
+
+
 def _pool(target: Target, timeout_s: float) -> psycopg_pool.ConnectionPool[Any]:
     assert target.url is not None
     key = (os.getpid(), target.url, target.host, target.root)
+    if key not in _POOLS:
+        _probe(target, timeout_s)
     with _LOCK:
         pool = _POOLS.get(key)
         if pool is None:
@@ -195,17 +219,15 @@ def connect(target: Target, *, timeout_s: float = 5.0) -> PgConnection:
     key = (os.getpid(), str(target.url))
     failed = _FAILED.get(key)
     if failed is not None:
-        if time.monotonic() < failed + RETRY_S:
-            raise MirrorUnavailable(
-                f"the PostgreSQL mirror at {target.shown} is unreachable (retried every {RETRY_S:g} s)"
-            )
+        if time.monotonic() < failed[0] + RETRY_S:
+            raise MirrorUnavailable(f"{failed[1]} (retried every {RETRY_S:g} s)")
         timeout_s = min(timeout_s, PROBE_S)
-    pool = _pool(target, timeout_s)
     try:
+        pool = _pool(target, timeout_s)
         with _translated("connect", target):
             raw = pool.getconn(timeout=timeout_s)
-    except MirrorUnavailable:
-        _FAILED[key] = time.monotonic()
+    except MirrorUnavailable as exc:
+        _FAILED[key] = (time.monotonic(), str(exc))
         _drop_pool(target)  # its reconnect backs off for minutes: the next probe starts anew
         raise
     _FAILED.pop(key, None)

@@ -25,7 +25,7 @@ from incidents.mirror.db import (
     rebuild_pending,
     write,
 )
-from incidents.mirror.dialect import here
+from incidents.mirror.dialect import POSTGRES, dialect_of, here
 from incidents.mirror.fleet import note_host
 from incidents.mirror.groups import rebuild_hints
 from incidents.mirror.ingest import ingest_file, ingest_root, root_events_path
@@ -106,6 +106,8 @@ def reindex(root: Root) -> ReindexResult:
         with write(conn):
             scanned = scan_bundles(root, scanned)
             export_history(conn, root)  # an older version's rows, before they are cleared
+            if dialect_of(conn) == POSTGRES:
+                _forget_elsewhere(conn, {s.row.incident_id for s in scanned.values() if s.row})
             _refill(conn, scanned, rejected, result)
             _rebuild_escalations(conn, scanned)
             result.step_attempts, result.events_kept = _refill_journals(conn, root, scanned)
@@ -132,6 +134,32 @@ def ensure_derived(root: Root, conn: sqlite3.Connection) -> bool:
         return False
     reindex(root)
     return True
+
+
+# what a shared mirror holds of an incident, by table and column (legacy imports kept)
+_INCIDENT_ROWS = (
+    ("incidents", "incident_id", ""),
+    ("workstreams", "ws_id", ""),
+    ("escalations", "incident_id", ""),
+    ("step_attempts", "ws_id", f" AND NOT ({_LEGACY_RUN})"),
+    ("events", "incident_id", f" AND NOT ({_LEGACY_EVENTS})"),
+)
+
+
+def _forget_elsewhere(conn: sqlite3.Connection, ids: set[str]) -> None:
+    """The rows another host's name holds of this root's incidents (`reindex --host` of a
+    renamed host, a root moved to another machine): the folders here are their truth, and
+    ids are unique across the fleet, so those rows are stale; they would collide with the
+    refill on the tables keyed by incident alone (workstreams, step_attempts)."""
+    wanted = sorted(ids)
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        marks = ", ".join("?" * len(chunk))
+        for table, column, keep in _INCIDENT_ROWS:
+            conn.execute(
+                f"DELETE FROM {table} WHERE {column} IN ({marks}) AND NOT ({here(conn)}){keep}",
+                chunk,
+            )
 
 
 def _refill_journals(
@@ -207,6 +235,23 @@ def _folders(root: Root) -> list[tuple[str, Path]]:
     return found
 
 
+# a shared mirror's runs after one host's refill: each as every host's incidents make it
+# (`queries._UPSERT_RUN`: its earliest incident's time and step), none without incidents
+_UNUSED_RUNS = (
+    f"DELETE FROM runs WHERE NOT ({_LEGACY_RUN}) "
+    "AND run_id NOT IN (SELECT run_id FROM incidents)"
+)
+_FIRST_OF_RUNS = f"""
+    UPDATE runs SET created_at = f.created_at, source = f.step
+    FROM (SELECT run_id, created_at, step FROM (
+            SELECT run_id, created_at, step, row_number() OVER (
+                PARTITION BY run_id ORDER BY created_at, step) AS n
+            FROM incidents) AS ranked WHERE n = 1) AS f
+    WHERE runs.run_id = f.run_id AND NOT ({_LEGACY_RUN.replace("run_id", "runs.run_id")})
+      AND (runs.created_at != f.created_at OR runs.source != f.step)
+"""
+
+
 def _refill(
     conn: sqlite3.Connection,
     scanned: dict[str, Scanned],
@@ -226,12 +271,16 @@ def _refill(
         seen[row.incident_id] = row
         result.counts[row.bucket] += 1
     mine = here(conn)  # on a shared PostgreSQL, this host's rows only (`reindex --host`)
+    fleet = dialect_of(conn) == POSTGRES
     conn.execute(f"DELETE FROM incidents WHERE {mine}")
-    # imported legacy runs are history (their source file was renamed to .bak): kept
-    conn.execute(f"DELETE FROM runs WHERE NOT ({_LEGACY_RUN}) AND {mine}")
+    if not fleet:  # imported legacy runs are history (their source file was renamed): kept
+        conn.execute(f"DELETE FROM runs WHERE NOT ({_LEGACY_RUN})")
     conn.execute(f"DELETE FROM workstreams WHERE {mine}")
     conn.execute(f"DELETE FROM rejected WHERE {mine}")
     insert_rows(conn, seen.values())
+    if fleet:  # a run may span hosts (one --run-id): its row is the fleet's, as `errors`
+        conn.execute(_UNUSED_RUNS)
+        conn.execute(_FIRST_OF_RUNS)
     workstreams = [
         w
         for s in scanned.values()

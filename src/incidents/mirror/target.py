@@ -45,12 +45,24 @@ class BadMirrorUrl(IncidentsError):
         self.reason = reason
 
 
+# a password in the query (libpq takes `?password=...`, `sslpassword=...`): its value
+_QUERY_SECRET = re.compile(r"([?&](?:ssl)?password=)[^&#]*", re.IGNORECASE)
+# `scheme://user:password@`, for a URL urlsplit cannot read (an unclosed `[`)
+_USERINFO_SECRET = re.compile(r"^([^:/?#]*://[^:/?#@]*:)[^@]*@")
+
+
 def _hidden(url: str) -> str:
-    """The URL without its password (it is shown in errors and doctor)."""
-    parts = urlsplit(url)
-    if parts.password is None:
+    """The URL without its passwords (it is shown in errors, doctor and degraded.json):
+    the userinfo's and the query's. Never raises, whatever the text."""
+    url = _QUERY_SECRET.sub(r"\1***", url)
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return _USERINFO_SECRET.sub(r"\1***@", url, count=1)
+    if password is None:
         return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    netloc = parts.netloc.replace(f":{password}@", ":***@", 1)
     return parts._replace(netloc=netloc).geturl()
 
 
@@ -67,8 +79,17 @@ def check_url(url: str) -> str:
     return url
 
 
-def default_host() -> str:
-    return os.environ.get(ENV_HOST) or socket.gethostname() or "localhost"
+def default_host(shared: bool = True) -> str:
+    """INCIDENTS_HOST, checked as `[mirror] host` is when the mirror is `shared` (a name
+    every host's `status --all-hosts` prints in a column), else the hostname."""
+    named = os.environ.get(ENV_HOST)
+    if named and not HOST_NAME.fullmatch(named):
+        if not shared:  # a root's own SQLite file: nobody else reads the name
+            return socket.gethostname() or "localhost"
+        raise IncidentsError(
+            f"{ENV_HOST} {named!r}: use letters, digits, '.', '_' and '-' (at most 200)"
+        )
+    return named or socket.gethostname() or "localhost"
 
 
 @dataclass(frozen=True)
@@ -108,7 +129,11 @@ def bind(
         raise BadMirrorUrl("(none)", 'watch.leases = "postgres" needs [mirror] url (PostgreSQL)')
     folder = os.path.abspath(root_dir)
     target = Target(
-        check_url(url) if url else None, host or default_host(), folder, timeout_s, leases
+        check_url(url) if url else None,
+        host or default_host(shared=bool(url)),
+        folder,
+        timeout_s,
+        leases,
     )
     _BOUND[folder] = target
     return target
@@ -126,4 +151,4 @@ def target_of(db_path: str | os.PathLike[str]) -> Target:
     if found is not None:
         return found
     url = os.environ.get(ENV_URL) or None
-    return Target(check_url(url) if url else None, default_host(), folder)
+    return Target(check_url(url) if url else None, default_host(shared=bool(url)), folder)
