@@ -42,6 +42,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/mirror.py
 	$(BIN)/python bench/containment.py
 	$(BIN)/python bench/serve.py
+	$(BIN)/python bench/fleet.py
 
 clean-venv:
 	rm -rf $(VENV)
