@@ -218,3 +218,23 @@ def test_reindex_host_renames_a_root_whose_incidents_were_worked(
             assert hosts_of == [("renamed",)], table
     finally:
         conn.close()
+
+
+def test_status_all_hosts_on_sqlite_names_this_host_for_rows_older_than_hosts(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows a mirror held before rows named their host (migration 5 gave them '') are this
+    host's: a SQLite mirror is one root's, so `--all-hosts` names this host, not a blank."""
+    import sqlite3
+
+    root = Root(tmp_path / "reports").ensure()
+    make_bundle(root, "inbox", "old_0", created_at="2026-02-17T03:00:00+00:00")
+    monkeypatch.setenv(target.ENV_HOST, "hx")
+    assert cli("reindex", "--root", str(root.path)).code == 0
+    with sqlite3.connect(root.db_path) as conn:  # as an older version left it
+        conn.execute("UPDATE incidents SET host = ''")
+    every = cli("status", "--all-hosts", "--root", str(root.path))
+    assert every.code == 0, every.err
+    assert [line.split()[:2] for line in every.out.splitlines()[1:]] == [["old_0", "hx"]]
+    doc = cli("status", "--all-hosts", "--json", "--root", str(root.path)).json()
+    assert [(i["incident_id"], i["host"]) for i in doc["incidents"]] == [("old_0", "hx")]

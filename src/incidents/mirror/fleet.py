@@ -69,7 +69,10 @@ def list_incidents(
     if hosts is None:
         return [_row(r) for r in found]
     rows = [_row(r[:-1]) for r in found]
-    hosts.update((row.incident_id, str(r[-1])) for row, r in zip(rows, found, strict=True))
+    mine = where(conn)[0]  # a row written before rows named their host (migration 5) is ours
+    hosts.update(
+        (row.incident_id, str(r[-1]) or mine) for row, r in zip(rows, found, strict=True)
+    )
     return rows
 
 
