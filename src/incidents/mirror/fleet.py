@@ -70,9 +70,7 @@ def list_incidents(
         return [_row(r) for r in found]
     rows = [_row(r[:-1]) for r in found]
     mine = where(conn)[0]  # a row written before rows named their host (migration 5) is ours
-    hosts.update(
-        (row.incident_id, str(r[-1]) or mine) for row, r in zip(rows, found, strict=True)
-    )
+    hosts.update((row.incident_id, str(r[-1]) or mine) for row, r in zip(rows, found, strict=True))
     return rows
 
 
