@@ -2,7 +2,7 @@
 folder, listening only on a Unix socket there, stopped and removed after.
 
 The binaries are found on PATH or under /usr/lib/postgresql/*/bin (where Debian puts them,
-off PATH), installed with apt-get (`tests.debian.find_or_install`) when missing; a test
+off PATH), installed with apt-get (`tests.debian.install`) when missing; a test
 that needs the server skips with the reason only where none can be had. PostgreSQL
 refuses to run as root: as root, the data folder belongs to the `postgres` user the
 package creates and the server runs under `runuser`. Under pytest-xdist each worker
@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.debian import find_or_install
+from tests.debian import install
 
 SERVER_PROGRAMS = ("initdb", "pg_ctl", "postgres")
 START_TIMEOUT_S = 60
@@ -41,9 +41,9 @@ def _bin_dir() -> tuple[Path | None, str]:
 
     if (found := look()) is not None:
         return found, ""
-    # the server package puts its programs off PATH: find_or_install looks for `psql`
-    # (on PATH from postgresql-client-common) and installs `postgresql` when missing
-    _path, why = find_or_install("postgresql", "psql")
+    # the server package puts its programs off PATH, and psql alone (the client) may be
+    # there without them: install `postgresql` whenever the server's programs are missing
+    why = install("postgresql")
     return look(), why or "the postgresql package is installed but initdb is not found"
 
 
