@@ -24,6 +24,7 @@ from typing import Any
 from incidents.mirror.budget import Escalation
 from incidents.mirror.db import DERIVED, translating
 from incidents.mirror.dialect import SQLITE, dialect_of, here
+from incidents.mirror.fleet import host_of
 from incidents.mirror.queries import (
     _INCIDENT_COLUMNS,
     IncidentRow,
@@ -144,12 +145,6 @@ def _hosts(conn: sqlite3.Connection, host: str | None, all_hosts: bool) -> tuple
     return "host = ?", [host]
 
 
-def _host_of(conn: sqlite3.Connection, written: Any) -> str:
-    """The host holding a row's bundle: on SQLite this host, whatever name an older row
-    was written with (the mirror is its root's alone)."""
-    return where(conn)[0] if dialect_of(conn) == SQLITE else str(written)
-
-
 _SELECT_HELD = f"SELECT {', '.join(_INCIDENT_COLUMNS)}, host FROM incidents"
 
 
@@ -182,7 +177,7 @@ def page_incidents(
     rows = [_row(r[:-1]) for r in found]
     if hosts is not None:
         hosts.update(
-            (row.incident_id, _host_of(conn, r[-1])) for row, r in zip(rows, found, strict=True)
+            (row.incident_id, host_of(conn, r[-1])) for row, r in zip(rows, found, strict=True)
         )
     return rows, total
 
@@ -191,7 +186,7 @@ def page_incidents(
 def held_row(conn: sqlite3.Connection, incident_id: str) -> tuple[IncidentRow, str] | None:
     """The incident's row and the host holding its bundle, whichever host that is."""
     found = conn.execute(f"{_SELECT_HELD} WHERE incident_id = ?", (incident_id,)).fetchone()
-    return None if found is None else (_row(found[:-1]), _host_of(conn, found[-1]))
+    return None if found is None else (_row(found[:-1]), host_of(conn, found[-1]))
 
 
 @translating

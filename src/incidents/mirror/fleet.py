@@ -13,10 +13,10 @@ from typing import Any
 
 from incidents import clock
 from incidents.mirror.db import translating
-from incidents.mirror.dialect import here
+from incidents.mirror.dialect import SQLITE, dialect_of, here
 from incidents.mirror.queries import _INCIDENT_COLUMNS, IncidentRow, _row, incident_filter, where
 
-__all__ = ["HostReport", "hosts", "list_incidents", "note_host"]
+__all__ = ["HostReport", "host_of", "hosts", "list_incidents", "note_host"]
 
 
 def _listing(
@@ -49,6 +49,12 @@ def _listing(
 _COLUMNS = ", ".join(_INCIDENT_COLUMNS)
 
 
+def host_of(conn: sqlite3.Connection, written: Any) -> str:
+    """The host holding a row's bundle: on SQLite this host, whatever name an older row was
+    written with, '' before rows named their host (the mirror is its root's alone)."""
+    return where(conn)[0] if dialect_of(conn) == SQLITE else str(written)
+
+
 @translating
 def list_incidents(
     conn: sqlite3.Connection,
@@ -69,8 +75,9 @@ def list_incidents(
     if hosts is None:
         return [_row(r) for r in found]
     rows = [_row(r[:-1]) for r in found]
-    mine = where(conn)[0]  # a row written before rows named their host (migration 5) is ours
-    hosts.update((row.incident_id, str(r[-1]) or mine) for row, r in zip(rows, found, strict=True))
+    hosts.update(
+        (row.incident_id, host_of(conn, r[-1])) for row, r in zip(rows, found, strict=True)
+    )
     return rows
 
 
