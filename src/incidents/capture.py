@@ -328,8 +328,9 @@ def _create(
     group: str | None,
 ) -> CaptureResult:
     captured: dict[str, Any] = {"occurrences": 1}
-    if incident.get("regression_of"):
-        captured["regression_of"] = incident["regression_of"]
+    for link in ("regression_of", "recurrence_of"):  # the earlier incident it follows
+        if incident.get(link):
+            captured[link] = incident[link]
     files = {
         artifacts.INCIDENT: fsutil.dump_json(incident),
         artifacts.STATUS: b"new\n",

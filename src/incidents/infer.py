@@ -82,6 +82,32 @@ _INSTALLED = frozenset({"site-packages", "dist-packages", "node_modules", "__pyc
 _PS_EXT = (".ps1", ".psm1", ".psd1")
 
 
+_EXC_WORDS = ("Error", "Exception", "Exit", "Interrupt", "Warning", "Iteration", "Failure",
+              "Fault")  # fmt: skip
+# What a line must hold for a pattern to match it: checked with string methods first, so
+# a pattern is compiled only for output that may need it (capture compiles per process)
+_MAY: dict[str, Any] = {
+    "tb_start": lambda s: s.startswith(("Traceback", "___")),
+    "frame": lambda s: 'File "' in s,
+    "pyframe": lambda s: ".py:" in s,
+    "exception": lambda s: any(w in s[:260] for w in _EXC_WORDS),
+    "test": lambda s: s.startswith(("FAILED ", "ERROR ")),
+    "code_head": lambda s: s[:1].isupper() and s[1:2].isalnum(),
+    "arrow": lambda s: "-->" in s[:40],
+    "pssa": lambda s: s.startswith("PS"),
+    "tsc": lambda s: "):" in s,
+    "loc": lambda s: ":" in s[:540],
+    "black": lambda s: s.startswith(("would reformat", "error: cannot")),
+    "pssa_path": lambda s: "ScriptPath" in s[:40],
+    "eslint_row": lambda s: s[:1] == " " and ("error" in s or "warning" in s),
+    "eslint_file": lambda s: " " not in s.strip() and ("/" in s or "\\" in s or "." in s),
+}
+
+
+def _match(name: str, line: str) -> re.Match[str] | None:
+    return _re(name).match(line) if _MAY[name](line) else None
+
+
 def _re(name: str) -> re.Pattern[str]:
     pattern = _compiled.get(name)
     if pattern is None:
@@ -154,7 +180,7 @@ class _State:
     def read(self, out: Scan, n: int, line: str) -> None:
         if not line.strip():
             return
-        if _re("tb_start").match(line):
+        if _match("tb_start", line):
             self.end_block(out)
             return
         if self._traceback(out, n, line) or self._test(out, line):
@@ -162,14 +188,14 @@ class _State:
         self._tools(out, n, line)
 
     def _traceback(self, out: Scan, n: int, line: str) -> bool:
-        m = _re("frame").match(line) or _re("pyframe").match(line)
+        m = _match("frame", line) or _match("pyframe", line)
         if m is not None:
             self.frames.append((m.group("path"), n, line))
             exc = m.groupdict().get("exc")
             if exc:
                 self.exc = self.exc or exc
             return True
-        m = _re("exception").match(line)
+        m = _match("exception", line)
         if m is not None:
             msg = m.group("msg")
             self.exc = m.group("exc")
@@ -193,7 +219,7 @@ class _State:
         self.frames, self.exc = [], ""
 
     def _test(self, out: Scan, line: str) -> bool:
-        m = _re("test").match(line)
+        m = _match("test", line)
         if m is None:
             return False
         node = m.group("node")
@@ -211,16 +237,16 @@ class _State:
         return True
 
     def _tools(self, out: Scan, n: int, line: str) -> None:
-        m = _re("code_head").match(line)
+        m = _match("code_head", line)
         if m is not None:
             self.code = m.group("code")
             return
-        m = _re("arrow").match(line)
+        m = _match("arrow", line)
         if m is not None:
             self._found(out, m.group("path"), n, line, self.source("ruff"), self.code)
             return
         for kind in ("pssa", "tsc", "loc"):
-            m = _re(kind).match(line)
+            m = _match(kind, line)
             if m is not None:
                 rest = m.group("rest")
                 code = m.groupdict().get("code") or _code_in(rest)
@@ -228,21 +254,21 @@ class _State:
                     return
                 self._found(out, m.group("path"), n, line, self.source(_KIND[kind]), code)
                 return
-        m = _re("black").match(line)
+        m = _match("black", line)
         if m is not None:
             self._found(out, m.group("path"), n, line, self.source("black"), "reformat")
             return
-        m = _re("pssa_path").match(line)
+        m = _match("pssa_path", line)
         if m is not None:
             self._found(out, m.group("path").strip(), n, line, "PSScriptAnalyzer", "")
             return
-        m = _re("eslint_row").match(line)
+        m = _match("eslint_row", line)
         if m is not None and self.eslint_file is not None:
             path, at, head = self.eslint_file
             rule = m.group("rest").rsplit(None, 1)[-1] if m.group("rest").strip() else ""
             self._found(out, path, at, head, self.source("eslint"), rule)
             return
-        m = _re("eslint_file").match(line)
+        m = _match("eslint_file", line)
         self.eslint_file = (m.group("path"), n, line) if m is not None else None
 
     def _found(self, out: Scan, path: str, n: int, line: str, source: str, code: str) -> None:

@@ -307,8 +307,13 @@ def resolve_escalation(
 
 @translating
 def escalations_since(conn: sqlite3.Connection, ts: str) -> int:
-    """Escalations recorded at or after `ts` (the global threshold's window)."""
-    return int(conn.execute("SELECT count(*) FROM escalations WHERE ts >= ?", (ts,)).fetchone()[0])
+    """The groups escalated at or after `ts` (the global threshold's window): a failure
+    that escalates again, or whose incident escalated twice, is one runaway, not many."""
+    return int(
+        conn.execute(
+            "SELECT count(DISTINCT signature) FROM escalations WHERE ts >= ?", (ts,)
+        ).fetchone()[0]
+    )
 
 
 @translating

@@ -154,6 +154,14 @@ class Incident(OpenDocument):
         default=None,
         description="`incidents run`: its command as the reproduction, or why it is not one",
     )
+    recurrence_of: IncidentId | None = Field(
+        default=None,
+        description="the resolved incident of its group it follows when that close verified "
+        "no fix (flaky, recovered, by hand): linked, not counted as a regression",
+    )
+    recurrence_after: str | None = Field(
+        default=None, description="how that incident closed (its outcome)"
+    )
     regression_count: int = Field(
         default=0, ge=0, description="regressions of its group so far, this one included"
     )
