@@ -50,9 +50,11 @@ def test_attempts_used_reads_the_cache_refresh_budget_stores(fresh_db: sqlite3.C
 
 def test_escalations_in_window_start_at_the_last_resume(fresh_db: sqlite3.Connection) -> None:
     for i, ts in enumerate(["2026-02-17T01:00:00+00:00", "2026-02-17T03:00:00+00:00"]):
-        assert mirror.add_escalation(fresh_db, f"i{i}", "sig", "why", ts)
+        assert mirror.add_escalation(fresh_db, f"i{i}", f"sig{i}", "why", ts)
+    # a group escalated twice is one runaway: the threshold counts groups
+    assert mirror.add_escalation(fresh_db, "i2", "sig1", "why", "2026-02-17T03:05:00+00:00")
     # a close resumed after a crash: recorded once, at its rebuilt quarantine bundle's time
-    assert not mirror.add_escalation(fresh_db, "i0", "sig", "again", "2026-02-17T01:00:30+00:00")
+    assert not mirror.add_escalation(fresh_db, "i0", "sig0", "again", "2026-02-17T01:00:30+00:00")
     assert fresh_db.execute("SELECT ts FROM escalations WHERE incident_id = 'i0'").fetchall() == [
         ("2026-02-17T01:00:30+00:00",)
     ]
