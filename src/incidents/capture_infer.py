@@ -24,7 +24,7 @@ def read_failure(inp: CaptureInput, message: str, log_text: str) -> tuple[Scan, 
     (`infer.targets`: inside the workdir, symlinks followed), set on `inp` and recorded
     with where each came from in `inferred`; the failed tests pytest named are recorded
     there too, as the tests to run again."""
-    from incidents.infer import scan, targets
+    from incidents.infer import scan, targets, tests_inside
 
     found = scan("\n".join(filter(None, [log_text, message])), inp.tool)
     extra: dict[str, Any] = {}
@@ -32,13 +32,16 @@ def read_failure(inp: CaptureInput, message: str, log_text: str) -> tuple[Scan, 
         from incidents.redact import redact_json
 
         extra["reproduction"] = redact_json(inp.reproduction)
+    if not inp.workdir:
+        return found, extra
     entries: list[dict[str, Any]] = []
-    if not (inp.python_files or inp.powershell_files) and inp.workdir:
+    if not (inp.python_files or inp.powershell_files):
         entries = targets(found, inp.workdir, os.getcwd())
         inp.python_files = [e["path"] for e in entries if e["kind"] == "python"]
         inp.powershell_files = [e["path"] for e in entries if e["kind"] == "powershell"]
-    if entries or found.tests:
-        extra["inferred"] = {"targets": entries, "tests": found.tests}
+    tests = tests_inside(found, inp.workdir, os.getcwd())
+    if entries or tests:
+        extra["inferred"] = {"targets": entries, "tests": tests}
     return found, extra
 
 

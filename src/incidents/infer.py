@@ -27,7 +27,7 @@ TYPE_CHECKING = False  # typing stays off the capture path (import cost)
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Scan", "scan", "targets"]
+__all__ = ["Scan", "scan", "targets", "tests_inside"]
 
 MAX_LINE = 2000
 MAX_LINES = 20_000
@@ -350,6 +350,21 @@ def targets(found: Scan, workdir: str, cwd: str) -> list[dict[str, Any]]:
             break
     # the code the tests call before the tests themselves (a stable sort keeps the rest)
     return sorted(seen.values(), key=lambda e: is_test_file(e["path"]))
+
+
+def tests_inside(found: Scan, workdir: str, cwd: str) -> list[str]:
+    """The failed tests' node ids whose file is a regular file inside the workdir (by the
+    targets' rules), relative to it: `tests/test_x.py::test_y[1]`."""
+    from incidents.bundle_rules import resolve_target
+
+    base = os.path.realpath(workdir)
+    out: list[str] = []
+    for node in found.tests:
+        path, sep, rest = node.partition("::")
+        rel = _resolve(path, base, cwd, resolve_target) if base != os.sep else None
+        if rel is not None and rel.endswith(".py") and not rel.startswith("-"):
+            out.append(rel + sep + rest)
+    return list(dict.fromkeys(out))
 
 
 def _resolve(path: str, base: str, cwd: str, resolve: Any) -> str | None:
