@@ -20,10 +20,22 @@ OUTPUTS = FIXTURES / "infer"
 CORPUS = sorted(
     p for d in FIXTURES.glob("corpus*") for p in d.rglob("*") if p.is_file() and p.suffix != ".md"
 )
-PROJECT = ("gen.py", "bad.py", "shop/__init__.py", "shop/pricing.py", "shop/stock.py",
-           "tests/test_pricing.py", "tests/test_stock.py", "tests/test_broken.py",
-           "tests/test_syntax.py", "web/app.js", "web/util.js", "web/app.ts", "deploy.ps1",
-           "messy.py")  # fmt: skip
+PROJECT = (
+    "gen.py",
+    "bad.py",
+    "shop/__init__.py",
+    "shop/pricing.py",
+    "shop/stock.py",
+    "tests/test_pricing.py",
+    "tests/test_stock.py",
+    "tests/test_broken.py",
+    "tests/test_syntax.py",
+    "web/app.js",
+    "web/util.js",
+    "web/app.ts",
+    "deploy.ps1",
+    "messy.py",
+)
 
 
 @pytest.fixture
@@ -60,22 +72,37 @@ def inferred(ws: Path, name: str) -> tuple[list[tuple[str, str]], infer.Scan]:
             ["E0602 gen.py", "W0612 gen.py"],
         ),
         ("pyright.txt", [("gen.py", "python")], ["reportUndefinedVariable {WORKDIR}/gen.py"]),
-        ("eslint_stylish.txt", [("web/app.js", "other"), ("web/util.js", "other")],
-         ["no-unused-vars {WORKDIR}/web/app.js"]),  # fmt: skip
+        (
+            "eslint_stylish.txt",
+            [("web/app.js", "other"), ("web/util.js", "other")],
+            ["no-unused-vars {WORKDIR}/web/app.js"],
+        ),
         ("eslint_unix.txt", [("web/app.js", "other")], ["no-unused-vars web/app.js"]),
         ("tsc.txt", [("web/app.ts", "other")], ["TS2304 web/app.ts", "TS2322 web/app.ts"]),
         ("tsc_pretty.txt", [("web/app.ts", "other")], ["TS2322 web/app.ts"]),
         ("pssa_table.txt", [("deploy.ps1", "powershell")], ["PSAvoidUsingWriteHost deploy.ps1"]),
         ("pssa_list.txt", [("deploy.ps1", "powershell")], []),
         ("traceback.txt", [("shop/pricing.py", "python")], []),
-        ("pytest_q.txt", [("shop/pricing.py", "python")],
-         ["tests/test_pricing.py::test_total TypeError"]),  # fmt: skip
-        ("pytest_long.txt", [("shop/pricing.py", "python")],
-         ["tests/test_pricing.py::test_total_no_discount TypeError"]),  # fmt: skip
-        ("pytest_import_error.txt", [("tests/test_broken.py", "python")],
-         ["tests/test_broken.py collection error"]),  # fmt: skip
-        ("pytest_syntax_error.txt", [("tests/test_syntax.py", "python")],
-         ["tests/test_syntax.py collection error"]),  # fmt: skip
+        (
+            "pytest_q.txt",
+            [("shop/pricing.py", "python")],
+            ["tests/test_pricing.py::test_total TypeError"],
+        ),
+        (
+            "pytest_long.txt",
+            [("shop/pricing.py", "python")],
+            ["tests/test_pricing.py::test_total_no_discount TypeError"],
+        ),
+        (
+            "pytest_import_error.txt",
+            [("tests/test_broken.py", "python")],
+            ["tests/test_broken.py collection error"],
+        ),
+        (
+            "pytest_syntax_error.txt",
+            [("tests/test_syntax.py", "python")],
+            ["tests/test_syntax.py collection error"],
+        ),
     ],
 )
 def test_each_tools_output_names_its_files(
@@ -107,8 +134,16 @@ def test_an_inferred_target_obeys_the_rules_of_a_given_one(ws: Path, tmp_path: P
     (ws / "inner.py").symlink_to(ws / "gen.py")
     text = "\n".join(
         f"{p}:1:1: F401 unused"
-        for p in ("../secret.py", str(tmp_path / "secret.py"), "link.py", "shop", "nope.py",
-                  "shop/../gen.py", "/etc/passwd", "inner.py")  # fmt: skip
+        for p in (
+            "../secret.py",
+            str(tmp_path / "secret.py"),
+            "link.py",
+            "shop",
+            "nope.py",
+            "shop/../gen.py",
+            "/etc/passwd",
+            "inner.py",
+        )
     )
     found = infer.scan(text)
     assert [t["path"] for t in infer.targets(found, str(ws), str(ws))] == ["gen.py"]
@@ -175,8 +210,9 @@ def _materialize(name: str, ws: Path, outside: Path, link: bool) -> None:
 
 def test_what_failed_makes_the_signature_not_the_command(ws: Path) -> None:
     pricing = infer.scan((OUTPUTS / "pytest_q.txt").read_text())
-    sig, inputs = signature_fields("code", "unit_tests", "python -m pytest -q: exited with 1",
-                                   pricing)  # fmt: skip
+    sig, inputs = signature_fields(
+        "code", "unit_tests", "python -m pytest -q: exited with 1", pricing
+    )
     assert inputs["basis"] == "failure"
     assert "tests/test_pricing.py::test_total TypeError" in sig and "exited" not in sig
     ruff = infer.scan((OUTPUTS / "ruff_concise.txt").read_text())
@@ -193,32 +229,47 @@ def test_what_failed_makes_the_signature_not_the_command(ws: Path) -> None:
 @pytest.mark.parametrize(
     ("same", "texts"),
     [
-        (True, [
-            "OSError: [Errno 28] No space left on device: '/data/out/report_2024.csv'",
-            "OSError: [Errno 28] No space left on device: '/data/cache/blob.bin'",
-            "cp: error writing 'backup.tar': No space left on device",
-        ]),
-        (True, [
-            "fatal: unable to access 'https://github.com/acme/api.git/': Could not resolve "
-            "host: github.com",
-            "fatal: unable to access 'https://github.com/acme/web.git/': Could not resolve "
-            "host: github.com",
-        ]),
-        (False, [
-            "fatal: unable to access 'https://github.com/acme/api.git/': Could not resolve "
-            "host: github.com",
-            "curl: (6) Could not resolve host: gitlab.example.org",
-        ]),
-        (False, [
-            "ERROR: No matching distribution found for requestz",
-            "ERROR: No matching distribution found for numpyy",
-        ]),
-        (False, [
-            "KeyError: 'WAREHOUSE_API_TOKEN'",
-            "KeyError: 'SHOP_DB_URL'",
-        ]),
+        (
+            True,
+            [
+                "OSError: [Errno 28] No space left on device: '/data/out/report_2024.csv'",
+                "OSError: [Errno 28] No space left on device: '/data/cache/blob.bin'",
+                "cp: error writing 'backup.tar': No space left on device",
+            ],
+        ),
+        (
+            True,
+            [
+                "fatal: unable to access 'https://github.com/acme/api.git/': Could not resolve "
+                "host: github.com",
+                "fatal: unable to access 'https://github.com/acme/web.git/': Could not resolve "
+                "host: github.com",
+            ],
+        ),
+        (
+            False,
+            [
+                "fatal: unable to access 'https://github.com/acme/api.git/': Could not resolve "
+                "host: github.com",
+                "curl: (6) Could not resolve host: gitlab.example.org",
+            ],
+        ),
+        (
+            False,
+            [
+                "ERROR: No matching distribution found for requestz",
+                "ERROR: No matching distribution found for numpyy",
+            ],
+        ),
+        (
+            False,
+            [
+                "KeyError: 'WAREHOUSE_API_TOKEN'",
+                "KeyError: 'SHOP_DB_URL'",
+            ],
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_detail_that_is_not_what_failed_keeps_one_group(same: bool, texts: list[str]) -> None:
     signatures = {
         signature_fields(

@@ -74,9 +74,22 @@ def incidental(text: str) -> str | None:
     return f"{canonical}: {host}" if host else canonical
 
 
-_WORDS = ("space", "quota", "enospc", "edquot", "open files", "emfile", "memory", "enomem",
-          "resolve", "getaddrinfo", "name resolution", "service not known", "servname",
-          "no such host")  # fmt: skip
+_WORDS = (
+    "space",
+    "quota",
+    "enospc",
+    "edquot",
+    "open files",
+    "emfile",
+    "memory",
+    "enomem",
+    "resolve",
+    "getaddrinfo",
+    "name resolution",
+    "service not known",
+    "servname",
+    "no such host",
+)
 _host_patterns: dict[int, re.Pattern[str]] = {}
 
 

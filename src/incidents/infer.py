@@ -74,16 +74,21 @@ _SOURCES = {
 _compiled: dict[str, re.Pattern[str]] = {}
 # the failure is in the test file itself when a traceback ends there with one of these
 _OWN_ERRORS = frozenset(
-    {"SyntaxError", "IndentationError", "TabError", "ImportError", "ModuleNotFoundError",
-     "NameError"}
-)  # fmt: skip
+    {
+        "SyntaxError",
+        "IndentationError",
+        "TabError",
+        "ImportError",
+        "ModuleNotFoundError",
+        "NameError",
+    }
+)
 # installed code, never the project's own (a virtualenv inside the workdir)
 _INSTALLED = frozenset({"site-packages", "dist-packages", "node_modules", "__pycache__"})
 _PS_EXT = (".ps1", ".psm1", ".psd1")
 
 
-_EXC_WORDS = ("Error", "Exception", "Exit", "Interrupt", "Warning", "Iteration", "Failure",
-              "Fault")  # fmt: skip
+_EXC_WORDS = ("Error", "Exception", "Exit", "Interrupt", "Warning", "Iteration", "Failure", "Fault")
 # What a line must hold for a pattern to match it: checked with string methods first, so
 # a pattern is compiled only for output that may need it (capture compiles per process)
 _MAY: dict[str, Any] = {

@@ -96,8 +96,18 @@ def test_a_lint_failure_names_its_file_and_is_its_own_reproduction(
     assert "gen.py inferred from ruff output, log line" in shown
     assert "reproduction:  ruff check gen.py (every check runs it again)" in shown
     # a given target is used as given: nothing inferred (the positive control)
-    given = run(cli, "--step", "lint_gen", "--python-file", "shop/stock.py", "--no-dedupe",
-                "--", "ruff", "check", "gen.py")  # fmt: skip
+    given = run(
+        cli,
+        "--step",
+        "lint_gen",
+        "--python-file",
+        "shop/stock.py",
+        "--no-dedupe",
+        "--",
+        "ruff",
+        "check",
+        "gen.py",
+    )
     doc = next(d for d in bundles(root) if d["incident_id"] == given)
     assert doc["python_files"] == ["shop/stock.py"] and "inferred" not in doc
     assert "shop/stock.py (given)" in cli("explain", given).out

@@ -75,7 +75,8 @@ def explain(session: Session, incident_id: str) -> dict[str, Any]:
 def _targets(doc: dict[str, Any]) -> dict[str, Any]:
     """Its targets and where each came from: given (`--python-file`, `--powershell-file`,
     a plan) or inferred from the failure's output (which tool or traceback, which line)."""
-    inferred = doc.get("inferred") if isinstance(doc.get("inferred"), dict) else {}
+    found = doc.get("inferred")
+    inferred: dict[str, Any] = found if isinstance(found, dict) else {}
     named = {
         e["path"]: e for e in inferred.get("targets") or [] if isinstance(e, dict) and "path" in e
     }
@@ -84,11 +85,15 @@ def _targets(doc: dict[str, Any]) -> dict[str, Any]:
         for path in doc.get(field) or []:
             entry = named.get(path)
             rows.append(
-                {"path": path, "field": field, "inferred": entry is not None,
-                 "from": entry.get("from") if entry else "given",
-                 "log_line": entry.get("log_line") if entry else None,
-                 "evidence": entry.get("evidence") if entry else None}
-            )  # fmt: skip
+                {
+                    "path": path,
+                    "field": field,
+                    "inferred": entry is not None,
+                    "from": entry.get("from") if entry else "given",
+                    "log_line": entry.get("log_line") if entry else None,
+                    "evidence": entry.get("evidence") if entry else None,
+                }
+            )
     other = [e for p, e in named.items() if e.get("kind") == "other"]
     return {"targets": rows, "other_files": other, "tests": list(inferred.get("tests") or [])}
 
@@ -162,12 +167,16 @@ def show(found: dict[str, Any]) -> None:
     out(f"{'signature:':14} {sig['signature']}")
     out(f"{'key:':14} {sig['key']}")
     if sig["current"] != sig["signature"]:
-        out(f"{'':14} made by normalization rules {sig['normalization']}; by the current "
-            f"rules ({norm['version']}) it is:")  # fmt: skip
+        out(
+            f"{'':14} made by normalization rules {sig['normalization']}; by the current "
+            f"rules ({norm['version']}) it is:"
+        )
         out(f"{'':14} {sig['current']} (key {sig['current_key']})")
     if sig["drift"]:
-        out(f"{'':14} note: the current rules normalise the message differently from its "
-            f"capture, under the same version {sig['normalization']}")  # fmt: skip
+        out(
+            f"{'':14} note: the current rules normalise the message differently from its "
+            f"capture, under the same version {sig['normalization']}"
+        )
     _show_classification(found)
     _show_targets(found["targets"], found["reproduction"])
     _show_decisions(found["decisions"])
@@ -182,11 +191,15 @@ def _show_targets(found: dict[str, Any], reproduction: Any) -> None:
         if not t["inferred"]:
             out(f"{'target:':14} {one_line(t['path'])} (given)")
             continue
-        out(f"{'target:':14} {one_line(t['path'])} inferred from {one_line(t['from'])} output, "
-            f"log line {t['log_line']}: {_short(one_line(t['evidence'] or ''))}")  # fmt: skip
+        out(
+            f"{'target:':14} {one_line(t['path'])} inferred from {one_line(t['from'])} output, "
+            f"log line {t['log_line']}: {_short(one_line(t['evidence'] or ''))}"
+        )
     for e in found["other_files"]:
-        out(f"{'named:':14} {one_line(e.get('path'))} (from {one_line(e.get('from'))}; not "
-            "a kind of target the checks run on)")  # fmt: skip
+        out(
+            f"{'named:':14} {one_line(e.get('path'))} (from {one_line(e.get('from'))}; not "
+            "a kind of target the checks run on)"
+        )
     for test in found["tests"]:
         out(f"{'failed test:':14} {one_line(test)} (run again by every check)")
     if isinstance(reproduction, dict):
@@ -206,8 +219,10 @@ def _show_decisions(record: dict[str, Any]) -> None:
         out(f"{'group:':14} {one_line(record['group'])}")
     for d in record["decisions"]:
         kind, at, by, why = (one_line(d.get(k)) for k in ("kind", "at", "by", "reason"))
-        out(f"{'':14} {kind} at {at} by {by}: {why} "
-            f"({one_line(d.get('from'))} -> {one_line(d.get('to'))})")  # fmt: skip
+        out(
+            f"{'':14} {kind} at {at} by {by}: {why} "
+            f"({one_line(d.get('from'))} -> {one_line(d.get('to'))})"
+        )
     if record["regression_of"]:
         out(f"{'regression:':14} #{record['regression_count']} of {record['regression_of']}")
 
