@@ -69,6 +69,11 @@ def explain(session: Session, incident_id: str) -> dict[str, Any]:
         "decisions": groups.group_record(session.root, incident_id),
         "targets": _targets(doc),
         "reproduction": doc.get("reproduction"),
+        "recurrence": (
+            {"of": doc["recurrence_of"], "after": doc.get("recurrence_after")}
+            if doc.get("recurrence_of")
+            else None
+        ),
     }
 
 
@@ -159,34 +164,32 @@ def show(found: dict[str, Any]) -> None:
             out(f"  {step['rule']}: {_short(step['before'])} kept (it names the failure)")
         else:
             out(f"  {step['rule']}: {_short(step['before'])} -> {step['after']}")
-    if norm["basis"] == "failure":
+    if norm["basis"] == "failure":  # (else: its message, as every signature was before)
         out(f"{'made of:':14} what failed, read from its output: {_short(norm['made_of'])}")
-    else:
-        out(f"{'made of:':14} its message (the output named no test, finding or exception)")
     out(f"{'normalized:':14} {norm['normalized']}")
     out(f"{'signature:':14} {sig['signature']}")
     out(f"{'key:':14} {sig['key']}")
     if sig["current"] != sig["signature"]:
-        out(
-            f"{'':14} made by normalization rules {sig['normalization']}; by the current "
-            f"rules ({norm['version']}) it is:"
-        )
+        out(f"{'':14} made by normalization rules {sig['normalization']}; by the current "
+            f"rules ({norm['version']}) it is:")  # fmt: skip
         out(f"{'':14} {sig['current']} (key {sig['current_key']})")
     if sig["drift"]:
-        out(
-            f"{'':14} note: the current rules normalise the message differently from its "
-            f"capture, under the same version {sig['normalization']}"
-        )
+        out(f"{'':14} note: the current rules normalise the message differently from its "
+            f"capture, under the same version {sig['normalization']}")  # fmt: skip
     _show_classification(found)
     _show_targets(found["targets"], found["reproduction"])
     _show_decisions(found["decisions"])
+    if found["recurrence"]:
+        again = found["recurrence"]
+        out(
+            f"{'recurrence:':14} of {again['of']} (closed: {one_line(again['after'])}; no fix "
+            "was verified, so it is no regression)"
+        )
     _show_group(found["group"])
 
 
 def _show_targets(found: dict[str, Any], reproduction: Any) -> None:
     out = output.out
-    if not found["targets"]:
-        out(f"{'targets:':14} none")
     for t in found["targets"]:
         if not t["inferred"]:
             out(f"{'target:':14} {one_line(t['path'])} (given)")
@@ -219,10 +222,8 @@ def _show_decisions(record: dict[str, Any]) -> None:
         out(f"{'group:':14} {one_line(record['group'])}")
     for d in record["decisions"]:
         kind, at, by, why = (one_line(d.get(k)) for k in ("kind", "at", "by", "reason"))
-        out(
-            f"{'':14} {kind} at {at} by {by}: {why} "
-            f"({one_line(d.get('from'))} -> {one_line(d.get('to'))})"
-        )
+        out(f"{'':14} {kind} at {at} by {by}: {why} "
+            f"({one_line(d.get('from'))} -> {one_line(d.get('to'))})")  # fmt: skip
     if record["regression_of"]:
         out(f"{'regression:':14} #{record['regression_count']} of {record['regression_of']}")
 
