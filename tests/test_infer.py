@@ -159,6 +159,29 @@ def test_the_last_lines_are_read_and_each_only_so_far(ws: Path) -> None:
     assert infer.scan(early).named == []  # beyond the lines read
 
 
+@pytest.mark.timeout(60)  # a bound far above linear time (well under a second here)
+def test_hostile_lines_cost_linear_time() -> None:
+    """Lines shaped to make a backtracking pattern retry at every character: a path's
+    characters without its colon, underscores around spaces, exception names without a
+    suffix, a File line with no closing quote; 1 MB in all, read whole."""
+    n = infer.MAX_LINE
+    shapes = [
+        "a" * n,
+        "E" + " " * (n - 1),
+        "___ " + "_ " * (n // 2),
+        'E    File "' + "x" * n,
+        "A" * n + ":",
+        "x.py:" + "1" * n,
+        "PSRule " + " " * n,
+        "  ScriptPath : " + ".ps1 " * (n // 5),
+        "FAILED " + "x" * n,
+        "\x1b[" * (n // 4),
+    ]
+    text = "\n".join(shapes * 50)
+    found = infer.scan(text)
+    assert found.named == [] or all(len(n.path) <= 1024 for n in found.named)
+
+
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_no_file_outside_the_workdir_is_ever_inferred_from_the_corpus(
     path: Path, tmp_path: Path

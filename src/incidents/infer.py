@@ -13,8 +13,9 @@ deepest frame outside the tests first; a test file is a target only when the fai
 in it (a syntax or import error there, or pytest could not collect it).
 
 The text is untrusted: every line is cut to `MAX_LINE` characters and only the last
-`MAX_LINES` lines are read; each pattern is anchored at the start of a line and has no
-nested or adjacent overlapping quantifiers, so a line costs time linear in its length.
+`MAX_LINES` lines are read; each pattern is anchored at the start of a line, has no nested
+quantifier, and every repetition that can give back characters is bounded (a path is at
+most 512 characters, a name 200), so a line costs time linear in its length.
 Stdlib only, compiled on first use (the capture path).
 """
 
@@ -68,7 +69,6 @@ _SOURCES = {
     r"|(?P<exc>[A-Za-z_][\w.]{0,200})))?\s*$",
     "exception": r"^(?:E\s{1,20})?(?P<exc>[A-Za-z_][\w.]{0,200}(?:Error|Exception|Exit|Interrupt"
     r"|Warning|Iteration|Failure|Fault))(?::\s(?P<msg>.*))?$",
-    "tb_start": r"^(?:Traceback \(most recent call last\):|_{3,} .{1,1000} _{3,}$)",
     "test": r"^(?P<kind>FAILED|ERROR)\s(?P<node>[^\s]{1,1000})(?:\s-\s(?P<why>.*))?\s*$",
 }
 _compiled: dict[str, re.Pattern[str]] = {}
@@ -92,7 +92,6 @@ _EXC_WORDS = ("Error", "Exception", "Exit", "Interrupt", "Warning", "Iteration",
 # What a line must hold for a pattern to match it: checked with string methods first, so
 # a pattern is compiled only for output that may need it (capture compiles per process)
 _MAY: dict[str, Any] = {
-    "tb_start": lambda s: s.startswith(("Traceback", "___")),
     "frame": lambda s: 'File "' in s,
     "pyframe": lambda s: ".py:" in s,
     "exception": lambda s: any(w in s[:260] for w in _EXC_WORDS),
@@ -107,6 +106,14 @@ _MAY: dict[str, Any] = {
     "eslint_row": lambda s: s[:1] == " " and ("error" in s or "warning" in s),
     "eslint_file": lambda s: " " not in s.strip() and ("/" in s or "\\" in s or "." in s),
 }
+
+
+def _starts_traceback(line: str) -> bool:
+    """`Traceback (most recent call last):`, or pytest's `____ test_name ____` header."""
+    if line.startswith("Traceback (most recent call last)"):
+        return True
+    end = line.rstrip()
+    return end.startswith("___") and end.endswith("___") and end.strip("_ ") != ""
 
 
 def _match(name: str, line: str) -> re.Match[str] | None:
@@ -185,7 +192,7 @@ class _State:
     def read(self, out: Scan, n: int, line: str) -> None:
         if not line.strip():
             return
-        if _match("tb_start", line):
+        if _starts_traceback(line):
             self.end_block(out)
             return
         if self._traceback(out, n, line) or self._test(out, line):
