@@ -210,3 +210,24 @@ def test_the_reproduction_is_the_default_and_says_why_when_it_is_not_kept(
     assert docs[opted_out]["verify"] == docs[by_config]["verify"] == []
     shown = cli("explain", refused).out
     assert "reproduction:  none: sh -c 'exit 4' not kept: [verification] allowlist" in shown
+
+
+def test_a_capture_with_a_log_reads_it_the_same_way(cli: Cli, root: Root, ws: Path) -> None:
+    """`capture --log-file` of ruff's real output, no target given: gen.py is inferred and
+    the signature is ruff's finding; a second log with another finding is another group."""
+    import subprocess
+
+    log = ws.parent / "lint.log"
+    out = subprocess.run(["ruff", "check", "gen.py"], capture_output=True, text=True)
+    log.write_text(out.stdout + out.stderr)
+    args = ("capture", "--step", "lint", "--message", "lint failed", "--log-file", str(log))
+    first = cli(*args).out.strip()
+    (ws / "gen.py").write_text(GEN.replace("unused = len(rows)\n", "") + "import sys\n")
+    out = subprocess.run(["ruff", "check", "gen.py"], capture_output=True, text=True)
+    log.write_text(out.stdout + out.stderr)
+    second = cli(*args).out.strip()
+    docs = {d["incident_id"]: d for d in bundles(root)}
+    assert docs.keys() == {first, second}
+    assert docs[first]["python_files"] == docs[second]["python_files"] == ["gen.py"]
+    assert docs[first]["signature_inputs"]["failure"] == "F841 gen.py"
+    assert "F401 gen.py" in docs[second]["signature_inputs"]["failure"]
