@@ -49,6 +49,7 @@ def test_the_incident_records_the_rule_and_the_inputs_of_its_signature(
         "step": "dl",
         "normalized": normalized,
         "normalization": NORMALIZATION_VERSION,
+        "basis": "message",
     }
     assert doc["error_signature"] == f"{doc['failure_class']} | dl | {normalized}"
     parsed = Incident.model_validate(doc)

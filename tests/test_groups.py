@@ -262,7 +262,8 @@ def test_attempts_under_sig_b_after_a_merge_use_the_merged_groups_budget(
 
     assert cli("drive", a).code == 0  # 1 of the group's 2 units, under SIG_A
     assert len(ctx_of(root, a).ai_attempts) == 1
-    b2 = cap(cli, "f.py is broken", *target, step="lint")  # SIG_B, in A's group
+    # SIG_B, in A's group (--no-dedupe: a new incident, not an occurrence of escalated A)
+    b2 = cap(cli, "f.py is broken", *target, "--no-dedupe", step="lint")
     assert b2 not in (a, b)
     assert (doc(root, b2)["error_signature"], doc(root, b2)["group"]["key"]) == (sig_b, sig_a)
     assert cli("drive", b2).code == 0  # 2 of 2, under SIG_B
@@ -270,7 +271,7 @@ def test_attempts_under_sig_b_after_a_merge_use_the_merged_groups_budget(
     ran = [t for i in (a, b2) for t in ctx_of(root, i).ai_attempts]
     assert [(t.agent, t.exit_code) for t in ran] == [("aider", 0)] * 2, ran  # it really ran
 
-    b3 = cap(cli, "f.py is broken", *target, step="lint")  # SIG_B again: nothing left
+    b3 = cap(cli, "f.py is broken", *target, "--no-dedupe", step="lint")  # nothing left
     assert cli("drive", b3).code == 0
     ctx = ctx_of(root, b3)
     assert ctx.escalation_kind == "budget_exhausted" and ctx.ai_attempts == []
@@ -279,7 +280,7 @@ def test_attempts_under_sig_b_after_a_merge_use_the_merged_groups_budget(
         f"retry budget of group {sig_a!r} exhausted (2/2: its signature {sig_b!r} was "
         "merged into it)" in (ctx.escalation_reason or "")
     ), ctx.escalation_reason
-    a2 = cap(cli, "f.py does not parse at all", *target, step="lint")  # SIG_A: same group
+    a2 = cap(cli, "f.py does not parse at all", *target, "--no-dedupe", step="lint")  # SIG_A
     assert cli("drive", a2).code == 0
     assert ctx_of(root, a2).escalation_kind == "budget_exhausted"
     status = cli("status", "--all", "--json").json()
@@ -287,7 +288,7 @@ def test_attempts_under_sig_b_after_a_merge_use_the_merged_groups_budget(
         i: sig_a for i in (a, b, b2, b3, a2)
     }
     reindex_from_scratch(cli, root)  # the budget is derived from the folders again
-    b4 = cap(cli, "f.py is broken", *target, step="lint")
+    b4 = cap(cli, "f.py is broken", *target, "--no-dedupe", step="lint")
     assert cli("drive", b4).code == 0
     assert ctx_of(root, b4).escalation_kind == "budget_exhausted"
 

@@ -232,7 +232,7 @@ def test_threshold_pauses_everything_until_resume(
     cli("drive", second)
     doc = cli("status", "--json").json()
     assert doc["paused"]["by"] == "threshold"
-    assert "2 escalations" in doc["paused"]["reason"]
+    assert "2 groups escalated" in doc["paused"]["reason"]
     assert "PAUSED since" in cli("status").out
     assert "build_paused" in events(root)
     # capture works while paused

@@ -1,11 +1,13 @@
-"""Issue 16: a capture whose group has an incident resolved within
+"""Issue 16: a capture whose group has an incident resolved by a verified fix within
 `[capture] regression_window_days` opens a regression of it; past `[policy]
-max_regressions` the regression escalates instead of going to the fixers. Through the
-CLI, real checks, and `reindex`."""
+max_regressions` the regression escalates instead of going to the fixers. A return after
+a close that verified no fix (archived by hand) is a recurrence: linked, not counted.
+Through the CLI, real checks (ruff mends the target: a verified fix), and `reindex`."""
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,10 +22,23 @@ MSG = "nightly export failed"
 TIERS_OFF = (
     '[tiers.aider]\nmode = "off"\n[tiers.codex]\nmode = "off"\n[tiers.claude]\nmode = "off"\n'
 )
+RUFF = '[checks]\ntools = ["ruff"]\n' + TIERS_OFF  # ruff --fix mends MESSY: a verified fix
 
 
-def cap(cli: Cli, *extra: str) -> str:
-    r = cli("capture", "--step", "export", "--message", MSG, *extra)
+@pytest.fixture(autouse=True)
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The failing project every capture here names: m.py, which ruff finds messy."""
+    use_config(tmp_path, monkeypatch, RUFF)
+    path = tmp_path / "ws"
+    path.mkdir()
+    (path / "m.py").write_text(MESSY)
+    monkeypatch.chdir(path)
+    return path
+
+
+def cap(cli: Cli, *extra: str, message: str = MSG) -> str:
+    target = ("--workdir", os.getcwd(), "--python-file", "m.py")
+    r = cli("capture", "--step", "export", "--message", message, *target, *extra)
     assert r.code == 0, r.err
     return r.out.strip()
 
@@ -34,18 +49,23 @@ def doc(root: Root, incident_id: str) -> dict[str, Any]:
 
 
 def resolve(cli: Cli, incident_id: str) -> None:
-    assert cli("archive", incident_id, "--resolved", "--reason", "fixed by hand").code == 0
+    """Resolved by a verified fix (ruff mends m.py at the check), then m.py is broken
+    again: the failure can come back."""
+    r = cli("drive", incident_id)
+    assert r.code == 0, r.err
+    root = Root(Path(os.environ["INCIDENTS_ROOT"]))
+    assert (
+        json.loads((root.runs_dir(incident_id) / "run_result.json").read_text())["outcome"]
+        == "fixed"
+    )
+    Path("m.py").write_text(MESSY)
 
 
 def test_a_repeat_after_a_fix_is_a_regression_whose_plan_links_the_fix(
-    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cli: Cli, root: Root, ws: Path
 ) -> None:
-    use_config(tmp_path, monkeypatch, '[checks]\ntools = ["ruff"]\n' + TIERS_OFF)
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "m.py").write_text(MESSY)
     target = ("--workdir", str(ws), "--python-file", "m.py")
-    first = cap(cli, *target)
+    first = cap(cli)
     assert cli("drive", first).code == 0  # ruff --fix mends it: resolved, fixed
     assert root.locate(first)[0] == "resolved"
     assert "regression_of" not in doc(root, first)
@@ -55,6 +75,7 @@ def test_a_repeat_after_a_fix_is_a_regression_whose_plan_links_the_fix(
     assert second != first
     assert doc(root, second)["regression_of"] == first
     assert doc(root, second)["regression_count"] == 1
+    assert "recurrence_of" not in doc(root, second)
     listing = cli("status").out
     assert f"regression #1 of {first}" in listing
     assert f"#1 of its group, of {first}" in cli("status", second).out
@@ -89,7 +110,7 @@ def test_a_repeat_outside_the_window_is_a_new_incident_not_a_regression(
 def test_the_window_is_configurable_and_checked(
     cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    use_config(tmp_path, monkeypatch, "[capture]\nregression_window_days = 0\n")
+    use_config(tmp_path, monkeypatch, RUFF + "[capture]\nregression_window_days = 0\n")
     first = cap(cli)
     resolve(cli, first)
     assert "regression_of" not in doc(root, cap(cli))  # 0: off
@@ -130,7 +151,9 @@ def test_reindex_rebuilds_what_capture_needs_to_see_a_regression(cli: Cli, root:
 def test_more_regressions_than_max_regressions_escalate_instead_of_going_to_fixers(
     cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    use_config(tmp_path, monkeypatch, "[policy]\nmax_regressions = 1\nescalation_threshold = 0\n")
+    use_config(
+        tmp_path, monkeypatch, RUFF + "[policy]\nmax_regressions = 1\nescalation_threshold = 0\n"
+    )
     first = cap(cli)
     resolve(cli, first)
     second = cap(cli)
@@ -158,13 +181,13 @@ def test_more_regressions_than_max_regressions_escalate_instead_of_going_to_fixe
 
 def test_a_regression_of_a_merged_group_counts_the_group(cli: Cli, root: Root) -> None:
     first = cap(cli)
-    other = cli("capture", "--step", "export", "--message", "export crashed").out.strip()
+    other = cap(cli, message="export crashed")
     assert cli("group", "merge", first, other, "--reason", "one failure").code == 0
     resolve(cli, other)  # resolved in the merged group
     again = cap(cli)  # first is still open: a repeat folds into it, no regression
     assert again == first and "regression_of" not in doc(root, first)
     resolve(cli, first)
-    back = cli("capture", "--step", "export", "--message", "export crashed").out.strip()
+    back = cap(cli, message="export crashed")
     assert doc(root, back)["regression_of"] == first  # the group's latest resolved
     assert doc(root, back)["group"]["key"] == doc(root, first)["error_signature"]
 
@@ -176,60 +199,37 @@ def test_no_dedupe_opens_an_incident_on_its_own_never_a_regression(cli: Cli, roo
     assert doc(root, cap(cli))["regression_of"] == first
 
 
-def _regression_of_a_hand_closed_incident(
-    cli: Cli, root: Root, tmp_path: Path
-) -> tuple[str, str, dict[str, Any]]:
-    """An incident with a target, archived by hand before any step, then its failure again:
-    (the earlier id, the regression's id, the regression's plan link)."""
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "m.py").write_text(MESSY)
-    target = ("--workdir", str(ws), "--python-file", "m.py")
-    first = cap(cli, *target)
-    resolve(cli, first)
-    second = cap(cli, *target)
-    assert doc(root, second)["regression_of"] == first
-    assert cli("step", second).code == 0  # the plan
-    plan = json.loads((root.plan_dir(second) / "plan.json").read_text())
-    return first, second, plan["regression"]
-
-
-def test_a_regression_of_an_incident_closed_by_hand_says_so_and_links_its_record(
-    cli: Cli, root: Root, tmp_path: Path
+def test_a_return_after_a_hand_close_is_a_recurrence_not_a_regression(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    first, second, link = _regression_of_a_hand_closed_incident(cli, root, tmp_path)
-    record = json.loads((root.runs_dir(first) / "run_result.json").read_text())
-    assert record["closed_by"]  # who archived it: incidents archive records it
-    closed_on = record["finished_at"][:10]
-    assert link["verdict"] is None
-    assert link["record"] == f"error_runs/{first}/run_result.json"
-    assert link["closed_by_hand"] == (
-        f"closed by hand by {record['closed_by']} on {closed_on}: no verdict "
-        f"(reason: fixed by hand)"
-    )
-    md = (root.plan_dir(second) / "plan.md").read_text()
-    assert link["closed_by_hand"] in md
-    assert f"error_runs/{first}/run_result.json" in md
-
-
-def test_a_regression_diff_says_why_a_file_was_not_compared(
-    cli: Cli, root: Root, tmp_path: Path
-) -> None:
-    first, second, link = _regression_of_a_hand_closed_incident(cli, root, tmp_path)
-    diff = (root.path / link["diff"]).read_text()
-    assert diff == (
-        f"# m.py: not compared: {first} never stepped (closed by hand before its first "
-        f"check), so no copy of m.py from before a fix was kept "
-        f"(error_archive/resolved/{first}/original_scripts/m.py does not exist)\n"
-    )
+    """Archived by hand, nothing verified a fix: its failure again is linked to it as a
+    recurrence and counts no regression, so `max_regressions` never escalates it as "the
+    fixes do not hold". A positive control beside it: after a verified fix it is one."""
+    use_config(tmp_path, monkeypatch, RUFF + "[policy]\nmax_regressions = 0\n")
+    first = cap(cli)
+    assert cli("archive", first, "--resolved", "--reason", "fixed by hand").code == 0
+    second = cap(cli)
+    assert doc(root, second)["recurrence_of"] == first
+    assert doc(root, second)["recurrence_after"] == "closed by hand"
+    assert "regression_of" not in doc(root, second) and "regression_count" not in doc(root, second)
+    assert cli("drive", second).code == 0  # ruff mends it: not escalated as a regression
+    assert ctx_of(root, second).escalation_kind is None
+    assert root.locate(second)[0] == "resolved"
+    (Path("m.py")).write_text(MESSY)
+    third = cap(cli)  # after a verified fix: a regression, past max_regressions = 0
+    assert (doc(root, third)["regression_of"], doc(root, third)["regression_count"]) == (second, 1)
+    assert "recurrence_of" not in doc(root, third)
+    assert cli("drive", third).code == 0
+    assert ctx_of(root, third).escalation_kind == "regressions"
 
 
 @pytest.mark.parametrize("rebuilt", [False, True])
-def test_the_count_is_the_groups_regressions_so_far_escalated_ones_included(
+def test_the_count_is_the_groups_regressions_so_far_and_an_escalated_one_takes_repeats(
     cli: Cli, root: Root, rebuilt: bool
 ) -> None:
-    """A resolved, R1 (#1) resolved, R2 (#2) escalated: the next is #3 (of R1, the
-    latest resolved), never #2 again, live and after `reindex` rebuilt the hints."""
+    """A resolved, R1 (#1) resolved, R2 (#2) escalated: the failure again is one more
+    occurrence of R2, waiting for a person, not a new incident, live and after `reindex`
+    rebuilt the hints."""
     first = cap(cli)
     resolve(cli, first)
     r1 = cap(cli)
@@ -244,7 +244,6 @@ def test_the_count_is_the_groups_regressions_so_far_escalated_ones_included(
         for suffix in ("", "-wal", "-shm"):
             Path(f"{root.db_path}{suffix}").unlink(missing_ok=True)
         assert cli("reindex").code == 0
-    r3 = cap(cli)
-    # (of R1; after `reindex` of A or R1: closes in one second tie, by whole seconds)
-    assert doc(root, r3)["regression_of"] in ((first, r1) if rebuilt else (r1,))
-    assert doc(root, r3)["regression_count"] == 3
+    assert cap(cli) == r2
+    assert root.locate(r2)[0] == "escalated"
+    assert doc(root, r2)["occurrences"] == 2 and doc(root, r2)["status"] == "escalated"

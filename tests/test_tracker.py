@@ -75,7 +75,7 @@ def test_retries_then_escalates_then_the_threshold_pauses_the_root(
     assert fourth.action == "escalate" and fourth.paused
     assert tracker.global_threshold_exceeded()
     paused = cli("status", "--json").json()["paused"]
-    assert paused["by"] == "threshold" and "2 escalations" in paused["reason"]
+    assert paused["by"] == "threshold" and "2 groups escalated" in paused["reason"]
     assert fourth.incident_id is not None and paused["reason"].endswith(fourth.incident_id)
     assert cli("review", "--json").json()["escalated"] == 2
     assert cli("resume").code == 0

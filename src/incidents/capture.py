@@ -45,7 +45,7 @@ CAPTURE_KEYS: dict[str, tuple[Any, int | None, int | None]] = {
     "audit_tail_lines": (200, 1, 100_000),
     "dedupe": (True, None, None),
     "max_message_chars": (2000, 80, 100_000),
-    "reproduce": (False, None, None),
+    "reproduce": (True, None, None),
     "regression_window_days": (30, 0, 3650),
 }
 DEFAULTS: dict[str, Any] = {key: spec[0] for key, spec in CAPTURE_KEYS.items()}
@@ -95,10 +95,11 @@ def build_parser(prog: str, for_run: bool = False) -> argparse.ArgumentParser:
         p.add_argument("--timeout", type=float, help="seconds before the command is killed")
         p.add_argument(
             "--reproduce",
-            action="store_true",
-            help="when it fails, the command also becomes a verification command of the "
-            "incident (if [verification] allows it; else captured without, and said why); "
-            "default: [capture] reproduce",
+            action=argparse.BooleanOptionalAction,
+            default=None,
+            help="when it fails, the command is kept as the incident's reproduction, a "
+            "verification command it must pass (if [verification] allows it; else captured "
+            "without, and the bundle says why); default: [capture] reproduce (on)",
         )
         p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
     return p
@@ -165,6 +166,8 @@ class CaptureInput:
         self.verify: list[str] = kw.get("verify", [])
         self.workdir: str = kw.get("workdir", "")
         self.dedupe: bool = kw.get("dedupe", True)
+        self.reproduction: dict[str, Any] | None = kw.get("reproduction")  # `run`'s command
+        self.tool: str = kw.get("tool", "")  # `run`: the program whose output the log is
 
 
 class CaptureResult:
@@ -192,6 +195,7 @@ def capture(
     root: Root, inp: CaptureInput, max_message_chars: int = 2000, window: int = 30
 ) -> CaptureResult:
     """`window`: `[capture] regression_window_days`."""
+    from incidents.capture_infer import read_failure
     from incidents.classify import classify
     from incidents.fingerprint import classified_by, signature_fields
     from incidents.redact import redact, redact_json
@@ -203,7 +207,8 @@ def capture(
     verdict = classify(message, log_text, inp.exit_code, inp.timed_out)
     failure_class = inp.failure_class or verdict.failure_class_value
     error_code = inp.error_code or verdict.error_code_value
-    signature, signature_inputs = signature_fields(failure_class, inp.step, message)
+    found, extra = read_failure(inp, message, log_text)  # the targets and tests it names
+    signature, signature_inputs = signature_fields(failure_class, inp.step, message, found)
     given = [
         f for f, v in (("failure_class", inp.failure_class), ("error_code", inp.error_code)) if v
     ]
@@ -234,6 +239,7 @@ def capture(
         "verify": [redact(c) for c in inp.verify],
         "workdir": inp.workdir,
         "target_digests": _digests(inp),
+        **extra,
     }
     context = redact_json(
         {
@@ -322,8 +328,9 @@ def _create(
     group: str | None,
 ) -> CaptureResult:
     captured: dict[str, Any] = {"occurrences": 1}
-    if incident.get("regression_of"):
-        captured["regression_of"] = incident["regression_of"]
+    for link in ("regression_of", "recurrence_of"):  # the earlier incident it follows
+        if incident.get(link):
+            captured[link] = incident[link]
     files = {
         artifacts.INCIDENT: fsutil.dump_json(incident),
         artifacts.STATUS: b"new\n",
@@ -430,6 +437,7 @@ def main_capture(argv: list[str], prog: str = "incidents capture") -> int:
 def main_run(argv: list[str], prog: str = "incidents run") -> int:
     import shlex
 
+    from incidents.capture_infer import reproduction, tool_of
     from incidents.proc import run_tee
 
     args = build_parser(prog, for_run=True).parse_args(argv)
@@ -442,19 +450,16 @@ def main_run(argv: list[str], prog: str = "incidents run") -> int:
     root, cfg = _root_for(args)
     settings = cfg.table
     inp = _inputs_from_args(args, cfg)  # validate everything before the command runs
-    reproduce = args.reproduce or settings["reproduce"]
+    reproduce = settings["reproduce"] if args.reproduce is None else args.reproduce
     refused = reproduce_problem(command, cfg.allow, inp.workdir) if reproduce else None
     result = run_tee(command, timeout=args.timeout, tail_bytes=settings["log_tail_bytes"])
     status = result.exit_status
     if status == 0:
         return 0
-    if reproduce and refused is None:
-        inp.verify = list(dict.fromkeys([*inp.verify, shlex.join(command)]))
-    elif refused is not None:  # the capture is never lost for it: recorded, not re-run
-        sys.stderr.write(
-            f"incidents: --reproduce: {shlex.join(command)[:300]!r} is not a verification "
-            f"command of the incident: {refused}\n"
-        )
+    inp.reproduction = reproduction(command, args.reproduce, settings["reproduce"], refused)
+    if inp.reproduction["kept"]:
+        inp.verify = list(dict.fromkeys([*inp.verify, inp.reproduction["command"]]))
+    inp.tool = tool_of(command)
     inp.exit_code = status
     inp.timed_out = result.timed_out
     if not inp.message:

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from incidents.classify import Classification
+    from incidents.infer import Scan
 
 __all__ = [
     "GIVEN_OPTIONS",
@@ -42,15 +43,25 @@ def classified_by(verdict: Classification, given: list[str]) -> dict[str, Any]:
     }
 
 
-def signature_fields(failure_class: str, step: str, message: str) -> tuple[str, dict[str, Any]]:
-    """(`error_signature`, `signature_inputs`) of a failure, by the current rules."""
-    normalized = normalize_message(message)
-    inputs = {
+def signature_fields(
+    failure_class: str, step: str, message: str, found: Scan | None = None
+) -> tuple[str, dict[str, Any]]:
+    """(`error_signature`, `signature_inputs`) of a failure, by the current rules: made
+    of what failed (`failure_basis.basis` of what its output says, `found`), else of its
+    message."""
+    from incidents.failure_basis import basis
+
+    text, source = basis(found, message)
+    normalized = normalize_message(text)
+    inputs: dict[str, Any] = {
         "failure_class": failure_class,
         "step": step,
         "normalized": normalized,
         "normalization": NORMALIZATION_VERSION,
+        "basis": source,
     }
+    if source == "failure":
+        inputs["failure"] = text
     return join_signature(failure_class, step, normalized), inputs
 
 
@@ -70,8 +81,14 @@ def current_signature(doc: dict[str, Any]) -> str:
     signature = doc.get("error_signature")
     if normalization_of(doc) == NORMALIZATION_VERSION and isinstance(signature, str):
         return signature
+    from incidents.failure_basis import basis
+
+    inputs = doc.get("signature_inputs")
+    failure = inputs.get("failure") if isinstance(inputs, dict) else None
+    if isinstance(failure, str) and failure:
+        text = basis(None, failure)[0]  # what failed, as recorded
+    else:
+        text = basis(None, str(doc.get("message", "")))[0]
     return join_signature(
-        str(doc.get("failure_class", "")),
-        str(doc.get("step", "")),
-        normalize_message(str(doc.get("message", ""))),
+        str(doc.get("failure_class", "")), str(doc.get("step", "")), normalize_message(text)
     )

@@ -226,7 +226,9 @@ def find_regression(root: Root, group: str, window_days: int, now: float) -> dic
     """The incident a new capture of `group` regresses: the group's latest resolved one,
     closed within `window_days` (0: regressions are off). Returns the new incident's
     `regression_of` and `regression_count` (one more than the group's regressions so far:
-    the highest of the earlier one's count and the hint's, `.state/regressions/`), or None."""
+    the highest of the earlier one's count and the hint's, `.state/regressions/`), or None.
+    When that close verified no fix (not reproduced, recovered, resolved by a person,
+    archived by hand), the new incident is its `recurrence_of` instead, not counted."""
     if window_days <= 0:
         return None
     entry = read_resolved(root, group)
@@ -242,8 +244,31 @@ def find_regression(root: Root, group: str, window_days: int, now: float) -> dic
         return None
     if earlier.get("incident_id") != incident_id or group_of(earlier) != group:
         return None
+    outcome = _outcome(root, incident_id)
+    if outcome not in FIX_OUTCOMES:
+        # no fix was verified, so none failed to hold: the failure came back
+        return {"recurrence_of": incident_id, "recurrence_after": outcome or "closed by hand"}
     count = max(_count(earlier), _regressions_so_far(root, group))
     return {"regression_of": incident_id, "regression_count": count + 1}
+
+
+# the closes whose check verified a change made the failure pass: a return is a regression
+FIX_OUTCOMES = frozenset({"fixed", "changed_before_check"})
+
+
+def _outcome(root: Root, incident_id: str) -> str:
+    """The earlier incident's close (run_result.json `outcome`; "" when it records none:
+    archived by hand)."""
+    from incidents.layout import RUNS
+
+    try:
+        result = fsutil.read_json_object(
+            os.path.join(root.sub(RUNS, incident_id), "run_result.json")
+        )
+    except (IncidentsError, OSError):
+        return ""
+    outcome = result.get("outcome")
+    return outcome if isinstance(outcome, str) else ""
 
 
 def _count(doc: dict[str, Any]) -> int:

@@ -155,7 +155,7 @@ def record_escalation(
         if count < policy.escalation_threshold:
             return False
         why = (
-            f"{count} escalations within {policy.escalation_window_s:g}s "
+            f"{count} groups escalated within {policy.escalation_window_s:g}s "
             f"(threshold {policy.escalation_threshold}); last: {incident_id}"
         )
         pause.pause(root, why, by="threshold", now=now.timestamp())

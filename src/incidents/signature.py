@@ -72,12 +72,13 @@ __all__ = [
 ]
 
 MAX_MESSAGE = 200
-NORMALIZATION_VERSION = 6  # 1: every quoted value was <str>; no request ids, pods, tokens
+NORMALIZATION_VERSION = 7  # 1: every quoted value was <str>; no request ids, pods, tokens
 # 2: `host.name:5432` was a path (a bare file name with a line number)
 # 3: a URL kept only its host, every path was <path>, every number <n> (error codes too)
 # 4: temporary folders' random names (tempfile's, pytest's, `venv-a1b2c3`) and klog's
 #    header (`E1011 12:15:03.532199 12345`) were kept
 # 5: a time with `_` for `:` and `.` in a path's name (npm's `T09_50_56_130Z-debug.log`) was kept
+# 6: made of the message alone (`run`: the command and exit code; a full disk's file kept)
 
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*"
 _DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*"

@@ -41,7 +41,10 @@ def test_explain_shows_each_normalisation_the_signature_the_rule_and_the_group(
     archived(cli, fixed, "--resolved")
     gave_up = captured(cli, "--step", "upload", "--message", REPEAT)
     archived(cli, gave_up, "--escalated")
-    current = captured(cli, "--step", "upload", "--message", FIRST.replace("17", "18"))
+    # (without --no-dedupe it would be one more occurrence of the escalated one)
+    current = captured(
+        cli, "--step", "upload", "--message", FIRST.replace("17", "18"), "--no-dedupe"
+    )
     other = captured(cli, "--step", "upload", "--message", FIRST.replace("failed", "refused"))
 
     r = cli("explain", current)
@@ -66,17 +69,19 @@ def test_explain_shows_each_normalisation_the_signature_the_rule_and_the_group(
         f"by rule {verdict.rule!r} in the message"
     )
     assert lines[10].strip() == verdict.reason
-    # the same failure resolved before: this one regresses it (incidents.regressions), the
-    # group's second regression (the escalated one was the first)
-    assert lines[11] == f"regression:    #2 of {fixed}"
-    assert lines[12] == "same group:    2 other incident(s)"
-    table = [line.split() for line in lines[13:]]
+    # on its own (--no-dedupe): no regression, no recurrence
+    assert lines[11] == "same group:    2 other incident(s)"
+    table = [line.split() for line in lines[12:]]
     assert table[0] == ["ID", "WHERE", "STATUS", "SEEN", "CREATED"]
     # oldest first; captured in one second they are in id order
     assert sorted(row[:3] for row in table[1:]) == sorted(
         [[fixed, "resolved", "resolved"], [gave_up, "escalated", "escalated"]]
     )
     assert other not in r.out
+    # the same failure after a close by hand: a recurrence of it, not a regression
+    shown = cli("explain", gave_up).out
+    assert f"recurrence:    of {fixed} (closed: closed by hand; no fix was verified" in shown
+    assert "regression:" not in shown
 
     doc = cli("explain", current, "--json").json()
     assert doc["normalization"]["steps"][0] == {

@@ -50,9 +50,11 @@ def test_attempts_used_reads_the_cache_refresh_budget_stores(fresh_db: sqlite3.C
 
 def test_escalations_in_window_start_at_the_last_resume(fresh_db: sqlite3.Connection) -> None:
     for i, ts in enumerate(["2026-02-17T01:00:00+00:00", "2026-02-17T03:00:00+00:00"]):
-        assert mirror.add_escalation(fresh_db, f"i{i}", "sig", "why", ts)
+        assert mirror.add_escalation(fresh_db, f"i{i}", f"sig{i}", "why", ts)
+    # a group escalated twice is one runaway: the threshold counts groups
+    assert mirror.add_escalation(fresh_db, "i2", "sig1", "why", "2026-02-17T03:05:00+00:00")
     # a close resumed after a crash: recorded once, at its rebuilt quarantine bundle's time
-    assert not mirror.add_escalation(fresh_db, "i0", "sig", "again", "2026-02-17T01:00:30+00:00")
+    assert not mirror.add_escalation(fresh_db, "i0", "sig0", "again", "2026-02-17T01:00:30+00:00")
     assert fresh_db.execute("SELECT ts FROM escalations WHERE incident_id = 'i0'").fetchall() == [
         ("2026-02-17T01:00:30+00:00",)
     ]
@@ -61,3 +63,14 @@ def test_escalations_in_window_start_at_the_last_resume(fresh_db: sqlite3.Connec
     mirror.add_event(fresh_db, None, "resumed", {}, ts="2026-02-17T02:00:00+00:00")
     assert mirror.escalations_in_window(fresh_db, start) == 1
     assert mirror.escalations_in_window(fresh_db, "2026-02-17T03:30:00+00:00") == 0
+
+
+def test_the_threshold_counts_a_merged_group_once(fresh_db: sqlite3.Connection) -> None:
+    """Two signatures a person merged are one group: their escalations count once; a
+    third group's counts apart (the positive control)."""
+    for incident_id, signature in (("m1", "sig-x"), ("m2", "sig-y"), ("o1", "sig-z")):
+        group = "sig-z" if signature == "sig-z" else "sig-x"
+        row = a_row(incident_id, signature=signature, group_key=group, bucket="escalated")
+        mirror.upsert_incident(fresh_db, row)
+        assert mirror.add_escalation(fresh_db, incident_id, signature, "why", "2026-02-17T05:00")
+    assert mirror.escalations_since(fresh_db, "2026-02-17T00:00") == 2

@@ -29,12 +29,15 @@ def explain(session: Session, incident_id: str) -> dict[str, Any]:
     root = session.root
     bucket, folder = root.locate(incident_id)
     doc = store.read_incident(folder)
-    steps: list[tuple[str, str, str]] = []
-    normalized = normalize_steps(str(doc.get("message", "")), steps)
+    inputs = doc.get("signature_inputs")
+    inputs = inputs if isinstance(inputs, dict) else {}
+    failure = inputs.get("failure") if inputs.get("basis") == "failure" else None
+    steps: list[tuple[str, str, str]] = []  # of what the signature was made of
+    made_of = failure if isinstance(failure, str) else str(doc.get("message", ""))
+    normalized = normalize_steps(made_of, steps)
     stored, current = doc["error_signature"], current_signature(doc)
     version = normalization_of(doc)
-    inputs = doc.get("signature_inputs")
-    recorded = inputs.get("normalized") if isinstance(inputs, dict) else None
+    recorded = inputs.get("normalized")
     return {
         "incident_id": incident_id,
         "bucket": bucket,
@@ -46,12 +49,14 @@ def explain(session: Session, incident_id: str) -> dict[str, Any]:
             "version": NORMALIZATION_VERSION,
             "steps": [{"rule": r, "before": b, "after": a} for r, b, a in steps],
             "normalized": normalized,
+            "basis": "failure" if isinstance(failure, str) else "message",
+            "made_of": made_of,
         },
         "signature": {
             "signature": stored,
             "key": signature_key(stored),
             "normalization": version,
-            "inputs": inputs if isinstance(inputs, dict) else None,
+            "inputs": inputs or None,
             "current": current,
             "current_key": signature_key(current),
             # same version, other result: the rules changed and the version did not
@@ -62,7 +67,40 @@ def explain(session: Session, incident_id: str) -> dict[str, Any]:
         "classified_by": _classified_by(doc, folder),
         "group": _group(session, incident_id, (stored, current, grouping.group_of(doc))),
         "decisions": groups.group_record(session.root, incident_id),
+        "targets": _targets(doc),
+        "reproduction": doc.get("reproduction"),
+        "recurrence": (
+            {"of": doc["recurrence_of"], "after": doc.get("recurrence_after")}
+            if doc.get("recurrence_of")
+            else None
+        ),
     }
+
+
+def _targets(doc: dict[str, Any]) -> dict[str, Any]:
+    """Its targets and where each came from: given (`--python-file`, `--powershell-file`,
+    a plan) or inferred from the failure's output (which tool or traceback, which line)."""
+    found = doc.get("inferred")
+    inferred: dict[str, Any] = found if isinstance(found, dict) else {}
+    named = {
+        e["path"]: e for e in inferred.get("targets") or [] if isinstance(e, dict) and "path" in e
+    }
+    rows = []
+    for field in ("python_files", "powershell_files"):
+        for path in doc.get(field) or []:
+            entry = named.get(path)
+            rows.append(
+                {
+                    "path": path,
+                    "field": field,
+                    "inferred": entry is not None,
+                    "from": entry.get("from") if entry else "given",
+                    "log_line": entry.get("log_line") if entry else None,
+                    "evidence": entry.get("evidence") if entry else None,
+                }
+            )
+    other = [e for p, e in named.items() if e.get("kind") == "other"]
+    return {"targets": rows, "other_files": other, "tests": list(inferred.get("tests") or [])}
 
 
 def _classified_by(doc: dict[str, Any], folder: Path) -> dict[str, Any] | None:
@@ -126,6 +164,8 @@ def show(found: dict[str, Any]) -> None:
             out(f"  {step['rule']}: {_short(step['before'])} kept (it names the failure)")
         else:
             out(f"  {step['rule']}: {_short(step['before'])} -> {step['after']}")
+    if norm["basis"] == "failure":  # (else: its message, as every signature was before)
+        out(f"{'made of:':14} what failed, read from its output: {_short(norm['made_of'])}")
     out(f"{'normalized:':14} {norm['normalized']}")
     out(f"{'signature:':14} {sig['signature']}")
     out(f"{'key:':14} {sig['key']}")
@@ -137,8 +177,42 @@ def show(found: dict[str, Any]) -> None:
         out(f"{'':14} note: the current rules normalise the message differently from its "
             f"capture, under the same version {sig['normalization']}")  # fmt: skip
     _show_classification(found)
+    _show_targets(found["targets"], found["reproduction"])
     _show_decisions(found["decisions"])
+    if found["recurrence"]:
+        again = found["recurrence"]
+        out(
+            f"{'recurrence:':14} of {again['of']} (closed: {one_line(again['after'])}; no fix "
+            "was verified, so it is no regression)"
+        )
     _show_group(found["group"])
+
+
+def _show_targets(found: dict[str, Any], reproduction: Any) -> None:
+    out = output.out
+    for t in found["targets"]:
+        if not t["inferred"]:
+            out(f"{'target:':14} {one_line(t['path'])} (given)")
+            continue
+        out(
+            f"{'target:':14} {one_line(t['path'])} inferred from {one_line(t['from'])} output, "
+            f"log line {t['log_line']}: {_short(one_line(t['evidence'] or ''))}"
+        )
+    for e in found["other_files"]:
+        out(
+            f"{'named:':14} {one_line(e.get('path'))} (from {one_line(e.get('from'))}; not "
+            "a kind of target the checks run on)"
+        )
+    for test in found["tests"]:
+        out(f"{'failed test:':14} {one_line(test)} (run again by every check)")
+    if isinstance(reproduction, dict):
+        command = one_line(reproduction.get("command"))
+        if reproduction.get("kept"):
+            out(f"{'reproduction:':14} {command} (every check runs it again)")
+        else:
+            out(
+                f"{'reproduction:':14} none: {command} not kept: {one_line(reproduction.get('why'))}"
+            )
 
 
 def _show_decisions(record: dict[str, Any]) -> None:

@@ -307,8 +307,16 @@ def resolve_escalation(
 
 @translating
 def escalations_since(conn: sqlite3.Connection, ts: str) -> int:
-    """Escalations recorded at or after `ts` (the global threshold's window)."""
-    return int(conn.execute("SELECT count(*) FROM escalations WHERE ts >= ?", (ts,)).fetchone()[0])
+    """The groups escalated at or after `ts` (the global threshold's window): a failure
+    that escalates again, or whose incident escalated twice, is one runaway, not many. An
+    escalation's group is its incident's (a merge joins signatures), else its signature."""
+    return int(
+        conn.execute(
+            "SELECT count(DISTINCT COALESCE(i.group_key, e.signature)) FROM escalations e "
+            "LEFT JOIN incidents i ON i.incident_id = e.incident_id WHERE e.ts >= ?",
+            (ts,),
+        ).fetchone()[0]
+    )
 
 
 @translating

@@ -102,8 +102,10 @@ def refresh_hints(root: Root, conn: sqlite3.Connection, group: str) -> None:
     open_ids = [
         str(r[0])
         for r in conn.execute(
-            "SELECT incident_id FROM incidents WHERE group_key = ? AND bucket = 'inbox' "
-            f"AND {here(conn)} ORDER BY created_at DESC, incident_id DESC",
+            # an escalated incident is its group's too: a repeat is an occurrence of it
+            "SELECT incident_id FROM incidents WHERE group_key = ? AND bucket IN ('inbox', "
+            f"'escalated') AND {here(conn)} ORDER BY bucket = 'inbox' DESC, created_at DESC, "
+            "incident_id DESC",
             (group,),
         ).fetchall()
     ]
@@ -154,7 +156,22 @@ def rebuild_hints(root: Root, conn: sqlite3.Connection) -> tuple[int, int]:
         grouping.write_alias(root, signature, group, decision)
     for group, entry in resolved.items():
         grouping.write_resolved(root, group, entry)
+    _rebuild_open(root, conn)
     return len(aliases), len(resolved)
+
+
+def _rebuild_open(root: Root, conn: sqlite3.Connection) -> None:
+    """A group's incident that captures fold into, where its hint was lost: its newest
+    in the inbox, else its newest escalated one (a repeat is an occurrence of it)."""
+    opened: dict[str, str] = {}
+    for incident_id, group in conn.execute(
+        "SELECT incident_id, group_key FROM incidents WHERE bucket IN ('inbox', 'escalated') "
+        f"AND {here(conn)} ORDER BY bucket = 'inbox', created_at, incident_id"
+    ).fetchall():
+        opened[str(group)] = str(incident_id)  # the last wins: the inbox's newest
+    for group, incident_id in opened.items():
+        if grouping.read_open(root, group) is None:
+            grouping.write_open(root, group, incident_id)
 
 
 def _prune(folder: Path, keep: set[str]) -> None:

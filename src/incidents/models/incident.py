@@ -37,6 +37,14 @@ class SignatureInputs(OpenDocument):
     normalization: int = Field(
         ge=1, description="the version of the normalisation rules (incidents.signature)"
     )
+    basis: Literal["failure", "message"] = Field(
+        default="message",
+        description="failure: made of what the output says failed (tests, tool codes and "
+        "files, the exception); message: the output said nothing more",
+    )
+    failure: str | None = Field(
+        default=None, description="what failed, as read from the output (basis failure)"
+    )
 
 
 class GroupDecision(OpenDocument):
@@ -55,6 +63,36 @@ class Group(OpenDocument):
 
     key: NonEmptyStr = Field(description="the group key (a signature, or split:<id>)")
     decisions: list[GroupDecision] = Field(default_factory=list)
+
+
+class Reproduction(OpenDocument):
+    """incident.json `reproduction`: the command `incidents run` ran, and whether it was
+    kept as the incident's reproduction (a verification command in `verify`)."""
+
+    command: str = Field(description="the command line that failed (secrets redacted)")
+    kept: bool = Field(description="it is in `verify`: every check runs it again")
+    why: str | None = Field(default=None, description="why it was not kept (None: kept)")
+
+
+class InferredTarget(OpenDocument):
+    """A file the failure's output named, taken as a target (none was given)."""
+
+    path: NonEmptyStr = Field(description="relative to the workdir, as a given target")
+    kind: Literal["python", "powershell", "other"] = Field(
+        description="python and powershell files are targets; other files are recorded only"
+    )
+    source: str = Field(alias="from", description="the tool or kind of output that named it")
+    log_line: int = Field(ge=0, description="its line in the log read (0: not one line)")
+    evidence: str = Field(description="that line of the output (cut)")
+
+
+class Inferred(OpenDocument):
+    """incident.json `inferred`: what capture took from the failure's output."""
+
+    targets: list[InferredTarget] = Field(default_factory=list)
+    tests: list[str] = Field(
+        default_factory=list, description="the failed tests' node ids pytest printed"
+    )
 
 
 class Incident(OpenDocument):
@@ -107,6 +145,22 @@ class Incident(OpenDocument):
     )
     regression_of: IncidentId | None = Field(
         default=None, description="the resolved incident of its group that it regresses"
+    )
+    inferred: Inferred | None = Field(
+        default=None,
+        description="targets and tests read from the failure's output, none being given",
+    )
+    reproduction: Reproduction | None = Field(
+        default=None,
+        description="`incidents run`: its command as the reproduction, or why it is not one",
+    )
+    recurrence_of: IncidentId | None = Field(
+        default=None,
+        description="the resolved incident of its group it follows when that close verified "
+        "no fix (flaky, recovered, by hand): linked, not counted as a regression",
+    )
+    recurrence_after: str | None = Field(
+        default=None, description="how that incident closed (its outcome)"
     )
     regression_count: int = Field(
         default=0, ge=0, description="regressions of its group so far, this one included"
