@@ -39,9 +39,9 @@ _VARIABLE_PATTERNS = (
     re.compile(rf"(?i:missing (?:required )?(?:environment )?variables?):?\s+[`'\"]?({_NAME})\b"),
     re.compile(rf"(?i:\b(?:please )?(?:set|export))\s+[`'\"]?({_NAME})\b(?=[`'\"]?\s*(?:$|[.,;]))"),
 )
-_NOT_NAMES = frozenset(
-    "ERROR WARNING WARN FATAL INFO DEBUG FAILED FAIL NOTE CRITICAL TRACE PANIC OK ENV".split()
-)
+# words in capitals that are a log's levels, not a variable's name
+_NOT_NAMES = frozenset(("ERROR", "WARNING", "WARN", "FATAL", "INFO", "DEBUG", "FAILED"))
+_NOT_NAMES |= {"FAIL", "NOTE", "CRITICAL", "TRACE", "PANIC", "OK", "ENV"}
 _PROGRAM_PATTERNS = (
     re.compile(r"\b([\w.+-]{1,80}): (?:command )?not found\b"),
     re.compile(r"\b(?:env|exec): [`'\"]?([\w.+-]{1,80})[`'\"]?: No such file or directory"),
@@ -135,9 +135,13 @@ def from_report(report: Any) -> tuple[list[FailingTest], list[Finding]]:
     issues.sort(key=lambda i: not i.get("hard"))  # stable: the report's order within
     tests = [_test_of(i) for i in issues if i.get("code") in TEST_CODES]
     findings = [
-        Finding(_where(i), str(i.get("code") or i.get("category") or "?"),
-                str(i.get("tool") or "?"), str(i.get("category") or "?"),
-                str(i.get("message") or ""))  # fmt: skip
+        Finding(
+            _where(i),
+            str(i.get("code") or i.get("category") or "?"),
+            str(i.get("tool") or "?"),
+            str(i.get("category") or "?"),
+            str(i.get("message") or ""),
+        )
         for i in issues
         if i.get("code") not in TEST_CODES
     ]
@@ -252,8 +256,9 @@ def derive(
         log_tail=log_tail,
         occurrences=occurrences if isinstance(occurrences, int) else 1,
         recurrences=recurrences if isinstance(recurrences, int) else 0,
-        suggestion=suggest(incident_id, bucket, kind, variables if env else [],
-                           programs if env else [], meta, ctx),  # fmt: skip
+        suggestion=suggest(
+            incident_id, bucket, kind, variables if env else [], programs if env else [], meta, ctx
+        ),
     )
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from incidents import artifacts
-from incidents.evidence import Evidence, derive
 from incidents.errors import IncidentsError
+from incidents.evidence import Evidence, derive
 from incidents.fsutil import read_json, read_regular_file
 from incidents.layout import Root
 from incidents.redact import redact, redact_json
@@ -346,9 +346,14 @@ def read_card(folder: Path, bucket: str) -> Card:
     card.diffs = [_diff_one(folder, t) for t in _targets(folder, meta, incident)]
     _timeline(card, folder, state, meta)
     card.evidence = derive(
-        card.incident_id, bucket=bucket, incident=incident, state=state, metadata=meta,
-        report=report, log_tail=_log_tail(folder, problems),
-    )  # fmt: skip
+        card.incident_id,
+        bucket=bucket,
+        incident=incident,
+        state=state,
+        metadata=meta,
+        report=report,
+        log_tail=_log_tail(folder, problems),
+    )
     return card
 
 

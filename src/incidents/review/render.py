@@ -154,21 +154,25 @@ def evidence_html(incident_id: str, ev: Evidence, root: str) -> str:
     out = []
     if ev.tests:
         items = [
-            f'<li><code>{escape(t.name)}</code>{_at(t.where)}'
+            f"<li><code>{escape(t.name)}</code>{_at(t.where)}"
             + (f': <span class="said">{escape(t.message)}</span>' if t.message else "")
             + "</li>"
             for t in ev.tests[:ON_CARD]
         ]
-        out.append(f'<div class="ev tests"><b>Failing tests ({len(ev.tests)})</b><ul>'
-                   f'{"".join(items)}{_rest(len(ev.tests))}</ul></div>')  # fmt: skip
+        out.append(
+            f'<div class="ev tests"><b>Failing tests ({len(ev.tests)})</b><ul>'
+            f'{"".join(items)}{_rest(len(ev.tests))}</ul></div>'
+        )
     if ev.findings:
         items = [
             f"<li><code>{escape(f.where)}</code> <b>{escape(f.code)}</b> "
             f"({escape(f.tool)}): {escape(f.message)}</li>"
             for f in ev.findings[:ON_CARD]
         ]
-        out.append(f'<div class="ev findings"><b>Findings ({len(ev.findings)})</b><ul>'
-                   f'{"".join(items)}{_rest(len(ev.findings))}</ul></div>')  # fmt: skip
+        out.append(
+            f'<div class="ev findings"><b>Findings ({len(ev.findings)})</b><ul>'
+            f'{"".join(items)}{_rest(len(ev.findings))}</ul></div>'
+        )
     if ev.suggestion.argv:
         command = decision_command(ev.suggestion.argv, root)
         out.append(
@@ -178,9 +182,11 @@ def evidence_html(incident_id: str, ev: Evidence, root: str) -> str:
         )
     if ev.log_tail:
         lines = ev.log_tail.count("\n") + 1
-        out.append(f'<details class="log" data-id="{escape(incident_id + LOG_KEY)}">'
-                   f'<summary>Log tail ({lines} lines, redacted)</summary>'
-                   '<div class="body"></div></details>')  # fmt: skip
+        out.append(
+            f'<details class="log" data-id="{escape(incident_id + LOG_KEY)}">'
+            f"<summary>Log tail ({lines} lines, redacted)</summary>"
+            '<div class="body"></div></details>'
+        )
     return "".join(out)
 
 
