@@ -148,7 +148,7 @@ def from_report(report: Any) -> tuple[list[FailingTest], list[Finding]]:
     return tests[:MAX_SHOWN], findings[:MAX_SHOWN]
 
 
-def tests_from_log(log: str) -> list[FailingTest]:
+def log_tests(log: str) -> list[FailingTest]:
     """The failing tests a log names itself (when no check ran them)."""
     found: list[FailingTest] = []
     lines = _lines(log)
@@ -221,7 +221,7 @@ def derive(
     doc, ctx, meta = _dict(incident), _dict(state), _dict(metadata)
     tests, findings = from_report(report)
     if not tests:
-        tests = tests_from_log(log_tail)
+        tests = log_tests(log_tail)
     message = _str(doc, "message")
     reason = _str(meta, "reason") or _str(ctx, "escalation_reason") or _str(doc, "resolution")
     variables, programs = missing_names(f"{log_tail}\n{message}")
@@ -289,7 +289,7 @@ def suggest(
         return Suggestion(
             "set_env",
             f"set {names} in the step's environment (a fixer cannot), then requeue",
-            [*requeue, f"{names} set in the step's environment", "--requeue"],
+            [*requeue, f"{names} is now set in the environment of the step", "--requeue"],
         )
     if kind == "env" and programs:
         names = ", ".join(programs)
