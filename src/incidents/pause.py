@@ -52,8 +52,13 @@ def refuse_new_work(root: Root) -> None:
 
 
 def pause(root: Root, reason: str, by: str = "human", now: float | None = None) -> PauseInfo:
+    standing = _path(root).exists()
     info = PauseInfo(redact(reason), time.time() if now is None else now, by)
     fsutil.atomic_write_json(_path(root), asdict(info))
+    if not standing:  # a person is told once per pause (the outbox, delivered later)
+        from incidents import notify
+
+        notify.paused(root, info.reason, info.since, by)
     return info
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from incidents.evidence import derive, missing_names, log_tests
+from incidents.evidence import derive, log_tests, missing_names
 
 ID = "incident_20260101_000000_deploy_abc"
 

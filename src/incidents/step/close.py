@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from incidents import artifacts, fsutil, grouping, store
+from incidents import artifacts, fsutil, grouping, notify, store
 from incidents.clock import iso_at
 from incidents.errors import AlreadyArchived, IncidentsError
 from incidents.layout import BUCKETS, Root, validate_id
@@ -100,6 +100,8 @@ def _close(
     store.move(folder, root.bucket(bucket) / incident_id)
     if bucket == "resolved":  # the group's latest resolved incident (regressions)
         grouping.note_resolved(root, doc)
+    else:  # a person is told (the outbox; delivered by the watcher, never from here)
+        notify.escalated(root, doc, grouping.group_of(doc))
     with contextlib.suppress(FileNotFoundError):
         os.unlink(root.state / "pending" / incident_id)
     return root.bucket(bucket) / incident_id

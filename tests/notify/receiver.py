@@ -1,0 +1,64 @@
+"""A real HTTP receiver on loopback (http.server in a thread) that records what it is
+POSTed: it can be down (nothing listens on its port), back up on the same port, answer
+an error, or hold a request until the test lets it go."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class Receiver:
+    def __init__(self) -> None:
+        with socket.socket() as probe:  # a free port, kept while the receiver is down
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.received: list[tuple[str, Any]] = []  # (path, body)
+        self.status = 200
+        self.hold: threading.Event | None = None  # set: requests wait for it
+        self.holding = threading.Event()  # a request is being held
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def url(self, path: str = "/hook") -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def start(self) -> Receiver:
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                size = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(size))
+                if receiver.hold is not None:
+                    receiver.holding.set()
+                    receiver.hold.wait(30)
+                if receiver.status == 200:
+                    receiver.received.append((self.path, body))
+                self.send_response(receiver.status)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Down: nothing listens on the port any more (a POST is refused)."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(5)
+
+    def bodies(self, path: str = "/hook") -> list[Any]:
+        return [body for p, body in self.received if p == path]

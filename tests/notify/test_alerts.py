@@ -1,0 +1,196 @@
+"""Alerts (`[notify]`): escalations, pauses and regressions reach real webhooks on loopback
+(tests/notify/receiver.py), in the generic JSON shape and Slack's `{"text": ...}`, once
+per group until its state changes, redacted, and nothing is lost while the receiver is
+down: the outbox keeps every alert until it is taken, and sends none twice."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from incidents import pause
+from incidents.config import load_config
+from incidents.errors import ConfigError
+from incidents.layout import Root
+from incidents.notify.deliver import Notifier, Pass
+from tests.helpers import BROKEN, FAST, TIERS_OFF, Cli, capture, incidents, use_config
+from tests.notify.receiver import Receiver
+
+SECRET = "hunter2hunter2hunter2"  # a password in a message: never in an alert
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    r = Receiver().start()
+    yield r
+    r.stop()
+
+
+def notify_config(receiver: Receiver, extra: str = "") -> str:
+    return (
+        FAST + TIERS_OFF + "[notify]\nretry_base_s = 0.1\nretry_max_s = 0.2\ntimeout_s = 5\n"
+        f'[[notify.webhooks]]\nurl = "{receiver.url("/hook")}"\n'
+        f'[[notify.webhooks]]\nurl = "{receiver.url("/slack")}"\nformat = "slack"\n' + extra
+    )
+
+
+def outbox(root: Root) -> list[str]:
+    base = root.state / "notify" / "outbox"
+    return sorted(p.name for p in base.iterdir()) if base.is_dir() else []
+
+
+def escalate_by_hand(cli: Cli, step: str = "deploy", message: str = "deploy failed") -> str:
+    incident_id = capture(cli, step=step, message=message)
+    assert cli("archive", incident_id, "--escalated", "--reason", "a person must look").code == 0
+    return incident_id
+
+
+def test_three_escalations_of_one_group_alert_once_until_it_is_decided(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: Receiver
+) -> None:
+    use_config(tmp_path, monkeypatch, notify_config(receiver))
+    message = f"deploy failed: password={SECRET}"
+    first, second, third = (escalate_by_hand(cli, message=message) for _ in range(3))
+    other = escalate_by_hand(cli, step="backup", message="backup failed")  # another group
+    assert len(outbox(root)) == 2
+    r = cli("notify", "flush")
+    assert r.code == 0, r.out + r.err
+    hooks, slack = receiver.bodies("/hook"), receiver.bodies("/slack")
+    assert sorted(b["incident_id"] for b in hooks) == sorted([first, other])
+    assert [set(b) for b in slack] == [{"text"}, {"text"}]
+    assert outbox(root) == []
+    # the generic body: the failure, the decision and its command, redacted
+    [alert] = [b for b in hooks if b["incident_id"] == first]
+    assert alert["event"] == "escalation" and alert["id"] == f"escalation-{first}"
+    assert alert["suggestion"]["kind"] == "requeue"
+    assert f"resolve-escalation {first}" in alert["suggestion"]["command"]
+    assert SECRET not in json.dumps(receiver.received) and "[REDACTED]" in alert["headline"]
+    assert any(first in b["text"] and "escalated (deploy)" in b["text"] for b in slack)
+    # the group's later members are counted into its alert, not alerted
+    assert cli("notify", "flush").code == 0 and len(receiver.received) == 4
+    # a person requeues them: the group's state changed, its next escalation alerts again
+    for incident_id in (first, second, third):
+        assert cli("resolve-escalation", incident_id, "--guidance", "retry", "--requeue").code == 0
+    assert cli("archive", second, "--escalated", "--reason", "still failing").code == 0
+    assert cli("notify", "flush").code == 0
+    assert [b["incident_id"] for b in receiver.bodies("/hook")][-1] == second
+    assert len(receiver.bodies("/hook")) == 3
+
+
+def test_the_receiver_down_then_back_loses_nothing_and_sends_nothing_twice(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: Receiver
+) -> None:
+    use_config(tmp_path, monkeypatch, notify_config(receiver))
+    receiver.stop()  # down: nothing listens
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    driven = capture(cli, ws=ws, target="bad.py", content=BROKEN, step="lint")
+    assert cli("drive", driven).code == 0  # the step service escalates it: not held up
+    by_hand = escalate_by_hand(cli)
+    pause.pause(root, f"provider outage, password={SECRET}")
+    assert len(outbox(root)) == 3
+    r = cli("notify", "flush")
+    assert r.code == 1 and "Connection refused" in r.err, r.err
+    assert receiver.url() not in r.err  # a webhook's URL may be a secret: never printed
+    listed = cli("notify", "list").out
+    assert "1 attempt(s)" in listed and len(outbox(root)) == 3
+    receiver.start()  # back, on the same port
+    # the watcher's loop delivers (a burst run: its last pass before it returns)
+    done = incidents("watch", "--until-idle", "--root", str(root.path), timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert outbox(root) == [], done.stderr
+    ids = [b["id"] for b in receiver.bodies("/hook")]
+    assert sorted(ids) == sorted(
+        [f"escalation-{driven}", f"escalation-{by_hand}", next(i for i in ids if "pause" in i)]
+    )
+    assert len(receiver.bodies("/slack")) == 3
+    assert cli("notify", "flush").code == 0 and len(receiver.received) == 6  # no duplicates
+    [paused] = [b for b in receiver.bodies("/hook") if b["event"] == "pause"]
+    assert "provider outage" in paused["text"] and SECRET not in json.dumps(receiver.received)
+    [syntax] = [b for b in receiver.bodies("/hook") if b.get("incident_id") == driven]
+    assert syntax["headline"].startswith("bad.py:1")  # the finding itself, file:line
+    # a pause that stands alerts once: pausing again while paused does not
+    pause.pause(root, "still out")
+    assert outbox(root) == []
+
+
+def test_a_regression_alerts(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: Receiver
+) -> None:
+    use_config(tmp_path, monkeypatch, notify_config(receiver))
+    args = ("capture", "--step", "export", "--message", "export failed: disk full")
+    first = cli(*args).out.strip()
+    assert cli("archive", first, "--resolved", "--reason", "freed the disk").code == 0
+    assert outbox(root) == []  # a resolve is no alert
+    again = cli(*args).out.strip()
+    assert again != first
+    assert cli("notify", "flush").code == 0
+    [alert] = receiver.bodies("/hook")
+    assert alert["event"] == "regression" and alert["incident_id"] == again
+    assert alert["regression_of"] == first and f"regressed {first}" in alert["text"]
+
+
+def test_an_outbox_that_cannot_be_written_breaks_no_close(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: Receiver
+) -> None:
+    use_config(tmp_path, monkeypatch, notify_config(receiver))
+    root.ensure()
+    (root.state / "notify").write_text("not a folder")
+    incident_id = capture(cli, step="deploy", message="deploy failed")
+    r = cli("archive", incident_id, "--escalated", "--reason", "a person must look")
+    assert r.code == 0 and "escalation alert not queued" in r.err
+    assert (root.bucket("escalated") / incident_id).is_dir()
+    (root.state / "notify").unlink()  # the control: writable again, the alert is queued
+    assert escalate_by_hand(cli, step="backup") and len(outbox(root)) == 1
+
+
+def test_a_hanging_receiver_never_holds_up_the_loop(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: Receiver
+) -> None:
+    use_config(tmp_path, monkeypatch, notify_config(receiver))
+    escalate_by_hand(cli)
+    import threading
+
+    receiver.hold = threading.Event()
+    passes: list[Pass] = []
+    notifier = Notifier(root, load_config().notify, passes.append)
+    notifier.pump()  # returns while the receiver still holds the request
+    assert receiver.holding.wait(10) and passes == [] and notifier.thread is not None
+    assert notifier.thread.is_alive()
+    receiver.hold.set()
+    notifier.finish(10)
+    assert passes and passes[0].delivered == 1 and outbox(root) == []
+
+
+def test_no_webhook_keeps_no_alert(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_config(tmp_path, monkeypatch, FAST)
+    escalate_by_hand(cli)
+    assert len(outbox(root)) == 1
+    r = cli("notify", "flush", "--json")
+    assert r.code == 0 and r.json()["dropped"] == 1 and outbox(root) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ('[[notify.webhooks]]\nurl = "ftp://example.com/x"\n', "notify.webhooks.0.url"),
+        ('[[notify.webhooks]]\nurl = "http://x/h"\nformat = "teams"\n', "notify.webhooks.0.format"),
+        (
+            '[[notify.webhooks]]\nurl = "http://x/h"\nevents = ["lunch"]\n',
+            "notify.webhooks.0.events.0",
+        ),
+        ("[notify]\nretry_base = 5\n", "notify.retry_base"),
+    ],
+)
+def test_a_bad_notify_table_is_refused_naming_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, key: str
+) -> None:
+    path = use_config(tmp_path, monkeypatch, text)
+    with pytest.raises(ConfigError) as caught:
+        load_config()
+    assert caught.value.key == key and str(path) in str(caught.value)
