@@ -129,11 +129,16 @@ def _test_of(issue: dict[str, Any]) -> FailingTest:
     return FailingTest(name, _where(issue), said)
 
 
+def _is_test(issue: dict[str, Any]) -> bool:
+    """A failing test, whatever runner reported it (pytest, NUnit, Pester...)."""
+    return issue.get("category") == "test" or issue.get("code") in TEST_CODES
+
+
 def from_report(report: Any) -> tuple[list[FailingTest], list[Finding]]:
     """A canonical report's failing tests and its other findings, hard ones first."""
     issues = [i for i in _dict(report).get("issues") or [] if isinstance(i, dict)]
     issues.sort(key=lambda i: not i.get("hard"))  # stable: the report's order within
-    tests = [_test_of(i) for i in issues if i.get("code") in TEST_CODES]
+    tests = [_test_of(i) for i in issues if _is_test(i)]
     findings = [
         Finding(
             _where(i),
@@ -143,7 +148,7 @@ def from_report(report: Any) -> tuple[list[FailingTest], list[Finding]]:
             str(i.get("message") or ""),
         )
         for i in issues
-        if i.get("code") not in TEST_CODES
+        if not _is_test(i)
     ]
     return tests[:MAX_SHOWN], findings[:MAX_SHOWN]
 

@@ -58,8 +58,13 @@ def pause(root: Root, reason: str, by: str = "human", now: float | None = None) 
     if not standing:  # a person is told once per pause (the outbox, delivered later)
         from incidents import notify
 
-        notify.paused(root, info.reason, info.since, by)
+        notify.paused(root, info.reason, info.since, by, lambda: _since(root))
     return info
+
+
+def _since(root: Root) -> float | None:
+    info = current(root)
+    return info.since if info is not None else None
 
 
 def resume(root: Root) -> PauseInfo | None:

@@ -6,6 +6,7 @@ down: the outbox keeps every alert until it is taken, and sends none twice."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -194,3 +195,24 @@ def test_a_bad_notify_table_is_refused_naming_the_key(
     with pytest.raises(ConfigError) as caught:
         load_config()
     assert caught.value.key == key and str(path) in str(caught.value)
+
+
+def test_texts_from_a_bundle_that_never_met_capture_are_redacted(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: Receiver
+) -> None:
+    from incidents import notify
+    from tests.review.archive import write_handoff_bundle
+
+    use_config(tmp_path, monkeypatch, notify_config(receiver))
+    incident_id = "incident_20991231_000000_deploy_hand"
+    folder = write_handoff_bundle(root, incident_id, at="2099-12-31T00:00:00+00:00")
+    doc = json.loads((folder / "incident.json").read_text())
+    doc["message"] = f"deploy failed: password={SECRET}"
+    (folder / "incident.json").write_text(json.dumps(doc))
+    (folder / "log_tail.txt").write_text(f"connecting\nERROR: login refused, api_key={SECRET}\n")
+    shutil.rmtree(folder / "error_reports")  # no check ran: the log's error is the headline
+    notify.escalated(root, doc, doc["error_signature"])
+    assert cli("notify", "flush").code == 0
+    [alert] = receiver.bodies("/hook")
+    assert alert["headline"].startswith("ERROR: login refused, api_key=")
+    assert SECRET not in json.dumps(receiver.received) and "[REDACTED]" in alert["text"]

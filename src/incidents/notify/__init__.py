@@ -18,6 +18,7 @@ import sys
 
 TYPE_CHECKING = False  # typing stays off the capture path (import cost)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from incidents.layout import Root
@@ -79,15 +80,16 @@ def regressed(root: Root, doc: dict[str, Any], group: str) -> None:
     )
 
 
-def paused(root: Root, reason: str, since: float, by: str) -> None:
-    """The whole system was paused (by a person or by the escalation threshold)."""
+def paused(
+    root: Root, reason: str, since: float, by: str, standing: Callable[[], float | None]
+) -> None:
+    """The whole system was paused (by a person or by the escalation threshold);
+    `standing`: when the pause that stands now began (None: none stands)."""
     member = f"{since:.6f}"
 
     def still_paused(m: str) -> bool:
-        from incidents import pause
-
-        info = pause.current(root)
-        return info is not None and f"{info.since:.6f}" == m
+        now = standing()
+        return now is not None and f"{now:.6f}" == m
 
     facts = {"reason": reason, "since": since, "by": by}
     stamp = member.replace(".", "")

@@ -93,7 +93,8 @@ def compose(root: Root, alert: dict[str, Any]) -> dict[str, Any]:
     from incidents.review.render import decision_command
 
     event, member = str(alert.get("event")), str(alert.get("member") or "")
-    facts = alert.get("facts") if isinstance(alert.get("facts"), dict) else {}
+    given = alert.get("facts")
+    facts: dict[str, Any] = given if isinstance(given, dict) else {}
     record = outbox.group_record(root, alert)
     also = max(0, len(record.get("members") or [member]) - 1)
     body: dict[str, Any] = {

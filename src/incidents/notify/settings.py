@@ -20,6 +20,7 @@ from pydantic import Field
 from incidents.config_section import Section
 
 Event = Literal["escalation", "pause", "regression"]
+EVENTS: tuple[Event, ...] = ("escalation", "pause", "regression")
 
 
 class Webhook(Section):
@@ -34,7 +35,7 @@ class Webhook(Section):
         'body, {"text": ...}',
     )
     events: list[Event] = Field(
-        default_factory=lambda: ["escalation", "pause", "regression"],
+        default_factory=lambda: list(EVENTS),
         min_length=1,
         description="the events this webhook is sent",
     )
