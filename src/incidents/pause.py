@@ -55,7 +55,9 @@ def pause(root: Root, reason: str, by: str = "human", now: float | None = None) 
     standing = _path(root).exists()
     info = PauseInfo(redact(reason), time.time() if now is None else now, by)
     fsutil.atomic_write_json(_path(root), asdict(info))
-    if not standing:  # a person is told once per pause (the outbox, delivered later)
+    # a person is told once per pause (the outbox, delivered later), by the host it began
+    # on: another host's pause adopted here (`fleet`, by "fleet:HOST") was told there
+    if not standing and not by.startswith("fleet:"):
         from incidents import notify
 
         notify.paused(root, info.reason, info.since, by, lambda: _since(root))

@@ -154,20 +154,21 @@
         details);
       box.appendChild(card);
       if (open[row.incident_id]) { details.open = true; }
-      withEvidence(row.incident_id, function (ev) {
+      withEvidence(row, function (ev) {
         showEvidence(card, evidence, ev, open[row.incident_id + "#log"]);
       });
     });
   }
 
   // an escalated incident's evidence (incidents.evidence, in the API's incident answer),
-  // asked for once: an escalated bundle does not change until someone decides
-  function withEvidence(id, then) {
-    var known = state.evidence[id];
+  // asked for once per escalation: the bundle does not change until someone decides
+  function withEvidence(row, then) {
+    var id = row.incident_id, key = id + " " + row.updated_at;
+    var known = state.evidence[key];
     if (!known) {
-      known = state.evidence[id] = getJSON("/api/incidents/" + encodeURIComponent(id))
+      known = state.evidence[key] = getJSON("/api/incidents/" + encodeURIComponent(id))
         .then(function (doc) { return doc.evidence || null; })
-        .catch(function () { delete state.evidence[id]; return null; });
+        .catch(function () { delete state.evidence[key]; return null; });
     }
     known.then(function (ev) { if (ev) then(ev); });
   }
