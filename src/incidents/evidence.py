@@ -212,6 +212,15 @@ def _headline_of_tests(tests: list[FailingTest]) -> str:
     return f"{len(tests)} failing test(s): {first.name}{said}"
 
 
+def _missing(variables: list[str], programs: list[str], log: str, otherwise: str) -> str:
+    """An env failure's headline: what is missing, as the output names it."""
+    if variables:
+        return f"missing environment variable {', '.join(variables)}"
+    if programs:
+        return f"missing program {', '.join(programs)}"
+    return "missing: " + (_env_line(log) or _env_line(otherwise) or otherwise)
+
+
 def derive(
     incident_id: str,
     *,
@@ -231,15 +240,11 @@ def derive(
     reason = _str(meta, "reason") or _str(ctx, "escalation_reason") or _str(doc, "resolution")
     variables, programs = missing_names(f"{log_tail}\n{message}")
     env = _str(doc, "failure_class") == "env"
-    if env and variables:
-        kind = "env"
-        headline = f"missing environment variable {', '.join(variables)}"
-    elif env and programs:
-        kind = "env"
-        headline = f"missing program {', '.join(programs)}"
+    escalation = _str(meta, "escalation_kind") or _str(ctx, "escalation_kind")
+    if escalation in REVIEW_KINDS:  # its checks passed: what the person reviews is the fix
+        kind, headline = "review", f"a fix waits for review: {reason or message}"
     elif env:
-        kind = "env"
-        headline = "missing: " + (_env_line(log_tail) or _env_line(message) or message or reason)
+        kind, headline = "env", _missing(variables, programs, log_tail, message or reason)
     elif tests:
         kind, headline = "tests", _headline_of_tests(tests)
     elif findings:

@@ -152,7 +152,8 @@ def test_the_decision_fits_the_kind() -> None:
         metadata={"escalation_kind": "review_fix"},
         report=REPORT,
     )
-    assert reviewed.suggestion.kind == "accept_fix"
+    assert reviewed.suggestion.kind == "accept_fix" and reviewed.kind == "review"
+    assert reviewed.headline.startswith("a fix waits for review: ")
     assert reviewed.suggestion.argv == ["resolve-escalation", ID, "--accept-fix"]
     closed = derive(
         ID, bucket="resolved", incident=env_incident(), log_tail="DEPLOY_TOKEN is not set"

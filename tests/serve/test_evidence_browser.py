@@ -23,6 +23,8 @@ from tests.serve.server import Server, running
 from tests.serve.test_browser import present, wait_for
 
 SHOTS = REPO / ("docs" if os.environ.get("INCIDENTS_SCREENSHOTS") == "1" else "tests/artifacts")
+WINDOW = {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False}
+ARTIFACTS = REPO / "tests" / "artifacts"  # gitignored
 PICTURE = {"width": 1000, "height": 900, "deviceScaleFactor": 1, "mobile": False}
 PRICING = "def total(xs):\n    return sum(xs) + 1\n"
 TEST_PRICING = (
@@ -77,7 +79,7 @@ def texts(browser: Browser, selector: str) -> list[str]:
     return found
 
 
-def card_picture(browser: Browser, selector: str, name: str) -> Path:
+def card_picture(browser: Browser, selector: str, name: str, where: Path = SHOTS) -> Path:
     """A picture of one element (its box on the page, scrolled into view)."""
     box = browser.js(
         f"(function () {{ var e = document.querySelector({json.dumps(selector)});"
@@ -91,8 +93,8 @@ def card_picture(browser: Browser, selector: str, name: str) -> Path:
         {"format": "png", "clip": clip, "captureBeyondViewport": True},
         session=True,
     )["data"]
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    path = SHOTS / name
+    where.mkdir(parents=True, exist_ok=True)
+    path = where / name
     path.write_bytes(base64.b64decode(data))
     return path
 
@@ -115,9 +117,15 @@ def check_missing_credential(headline: str, said: str, incident_id: str) -> None
     assert f"resolve-escalation {incident_id} --guidance" in said
 
 
-def test_review_page_shows_the_evidence(
+def test_the_cards_show_the_evidence_on_the_review_page_and_the_dashboard(
     cli: Cli, root: Root, escalations: dict[str, str], browser: Browser
 ) -> None:
+    """One archive for both pages (it takes real pytest and ruff runs to build)."""
+    review_page(cli, root, escalations, browser)
+    dashboard(root, escalations, browser)
+
+
+def review_page(cli: Cli, root: Root, escalations: dict[str, str], browser: Browser) -> None:
     assert cli("review").code == 0
     browser.goto((root.path / "error_review" / "index.html").as_uri())
     tests, env = escalations["tests"], escalations["env"]
@@ -132,18 +140,17 @@ def test_review_page_shows_the_evidence(
     log = texts(browser, f"details.log[data-id='{env}#log'] pre")[0]
     assert "deploying build 42 to staging" in log and "DEPLOY_TOKEN is not set" in log
     browser.call("Emulation.setDeviceMetricsOverride", PICTURE, session=True)
-    card_picture(browser, f"article[id='{tests}']", "review-card-test-failure.png")
+    card_picture(browser, f"article[id='{tests}']", "review-card-test-failure.png", ARTIFACTS)
 
 
-def test_dashboard_shows_the_evidence(
-    root: Root, escalations: dict[str, str], browser: Browser
-) -> None:
+def dashboard(root: Root, escalations: dict[str, str], browser: Browser) -> None:
     tests, env = escalations["tests"], escalations["env"]
     with running(root.path) as server:
         answer = server.call("GET", f"/api/incidents/{env}").json()["evidence"]
         assert answer["headline"] == "missing environment variable DEPLOY_TOKEN"
         assert answer["suggestion"]["kind"] == "set_env"
         assert answer["missing"] == ["DEPLOY_TOKEN"]
+        browser.call("Emulation.setDeviceMetricsOverride", WINDOW, session=True)
         show_dashboard(server, browser)
         for kind, check in (("tests", check_test_failure), ("env", check_missing_credential)):
             card = f'.card[data-id="{escalations[kind]}"]'
