@@ -216,3 +216,37 @@ def test_texts_from_a_bundle_that_never_met_capture_are_redacted(
     [alert] = receiver.bodies("/hook")
     assert alert["headline"].startswith("ERROR: login refused, api_key=")
     assert SECRET not in json.dumps(receiver.received) and "[REDACTED]" in alert["text"]
+
+
+def test_a_retry_sends_only_to_the_webhooks_that_did_not_take_it(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: Receiver
+) -> None:
+    other = Receiver()  # down until later
+    config = notify_config(receiver, f'[[notify.webhooks]]\nurl = "{other.url("/other")}"\n')
+    use_config(tmp_path, monkeypatch, config)
+    escalate_by_hand(cli)
+    assert cli("notify", "flush").code == 1  # the third webhook is down
+    assert len(receiver.received) == 2 and len(outbox(root)) == 1
+    other.start()
+    try:
+        assert cli("notify", "flush").code == 0 and outbox(root) == []
+        assert len(receiver.received) == 2 and len(other.bodies("/other")) == 1
+    finally:
+        other.stop()
+
+
+def test_one_deliverer_at_a_time_and_an_old_alert_is_set_aside(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: Receiver
+) -> None:
+    from incidents.locks import flocked
+
+    config = notify_config(receiver).replace("[notify]\n", "[notify]\ngive_up_after_s = 0.001\n")
+    use_config(tmp_path, monkeypatch, config)
+    escalate_by_hand(cli)
+    with flocked(root.state / "notify" / "deliver.lock"):  # a watcher's pass is running
+        r = cli("notify", "flush", "--json")
+        assert r.json()["busy"] is True and receiver.received == [] and len(outbox(root)) == 1
+    receiver.stop()
+    r = cli("notify", "flush", "--json")
+    assert r.json()["set_aside"] == 1 and outbox(root) == []
+    assert len(list((root.state / "notify" / "failed").iterdir())) == 1  # kept, not lost
