@@ -43,7 +43,8 @@ _VARIABLE_PATTERNS = (
 _NOT_NAMES = frozenset(("ERROR", "WARNING", "WARN", "FATAL", "INFO", "DEBUG", "FAILED"))
 _NOT_NAMES |= {"FAIL", "NOTE", "CRITICAL", "TRACE", "PANIC", "OK", "ENV"}
 _PROGRAM_PATTERNS = (
-    re.compile(r"\b([\w.+-]{1,80}): (?:command )?not found\b"),
+    re.compile(r"\b([\w.+-]{1,80}): command not found\b"),
+    re.compile(r"^\S{1,200}: (?:line )?\d+: ([\w.+-]{1,80}): not found\b"),  # dash, sh
     re.compile(r"\b(?:env|exec): [`'\"]?([\w.+-]{1,80})[`'\"]?: No such file or directory"),
     re.compile(r"\b(?i:no such (?:command|program))[:\s]+[`'\"]?([\w.+-]{1,80})"),
 )

@@ -59,6 +59,7 @@ def test_env_without_a_name_says_what_the_log_says() -> None:
 
 def test_capitals_that_are_log_levels_are_no_variable() -> None:
     assert missing_names("ERROR: required file is missing\nWARNING not set up") == ([], [])
+    assert missing_names("Error: not found\nsh: 1: helm: not found") == ([], ["helm"])
     # a code failure naming a variable is not an env failure: its tests or log lead
     code = derive(
         ID,
