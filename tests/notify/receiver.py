@@ -18,6 +18,8 @@ class Receiver:
             self.port = probe.getsockname()[1]
         self.received: list[tuple[str, Any]] = []  # (path, body)
         self.status = 200
+        self.redirect: str | None = None  # set: a POST is answered 302 to this URL
+        self.gets: list[str] = []  # the paths asked for with GET (a followed redirect)
         self.hold: threading.Event | None = None  # set: requests wait for it
         self.holding = threading.Event()  # a request is being held
         self._server: ThreadingHTTPServer | None = None
@@ -33,12 +35,25 @@ class Receiver:
             def do_POST(self) -> None:
                 size = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(size))
+                if receiver.redirect is not None:
+                    self.send_response(302)
+                    self.send_header("Location", receiver.redirect)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 if receiver.hold is not None:
                     receiver.holding.set()
                     receiver.hold.wait(30)
                 if receiver.status == 200:
                     receiver.received.append((self.path, body))
                 self.send_response(receiver.status)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def do_GET(self) -> None:
+                receiver.gets.append(self.path)
+                self.send_response(200)
                 self.send_header("Content-Length", "2")
                 self.end_headers()
                 self.wfile.write(b"ok")

@@ -250,3 +250,21 @@ def test_one_deliverer_at_a_time_and_an_old_alert_is_set_aside(
     r = cli("notify", "flush", "--json")
     assert r.json()["set_aside"] == 1 and outbox(root) == []
     assert len(list((root.state / "notify" / "failed").iterdir())) == 1  # kept, not lost
+
+
+def test_a_redirect_is_not_a_delivery(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: Receiver
+) -> None:
+    elsewhere = Receiver().start()  # another host, that would answer a GET with 200
+    try:
+        use_config(tmp_path, monkeypatch, notify_config(receiver))
+        receiver.redirect = elsewhere.url("/moved/SECRETPATH")
+        escalate_by_hand(cli)
+        r = cli("notify", "flush")
+        assert r.code == 1 and "HTTP 302" in r.err and "SECRETPATH" not in r.err, r.err
+        assert elsewhere.gets == [] and elsewhere.received == [] and len(outbox(root)) == 1
+        receiver.redirect = None  # the control: the same alert, delivered where configured
+        assert cli("notify", "flush").code == 0 and outbox(root) == []
+        assert len(receiver.bodies("/hook")) == 1 and elsewhere.gets == []
+    finally:
+        elsewhere.stop()

@@ -58,6 +58,15 @@ def _name(hook: Webhook, index: int) -> str:
     return f"webhook {index + 1} ({urllib.parse.urlsplit(hook.url).hostname or '?'})"
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A 3xx is an answer, not a delivery: urllib would follow a 301/302/303 with a GET
+    that drops the body (to whatever host it names), and a 2xx there would count as taken
+    an alert nobody received."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None  # urllib then raises the 3xx as an HTTPError
+
+
 def post(hook: Webhook, body: dict[str, Any], timeout_s: float) -> str | None:
     """POST `body` as JSON; None when the receiver took it (2xx), else why not."""
     data = json.dumps(body, ensure_ascii=False).encode("utf-8")
@@ -68,10 +77,12 @@ def post(hook: Webhook, body: dict[str, Any], timeout_s: float) -> str | None:
         headers={"Content-Type": "application/json", "User-Agent": f"incidents/{__version__}"},
     )
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as answer:
+        with urllib.request.build_opener(_NoRedirect).open(request, timeout=timeout_s) as answer:
             answer.read(1 << 16)
             return None if 200 <= answer.status < 300 else f"HTTP {answer.status}"
     except urllib.error.HTTPError as exc:
+        if 300 <= exc.code < 400:  # where it points is not said: it may hold a secret
+            return f"HTTP {exc.code}: a redirect, not followed (configure the URL it names)"
         return f"HTTP {exc.code}"
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
