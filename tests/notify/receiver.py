@@ -19,6 +19,7 @@ class Receiver:
         self.received: list[tuple[str, Any]] = []  # (path, body)
         self.status = 200
         self.redirect: str | None = None  # set: a POST is answered 302 to this URL
+        self.auth: list[str | None] = []  # each POST's Authorization header
         self.gets: list[str] = []  # the paths asked for with GET (a followed redirect)
         self.hold: threading.Event | None = None  # set: requests wait for it
         self.holding = threading.Event()  # a request is being held
@@ -35,6 +36,7 @@ class Receiver:
             def do_POST(self) -> None:
                 size = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(size))
+                receiver.auth.append(self.headers.get("Authorization"))
                 if receiver.redirect is not None:
                     self.send_response(302)
                     self.send_header("Location", receiver.redirect)

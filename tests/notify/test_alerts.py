@@ -268,3 +268,23 @@ def test_a_redirect_is_not_a_delivery(
         assert len(receiver.bodies("/hook")) == 1 and elsewhere.gets == []
     finally:
         elsewhere.stop()
+
+
+def test_a_webhook_url_with_credentials_delivers_with_them_and_never_prints_them(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: Receiver
+) -> None:
+    import base64
+
+    url = receiver.url("/hook").replace("//", f"//alice:{SECRET}@")
+    use_config(tmp_path, monkeypatch, FAST + f'[[notify.webhooks]]\nurl = "{url}"\n')
+    escalate_by_hand(cli)
+    receiver.status = 503  # refused once: the error and the listing name no password
+    r = cli("notify", "flush")
+    listed = cli("notify", "list")
+    assert r.code == 1 and "HTTP 503" in r.err and "127.0.0.1" in r.err, r.err
+    assert SECRET not in r.out + r.err + listed.out + listed.err
+    receiver.status = 200
+    r = cli("notify", "flush")
+    assert r.code == 0 and SECRET not in r.out + r.err and outbox(root) == []
+    basic = base64.b64encode(f"alice:{SECRET}".encode()).decode()
+    assert receiver.auth[-1] == f"Basic {basic}" and len(receiver.bodies("/hook")) == 1

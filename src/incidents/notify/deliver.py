@@ -14,6 +14,7 @@ record could make.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import json
@@ -67,15 +68,25 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None  # urllib then raises the 3xx as an HTTPError
 
 
+def _without_credentials(url: str) -> tuple[str, dict[str, str]]:
+    """A URL's `user:password@` as HTTP basic auth (urllib would take it for part of the
+    host name, and never send it), and the URL without it."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, {}
+    user = urllib.parse.unquote(parts.username or "")
+    password = urllib.parse.unquote(parts.password or "")
+    token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+    netloc = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=netloc).geturl(), {"Authorization": f"Basic {token}"}
+
+
 def post(hook: Webhook, body: dict[str, Any], timeout_s: float) -> str | None:
     """POST `body` as JSON; None when the receiver took it (2xx), else why not."""
     data = json.dumps(body, ensure_ascii=False).encode("utf-8")
-    request = urllib.request.Request(
-        hook.url,
-        data=data,
-        method="POST",
-        headers={"Content-Type": "application/json", "User-Agent": f"incidents/{__version__}"},
-    )
+    url, headers = _without_credentials(hook.url)
+    headers |= {"Content-Type": "application/json", "User-Agent": f"incidents/{__version__}"}
+    request = urllib.request.Request(url, data=data, method="POST", headers=headers)
     try:
         with urllib.request.build_opener(_NoRedirect).open(request, timeout=timeout_s) as answer:
             answer.read(1 << 16)
