@@ -36,23 +36,31 @@ _VARIABLE_PATTERNS = (
     re.compile(rf"\b({_NAME})[`'\"]?:?\s+{_MISSING_WORDS}\b"),
     re.compile(rf"\b({_NAME}):\s[^\n]{{0,40}}?\b(?:missing|not set|unset|required|must be set)\b"),
     re.compile(rf"\bKeyError: [`'\"]({_NAME})[`'\"]"),
-    re.compile(rf"(?i:missing (?:required )?(?:environment )?variables?):?\s+[`'\"]?({_NAME})\b"),
+    re.compile(
+        rf"(?i:missing (?:required )?(?:env(?:ironment)? )?(?:variables?|vars?)):?\s+[`'\"]?({_NAME})\b"
+    ),
     re.compile(rf"(?i:\b(?:please )?(?:set|export))\s+[`'\"]?({_NAME})\b(?=[`'\"]?\s*(?:$|[.,;]))"),
 )
 # words in capitals that are a log's levels, not a variable's name
 _NOT_NAMES = frozenset(("ERROR", "WARNING", "WARN", "FATAL", "INFO", "DEBUG", "FAILED"))
 _NOT_NAMES |= {"FAIL", "NOTE", "CRITICAL", "TRACE", "PANIC", "OK", "ENV"}
+# each shell's own sentence for a program it could not find; the program is the name that
+# sentence is about, never the shell's prefix (zsh: `zsh: command not found: X`)
 _PROGRAM_PATTERNS = (
-    re.compile(r"\b([\w.+-]{1,80}): command not found\b"),
+    re.compile(r"\b([\w.+-]{1,80}): command not found\b(?!:)"),  # bash
+    re.compile(r"\bcommand not found: [`'\"]?([\w.+-]{1,80})"),  # zsh
     re.compile(r"^\S{1,200}: (?:line )?\d+: ([\w.+-]{1,80}): not found\b"),  # dash, sh
     re.compile(r"\b(?:env|exec): [`'\"]?([\w.+-]{1,80})[`'\"]?: No such file or directory"),
-    re.compile(r"\b(?i:no such (?:command|program))[:\s]+[`'\"]?([\w.+-]{1,80})"),
+    re.compile(r"\b(?i:no such (?:command|program)|unknown command)[:\s]+[`'\"]?([\w.+-]{1,80})"),
+    re.compile(r"[`'\"]([\w.+-]{1,80})[`'\"] is not recognized as"),  # cmd.exe, PowerShell
 )
 _ENV_LINE = re.compile(
     r"(?i:\bmissing\b|\bnot set\b|\bunset\b|\bnot found\b|\bno such file\b|\bnot installed\b"
     r"|\bpermission denied\b|\bno (?:api[ _-]?key|credentials?|token|password)\b"
     r"|\b(?:unable to|could not|cannot) (?:discover|find|locate)\b|\bmust be set\b)"
 )
+_ENV_LINES = 200  # the log's last lines searched for an env failure's own line
+_VARIABLE_LIKE = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]*[A-Z0-9]\b")
 # the log's own account of a failing test: pytest's summary, unittest's header, go test
 _LOG_TESTS = (
     re.compile(r"^(?:FAILED|ERROR) (\S{1,500}::\S{1,500})(?: - (.{0,1000}))?$"),
@@ -194,7 +202,20 @@ def missing_names(text: str) -> tuple[list[str], list[str]]:
 
 
 def _env_line(text: str) -> str:
-    return next((line for line in _lines(text) if _ENV_LINE.search(line)), "")
+    """The line that says what the environment lacks: the last one the classifier's own
+    rules take for an env failure by itself (whatever the tool's wording), else one with
+    a plain cue (`missing`, `not found`...), else one naming a variable-like word (written
+    the same in every language: `Umgebungsvariable DATABASE_URL ist nicht gesetzt`)."""
+    from incidents.classify import classify
+
+    lines = _lines(text)[-_ENV_LINES:]
+    if classify("", "\n".join(lines)).failure_class == "env":  # then find its line
+        for line in reversed(lines):
+            if classify(line).failure_class == "env":
+                return line
+    cued = [line for line in lines if _ENV_LINE.search(line)]
+    named = [line for line in lines if _VARIABLE_LIKE.search(line)]
+    return cued[0] if cued else (named or [""])[-1]
 
 
 def _error_line(log: str) -> str:

@@ -57,6 +57,44 @@ def test_env_without_a_name_says_what_the_log_says() -> None:
     assert said.suggestion.kind == "set_env"
 
 
+@pytest.mark.parametrize(
+    ("log", "program"),
+    [
+        ("zsh: command not found: kubectl", "kubectl"),  # the shell's prefix is no program
+        ("fish: Unknown command: helm", "helm"),
+        ("'docker' is not recognized as an internal or external command,", "docker"),
+        ("az : The term 'az' is not recognized as the name of a cmdlet, function", "az"),
+        ("Error: Missing required env var: SENTRY_DSN", ""),
+    ],
+)
+def test_each_shell_names_its_missing_program(log: str, program: str) -> None:
+    ev = derive(ID, bucket="escalated", incident=env_incident(), log_tail=f"starting\n{log}\n")
+    if program:
+        assert ev.headline == f"missing program {program}" and ev.suggestion.kind == "install"
+    else:  # `env var` names a variable, not a program
+        assert ev.headline == "missing environment variable SENTRY_DSN"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # the classifier's own env rules, in a tool's wording with no plain cue
+        "fatal: could not read Username for 'https://github.com': terminal prompts disabled",
+        'psql: error: FATAL: role "deploy" does not exist',
+        # another language: the variable's name reads the same in every one
+        "Fehler: Umgebungsvariable DATABASE_URL ist nicht gesetzt",
+        "エラー: 環境変数 SLACK_TOKEN が設定されていません",
+    ],
+)
+def test_env_without_a_name_leads_with_the_log_line_that_says_it(line: str) -> None:
+    log = f"Cloning into 'shop'...\n{line}\n+ exit 1\n"
+    ev = derive(ID, bucket="escalated", incident=env_incident(), log_tail=log)
+    assert ev.headline == f"missing: {line}"
+    # the control: with nothing in the log, the message is what there is
+    bare = derive(ID, bucket="escalated", incident=env_incident(), log_tail="+ exit 1\n")
+    assert bare.headline == "missing: deploy.sh: exited with 1"
+
+
 def test_capitals_that_are_log_levels_are_no_variable() -> None:
     assert missing_names("ERROR: required file is missing\nWARNING not set up") == ([], [])
     assert missing_names("Error: not found\nsh: 1: helm: not found") == ([], ["helm"])
