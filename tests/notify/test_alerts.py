@@ -288,3 +288,20 @@ def test_a_webhook_url_with_credentials_delivers_with_them_and_never_prints_them
     assert r.code == 0 and SECRET not in r.out + r.err and outbox(root) == []
     basic = base64.b64encode(f"alice:{SECRET}".encode()).decode()
     assert receiver.auth[-1] == f"Basic {basic}" and len(receiver.bodies("/hook")) == 1
+
+
+def test_a_refused_webhook_url_is_not_echoed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = "Tq8vZ3kLmN0pRsT2uVwXyZ4a"  # a webhook's token in its path: no redaction pattern
+    text = f'[[notify.webhooks]]\nurl = "htps://hooks.example.com/api/{token}"\n'
+    use_config(tmp_path, monkeypatch, text)
+    with pytest.raises(ConfigError) as caught:
+        load_config()
+    assert caught.value.key == "notify.webhooks.0.url" and "must match" in str(caught.value)
+    assert token not in str(caught.value)
+    # the control: another key's refused value is still shown
+    use_config(tmp_path, monkeypatch, '[[notify.webhooks]]\nurl = "http://x/h"\nformat = "teams"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config()
+    assert "'teams'" in str(caught.value)

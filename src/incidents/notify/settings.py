@@ -26,6 +26,7 @@ EVENTS: tuple[Event, ...] = ("escalation", "pause", "regression")
 class Webhook(Section):
     url: str = Field(
         pattern=r"^https?://[^\s/]+\S*$",
+        json_schema_extra={"writeOnly": True},  # a secret: a config error never echoes it
         description="where the alert is POSTed (http or https); a Slack incoming webhook's "
         "URL is a secret: it is never printed",
     )
