@@ -20,6 +20,7 @@ class Receiver:
         self.status = 200
         self.redirect: str | None = None  # set: a POST is answered 302 to this URL
         self.auth: list[str | None] = []  # each POST's Authorization header
+        self.garbage = False  # set: a POST is answered with no HTTP at all
         self.gets: list[str] = []  # the paths asked for with GET (a followed redirect)
         self.hold: threading.Event | None = None  # set: requests wait for it
         self.holding = threading.Event()  # a request is being held
@@ -37,6 +38,10 @@ class Receiver:
                 size = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(size))
                 receiver.auth.append(self.headers.get("Authorization"))
+                if receiver.garbage:
+                    self.wfile.write(b"not http\r\n\r\n")
+                    self.close_connection = True
+                    return
                 if receiver.redirect is not None:
                     self.send_response(302)
                     self.send_header("Location", receiver.redirect)

@@ -305,3 +305,25 @@ def test_a_refused_webhook_url_is_not_echoed(
     with pytest.raises(ConfigError) as caught:
         load_config()
     assert "'teams'" in str(caught.value)
+
+
+def test_a_receiver_that_answers_no_http_is_a_failed_attempt_not_a_crash(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: Receiver
+) -> None:
+    broken = Receiver().start()
+    broken.garbage = True
+    try:
+        config = notify_config(receiver, f'[[notify.webhooks]]\nurl = "{broken.url("/b")}"\n')
+        use_config(tmp_path, monkeypatch, config)
+        escalate_by_hand(cli)
+        r = cli("notify", "flush")
+        assert r.code == 1 and "webhook 3 (127.0.0.1)" in r.err, r.out + r.err
+        assert len(receiver.received) == 2 and len(outbox(root)) == 1
+        assert "1 attempt(s)" in cli("notify", "list").out  # its backoff is recorded
+        # again: the two webhooks that took it are not sent it twice
+        assert cli("notify", "flush").code == 1 and len(receiver.received) == 2
+        broken.garbage = False  # the control: the third one answers, the alert is done
+        assert cli("notify", "flush").code == 0 and outbox(root) == []
+        assert len(receiver.received) == 2 and len(broken.bodies("/b")) == 1
+    finally:
+        broken.stop()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import http.client
 import json
 import os
 import threading
@@ -95,7 +96,7 @@ def post(hook: Webhook, body: dict[str, Any], timeout_s: float) -> str | None:
         if 300 <= exc.code < 400:  # where it points is not said: it may hold a secret
             return f"HTTP {exc.code}: a redirect, not followed (configure the URL it names)"
         return f"HTTP {exc.code}"
-    except (urllib.error.URLError, OSError, ValueError) as exc:
+    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
         reason = getattr(exc, "reason", exc)
         return f"{type(exc).__name__}: {reason}"[:300]
 
