@@ -327,3 +327,20 @@ def test_a_receiver_that_answers_no_http_is_a_failed_attempt_not_a_crash(
         assert len(receiver.received) == 2 and len(broken.bodies("/b")) == 1
     finally:
         broken.stop()
+
+
+def test_an_outbox_file_of_the_wrong_shape_is_set_aside_and_blocks_no_other(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: Receiver
+) -> None:
+    use_config(tmp_path, monkeypatch, notify_config(receiver))
+    incident_id = escalate_by_hand(cli)
+    [name] = outbox(root)
+    good = json.loads((root.state / "notify" / "outbox" / name).read_text())
+    bad = {**good, "id": "escalation-edited", "at": "yesterday", "next_at": [0]}
+    (root.state / "notify" / "outbox" / "escalation-edited.json").write_text(json.dumps(bad))
+    r = cli("notify", "flush")
+    assert r.code == 0, r.out + r.err
+    assert [b["incident_id"] for b in receiver.bodies("/hook")] == [incident_id]
+    assert outbox(root) == []
+    kept = root.state / "notify" / "failed" / "escalation-edited.json"
+    assert json.loads(kept.read_text()) == bad  # set aside whole, for a person

@@ -136,9 +136,24 @@ def pending(root: Root) -> list[tuple[Path, dict[str, Any]]]:
         except (OSError, ValueError, IncidentsError):
             set_aside(root, base / name)
             continue
+        if not _well_formed(doc):  # another version's, or edited by hand: not guessed at
+            set_aside(root, base / name)
+            continue
         found.append((base / name, doc))
     found.sort(key=lambda item: (float(item[1].get("at") or 0), item[0].name))
     return found
+
+
+def _well_formed(doc: dict[str, Any]) -> bool:
+    """The fields a pass computes with have the types `enqueue` writes."""
+    numbers = all(
+        isinstance(doc.get(k), int | float) and not isinstance(doc.get(k), bool)
+        for k in ("at", "next_at", "attempts")
+    )
+    texts = all(isinstance(doc.get(k), str) for k in ("id", "event", "member"))
+    done = doc.get("done")
+    listed = isinstance(done, list) and all(isinstance(k, str) for k in done)
+    return numbers and texts and listed and isinstance(doc.get("facts"), dict)
 
 
 def set_aside(root: Root, path: Path) -> None:
