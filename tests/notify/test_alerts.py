@@ -344,3 +344,19 @@ def test_an_outbox_file_of_the_wrong_shape_is_set_aside_and_blocks_no_other(
     assert outbox(root) == []
     kept = root.state / "notify" / "failed" / "escalation-edited.json"
     assert json.loads(kept.read_text()) == bad  # set aside whole, for a person
+
+
+def test_a_failure_text_reaches_slack_as_text_not_as_mentions_or_links(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: Receiver
+) -> None:
+    use_config(tmp_path, monkeypatch, notify_config(receiver))
+    message = "deploy failed <!channel> see <https://evil.example/login|the dashboard> & retry"
+    escalate_by_hand(cli, message=message)
+    assert cli("notify", "flush").code == 0
+    [slack] = receiver.bodies("/slack")
+    assert "<!channel>" not in slack["text"] and "<https://" not in slack["text"]
+    assert "&lt;!channel&gt; see &lt;https://evil.example/login|the dashboard&gt; &amp; retry" in (
+        slack["text"]
+    )
+    [generic] = receiver.bodies("/hook")  # the control: the JSON body keeps the text as it is
+    assert message in generic["text"]

@@ -173,7 +173,14 @@ def compose(root: Root, alert: dict[str, Any]) -> dict[str, Any]:
 
 
 def _shape(hook: Webhook, body: dict[str, Any]) -> dict[str, Any]:
-    return {"text": redact(str(body["text"]))} if hook.format == "slack" else body
+    return {"text": slack_text(redact(str(body["text"])))} if hook.format == "slack" else body
+
+
+def slack_text(text: str) -> str:
+    """Slack reads `<...>` in a message as a link or a mention (`<!channel>`): a log line or
+    a test's message, which anyone who can make a step fail writes, must reach it as text.
+    Slack's own escaping: only these three characters."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def deliver(
