@@ -360,3 +360,25 @@ def test_a_failure_text_reaches_slack_as_text_not_as_mentions_or_links(
     )
     [generic] = receiver.bodies("/hook")  # the control: the JSON body keeps the text as it is
     assert message in generic["text"]
+
+
+def test_a_close_killed_just_after_its_move_into_escalated_still_alerts(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: Receiver
+) -> None:
+    import subprocess
+    import sys
+
+    use_config(tmp_path, monkeypatch, notify_config(receiver))
+    incident_id = capture(cli, step="deploy", message="deploy failed")
+    driver = Path(__file__).with_name("kill_after_move.py")
+    args = ("archive", incident_id, "--escalated", "--reason", "a person must look")
+    killed = subprocess.run(
+        [sys.executable, str(driver), *args, "--root", str(root.path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert killed.returncode == -9, killed.stderr  # killed, after the move
+    assert (root.bucket("escalated") / incident_id).is_dir()
+    assert cli("notify", "flush").code == 0  # its pending close is finished first
+    assert [b["incident_id"] for b in receiver.bodies("/hook")] == [incident_id]

@@ -97,11 +97,12 @@ def _close(
         store.set_status(folder, doc, bucket, resolution=reason)  # fsyncs the folder
     else:
         fsutil.fsync_dir(folder)  # what was written in it is durable before it moves
+    if bucket != "resolved":  # a person is told (the outbox; delivered by the watcher).
+        # Before the move: a close killed after it is not redone, and its alert would be lost
+        notify.escalated(root, doc, grouping.group_of(doc))
     store.move(folder, root.bucket(bucket) / incident_id)
     if bucket == "resolved":  # the group's latest resolved incident (regressions)
         grouping.note_resolved(root, doc)
-    else:  # a person is told (the outbox; delivered by the watcher, never from here)
-        notify.escalated(root, doc, grouping.group_of(doc))
     with contextlib.suppress(FileNotFoundError):
         os.unlink(root.state / "pending" / incident_id)
     return root.bucket(bucket) / incident_id
