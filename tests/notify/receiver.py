@@ -84,3 +84,41 @@ class Receiver:
 
     def bodies(self, path: str = "/hook") -> list[Any]:
         return [body for p, body in self.received if p == path]
+
+
+class Trickler:
+    """A receiver that answers a byte of its headers now and then, never finishing them:
+    each read is quick, the answer never whole."""
+
+    def __init__(self) -> None:
+        self._sock = socket.socket()
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(8)
+        self.port = self._sock.getsockname()[1]
+        self._stop = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def url(self, path: str = "/slow") -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._trickle, args=(conn,), daemon=True).start()
+
+    def _trickle(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+                while not self._stop.wait(0.2):
+                    conn.sendall(b"x")
+            except OSError:
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._sock.close()

@@ -382,3 +382,22 @@ def test_a_close_killed_just_after_its_move_into_escalated_still_alerts(
     assert (root.bucket("escalated") / incident_id).is_dir()
     assert cli("notify", "flush").code == 0  # its pending close is finished first
     assert [b["incident_id"] for b in receiver.bodies("/hook")] == [incident_id]
+
+
+def test_a_receiver_that_trickles_its_answer_is_cut_off_at_the_timeout(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: Receiver
+) -> None:
+    from tests.notify.receiver import Trickler
+
+    slow = Trickler()
+    try:
+        config = notify_config(receiver, f'[[notify.webhooks]]\nurl = "{slow.url()}"\n')
+        use_config(tmp_path, monkeypatch, config.replace("timeout_s = 5", "timeout_s = 1"))
+        escalate_by_hand(cli)
+        # each byte comes well within the timeout: only a bound on the whole answer ends it
+        done = incidents("notify", "flush", "--root", str(root.path), timeout=60)
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert "webhook 3 (127.0.0.1): no whole answer within 1 s" in done.stderr
+        assert len(receiver.received) == 2 and len(outbox(root)) == 1  # kept for a retry
+    finally:
+        slow.stop()
