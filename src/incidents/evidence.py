@@ -108,11 +108,13 @@ class Evidence:
     suggestion: Suggestion
 
 
-def _dict(doc: Any) -> dict[str, Any]:
+def as_object(doc: Any) -> dict[str, Any]:
+    """A JSON document's object, or {} for anything else."""
     return doc if isinstance(doc, dict) else {}
 
 
-def _str(doc: dict[str, Any], *keys: str) -> str:
+def first_text(doc: dict[str, Any], *keys: str) -> str:
+    """The first of `keys` whose value is a non-empty string."""
     for key in keys:
         value = doc.get(key)
         if isinstance(value, str) and value:
@@ -145,7 +147,7 @@ def _is_test(issue: dict[str, Any]) -> bool:
 
 def from_report(report: Any) -> tuple[list[FailingTest], list[Finding]]:
     """A canonical report's failing tests and its other findings, hard ones first."""
-    issues = [i for i in _dict(report).get("issues") or [] if isinstance(i, dict)]
+    issues = [i for i in as_object(report).get("issues") or [] if isinstance(i, dict)]
     issues.sort(key=lambda i: not i.get("hard"))  # stable: the report's order within
     tests = [_test_of(i) for i in issues if _is_test(i)]
     findings = [
@@ -254,15 +256,19 @@ def derive(
     log_tail: str = "",
 ) -> Evidence:
     """The evidence of one incident from its documents (each may be missing or None)."""
-    doc, ctx, meta = _dict(incident), _dict(state), _dict(metadata)
+    doc, ctx, meta = as_object(incident), as_object(state), as_object(metadata)
     tests, findings = from_report(report)
     if not tests:
         tests = log_tests(log_tail)
-    message = _str(doc, "message")
-    reason = _str(meta, "reason") or _str(ctx, "escalation_reason") or _str(doc, "resolution")
+    message = first_text(doc, "message")
+    reason = (
+        first_text(meta, "reason")
+        or first_text(ctx, "escalation_reason")
+        or first_text(doc, "resolution")
+    )
     variables, programs = missing_names(f"{log_tail}\n{message}")
-    env = _str(doc, "failure_class") == "env"
-    escalation = _str(meta, "escalation_kind") or _str(ctx, "escalation_kind")
+    env = first_text(doc, "failure_class") == "env"
+    escalation = first_text(meta, "escalation_kind") or first_text(ctx, "escalation_kind")
     if escalation in REVIEW_KINDS:  # its checks passed: what the person reviews is the fix
         kind, headline = "review", f"a fix waits for review: {reason or message}"
     elif env:
@@ -278,7 +284,7 @@ def derive(
     else:
         kind, headline = "message", message or reason or "(nothing recorded)"
     occurrences = doc.get("occurrences")
-    recurrences = doc.get("regression_count") if _str(doc, "regression_of") else 0
+    recurrences = doc.get("regression_count") if first_text(doc, "regression_of") else 0
     return Evidence(
         headline=headline[:500],
         kind=kind,
@@ -308,7 +314,7 @@ def suggest(
     failure is requeued with guidance."""
     if bucket != "escalated":
         return Suggestion("none", "closed: nothing to decide")
-    escalation = _str(metadata, "escalation_kind") or _str(state, "escalation_kind")
+    escalation = first_text(metadata, "escalation_kind") or first_text(state, "escalation_kind")
     requeue = ["resolve-escalation", incident_id, "--guidance"]
     if escalation in REVIEW_KINDS:
         return Suggestion(

@@ -18,6 +18,8 @@ from typing import Any
 from incidents import artifacts
 from incidents.errors import IncidentsError
 from incidents.evidence import Evidence, derive
+from incidents.evidence import as_object as _obj
+from incidents.evidence import first_text as _text
 from incidents.fsutil import read_json, read_regular_file
 from incidents.layout import Root
 from incidents.redact import redact, redact_json
@@ -117,18 +119,6 @@ def _load(folder: Path, name: str, problems: list[str]) -> Any:
     except (IncidentsError, OSError) as exc:
         problems.append(f"{name}: {exc}")
         return None
-
-
-def _obj(doc: Any) -> dict[str, Any]:
-    return doc if isinstance(doc, dict) else {}
-
-
-def _text(doc: dict[str, Any], *keys: str) -> str:
-    for key in keys:
-        value = doc.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return ""
 
 
 def _label_key(label: str) -> tuple[int, str]:
