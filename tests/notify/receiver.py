@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -20,6 +21,7 @@ class Receiver:
         self.status = 200
         self.redirect: str | None = None  # set: a POST is answered 302 to this URL
         self.auth: list[str | None] = []  # each POST's Authorization header
+        self.delay_s = 0.0  # it takes a POST, then answers this much later
         self.garbage = False  # set: a POST is answered with no HTTP at all
         self.gets: list[str] = []  # the paths asked for with GET (a followed redirect)
         self.hold: threading.Event | None = None  # set: requests wait for it
@@ -53,6 +55,7 @@ class Receiver:
                     receiver.hold.wait(30)
                 if receiver.status == 200:
                     receiver.received.append((self.path, body))
+                time.sleep(receiver.delay_s)
                 self.send_response(receiver.status)
                 self.send_header("Content-Length", "2")
                 self.end_headers()

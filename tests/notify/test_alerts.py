@@ -401,3 +401,23 @@ def test_a_receiver_that_trickles_its_answer_is_cut_off_at_the_timeout(
         assert len(receiver.received) == 2 and len(outbox(root)) == 1  # kept for a retry
     finally:
         slow.stop()
+
+
+def test_a_receiver_that_answers_late_gets_longer_not_a_duplicate_per_retry(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: Receiver
+) -> None:
+    config = FAST + f'[notify]\ntimeout_s = 0.5\n[[notify.webhooks]]\nurl = "{receiver.url()}"\n'
+    use_config(tmp_path, monkeypatch, config)
+    escalate_by_hand(cli)
+    receiver.delay_s = 1.5  # it takes each alert, then answers after the timeout
+    r = cli("notify", "flush")
+    assert r.code == 1 and "no whole answer within 0.5 s" in r.err, r.err
+    tries = 1
+    while tries < 6 and cli("notify", "flush").code == 1:  # 1 s, 2 s (enough), 4 s...
+        tries += 1
+    assert outbox(root) == [], cli("notify", "list").out  # taken: no retry for ever
+    assert len(receiver.bodies()) == tries + 1  # each late answer's alert was taken too
+    # the control: a receiver that answers at once is sent the next alert once
+    receiver.delay_s = 0
+    escalate_by_hand(cli, step="backup")
+    assert cli("notify", "flush").code == 0 and len(receiver.bodies()) == tries + 2

@@ -29,7 +29,7 @@ from incidents.errors import IncidentsError, LockBusy, NotFound
 from incidents.layout import Root
 from incidents.locks import flocked
 from incidents.notify import outbox
-from incidents.notify.send import post
+from incidents.notify.send import LATE, LONGEST_S, post
 from incidents.notify.settings import NotifySettings, Webhook
 from incidents.redact import redact, redact_json
 
@@ -210,17 +210,27 @@ def _attempt(
             }
         )
     took = list(alert.get("done") or [])
+    given = alert.get("late")
+    late = {k: v for k, v in (given if isinstance(given, dict) else {}).items() if type(v) is int}
     errors = []
     for index, hook in wanted:
         key = webhook_key(hook)
         why = "not tried: it failed earlier in this pass" if key in down else None
-        why = why or post(hook, _shape(hook, body), settings.timeout_s)
+        # a receiver that answered too late may have taken the alert all the same: each
+        # retry gives it twice as long, so a slow one costs a duplicate or two, not one
+        # per retry until give_up_after_s
+        timeout_s = min(
+            max(settings.timeout_s, LONGEST_S), settings.timeout_s * 2 ** late.get(key, 0)
+        )
+        why = why or post(hook, _shape(hook, body), timeout_s)
         if why is None:
             took.append(key)
             done.sent += 1
         else:
             down.add(key)
             errors.append(f"{_name(hook, index)}: {why}")
+            if why.startswith(LATE):
+                late[key] = min(late.get(key, 0) + 1, 10)
     if len(took) == len(alert.get("done") or []) + len(wanted):
         _remove(path)
         done.delivered += 1
@@ -229,6 +239,7 @@ def _attempt(
     delay = min(settings.retry_max_s, settings.retry_base_s * 2 ** min(attempts - 1, 30))
     alert |= {
         "done": took,
+        "late": late,
         "attempts": attempts,
         "next_at": now + delay,
         "last_error": "; ".join(errors),

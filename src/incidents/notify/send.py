@@ -85,6 +85,10 @@ class _Watchdog:
             timer.cancel()
 
 
+LATE = "no whole answer within"  # how post says the receiver had the request, then was slow
+LONGEST_S = 60.0  # the longest a receiver that answers late is given
+
+
 def post(hook: Webhook, body: dict[str, Any], timeout_s: float) -> str | None:
     """POST `body` as JSON; None when the receiver took it (2xx), else why not. The
     connection and then the whole exchange each get `timeout_s`."""
@@ -97,15 +101,17 @@ def post(hook: Webhook, body: dict[str, Any], timeout_s: float) -> str | None:
         with watchdog.opener().open(request, timeout=timeout_s) as answer:
             answer.read(1 << 16)
             if watchdog.fired:  # what was cut off can parse as a whole answer
-                return f"no whole answer within {timeout_s:g} s"
+                return f"{LATE} {timeout_s:g} s"
             return None if 200 <= answer.status < 300 else f"HTTP {answer.status}"
     except urllib.error.HTTPError as exc:
         if 300 <= exc.code < 400:  # where it points is not said: it may hold a secret
             return f"HTTP {exc.code}: a redirect, not followed (configure the URL it names)"
         return f"HTTP {exc.code}"
     except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
-        if watchdog.fired:
-            return f"no whole answer within {timeout_s:g} s"
+        # a timeout while waiting for the answer (urllib wraps only those of the connection
+        # and the request): the receiver had the whole request and may have taken it
+        if watchdog.fired or isinstance(exc, TimeoutError):
+            return f"{LATE} {timeout_s:g} s"
         reason = getattr(exc, "reason", exc)
         return f"{type(exc).__name__}: {reason}"[:300]
     finally:
