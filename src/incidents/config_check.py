@@ -224,6 +224,14 @@ def _check_type(value: Any, kind: str, key: str) -> None:
         raise _Bad(key, f"must be {_WORDS[kind]}, got {value!r}"[:200])
 
 
+def _search(pattern: str, value: str) -> re.Match[str] | None:
+    """A JSON Schema pattern as pydantic reads it: its `$` is the end of the text, where
+    Python's also matches before a final newline (a URL ending in one passed here)."""
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        pattern = pattern[:-1] + "\\Z"
+    return re.search(pattern, value)
+
+
 def _check_value(value: Any, node: dict[str, Any], key: str) -> None:
     if "enum" in node and value not in node["enum"]:
         choices = ", ".join(repr(v) for v in node["enum"])
@@ -239,7 +247,7 @@ def _check_value(value: Any, node: dict[str, Any], key: str) -> None:
             if not (value < bound if ok is None else ok):
                 raise _Bad(key, f"must be {says} {bound}, got {value!r}")
     if isinstance(value, str):
-        if "pattern" in node and re.search(node["pattern"], value) is None:
+        if "pattern" in node and _search(node["pattern"], value) is None:
             raise _Bad(key, f"must match {node['pattern']}, got {value!r}")
         if len(value) < node.get("minLength", 0):
             raise _Bad(key, f"must have at least {node['minLength']} character(s)")

@@ -421,3 +421,15 @@ def test_a_receiver_that_answers_late_gets_longer_not_a_duplicate_per_retry(
     receiver.delay_s = 0
     escalate_by_hand(cli, step="backup")
     assert cli("notify", "flush").code == 0 and len(receiver.bodies()) == tries + 2
+
+
+def test_a_webhook_url_ending_in_a_newline_is_refused_without_echoing_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = "Tq8vZ3kLmN0pRsT2uVwXyZ4a"
+    use_config(tmp_path, monkeypatch, f'[[notify.webhooks]]\nurl = "http://h/{token}\\n"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config()
+    assert caught.value.key == "notify.webhooks.0.url" and token not in str(caught.value)
+    use_config(tmp_path, monkeypatch, f'[[notify.webhooks]]\nurl = "http://h/{token}"\n')
+    assert load_config().notify.webhooks[0].url.endswith(token)  # the control
