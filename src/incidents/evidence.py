@@ -187,19 +187,29 @@ def log_tests(log: str) -> list[FailingTest]:
 
 
 def missing_names(text: str) -> tuple[list[str], list[str]]:
-    """(variables, programs) the text says are missing, in order, each once."""
+    """(variables, programs) the text says are missing, in order, each once. When it names
+    both, on different lines, the failure is the kind it names last: an earlier line
+    (`PYTHONPATH is not set, using the default`) did not stop the step."""
     variables: list[str] = []
     programs: list[str] = []
-    for line in _lines(text):
+    last = {"variable": -1, "program": -1}
+    for n, line in enumerate(_lines(text)):
         for pattern in _VARIABLE_PATTERNS:
             for m in pattern.finditer(line):
                 name = m.group(1)
-                if name not in _NOT_NAMES and name not in variables:
-                    variables.append(name)
+                if name not in _NOT_NAMES:
+                    last["variable"] = n
+                    if name not in variables:
+                        variables.append(name)
         for pattern in _PROGRAM_PATTERNS:
             for m in pattern.finditer(line):
+                last["program"] = n
                 if m.group(1) not in programs:
                     programs.append(m.group(1))
+    if last["program"] > last["variable"] >= 0:
+        variables = []
+    elif last["variable"] > last["program"] >= 0:
+        programs = []
     return variables, programs
 
 

@@ -95,6 +95,27 @@ def test_env_without_a_name_leads_with_the_log_line_that_says_it(line: str) -> N
     assert bare.headline == "missing: deploy.sh: exited with 1"
 
 
+def test_the_missing_thing_named_last_is_the_failure() -> None:
+    warned = "warning: PYTHONPATH is not set, using the default\n"
+    program = derive(
+        ID,
+        bucket="escalated",
+        incident=env_incident(),
+        log_tail=f"{warned}./run.sh: line 5: terraform: command not found\n",
+    )
+    assert program.headline == "missing program terraform" and program.missing == ["terraform"]
+    assert program.suggestion.kind == "install"
+    # the control: a missing variable named last is the failure, a program before it not
+    variable = derive(
+        ID,
+        bucket="escalated",
+        incident=env_incident(),
+        log_tail=f"sh: 1: helm: not found\n{warned}error: DEPLOY_TOKEN is not set\n",
+    )
+    assert variable.missing == ["PYTHONPATH", "DEPLOY_TOKEN"]
+    assert variable.suggestion.kind == "set_env"
+
+
 def test_capitals_that_are_log_levels_are_no_variable() -> None:
     assert missing_names("ERROR: required file is missing\nWARNING not set up") == ([], [])
     assert missing_names("Error: not found\nsh: 1: helm: not found") == ([], ["helm"])
