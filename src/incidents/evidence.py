@@ -54,6 +54,14 @@ _PROGRAM_PATTERNS = (
     re.compile(r"\b(?i:no such (?:command|program)|unknown command)[:\s]+[`'\"]?([\w.+-]{1,80})"),
     re.compile(r"[`'\"]([\w.+-]{1,80})[`'\"] is not recognized as"),  # cmd.exe, PowerShell
 )
+# the path a "no such file" sentence names: quoted after it (Python's FileNotFoundError,
+# Node's ENOENT), else just before it (a shell's, Go's, ssh's `X: No such file...`), or a
+# `file X was not found`
+_FILE_PATTERNS = (
+    re.compile(r"(?i:no such file or directory)[:,]?\s*(?:\w+ )?[`'\"]([^`'\"\n]{1,300})[`'\"]"),
+    re.compile(r"[`'\"]?([^\s`'\":]{1,300})[`'\"]?: (?i:no such file or directory)"),
+    re.compile(r"\b(?i:file) [`'\"]?(\S{1,300}?)[`'\"]? (?:was |is )?not found"),
+)
 _ENV_LINE = re.compile(
     r"(?i:\bmissing\b|\bnot set\b|\bunset\b|\bnot found\b|\bno such file\b|\bnot installed\b"
     r"|\bpermission denied\b|\bno (?:api[ _-]?key|credentials?|token|password)\b"
@@ -90,7 +98,7 @@ class Finding:
 
 @dataclass(frozen=True, slots=True)
 class Suggestion:
-    kind: str  # set_env, install, accept_fix, requeue, none
+    kind: str  # set_env, install, provide_file, accept_fix, requeue, none
     text: str  # what a person does, in a sentence
     argv: list[str] = field(default_factory=list)  # the `incidents` arguments that decide
 
@@ -213,6 +221,19 @@ def missing_names(text: str) -> tuple[list[str], list[str]]:
     return variables, programs
 
 
+def missing_files(text: str) -> list[str]:
+    """The files the text says do not exist, in order, each once (a line's first)."""
+    files: list[str] = []
+    for line in _lines(text):
+        for pattern in _FILE_PATTERNS:
+            m = pattern.search(line)
+            if m is not None:
+                if m.group(1) not in files:
+                    files.append(m.group(1))
+                break
+    return files
+
+
 def _env_line(text: str) -> str:
     """The line that says what the environment lacks: the last one the classifier's own
     rules take for an env failure by itself (whatever the tool's wording), else one with
@@ -246,12 +267,16 @@ def _headline_of_tests(tests: list[FailingTest]) -> str:
     return f"{len(tests)} failing test(s): {first.name}{said}"
 
 
-def _missing(variables: list[str], programs: list[str], log: str, otherwise: str) -> str:
+def _missing(
+    variables: list[str], programs: list[str], files: list[str], log: str, otherwise: str
+) -> str:
     """An env failure's headline: what is missing, as the output names it."""
     if variables:
         return f"missing environment variable {', '.join(variables)}"
     if programs:
         return f"missing program {', '.join(programs)}"
+    if files:
+        return f"missing file {', '.join(files)}"
     return "missing: " + (_env_line(log) or _env_line(otherwise) or otherwise)
 
 
@@ -278,11 +303,13 @@ def derive(
     )
     variables, programs = missing_names(f"{log_tail}\n{message}")
     env = first_text(doc, "failure_class") == "env"
+    named = variables or programs
+    files = missing_files(f"{log_tail}\n{message}") if env and not named else []
     escalation = first_text(meta, "escalation_kind") or first_text(ctx, "escalation_kind")
     if escalation in REVIEW_KINDS:  # its checks passed: what the person reviews is the fix
         kind, headline = "review", f"a fix waits for review: {reason or message}"
     elif env:
-        kind, headline = "env", _missing(variables, programs, log_tail, message or reason)
+        kind, headline = "env", _missing(variables, programs, files, log_tail, message or reason)
     elif tests:
         kind, headline = "tests", _headline_of_tests(tests)
     elif findings:
@@ -298,14 +325,21 @@ def derive(
     return Evidence(
         headline=headline[:500],
         kind=kind,
-        missing=variables or programs if env else [],
+        missing=(named or files) if env else [],
         tests=tests,
         findings=findings,
         log_tail=log_tail,
         occurrences=occurrences if isinstance(occurrences, int) else 1,
         recurrences=recurrences if isinstance(recurrences, int) else 0,
         suggestion=suggest(
-            incident_id, bucket, kind, variables if env else [], programs if env else [], meta, ctx
+            incident_id,
+            bucket,
+            kind,
+            variables if env else [],
+            programs if env else [],
+            meta,
+            ctx,
+            files=files,
         ),
     )
 
@@ -318,6 +352,7 @@ def suggest(
     programs: list[str],
     metadata: dict[str, Any],
     state: dict[str, Any],
+    files: list[str] | None = None,
 ) -> Suggestion:
     """The decision that fits: a missing variable is set and then requeued (a fixer cannot
     set it: requeued as it is, it only escalates again); a reviewed fix is accepted; a code
@@ -345,6 +380,13 @@ def suggest(
             "install",
             f"install {names} (or put it on the step's PATH), then requeue",
             [*requeue, f"{names} installed", "--requeue"],
+        )
+    if kind == "env" and files:
+        names = ", ".join(files)
+        return Suggestion(
+            "provide_file",
+            f"put {names} where the step looks for it (a fixer cannot), then requeue",
+            [*requeue, f"{names} provided", "--requeue"],
         )
     if kind == "env":
         return Suggestion(

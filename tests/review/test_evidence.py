@@ -116,6 +116,31 @@ def test_the_missing_thing_named_last_is_the_failure() -> None:
     assert variable.suggestion.kind == "set_env"
 
 
+@pytest.mark.parametrize(
+    ("log", "path"),
+    [
+        ("FileNotFoundError: [Errno 2] No such file or directory: '.env'", ".env"),
+        ("Error: ENOENT: no such file or directory, open '/srv/app/.env'", "/srv/app/.env"),
+        ("error: open /home/ci/.kube/config: no such file or directory", "/home/ci/.kube/config"),
+        (
+            'Load key "/home/ci/.ssh/id_deploy": No such file or directory',
+            "/home/ci/.ssh/id_deploy",
+        ),
+        (
+            "DefaultCredentialsError: File /home/ci/adc.json was not found.",
+            "/home/ci/adc.json",
+        ),
+    ],
+)
+def test_a_missing_file_is_named_with_its_path(log: str, path: str) -> None:
+    ev = derive(ID, bucket="escalated", incident=env_incident(), log_tail=f"starting\n{log}\n")
+    assert ev.headline == f"missing file {path}" and ev.missing == [path]
+    assert ev.suggestion.kind == "provide_file" and path in ev.suggestion.text
+    # the control: a code failure's missing file is its log line, not an env decision
+    code = derive(ID, bucket="escalated", incident={"failure_class": "code"}, log_tail=log)
+    assert code.missing == [] and code.suggestion.kind == "requeue"
+
+
 def test_capitals_that_are_log_levels_are_no_variable() -> None:
     assert missing_names("ERROR: required file is missing\nWARNING not set up") == ([], [])
     assert missing_names("Error: not found\nsh: 1: helm: not found") == ([], ["helm"])
