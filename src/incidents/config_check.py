@@ -28,6 +28,7 @@ from incidents.errors import ConfigError
 
 TYPE_CHECKING = False  # typing stays off the capture path (import cost)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 TABLE_NAME = "config_table.json"
@@ -79,7 +80,22 @@ def workdirs_problem(entries: list[str]) -> str | None:
     return workdirs_problem(entries)
 
 
-RULES = {
+def webhook_url_problem(url: str) -> str | None:
+    """Why a webhook's URL is refused beyond its pattern: a host and a port that parse (the
+    value is a secret: not quoted)."""
+    import urllib.parse  # only a config with a webhook pays for it (capture's path)
+
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host = parts.hostname
+        parts.port  # noqa: B018 (it raises for a port that is no number)
+    except ValueError:
+        return "its host or port does not parse"
+    return None if host else "it names no host"
+
+
+RULES: dict[str, Callable[[Any], str | None]] = {
+    "webhook_url": webhook_url_problem,
     "argv_template": argv_template_problem,
     "programs": programs_problem,
     "workdirs": workdirs_problem,

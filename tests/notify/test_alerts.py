@@ -433,3 +433,18 @@ def test_a_webhook_url_ending_in_a_newline_is_refused_without_echoing_it(
     assert caught.value.key == "notify.webhooks.0.url" and token not in str(caught.value)
     use_config(tmp_path, monkeypatch, f'[[notify.webhooks]]\nurl = "http://h/{token}"\n')
     assert load_config().notify.webhooks[0].url.endswith(token)  # the control
+
+
+@pytest.mark.parametrize("url", ["http://[::1/hook/TOKEN", "http://hooks.example:abc/TOKEN"])
+def test_a_webhook_url_that_does_not_parse_is_refused_at_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    """Its pattern holds, but no request could be made of it: every delivery pass
+    failed on it (a bad IPv6 host raised out of the pass)."""
+    use_config(tmp_path, monkeypatch, f'[[notify.webhooks]]\nurl = "{url}"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config()
+    assert caught.value.key == "notify.webhooks.0.url" and "TOKEN" not in str(caught.value)
+    good = url.replace("[::1", "[::1]").replace(":abc", ":8080")  # the control
+    use_config(tmp_path, monkeypatch, f'[[notify.webhooks]]\nurl = "{good}"\n')
+    assert load_config().notify.webhooks[0].url == good

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
+from incidents.config_check import webhook_url_problem
 from incidents.config_section import Section
 
 Event = Literal["escalation", "pause", "regression"]
@@ -26,7 +27,8 @@ EVENTS: tuple[Event, ...] = ("escalation", "pause", "regression")
 class Webhook(Section):
     url: str = Field(
         pattern=r"^https?://[^\s/]+\S*$",
-        json_schema_extra={"writeOnly": True},  # a secret: a config error never echoes it
+        # a secret: a config error never echoes it
+        json_schema_extra={"writeOnly": True, "x-rule": "webhook_url"},
         description="where the alert is POSTed (http or https); a Slack incoming webhook's "
         "URL is a secret: it is never printed",
     )
@@ -35,6 +37,15 @@ class Webhook(Section):
         description='"json": the alert as a JSON object; "slack": Slack\'s incoming-webhook '
         'body, {"text": ...}',
     )
+
+    @field_validator("url")
+    @classmethod
+    def _parses(cls, url: str) -> str:
+        problem = webhook_url_problem(url)
+        if problem:
+            raise ValueError(problem)
+        return url
+
     events: list[Event] = Field(
         default_factory=lambda: list(EVENTS),
         min_length=1,
