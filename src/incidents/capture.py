@@ -292,7 +292,12 @@ def _capture_in_group(
             if found is not None:
                 return CaptureResult(found[0], True, found[1])
             _mark_regression(root, incident, group, window)
-            return _create(root, incident, log_text, inp.audit_lines, context, group)
+            created = _create(root, incident, log_text, inp.audit_lines, context, group)
+            if incident.get("regression_of"):  # a person is told (the outbox)
+                from incidents import notify
+
+                notify.regressed(root, incident, group)
+            return created
     raise IncidentsError(f"the group of {signature!r} kept changing during the capture")
 
 

@@ -40,6 +40,7 @@ COMMAND_MODULES = (
     "incidents.commands.skills",
     "incidents.commands.mcp",
     "incidents.commands.serve",
+    "incidents.commands.notify",
 )
 
 
@@ -60,6 +61,7 @@ COMMAND_HOMES = {
     "skills": "incidents.commands.skills",
     "mcp": "incidents.commands.mcp",
     "serve": "incidents.commands.serve",
+    "notify": "incidents.commands.notify",
 }
 
 

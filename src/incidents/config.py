@@ -27,6 +27,7 @@ from incidents.config_section import Section
 from incidents.errors import ConfigError, explain_validation
 from incidents.fixers.settings import TiersSettings
 from incidents.mirror.settings import MirrorSettings
+from incidents.notify.settings import NotifySettings
 from incidents.verify import VerifySettings
 from incidents.watch.settings import WatchSettings
 
@@ -112,6 +113,7 @@ class Config(Section):
     policy: PolicySettings = Field(default_factory=PolicySettings)
     watch: WatchSettings = Field(default_factory=WatchSettings)
     mirror: MirrorSettings = Field(default_factory=MirrorSettings)
+    notify: NotifySettings = Field(default_factory=NotifySettings)
     source: str | None = Field(default=None, exclude=True, description="the file it came from")
 
     @model_validator(mode="after")

@@ -28,6 +28,7 @@ from incidents.errors import ConfigError
 
 TYPE_CHECKING = False  # typing stays off the capture path (import cost)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 TABLE_NAME = "config_table.json"
@@ -79,7 +80,22 @@ def workdirs_problem(entries: list[str]) -> str | None:
     return workdirs_problem(entries)
 
 
-RULES = {
+def webhook_url_problem(url: str) -> str | None:
+    """Why a webhook's URL is refused beyond its pattern: a host and a port that parse (the
+    value is a secret: not quoted)."""
+    import urllib.parse  # only a config with a webhook pays for it (capture's path)
+
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host = parts.hostname
+        parts.port  # noqa: B018 (it raises for a port that is no number)
+    except ValueError:
+        return "its host or port does not parse"
+    return None if host else "it names no host"
+
+
+RULES: dict[str, Callable[[Any], str | None]] = {
+    "webhook_url": webhook_url_problem,
     "argv_template": argv_template_problem,
     "programs": programs_problem,
     "workdirs": workdirs_problem,
@@ -176,6 +192,12 @@ def _join(key: str, part: str | int) -> str:
 
 
 def _check(value: Any, node: dict[str, Any], defs: dict[str, Any], key: str) -> None:
+    if node.get("writeOnly"):  # a secret (a webhook's URL): the error never echoes it
+        try:
+            _check(value, {k: v for k, v in node.items() if k != "writeOnly"}, defs, key)
+        except _Bad as bad:
+            raise _Bad(bad.key, bad.reason.partition(", got ")[0]) from None
+        return
     if "$ref" in node:
         _check(value, defs[node["$ref"].rsplit("/", 1)[-1]], defs, key)
         for word, extra in node.items():  # a field's own keywords beside its reference
@@ -218,6 +240,14 @@ def _check_type(value: Any, kind: str, key: str) -> None:
         raise _Bad(key, f"must be {_WORDS[kind]}, got {value!r}"[:200])
 
 
+def _search(pattern: str, value: str) -> re.Match[str] | None:
+    """A JSON Schema pattern as pydantic reads it: its `$` is the end of the text, where
+    Python's also matches before a final newline (a URL ending in one passed here)."""
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        pattern = pattern[:-1] + "\\Z"
+    return re.search(pattern, value)
+
+
 def _check_value(value: Any, node: dict[str, Any], key: str) -> None:
     if "enum" in node and value not in node["enum"]:
         choices = ", ".join(repr(v) for v in node["enum"])
@@ -233,7 +263,7 @@ def _check_value(value: Any, node: dict[str, Any], key: str) -> None:
             if not (value < bound if ok is None else ok):
                 raise _Bad(key, f"must be {says} {bound}, got {value!r}")
     if isinstance(value, str):
-        if "pattern" in node and re.search(node["pattern"], value) is None:
+        if "pattern" in node and _search(node["pattern"], value) is None:
             raise _Bad(key, f"must match {node['pattern']}, got {value!r}")
         if len(value) < node.get("minLength", 0):
             raise _Bad(key, f"must have at least {node['minLength']} character(s)")

@@ -52,9 +52,21 @@ def refuse_new_work(root: Root) -> None:
 
 
 def pause(root: Root, reason: str, by: str = "human", now: float | None = None) -> PauseInfo:
+    standing = _path(root).exists()
     info = PauseInfo(redact(reason), time.time() if now is None else now, by)
     fsutil.atomic_write_json(_path(root), asdict(info))
+    # a person is told once per pause (the outbox, delivered later), by the host it began
+    # on: another host's pause adopted here (`fleet`, by "fleet:HOST") was told there
+    if not standing and not by.startswith("fleet:"):
+        from incidents import notify
+
+        notify.paused(root, info.reason, info.since, by, lambda: _since(root))
     return info
+
+
+def _since(root: Root) -> float | None:
+    info = current(root)
+    return info.since if info is not None else None
 
 
 def resume(root: Root) -> PauseInfo | None:

@@ -52,6 +52,11 @@ details { margin-top:6px; } summary { cursor:pointer; color:var(--accent); }
   max-height:28em; }
 .body .add { color:#0a6b2b; } .body .del { color:#a11; }
 ul.fix { margin:0; padding-left:18px; font-size:12px; }
+.headline { margin:2px 0 4px; font-size:15px; font-weight:600; color:#a11; word-break:break-word; }
+.ev { margin-top:6px; font-size:13px; } .ev ul { margin:2px 0 0; padding-left:18px; }
+.ev code, .decide code { font-size:12px; } .ev .at { color:var(--muted); font:12px ui-monospace, monospace; }
+.ev .said { font-family:ui-monospace, monospace; font-size:12px; color:#7a1d1d; }
+.decide { margin-top:8px; font-size:13px; }
 """
 
 JS = """

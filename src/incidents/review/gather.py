@@ -17,12 +17,17 @@ from typing import Any
 
 from incidents import artifacts
 from incidents.errors import IncidentsError
+from incidents.evidence import Evidence, derive
+from incidents.evidence import as_object as _obj
+from incidents.evidence import first_text as _text
 from incidents.fsutil import read_json, read_regular_file
 from incidents.layout import Root
 from incidents.redact import redact, redact_json
 
 DIFF_MAX_BYTES = 256 * 1024  # per target file, each side
 DIFF_MAX_LINES = 400  # per target file; the rest is summarised
+LOG_TAIL_BYTES = 8 * 1024  # of log_tail.txt shown on a card (the end: where failures are)
+LOG_FILE_MAX_BYTES = 16 * 1024 * 1024 + 4096  # [capture] log_tail_bytes' cap, and its note
 LABEL_RE = re.compile(rf"{artifacts.REPORT_PREFIX}(\w+)\.json")
 
 
@@ -102,6 +107,7 @@ class Card:
     notes: list[Note] = field(default_factory=list)
     diffs: list[FileDiff] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    evidence: Evidence | None = None  # the headline, tests, findings, log tail, decision
 
 
 def _load(folder: Path, name: str, problems: list[str]) -> Any:
@@ -113,18 +119,6 @@ def _load(folder: Path, name: str, problems: list[str]) -> Any:
     except (IncidentsError, OSError) as exc:
         problems.append(f"{name}: {exc}")
         return None
-
-
-def _obj(doc: Any) -> dict[str, Any]:
-    return doc if isinstance(doc, dict) else {}
-
-
-def _text(doc: dict[str, Any], *keys: str) -> str:
-    for key in keys:
-        value = doc.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return ""
 
 
 def _label_key(label: str) -> tuple[int, str]:
@@ -139,7 +133,10 @@ def _issue_key(issue: Any) -> str:
     return f"{issue.get('tool', '?')} {issue.get('code') or issue.get('category', '?')} {where}: {issue.get('message', '')}"
 
 
-def _checks(folder: Path, state: dict[str, Any], problems: list[str]) -> list[Check]:
+def _checks(
+    folder: Path, state: dict[str, Any], problems: list[str]
+) -> tuple[list[Check], dict[str, Any]]:
+    """The checks in order, and the last canonical report (what the end was decided on)."""
     reports = folder / "error_reports"
     found = {}
     if reports.is_dir():
@@ -151,6 +148,7 @@ def _checks(folder: Path, state: dict[str, Any], problems: list[str]) -> list[Ch
     order += sorted((x for x in found if x not in order), key=_label_key)
     checks: list[Check] = []
     before: Counter[str] = Counter()
+    doc: dict[str, Any] = {}
     for label in order:
         doc = _obj(_load(reports, found[label], problems))
         summary = _obj(doc.get("summary"))
@@ -172,7 +170,7 @@ def _checks(folder: Path, state: dict[str, Any], problems: list[str]) -> list[Ch
             )
         )
         before = now
-    return checks
+    return checks, doc
 
 
 def _infra(items: Any) -> list[str]:
@@ -333,11 +331,36 @@ def read_card(folder: Path, bucket: str) -> Card:
         problems=problems,
     )
     _group(card, incident)
-    card.checks = _checks(folder, state, problems)
+    card.checks, report = _checks(folder, state, problems)
     card.notes = _notes(_load(folder, artifacts.AI_ATTEMPTS, problems) or state.get("ai_attempts"))
     card.diffs = [_diff_one(folder, t) for t in _targets(folder, meta, incident)]
     _timeline(card, folder, state, meta)
+    card.evidence = derive(
+        card.incident_id,
+        bucket=bucket,
+        incident=incident,
+        state=state,
+        metadata=meta,
+        report=report,
+        log_tail=_log_tail(folder, problems),
+    )
     return card
+
+
+def _log_tail(folder: Path, problems: list[str]) -> str:
+    """The end of log_tail.txt, redacted (a bundle written by hand never met capture)."""
+    path = folder / artifacts.LOG_TAIL
+    try:
+        raw = read_regular_file(path, LOG_FILE_MAX_BYTES)
+    except FileNotFoundError:
+        return ""
+    except (IncidentsError, OSError) as exc:
+        problems.append(f"{artifacts.LOG_TAIL}: {exc}")
+        return ""
+    text = raw[-LOG_TAIL_BYTES:].decode("utf-8", "replace")
+    if len(raw) > LOG_TAIL_BYTES:
+        text = text.partition("\n")[2]  # no half line at the top
+    return redact(text)
 
 
 def _group(card: Card, incident: dict[str, Any]) -> None:

@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Iterable
 from html import escape
 
+from incidents.evidence import GUIDANCE, Evidence
 from incidents.review.assets import CSS, JS
 from incidents.review.gather import Card, Check
 
@@ -31,14 +32,20 @@ COLOURS = {
 }
 OTHER = "#78909c"
 BAR_W, BAR_GAP, CHART_H = 18, 6, 46
-GUIDANCE = "describe what a human changed"
+ON_CARD = 8  # failing tests and findings listed on a card; the rest are counted
+LOG_KEY = "#log"  # the embedded data's key of a card's log tail: its id and this
 
 
 def requeue_command(incident_id: str, root: str) -> str:
-    """The exact command that sends an escalated incident back to the inbox: it names the
-    `incidents` beside this interpreter, so it runs from a shell whose PATH lacks the venv."""
-    argv = [_program(), "resolve-escalation", incident_id, "--guidance", GUIDANCE, "--requeue"]
-    return shlex.join([*argv, "--root", root])
+    """The exact command that sends an escalated incident back to the inbox."""
+    argv = ["resolve-escalation", incident_id, "--guidance", GUIDANCE, "--requeue"]
+    return decision_command(argv, root)
+
+
+def decision_command(argv: list[str], root: str) -> str:
+    """`incidents ARGV --root ROOT`, naming the `incidents` beside this interpreter, so it
+    runs from a shell whose PATH lacks the venv."""
+    return shlex.join([_program(), *argv, "--root", root])
 
 
 def _program() -> str:
@@ -123,14 +130,11 @@ def card_html(card: Card, root: str) -> str:
             ("reason", card.reason),
         )
     )
-    cmd = (
-        f'<code class="cmd" title="requeue">{escape(requeue_command(card.incident_id, root))}</code>'
-        if card.bucket == "escalated"
-        else ""
-    )
+    ev = card.evidence
+    headline = f'<div class="headline">{escape(ev.headline)}</div>' if ev else ""
     return (
         f'<article class="card" id="{escape(card.incident_id)}" {attrs}>'
-        f'<div class="top"><div><h2>{escape(card.incident_id)}</h2>'
+        f'<div class="top"><div><h2>{escape(card.incident_id)}</h2>{headline}'
         f'<div class="badges">{_badges(card)}</div>'
         f'<div class="reason">{escape(card.reason or "(no reason recorded)")}</div>'
         f'<div class="sig">{escape(card.signature)}</div>'
@@ -138,10 +142,61 @@ def card_html(card: Card, root: str) -> str:
         + "".join(f'<div class="sig">{escape(d)}</div>' for d in card.group_decisions)
         + f'<div class="sig">{escape(card.at)} &middot; {escape(card.message)}</div></div>'
         f'<div>{chart(card.checks)}<div class="legend">{_legend(card.checks)}</div></div></div>'
-        f"{cmd}"
+        f"{evidence_html(card.incident_id, ev, root) if ev else ''}"
         f'<details data-id="{escape(card.incident_id)}"><summary>Timeline, fixes, diff, AI notes'
         f'</summary><div class="body"></div></details></article>'
     )
+
+
+def evidence_html(incident_id: str, ev: Evidence, root: str) -> str:
+    """The failing tests, the findings, the decision that fits and the log tail (its text
+    rendered only when opened, from the page's embedded data)."""
+    out = []
+    if ev.tests:
+        items = [
+            f"<li><code>{escape(t.name)}</code>{_at(t.where)}"
+            + (f': <span class="said">{escape(t.message)}</span>' if t.message else "")
+            + "</li>"
+            for t in ev.tests[:ON_CARD]
+        ]
+        out.append(
+            f'<div class="ev tests"><b>Failing tests ({len(ev.tests)})</b><ul>'
+            f'{"".join(items)}{_rest(len(ev.tests))}</ul></div>'
+        )
+    if ev.findings:
+        items = [
+            f"<li><code>{escape(f.where)}</code> <b>{escape(f.code)}</b> "
+            f"({escape(f.tool)}): {escape(f.message)}</li>"
+            for f in ev.findings[:ON_CARD]
+        ]
+        out.append(
+            f'<div class="ev findings"><b>Findings ({len(ev.findings)})</b><ul>'
+            f'{"".join(items)}{_rest(len(ev.findings))}</ul></div>'
+        )
+    if ev.suggestion.argv:
+        command = decision_command(ev.suggestion.argv, root)
+        out.append(
+            f'<div class="decide" data-kind="{escape(ev.suggestion.kind)}">'
+            f"<b>Suggested:</b> {escape(ev.suggestion.text)}"
+            f'<code class="cmd" title="{escape(ev.suggestion.kind)}">{escape(command)}</code></div>'
+        )
+    if ev.log_tail:
+        lines = ev.log_tail.count("\n") + 1
+        out.append(
+            f'<details class="log" data-id="{escape(incident_id + LOG_KEY)}">'
+            f"<summary>Log tail ({lines} lines, redacted)</summary>"
+            '<div class="body"></div></details>'
+        )
+    return "".join(out)
+
+
+def _at(where: str) -> str:
+    return f' <span class="at">{escape(where)}</span>' if where else ""
+
+
+def _rest(total: int) -> str:
+    more = total - ON_CARD
+    return f'<li class="empty">{more} more in the bundle\'s report</li>' if more > 0 else ""
 
 
 def _fixes(items: list[str], empty: str) -> str:
@@ -258,7 +313,13 @@ def page(
         else ""
     )
     flaky = sum(1 for c in resolved if c.outcome == "not_reproduced")
-    blob = json.dumps({c.incident_id: details_html(c) for c in everything}, ensure_ascii=True)
+    parts = {c.incident_id: details_html(c) for c in everything}
+    parts |= {
+        c.incident_id + LOG_KEY: f"<pre>{escape(c.evidence.log_tail)}</pre>"
+        for c in everything
+        if c.evidence and c.evidence.log_tail
+    }
+    blob = json.dumps(parts, ensure_ascii=True)
     blob = blob.replace("<", "\\u003c")  # nothing in the data can close the script element
     filters = "".join(
         (

@@ -153,12 +153,18 @@ async def get_incident(request: Request) -> JSONResponse:
 
 def _detail(root: Root, incident_id: str) -> dict[str, Any]:
     from incidents.review.gather import read_card
+    from incidents.review.render import decision_command
 
     detail = {**status_cmd.one_json(root, incident_id), "host": fleet_view.this_host(root)}
     detail["plan_doc"] = _document(root.plan_dir(incident_id) / artifacts.PLAN_JSON)
     detail["verdict"] = _document(root.runs_dir(incident_id) / artifacts.RUN_RESULT)
     bucket, folder = root.locate(incident_id)
-    detail["review"] = dataclasses.asdict(read_card(folder, bucket))
+    card = dataclasses.asdict(read_card(folder, bucket))
+    evidence = card.pop("evidence")  # one place in the answer: the page and alerts say it
+    if evidence and evidence["suggestion"]["argv"]:
+        argv = evidence["suggestion"]["argv"]
+        evidence["suggestion"]["command"] = decision_command(argv, str(root.path))
+    detail["review"], detail["evidence"] = card, evidence
     return detail
 
 

@@ -81,6 +81,11 @@ def answers() -> dict[str, Any]:
             plan_doc={"description": "plan.json, or null"},
             verdict={"description": "run_result.json (the verdict), or null"},
             review={"type": "object", "description": "the review page's card"},
+            evidence={
+                "type": "object",
+                "description": "the headline (the failure itself), failing tests, findings, "
+                "log tail, occurrences, recurrences and the suggested decision with its command",
+            },
             events={"type": "array", "items": _ref("Event")}, host=STR,
         ),
         "IncidentElsewhere": _obj(

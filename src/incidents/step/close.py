@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from incidents import artifacts, fsutil, grouping, store
+from incidents import artifacts, fsutil, grouping, notify, store
 from incidents.clock import iso_at
 from incidents.errors import AlreadyArchived, IncidentsError
 from incidents.layout import BUCKETS, Root, validate_id
@@ -97,6 +97,9 @@ def _close(
         store.set_status(folder, doc, bucket, resolution=reason)  # fsyncs the folder
     else:
         fsutil.fsync_dir(folder)  # what was written in it is durable before it moves
+    if bucket != "resolved":  # a person is told (the outbox; delivered by the watcher).
+        # Before the move: a close killed after it is not redone, and its alert would be lost
+        notify.escalated(root, doc, grouping.group_of(doc))
     store.move(folder, root.bucket(bucket) / incident_id)
     if bucket == "resolved":  # the group's latest resolved incident (regressions)
         grouping.note_resolved(root, doc)

@@ -24,6 +24,7 @@ from incidents import fleet, mirror, pause, store
 from incidents.config import Config
 from incidents.errors import IncidentsError, RootError
 from incidents.layout import Root, validate_id
+from incidents.notify.deliver import Notifier, Pass
 from incidents.step import close as closing
 from incidents.watch.intake import Verdict, examine
 from incidents.watch.log import Display, Log
@@ -31,6 +32,8 @@ from incidents.watch.observer import Wakeup, observe
 from incidents.watch.pool import Died, Finished, Pool, install_signals
 from incidents.watch.schedule import Mode, PickupResult, Schedule
 from incidents.watch.worker import Pickup
+
+NOTIFY_AT_EXIT_S = 10.0  # at most this long at exit for the last alerts
 
 
 class Watcher:
@@ -52,6 +55,7 @@ class Watcher:
         self.wakeup = Wakeup()
         self.display: Display | None = None
         self.failures = 0  # failed pickups, bundles that could not be set aside
+        self.notifier = Notifier(root, cfg.notify, self._notified)
 
     def work(self, mode: Mode = Mode.FOREVER, max_items: int | None = None) -> bool:
         """Run until stopped (or idle, for the burst modes). True when it stopped cleanly."""
@@ -72,6 +76,7 @@ class Watcher:
             if observer is not None:
                 observer.join(timeout=5)
             self._catch_up()
+            self.notifier.finish(NOTIFY_AT_EXIT_S)  # a burst's alerts go out before it returns
             self.wakeup.close()
         results = self.schedule.stats.results
         self.log.event("watch_stopped", level="error" if self.failures else "info",
@@ -124,6 +129,18 @@ class Watcher:
                 "decision_applied", id=decision_id, incident=incident_id, outcome=outcome
             )
 
+    def _notified(self, done: Pass) -> None:
+        if done.sent or done.set_aside or done.errors:
+            self.log.event(
+                "alerts",
+                level="warn" if done.errors else "info",
+                sent=done.sent,
+                delivered=done.delivered,
+                waiting=done.waiting,
+                set_aside=done.set_aside,
+                error="; ".join(done.errors)[:500],
+            )
+
     def _sweep(self) -> None:
         for moved in store.sweep_staging(self.root, self.settings.staging_grace_s):
             self.log.event("staging_swept", level="warn", to=str(moved))
@@ -150,6 +167,7 @@ class Watcher:
                     next_scan = now + self.poll_s
                 self.schedule.promote(time.time())
                 self.schedule.recheck_incomplete(time.monotonic())
+                self.notifier.pump()  # a pass in its own thread: never holds up the loop
                 if now >= paused_until:
                     info = pause.current(self.root)
                     if info is not None:

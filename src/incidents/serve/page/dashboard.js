@@ -5,7 +5,7 @@
   var NAMES = /*EVENT_NAMES*/[];
   var TOKEN_KEY = "incidents.token";
   var state = { lastId: null, inbox: [], escalated: [], paused: null, known: {}, first: true,
-    host: "", manyHosts: false };
+    host: "", manyHosts: false, evidence: {} };
   var $ = function (id) { return document.getElementById(id); };
 
   function el(tag, attrs) {
@@ -141,18 +141,71 @@
     doc.incidents.forEach(function (row) {
       var details = el("details", { "data-id": row.incident_id }, el("summary", {}, "Timeline, checks, diff"));
       details.addEventListener("toggle", function () { if (details.open) loadDetails(details, row.incident_id); });
+      var evidence = el("div", { cls: "evidence" });
       var card = el("div", { cls: "card", "data-id": row.incident_id },
         el("h3", { text: row.incident_id }),
-        el("div", { cls: "reason", text: row.message }),
-        el("div", { cls: "meta", text: [state.manyHosts ? "host " + row.host : "", row.step, row.failure_class, row.error_code || "", "seen " + row.occurrences + "x", row.age + " old"].filter(Boolean).join(" · ") }),
+        el("div", { cls: "headline", text: row.message }),
+        el("div", { cls: "meta", text: [state.manyHosts ? "host " + row.host : "", row.step, row.failure_class, row.error_code || "", "seen " + row.occurrences + "x", row.regression_of ? "recurred " + row.regression_count + "x" : "", row.age + " old"].filter(Boolean).join(" · ") }),
         el("div", { cls: "meta mono", text: row.signature }),
+        evidence,
         el("div", { cls: "buttons" },
           el("button", { type: "button", cls: "act-requeue primary", onclick: function () { askResolve(row, true); } }, "Requeue with guidance…"),
           el("button", { type: "button", cls: "act-resolve", onclick: function () { askResolve(row, false); } }, "Resolve…")),
         details);
       box.appendChild(card);
       if (open[row.incident_id]) { details.open = true; }
+      withEvidence(row, function (ev) {
+        showEvidence(card, evidence, ev, open[row.incident_id + "#log"]);
+      });
     });
+  }
+
+  // an escalated incident's evidence (incidents.evidence, in the API's incident answer),
+  // asked for once per escalation: the bundle does not change until someone decides
+  function withEvidence(row, then) {
+    var id = row.incident_id, key = id + " " + row.updated_at;
+    var known = state.evidence[key];
+    if (!known) {
+      known = state.evidence[key] = getJSON("/api/incidents/" + encodeURIComponent(id))
+        .then(function (doc) { return doc.evidence || null; })
+        .catch(function () { delete state.evidence[key]; return null; });
+    }
+    known.then(function (ev) { if (ev) then(ev); });
+  }
+
+  function list(title, items) {
+    if (!items.length) return null;
+    return el("div", { cls: "ev" }, el("b", { text: title + " (" + items.length + ")" }),
+      el.apply(null, ["ul", {}].concat(items.slice(0, 8).concat(items.length > 8
+        ? [el("li", { cls: "muted", text: (items.length - 8) + " more in the bundle's report" })] : []))));
+  }
+
+  function showEvidence(card, box, ev, logOpen) {
+    card.setAttribute("data-kind", ev.kind);
+    card.querySelector(".headline").textContent = ev.headline;
+    box.textContent = "";
+    var tests = (ev.tests || []).map(function (t) {
+      return el("li", { cls: "test" }, el("span", { cls: "mono", text: t.name }),
+        t.where ? el("span", { cls: "muted mono", text: " " + t.where }) : null,
+        t.message ? el("span", { cls: "said mono", text: ": " + t.message }) : null);
+    });
+    var findings = (ev.findings || []).map(function (f) {
+      return el("li", { cls: "finding" }, el("span", { cls: "mono", text: f.where }), " ",
+        el("b", { text: f.code }), " (" + f.tool + "): " + f.message);
+    });
+    [list("Failing tests", tests), list("Findings", findings)].forEach(function (n) { if (n) box.appendChild(n); });
+    var s = ev.suggestion || {};
+    if (s.command) {
+      box.appendChild(el("div", { cls: "decide", "data-kind": s.kind }, el("b", { text: "Suggested: " }), s.text,
+        el("pre", { cls: "cmd", text: s.command })));
+    }
+    if (ev.log_tail) {
+      var log = el("details", { cls: "log", "data-id": card.getAttribute("data-id") + "#log" },
+        el("summary", { text: "Log tail (" + ev.log_tail.split("\n").length + " lines, redacted)" }),
+        el("pre", { text: ev.log_tail }));
+      log.open = !!logOpen;
+      box.appendChild(log);
+    }
   }
 
   function loadDetails(details, id) {

@@ -1,0 +1,104 @@
+"""Alerts: people are told of an escalation, a pause and a regression (`[notify]`).
+
+Where the event happens (the close into `escalated`, `pause.pause`, a capture that marks a
+regression) one call here puts an alert in the outbox (`outbox`: one atomic file each,
+grouped so a group alerts once until its state changes); the watcher's loop and
+`incidents notify flush` deliver it to the configured webhooks (`deliver`), with retries
+and backoff. Enqueueing never raises and never blocks on the network: the event it
+records (a close, a capture, a pause) is never broken or slowed by a receiver. The texts
+are composed and redacted when delivered, from the bundle as it then is.
+
+These three hooks are on capture's path: standard library only, imported lazily.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False  # typing stays off the capture path (import cost)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from incidents.layout import Root
+
+__all__ = ["escalated", "paused", "regressed"]
+
+
+def _facts(doc: dict[str, Any], *keys: str) -> dict[str, Any]:
+    return {k: doc[k] for k in keys if isinstance(doc.get(k), str | int)}
+
+
+def _quietly(what: str, call: Any, *args: Any) -> None:
+    """An alert that cannot be queued is said on stderr; the event it records stands."""
+    try:
+        call(*args)
+    except Exception as exc:  # an alert never breaks what it reports
+        print(f"incidents: warning: {what} alert not queued: {exc}", file=sys.stderr)
+
+
+def escalated(root: Root, doc: dict[str, Any], group: str) -> None:
+    """An incident was closed into `error_archive/escalated/`."""
+    incident_id = str(doc.get("incident_id") or "")
+
+    def still_escalated(member: str) -> bool:
+        return os.path.isdir(root.bucket("escalated") / member)
+
+    facts = _facts(doc, "step", "message", "failure_class", "error_code", "resolution")
+    _quietly(
+        "escalation",
+        _enqueue,
+        root,
+        "escalation",
+        f"escalation-{incident_id}",
+        group,
+        incident_id,
+        still_escalated,
+        facts,
+    )
+
+
+def regressed(root: Root, doc: dict[str, Any], group: str) -> None:
+    """A capture opened `doc`, a regression of its group's resolved incident."""
+    incident_id = str(doc.get("incident_id") or "")
+
+    def still_open(member: str) -> bool:
+        return any(os.path.isdir(root.bucket(b) / member) for b in ("inbox", "escalated"))
+
+    facts = _facts(doc, "step", "message", "failure_class", "regression_of", "regression_count")
+    _quietly(
+        "regression",
+        _enqueue,
+        root,
+        "regression",
+        f"regression-{incident_id}",
+        group,
+        incident_id,
+        still_open,
+        facts,
+    )
+
+
+def paused(
+    root: Root, reason: str, since: float, by: str, standing: Callable[[], float | None]
+) -> None:
+    """The whole system was paused (by a person or by the escalation threshold);
+    `standing`: when the pause that stands now began (None: none stands)."""
+    member = f"{since:.6f}"
+
+    def still_paused(m: str) -> bool:
+        now = standing()
+        return now is not None and f"{now:.6f}" == m
+
+    facts = {"reason": reason, "since": since, "by": by}
+    stamp = member.replace(".", "")
+    _quietly(
+        "pause", _enqueue, root, "pause", f"pause-{stamp}", "pause", member, still_paused, facts
+    )
+
+
+def _enqueue(*args: Any) -> None:
+    from incidents.notify.outbox import enqueue
+
+    enqueue(*args)
