@@ -17,8 +17,10 @@ What is redacted (replaced by `[REDACTED]`, keeping the key or scheme name visib
   base64 characters and `==`) after the word "key" on its line or in the JSON/YAML entries
   just above it; a GCP service-account private key is a PEM block (below) or the value of
   `"private_key"`;
-- passwords on command lines (`mysql -pPW`, `docker login -p PW`, `sshpass -p PW`), in
-  netrc entries, and cookie values (`Cookie:`, `Set-Cookie:`);
+- passwords on command lines (`mysql -pPW`, `docker login -p PW`, `sshpass -p PW`,
+  `redis-cli -a PW`/`--pass PW`, redis's `AUTH PW`), in netrc entries, `.pgpass` lines
+  (`host:port:db:user:PW`), a registry's `"auth"` (base64 of `user:PW`, docker's
+  `config.json`), and cookie values (`Cookie:`, `Set-Cookie:`);
 - the same in a command line rendered as a Python list or tuple (`str(CalledProcessError)`:
   `['curl', '-u', 'bob:PW']`, `['sshpass', '-p', 'PW']`, `['tool', '--token', 'PW']`);
 - vendor tokens: AWS access key ids, Google API keys, GitHub, GitLab, Slack (tokens and
@@ -49,10 +51,13 @@ from incidents.redact_vetoes import (
     PEM_LABEL,
     after_space,
     no_begin_was_cut,
+    not_a_pgpass_line,
     not_a_secret,
+    not_a_user_password_pair,
     not_an_aws_secret,
     not_an_azure_key,
     not_user_password,
+    states_a_value,
 )
 
 TYPE_CHECKING = False
@@ -225,6 +230,38 @@ def _build_rules() -> list[_Rule]:
             None,
         ),
         (
+            # redis-cli's password option (`-a PW`, `--pass PW`), its variable and the
+            # `AUTH [user] PW` command typed at its prompt (`127.0.0.1:6379> AUTH PW`).
+            ("redis-cli", "REDISCLI_AUTH", "AUTH "),
+            False,
+            _Lazy(
+                r"(?:\bredis-cli\b[^\n]{0,400}?[ \t](?:-a|--pass)[ \t]+"
+                r"|\bREDISCLI_AUTH=|> ?AUTH[ \t]+(?:[^\s'\"]+[ \t]+(?=\S))?)"
+                r"(?:'(?P<sq>[^'\n]+)'|\"(?P<dq>[^\"\n]+)\"|(?P<val>(?![-\[])[^\s'\"]+))"
+            ),
+            None,
+        ),
+        (
+            # a docker/podman `config.json` entry: `"auth": "<base64 of user:password>"`
+            ("auth", "Auth", "AUTH"),
+            False,
+            _Lazy(
+                r"(?<![\w-])(?i:auth)[\"']?[ \t]*[:=][ \t]*"
+                r"(?:\"(?P<dq>[A-Za-z0-9+/]{4,}=*)\"|(?P<val>[A-Za-z0-9+/]{4,}=*)(?![\w+/=]))"
+            ),
+            not_a_user_password_pair,
+        ),
+        (
+            # a `.pgpass` line: `host:port:database:user:password`
+            (":",),
+            False,
+            _Lazy(
+                r"(?<![^\s\"'=>])(?P<host>[^:\s\"'=#]+):(?:\d{1,5}|\*):(?P<db>[^:\s\"']+)"
+                r":[^:\s\"']+:(?P<val>(?:[^\\\s:\"']|\\.)+)(?![^\s\"'])"
+            ),
+            not_a_pgpass_line,
+        ),
+        (
             ("machine", "default"),
             False,
             _Lazy(
@@ -295,8 +332,9 @@ class _ArgvLists:
     `str(CalledProcessError)`, `str(TimeoutExpired)` and `repr(argv)` print them
     (`Command '['curl', '-u', 'bob:PW', 'https://x']' returned non-zero exit status 22`):
     the value after `-u`/`--user` (its password), after `-p` of sshpass or a registry
-    login, glued to `-p` of mysql, and after any `--...password`, `--...token`, ...
-    option. An ordinary list (`['--max-tokens', '4096']`, `['a', 'b']`) is kept."""
+    login, after `-a`/`--pass` of redis-cli, glued to `-p` of mysql, and after any
+    `--...password`, `--...token`, ... option. An ordinary list (`['--max-tokens', '4096']`, `['a', 'b']`) is kept.
+    """
 
     __slots__ = ("_colon", "_elem", "_glued", "_list", "_option")
 
@@ -341,6 +379,7 @@ class _ArgvLists:
                         "sshpass" in (before := {w.rsplit("/", 1)[-1] for w in words[:i]})
                         or ("login" in before and not _REGISTRY_TOOLS.isdisjoint(before))
                     )
+                    or (word in ("-a", "--pass") and program == "redis-cli")
                     or (
                         self._option.fullmatch(word)
                         and not after.startswith(("-", *_PATH_LIKE))
@@ -448,15 +487,22 @@ def is_secret_key(key: str) -> bool:
 
 
 def _holds_nothing(value: Any) -> bool:
-    return value is None or isinstance(value, bool) or value == ""
+    """None, a boolean, "" or a word saying the value's state (`"missing"`, `"<unset>"`)."""
+    return (
+        value is None
+        or isinstance(value, bool)
+        or value == ""
+        or (isinstance(value, str) and states_a_value(value))
+    )
 
 
 def redact_json(obj: Any) -> Any:
     """Redact a JSON-like value recursively, returning a new value.
 
     Strings are passed through `redact`. The value under a key that names a secret is
-    replaced wholesale (whatever its type), except None, booleans and empty strings,
-    which hold nothing secret. Keys are redacted like any other string.
+    replaced wholesale (whatever its type), except None, booleans, empty strings and a word
+    saying the value's state (`"missing"`), which hold nothing secret. Keys are redacted
+    like any other string.
     """
     if isinstance(obj, str):
         return redact(obj)
