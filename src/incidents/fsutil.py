@@ -229,7 +229,8 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _depth(doc: Any, limit: int) -> bool:
+def within_depth(doc: Any, limit: int) -> bool:
+    """Whether no list or object in `doc` is nested deeper than `limit`."""
     stack: list[tuple[Any, int]] = [(doc, 1)]
     while stack:
         node, depth = stack.pop()
@@ -255,7 +256,7 @@ def parse_json_strict(data: bytes, where: str, max_depth: int = JSON_MAX_DEPTH) 
         raise InvalidDocument(where, f"nested deeper than {max_depth}") from exc
     except ValueError as exc:
         raise InvalidDocument(where, f"not valid JSON: {exc}") from exc
-    if not _depth(doc, max_depth):
+    if not within_depth(doc, max_depth):
         raise InvalidDocument(where, f"nested deeper than {max_depth}")
     return doc
 
