@@ -222,10 +222,12 @@ def _build_rules() -> list[_Rule]:
             _Lazy(
                 # mysql takes its password glued to -p (`-p pw` prompts, then names a
                 # database); registry logins and sshpass take it as the next word.
-                r"(?:\b(?:mysql|mariadb)[\w-]*[ \t][^\n]*?(?<=[ \t])-p(?=\S)"
+                # The option is looked for within 400 characters of the program's name:
+                # an unbounded look would scan the rest of the line from every name.
+                r"(?:\b(?:mysql|mariadb)[\w-]*[ \t][^\n]{0,400}?(?<=[ \t])-p(?=\S)"
                 r"|\b(?:docker|podman|buildah|skopeo|nerdctl|helm[ \t]+registry|oras)[ \t]+login\b"
-                r"[^\n]*?[ \t]-p[ \t]+"
-                r"|\bsshpass\b[^\n]*?[ \t]-p[ \t]*)"
+                r"[^\n]{0,400}?[ \t]-p[ \t]+"
+                r"|\bsshpass\b[^\n]{0,400}?[ \t]-p[ \t]*)"
                 r"(?:'(?P<sq>[^'\n]+)'|\"(?P<dq>[^\"\n]+)\"|(?P<val>(?![-\[])[^\s'\"]+))"
             ),
             None,
@@ -291,7 +293,12 @@ def _build_rules() -> list[_Rule]:
         (
             ("--",),
             True,
-            _Lazy(rf"--?[a-z0-9_-]*?(?P<word>{_SECRET_WORDS})[ \t]+(?P<val>(?!-)[^\s\"']+)"),
+            _Lazy(
+                # an option starts a word: in a run of dashes or letters only its first
+                # character may start a match (each would scan the whole run again)
+                rf"(?<![\w-])--?[a-z0-9_-]*?(?P<word>{_SECRET_WORDS})[ \t]+"
+                r"(?P<val>(?!-)[^\s\"']+)"
+            ),
             lambda m, text: after_space(m, text) or not_a_secret(m, text),
         ),
     ]
@@ -313,7 +320,9 @@ class _CookieValues:
                 r"(?<![a-z0-9_-])(?P<set>set-)?cookie[\"']?[ \t]*:[ \t]*(?P<val>[^\r\n\"']+)"
             )
             # name=value: a header of words after "cookie:" is prose, not a cookie
-            self._pair = re.compile(r"[^=;\s\"']+=(?P<val>(?!\[REDACTED\])[^;\s\"']+)")
+            self._pair = re.compile(
+                r"(?<![^=;\s\"'])[^=;\s\"']+=(?P<val>(?!\[REDACTED\])[^;\s\"']+)"
+            )
         for header in self._header.finditer(text):
             start, end = header.span("val")
             for pair in self._pair.finditer(text, start, end):

@@ -45,7 +45,7 @@ class ArgvLists:
             self._elem = re.compile(r"'(?P<sq>(?:[^'\\\n]|\\.)*)'" r'|"(?P<dq>(?:[^"\\\n]|\\.)*)"')
             self._colon = re.compile(r"""['"][^'":\s+]+:(?P<val>[^'"\s]+)['"]""")
             self._glued = re.compile(r"""['"]-p(?P<val>[^'"\s]+)['"]""")
-            self._option = re.compile(rf"--?[a-z0-9_.-]*?(?:{self._words})")
+            self._option = re.compile(rf"(?<![\w.-])--?[a-z0-9_.-]*?(?:{self._words})")
         assert self._elem and self._colon and self._glued and self._option
         for found in self._list.finditer(text):
             elems = list(self._elem.finditer(text, found.start(), found.end()))
