@@ -242,6 +242,26 @@ def within_depth(doc: Any, limit: int) -> bool:
     return True
 
 
+def _lone_surrogate(doc: Any) -> bool:
+    """Whether a string of `doc` holds a lone surrogate (`"\\udc80"` parses, but is no
+    Unicode text: it cannot be written as UTF-8, to a database or a terminal)."""
+    stack = [doc]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            if not node.isascii():
+                try:
+                    node.encode("utf-8")
+                except UnicodeEncodeError:
+                    return True
+        elif isinstance(node, dict):
+            stack.extend(node)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
 def parse_json_strict(data: bytes, where: str, max_depth: int = JSON_MAX_DEPTH) -> Any:
     """Parse untrusted JSON: UTF-8 only, no NaN/Infinity, no duplicate keys, bounded depth."""
     try:
@@ -258,6 +278,8 @@ def parse_json_strict(data: bytes, where: str, max_depth: int = JSON_MAX_DEPTH) 
         raise InvalidDocument(where, f"not valid JSON: {exc}") from exc
     if not within_depth(doc, max_depth):
         raise InvalidDocument(where, f"nested deeper than {max_depth}")
+    if _lone_surrogate(doc):
+        raise InvalidDocument(where, "a string holds a lone surrogate (not Unicode text)")
     return doc
 
 

@@ -205,6 +205,7 @@ def reject(root: Root, path: Path, reason: str) -> Path:
     from incidents.redact import redact
 
     reason = redact(reason)  # it quotes the value that broke a rule: a command may hold a key
+    reason = shown_name(reason)  # and names or paths of any bytes: on one line, as UTF-8
     fsutil.write_new_file(reason_file, f"{clock.iso_now()} {reason}\n".encode())
     fsutil.fsync_dir(root.rejected)
     return target
