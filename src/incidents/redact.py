@@ -224,7 +224,7 @@ def _build_rules() -> list[_Rule]:
                 # database); registry logins and sshpass take it as the next word.
                 # The option is looked for within 400 characters of the program's name:
                 # an unbounded look would scan the rest of the line from every name.
-                r"(?:\b(?:mysql|mariadb)[\w-]*[ \t][^\n]{0,400}?(?<=[ \t])-p(?=\S)"
+                r"(?:\b(?:mysql|mariadb)[\w-]{0,40}[ \t][^\n]{0,400}?(?<=[ \t])-p(?=\S)"
                 r"|\b(?:docker|podman|buildah|skopeo|nerdctl|helm[ \t]+registry|oras)[ \t]+login\b"
                 r"[^\n]{0,400}?[ \t]-p[ \t]+"
                 r"|\bsshpass\b[^\n]{0,400}?[ \t]-p[ \t]*)"

@@ -34,7 +34,9 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # The `[params]` of a node are found by `_params_end`, not by the pattern: a lazy scan for
 # their `]` from every `FAILED` of a long line would cost the line's length each time.
 _NODE = r"[^\s:]+?\.py(?:::[^\s\[\]:]+)*"
-_SHORT = re.compile(rf"(?:^|(?<=\s))(?:FAILED|ERROR) ({_NODE})(?=\[| - |\s*$)", re.MULTILINE)
+# Starts with its words, so that `re` skips to them; that a line or a space comes before
+# them is checked by `named_tests`.
+_SHORT = re.compile(rf"(?:FAILED|ERROR) ({_NODE})(?=\[| - |\s*$)", re.MULTILINE)
 _VERBOSE = re.compile(r"^([^\s:]+?\.py::\S+) (?:FAILED|ERROR)\b", re.MULTILINE)
 _IMPORTERS = frozenset({"import_module", "__import__", "importorskip"})
 
@@ -50,6 +52,8 @@ def named_tests(text: str) -> list[str]:
     for pattern in (_SHORT, _VERBOSE):
         for m in pattern.finditer(text):
             node = m.group(1)
+            if pattern is _SHORT and m.start() and not text[m.start() - 1].isspace():
+                continue
             if pattern is _SHORT and text.startswith("[", m.end()):
                 end = _params_end(text, m.end())
                 if end is None:
