@@ -34,11 +34,13 @@ def main() -> int:
     patterns = package_patterns()
     log = crafted_log(args.mib << 20, patterns)
     results: dict[str, float] = {}
+    cpu: dict[str, float] = {}  # this process's CPU time: what a shared machine's load hides
     for name, parse in sorted(_parsers().items()):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         parse(log)
         results[name] = round(time.perf_counter() - start, 3)
-        print(f"{name:<28} {results[name]:7.3f} s", flush=True)
+        cpu[name] = round(time.process_time() - start_cpu, 3)
+        print(f"{name:<28} {results[name]:7.3f} s wall {cpu[name]:7.3f} s cpu", flush=True)
     doc = {
         "benchmark": "hostile_text",
         "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -49,11 +51,16 @@ def main() -> int:
         "patterns": len(patterns),
         "target_s": TARGET_S,
         "seconds": results,
+        "cpu_seconds": cpu,
         "met": all(t < TARGET_S for t in results.values()),
+        "met_in_cpu_time": all(t < TARGET_S for t in cpu.values()),
     }
     out = REPO / "bench" / "results" / "hostile_text.json"
     out.write_text(json.dumps(doc, indent=2) + "\n")
-    print(f"slowest {max(results.values()):.3f} s (target < {TARGET_S} s): {out}")
+    print(
+        f"slowest {max(results.values()):.3f} s wall, {max(cpu.values()):.3f} s cpu "
+        f"(target < {TARGET_S} s): {out}"
+    )
     return 0
 
 
