@@ -345,3 +345,14 @@ def test_import_is_light() -> None:
     )
     assert "incidents.redact" in mods
     assert not mods & {"typing", "json", "hashlib", "dataclasses", "pydantic", "pathlib"}
+
+
+def test_a_secret_keys_value_that_states_its_state_is_kept_in_json() -> None:
+    """The diagnosis of a missing credential survives every sink: a value saying what state
+    the secret is in is prose, not the secret; a credential-shaped value beside it is not."""
+    doc = {"DB_PASSWORD": "missing", "api_token": "<unset>", "secret": "Not Set.", "k": 1}
+    assert redact_json(doc) == doc
+    assert redact_json({"password": "missing1", "token": "Zk3pQ"}) == {
+        "password": REDACTED,
+        "token": REDACTED,
+    }

@@ -46,6 +46,10 @@ LOG_MAX_BYTES = 16 * MiB  # capture's [capture] log_tail_bytes is at most this
 OTHER_MAX_BYTES = 16 * MiB
 AUDIT_BAD_SHARE = 0.10  # undecodable audit lines tolerated, as a share of the lines
 MAX_ENTRIES = 10_000
+# Folders below the bundle's own: its files are a level or two deep; a tree nested deeper
+# (towards PATH_MAX, where every call on it fails with ENAMETOOLONG) is no bundle.
+MAX_DEPTH = 16
+SHOWN_MAX = 200  # characters of a name a reason quotes
 
 # name -> (cap in bytes, what it must hold): the one table (README "Bundle files")
 RULES: dict[str, tuple[int, str]] = {
@@ -80,8 +84,10 @@ def read(folder: str | os.PathLike[str], name: str) -> bytes:
 
 
 def _shown(rel: str) -> str:
-    """A name as a reason shows it: on one line, whatever it holds."""
-    return rel if rel.isprintable() else repr(rel)
+    """A name as a reason shows it: on one line, whatever it holds, at most `SHOWN_MAX`
+    characters."""
+    shown = rel if rel.isprintable() else ascii(rel)
+    return shown if len(shown) <= SHOWN_MAX else f"{shown[:SHOWN_MAX]}..."
 
 
 def _entry_problem(st: os.stat_result, name: str) -> str | None:
@@ -105,9 +111,11 @@ def listing_problems(folder: str | os.PathLike[str]) -> list[str]:
     links, FIFOs, devices, hard links, sizes over the cap. Each `FILE: rule`."""
     found: list[str] = []
     count = 0
-    pending = [(os.fspath(folder), "")]
+    pending = [(os.fspath(folder), "", 0)]
     while pending:
-        path, prefix = pending.pop()
+        path, prefix, depth = pending.pop()
+        if depth > MAX_DEPTH:
+            return [*found, f"{_shown(prefix)}: nested more than {MAX_DEPTH} folders deep"]
         try:
             with os.scandir(path) as it:
                 entries = list(it)
@@ -127,11 +135,14 @@ def listing_problems(folder: str | os.PathLike[str]) -> list[str]:
                 st = entry.stat(follow_symlinks=False)
             except FileNotFoundError:
                 continue
+            except OSError as exc:  # ENAMETOOLONG, ELOOP, EACCES...: no file of a bundle
+                found.append(f"{_shown(rel)}: cannot be examined: {exc.strerror}")
+                continue
             problem = _entry_problem(st, rel)
             if problem is not None:
                 found.append(f"{_shown(rel)}: {problem}")
             elif stat.S_ISDIR(st.st_mode):
-                pending.append((entry.path, f"{rel}/"))
+                pending.append((entry.path, f"{rel}/", depth + 1))
     return found
 
 

@@ -246,9 +246,19 @@ def _rule(position: int) -> _Rule:
     return rule
 
 
+# A pattern is searched on at most this many bytes of a line around each of its words: on
+# text of bounded pieces, a pattern that retries at every position of a long run (what a
+# backtracking engine does) costs at most this many steps per byte, so a crafted log is
+# classified in time linear in its size. A longer line is cut to a window of LINE_AROUND
+# bytes each side of the word; what a rule decides lies near its word.
+LINE_MAX = 512
+LINE_AROUND = 256
+
+
 def _lines_with(raw: bytes, low: bytes, word: bytes) -> set[bytes]:
     """The distinct lines of `raw` that hold `word` as a whole word (found in `low`, its
-    lowercase twin: `bytes.lower` keeps every offset)."""
+    lowercase twin: `bytes.lower` keeps every offset), a line over `LINE_MAX` bytes as the
+    window around each occurrence."""
     found: set[bytes] = set()
     size, n = len(low), len(word)
     i = low.find(word)
@@ -256,9 +266,12 @@ def _lines_with(raw: bytes, low: bytes, word: bytes) -> set[bytes]:
         before = low[i - 1] if i else 32
         after = low[i + n] if i + n < size else 32
         if _WORDS[before] == 32 and _WORDS[after] == 32:
+            start = low.rfind(b"\n", 0, i) + 1
             end = low.find(b"\n", i)
             end = size if end < 0 else end
-            found.add(raw[low.rfind(b"\n", 0, i) + 1 : end])
+            if end - start > LINE_MAX:
+                start, end = max(start, i - LINE_AROUND), min(end, i + n + LINE_AROUND)
+            found.add(raw[start:end])
             i = low.find(word, end)
         else:
             i = low.find(word, i + 1)

@@ -176,7 +176,7 @@ def sync(path: StrPath) -> None:
 def read(path: StrPath, offset: int = 0) -> tuple[list[dict[str, Any]], int, int]:
     """The complete lines after byte `offset` (0 when the file shrank), the offset after
     the last complete line, and how many lines could not be parsed (skipped)."""
-    from incidents.fsutil import read_regular_file
+    from incidents.fsutil import JSON_MAX_DEPTH, read_regular_file, within_depth
 
     try:
         data = read_regular_file(path, READ_MAX)
@@ -192,10 +192,14 @@ def read(path: StrPath, offset: int = 0) -> tuple[list[dict[str, Any]], int, int
             continue
         try:
             doc = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # a nesting bomb is a line that does not parse
             bad += 1
             continue
-        if isinstance(doc, dict) and isinstance(doc.get("key"), str):
+        if (
+            isinstance(doc, dict)
+            and isinstance(doc.get("key"), str)
+            and within_depth(doc, JSON_MAX_DEPTH)
+        ):
             docs.append(doc)
         else:
             bad += 1

@@ -229,7 +229,8 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _depth(doc: Any, limit: int) -> bool:
+def within_depth(doc: Any, limit: int) -> bool:
+    """Whether no list or object in `doc` is nested deeper than `limit`."""
     stack: list[tuple[Any, int]] = [(doc, 1)]
     while stack:
         node, depth = stack.pop()
@@ -239,6 +240,26 @@ def _depth(doc: Any, limit: int) -> bool:
             children = node.values() if isinstance(node, dict) else node
             stack.extend((child, depth + 1) for child in children)
     return True
+
+
+def _lone_surrogate(doc: Any) -> bool:
+    """Whether a string of `doc` holds a lone surrogate (`"\\udc80"` parses, but is no
+    Unicode text: it cannot be written as UTF-8, to a database or a terminal)."""
+    stack = [doc]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            if not node.isascii():
+                try:
+                    node.encode("utf-8")
+                except UnicodeEncodeError:
+                    return True
+        elif isinstance(node, dict):
+            stack.extend(node)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
 
 
 def parse_json_strict(data: bytes, where: str, max_depth: int = JSON_MAX_DEPTH) -> Any:
@@ -255,8 +276,10 @@ def parse_json_strict(data: bytes, where: str, max_depth: int = JSON_MAX_DEPTH) 
         raise InvalidDocument(where, f"nested deeper than {max_depth}") from exc
     except ValueError as exc:
         raise InvalidDocument(where, f"not valid JSON: {exc}") from exc
-    if not _depth(doc, max_depth):
+    if not within_depth(doc, max_depth):
         raise InvalidDocument(where, f"nested deeper than {max_depth}")
+    if _lone_surrogate(doc):
+        raise InvalidDocument(where, "a string holds a lone surrogate (not Unicode text)")
     return doc
 
 

@@ -55,6 +55,25 @@ def validate_id(incident_id: str) -> str:
     return incident_id
 
 
+def shown_name(name: str) -> str:
+    """A folder name as logs, reasons and the mirror show it: on one line, with no terminal
+    escape, storable as UTF-8. Bytes that are not UTF-8 (decoded by the filesystem as
+    surrogates) show as `\\xNN`, control and other unprintable characters as `\\xNN` or
+    `\\uNNNN`; a printable name is shown as it is."""
+    if name.isprintable():
+        return name
+    out = []
+    for c in name:
+        code = ord(c)
+        if c.isprintable():
+            out.append(c)
+        elif 0xDC80 <= code <= 0xDCFF:  # an undecodable byte (os.fsdecode's surrogateescape)
+            out.append(f"\\x{code - 0xDC00:02x}")
+        else:
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+    return "".join(out)
+
+
 class Root:
     """A reports root. `ensure()` creates its layout; paths below are derived, never stored.
 

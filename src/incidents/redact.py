@@ -17,8 +17,10 @@ What is redacted (replaced by `[REDACTED]`, keeping the key or scheme name visib
   base64 characters and `==`) after the word "key" on its line or in the JSON/YAML entries
   just above it; a GCP service-account private key is a PEM block (below) or the value of
   `"private_key"`;
-- passwords on command lines (`mysql -pPW`, `docker login -p PW`, `sshpass -p PW`), in
-  netrc entries, and cookie values (`Cookie:`, `Set-Cookie:`);
+- passwords on command lines (`mysql -pPW`, `docker login -p PW`, `sshpass -p PW`,
+  `redis-cli -a PW`/`--pass PW`, redis's `AUTH PW`), in netrc entries, `.pgpass` lines
+  (`host:port:db:user:PW`), a registry's `"auth"` (base64 of `user:PW`, docker's
+  `config.json`), and cookie values (`Cookie:`, `Set-Cookie:`);
 - the same in a command line rendered as a Python list or tuple (`str(CalledProcessError)`:
   `['curl', '-u', 'bob:PW']`, `['sshpass', '-p', 'PW']`, `['tool', '--token', 'PW']`);
 - vendor tokens: AWS access key ids, Google API keys, GitHub, GitLab, Slack (tokens and
@@ -43,16 +45,20 @@ from __future__ import annotations
 
 import re
 
+from incidents.redact_argv import ArgvLists
 from incidents.redact_vetoes import (
     AWS_KEY_ID,
     KEEP_VALUES,
     PEM_LABEL,
     after_space,
     no_begin_was_cut,
+    not_a_pgpass_line,
     not_a_secret,
+    not_a_user_password_pair,
     not_an_aws_secret,
     not_an_azure_key,
     not_user_password,
+    states_a_value,
 )
 
 TYPE_CHECKING = False
@@ -63,7 +69,7 @@ if TYPE_CHECKING:
     # (literal triggers, match on lowercased text?, pattern, veto: keep this match?).
     # The last capturing group of a pattern's match is the secret that is replaced.
     _Veto = Callable[[re.Match[str], str], bool]
-    _Rule = tuple[tuple[str, ...], bool, "_Lazy | _CookieValues | _ArgvLists", _Veto | None]
+    _Rule = tuple[tuple[str, ...], bool, "_Lazy | _CookieValues | ArgvLists", _Veto | None]
 
 __all__ = ["REDACTED", "is_secret_key", "redact", "redact_json"]
 
@@ -209,20 +215,54 @@ def _build_rules() -> list[_Rule]:
             _CookieValues(),
             None,
         ),
-        (("',", '",'), False, _ArgvLists(), None),
+        (("',", '",'), False, ArgvLists(_SECRET_WORDS), None),
         (
             ("mysql", "mariadb", "login", "sshpass"),
             False,
             _Lazy(
                 # mysql takes its password glued to -p (`-p pw` prompts, then names a
                 # database); registry logins and sshpass take it as the next word.
-                r"(?:\b(?:mysql|mariadb)[\w-]*[ \t][^\n]*?(?<=[ \t])-p(?=\S)"
+                # The option is looked for within 400 characters of the program's name:
+                # an unbounded look would scan the rest of the line from every name.
+                r"(?:\b(?:mysql|mariadb)[\w-]{0,40}[ \t][^\n]{0,400}?(?<=[ \t])-p(?=\S)"
                 r"|\b(?:docker|podman|buildah|skopeo|nerdctl|helm[ \t]+registry|oras)[ \t]+login\b"
-                r"[^\n]*?[ \t]-p[ \t]+"
-                r"|\bsshpass\b[^\n]*?[ \t]-p[ \t]*)"
+                r"[^\n]{0,400}?[ \t]-p[ \t]+"
+                r"|\bsshpass\b[^\n]{0,400}?[ \t]-p[ \t]*)"
                 r"(?:'(?P<sq>[^'\n]+)'|\"(?P<dq>[^\"\n]+)\"|(?P<val>(?![-\[])[^\s'\"]+))"
             ),
             None,
+        ),
+        (
+            # redis-cli's password option (`-a PW`, `--pass PW`), its variable and the
+            # `AUTH [user] PW` command typed at its prompt (`127.0.0.1:6379> AUTH PW`).
+            ("redis-cli", "REDISCLI_AUTH", "AUTH "),
+            False,
+            _Lazy(
+                r"(?:\bredis-cli\b[^\n]{0,400}?[ \t](?:-a|--pass)[ \t]+"
+                r"|\bREDISCLI_AUTH=|> ?AUTH[ \t]+(?:[^\s'\"]+[ \t]+(?=\S))?)"
+                r"(?:'(?P<sq>[^'\n]+)'|\"(?P<dq>[^\"\n]+)\"|(?P<val>(?![-\[])[^\s'\"]+))"
+            ),
+            None,
+        ),
+        (
+            # a docker/podman `config.json` entry: `"auth": "<base64 of user:password>"`
+            ("auth", "Auth", "AUTH"),
+            False,
+            _Lazy(
+                r"(?<![\w-])(?i:auth)[\"']?[ \t]*[:=][ \t]*"
+                r"(?:\"(?P<dq>[A-Za-z0-9+/]{4,}=*)\"|(?P<val>[A-Za-z0-9+/]{4,}=*)(?![\w+/=]))"
+            ),
+            not_a_user_password_pair,
+        ),
+        (
+            # a `.pgpass` line: `host:port:database:user:password`
+            (":",),
+            False,
+            _Lazy(
+                r"(?<![^\s\"'=>])(?P<host>[^:\s\"'=#]+):(?:\d{1,5}|\*):(?P<db>[^:\s\"']+)"
+                r":[^:\s\"']+:(?P<val>(?:[^\\\s:\"']|\\.)+)(?![^\s\"'])"
+            ),
+            not_a_pgpass_line,
         ),
         (
             ("machine", "default"),
@@ -253,7 +293,12 @@ def _build_rules() -> list[_Rule]:
         (
             ("--",),
             True,
-            _Lazy(rf"--?[a-z0-9_-]*?(?P<word>{_SECRET_WORDS})[ \t]+(?P<val>(?!-)[^\s\"']+)"),
+            _Lazy(
+                # an option starts a word: in a run of dashes or letters only its first
+                # character may start a match (each would scan the whole run again)
+                rf"(?<![\w-])--?[a-z0-9_-]*?(?P<word>{_SECRET_WORDS})[ \t]+"
+                r"(?P<val>(?!-)[^\s\"']+)"
+            ),
             lambda m, text: after_space(m, text) or not_a_secret(m, text),
         ),
     ]
@@ -275,7 +320,9 @@ class _CookieValues:
                 r"(?<![a-z0-9_-])(?P<set>set-)?cookie[\"']?[ \t]*:[ \t]*(?P<val>[^\r\n\"']+)"
             )
             # name=value: a header of words after "cookie:" is prose, not a cookie
-            self._pair = re.compile(r"[^=;\s\"']+=(?P<val>(?!\[REDACTED\])[^;\s\"']+)")
+            self._pair = re.compile(
+                r"(?<![^=;\s\"'])[^=;\s\"']+=(?P<val>(?!\[REDACTED\])[^;\s\"']+)"
+            )
         for header in self._header.finditer(text):
             start, end = header.span("val")
             for pair in self._pair.finditer(text, start, end):
@@ -283,71 +330,6 @@ class _CookieValues:
                     yield pair
                 if header.group("set"):
                     break
-
-
-_QUOTED = r"""(?:'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")"""
-_REGISTRY_TOOLS = frozenset({"docker", "podman", "buildah", "skopeo", "nerdctl", "oras", "helm"})
-_PATH_LIKE = ("/", "~", "./", "../", "$", "%", "{", "<")
-
-
-class _ArgvLists:
-    """Command lines rendered as a Python list or tuple of quoted words, as
-    `str(CalledProcessError)`, `str(TimeoutExpired)` and `repr(argv)` print them
-    (`Command '['curl', '-u', 'bob:PW', 'https://x']' returned non-zero exit status 22`):
-    the value after `-u`/`--user` (its password), after `-p` of sshpass or a registry
-    login, glued to `-p` of mysql, and after any `--...password`, `--...token`, ...
-    option. An ordinary list (`['--max-tokens', '4096']`, `['a', 'b']`) is kept."""
-
-    __slots__ = ("_colon", "_elem", "_glued", "_list", "_option")
-
-    def __init__(self) -> None:
-        self._list: re.Pattern[str] | None = None
-        self._elem: re.Pattern[str] | None = None
-        self._colon: re.Pattern[str] | None = None
-        self._glued: re.Pattern[str] | None = None
-        self._option: re.Pattern[str] | None = None
-
-    def finditer(self, text: str) -> Iterator[re.Match[str]]:
-        if self._list is None:
-            sep = r"[ \t]*,[ \t]*"
-            self._list = re.compile(rf"[\[(][ \t]*{_QUOTED}(?:{sep}{_QUOTED})+")
-            self._elem = re.compile(r"'(?P<sq>(?:[^'\\\n]|\\.)*)'" r'|"(?P<dq>(?:[^"\\\n]|\\.)*)"')
-            self._colon = re.compile(r"""['"][^'":\s+]+:(?P<val>[^'"\s]+)['"]""")
-            self._glued = re.compile(r"""['"]-p(?P<val>[^'"\s]+)['"]""")
-            self._option = re.compile(rf"--?[a-z0-9_.-]*?(?:{_SECRET_WORDS})")
-        assert self._elem and self._colon and self._glued and self._option
-        for found in self._list.finditer(text):
-            elems = list(self._elem.finditer(text, found.start(), found.end()))
-            words = [(e.group(e.lastindex or 0) or "").lower() for e in elems]
-            program = words[0].rsplit("/", 1)[-1]
-            for i, word in enumerate(words):
-                after = words[i + 1] if i + 1 < len(words) else None
-                if program.startswith(("mysql", "mariadb")) and len(word) > 2:
-                    glued = self._glued.fullmatch(text, elems[i].start(), elems[i].end())
-                    if glued is not None:
-                        yield glued
-                        continue
-                if after is None or not after or after == REDACTED.lower():
-                    continue
-                if word in ("-u", "--user"):
-                    nxt = elems[i + 1]
-                    pair = self._colon.fullmatch(text, nxt.start(), nxt.end())
-                    user = after.split(":", 1)[0]
-                    if pair is not None and not (user.isdigit() and pair["val"].isdigit()):
-                        yield pair
-                elif (
-                    word == "-p"
-                    and (
-                        "sshpass" in (before := {w.rsplit("/", 1)[-1] for w in words[:i]})
-                        or ("login" in before and not _REGISTRY_TOOLS.isdisjoint(before))
-                    )
-                    or (
-                        self._option.fullmatch(word)
-                        and not after.startswith(("-", *_PATH_LIKE))
-                        and after not in KEEP_VALUES
-                    )
-                ):
-                    yield elems[i + 1]
 
 
 def _apply(rule: _Rule, text: str, haystack: str) -> str:
@@ -448,15 +430,22 @@ def is_secret_key(key: str) -> bool:
 
 
 def _holds_nothing(value: Any) -> bool:
-    return value is None or isinstance(value, bool) or value == ""
+    """None, a boolean, "" or a word saying the value's state (`"missing"`, `"<unset>"`)."""
+    return (
+        value is None
+        or isinstance(value, bool)
+        or value == ""
+        or (isinstance(value, str) and states_a_value(value))
+    )
 
 
 def redact_json(obj: Any) -> Any:
     """Redact a JSON-like value recursively, returning a new value.
 
     Strings are passed through `redact`. The value under a key that names a secret is
-    replaced wholesale (whatever its type), except None, booleans and empty strings,
-    which hold nothing secret. Keys are redacted like any other string.
+    replaced wholesale (whatever its type), except None, booleans, empty strings and a word
+    saying the value's state (`"missing"`), which hold nothing secret. Keys are redacted
+    like any other string.
     """
     if isinstance(obj, str):
         return redact(obj)

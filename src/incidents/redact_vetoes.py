@@ -173,7 +173,7 @@ def no_begin_was_cut(m: re.Match[str], _text: str) -> bool:
 def not_a_secret(m: re.Match[str], text: str) -> bool:
     """Veto for key/value pairs: placeholders, references, prose, paths and `PWD=/dir`."""
     value = m.group(m.lastindex or 0).lower()
-    if value in KEEP_VALUES:
+    if value in KEEP_VALUES or states_a_value(value):
         return True
     word = m.group("word")
     key_start = m.start("word")
@@ -196,6 +196,59 @@ def not_a_secret(m: re.Match[str], text: str) -> bool:
             key_start -= 1
         return text[key_start:start].lower() in ("", "old")
     return False
+
+
+# Words that say what state a value is in rather than being it: `DB_PASSWORD: missing`,
+# `token: <unset>`, `"password": "required"`. No credential is spelled as one of these.
+_STATE_WORDS = frozenset(
+    {
+        "missing",
+        "unset",
+        "empty",
+        "blank",
+        "required",
+        "undefined",
+        "absent",
+        "unknown",
+        "invalid",
+        "expired",
+        "redacted",
+        "hidden",
+        "masked",
+        "omitted",
+        "none",
+        "null",
+        "nil",
+        "n/a",
+        "na",
+        "not set",
+        "not found",
+        "not provided",
+        "not defined",
+        "not configured",
+        "must be set",
+        "is required",
+        "is missing",
+        "is empty",
+        "is not set",
+    }
+)
+
+
+def states_a_value(value: str) -> bool:
+    """Whether a secret's value is a word of prose saying what state it is in (`missing`,
+    `not set`, `<unset>`, `(empty)`, `[not provided]`), in any case, bracketed or not."""
+    if len(value) > 24:
+        return False
+    inner = value.strip().rstrip(".,;:!").strip("<>()[]{}*_").strip().lower()
+    return inner in _STATE_WORDS
+
+
+def _a_clause_follows(text: str, end: int) -> bool:
+    """Whether a sentence goes on after the value at `end`: `, export it first`, `; aborting`,
+    `. Set it in CI`: punctuation, a space, and a word."""
+    after = text[end : end + 3]
+    return len(after) == 3 and after[0] in ",;." and after[1] == " " and after[2].isalpha()
 
 
 _test_id_re: re.Pattern[str] | None = None
@@ -226,8 +279,11 @@ def _is_prose_or_path(m: re.Match[str], text: str, word: str, key_start: int) ->
     rest = text[m.end("val") : m.end("val") + 2]
     colon = ":" in text[m.end("word") : m.start("val")]  # `key=word word` is a command line
     a_word = value.isalpha() and value.isascii() and len(value) >= 3 and value[1:].islower()
-    # A word followed by another word or a parenthesis: a message, not a value.
+    # A word followed by another word, a parenthesis or a clause (`missing, export it`):
+    # a message, not a value.
     if colon and a_word and rest[:1] in (" ", "\t") and (rest[1:].isalpha() or rest[1:] == "("):
+        return True
+    if colon and a_word and _a_clause_follows(text, m.end("val")):
         return True
     if word == "token" and value.isdigit() and len(value) <= 9 and key_start < m.start("word"):
         return True  # `prompt_token: 1523`: a prefixed token word counts tokens
@@ -235,3 +291,25 @@ def _is_prose_or_path(m: re.Match[str], text: str, word: str, key_start: int) ->
         _path_re = re.compile(r"(?:~|\.{1,2})?(?:/[\w.@+-]+){2,}/?")
     tail = word.rsplit("_", 1)[-1].rsplit("-", 1)[-1].rsplit(".", 1)[-1]
     return (word in _FILE_WORDS or tail in _FILE_WORDS) and _path_re.fullmatch(value) is not None
+
+
+def not_a_user_password_pair(m: re.Match[str], _text: str) -> bool:
+    """Veto for a registry `auth` value: it is a credential only when it is base64 of
+    `user:password` (what docker, podman and buildah store); `"auth": "basic"`, a word, a
+    digest or other base64 is kept."""
+    import binascii
+
+    value = m.group(m.lastindex or 0)
+    try:
+        decoded = binascii.a2b_base64(value + "=" * (-len(value) % 4)).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return True
+    user, colon, password = decoded.partition(":")
+    return not (colon and user and password and decoded.isprintable())
+
+
+def not_a_pgpass_line(m: re.Match[str], _text: str) -> bool:
+    """Veto for `host:port:database:user:password`: a host of digits (a time, a MAC
+    address) or a database of digits (`file.py:12:4:E501:message`, a line and a column)
+    is no `.pgpass` line."""
+    return m.group("host").isdigit() or m.group("db").isdigit()

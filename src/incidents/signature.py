@@ -450,6 +450,7 @@ def normalize_steps(message: str, steps: list[tuple[str, str, str]] | None) -> s
     text = " ".join(message.split())  # as `\s+` -> " " and strip(): both use str.isspace
     if steps is not None and text != message:
         steps.append(("space", "runs of whitespace, at the ends", "one space, none"))
+    text = text[: 16 * MAX_MESSAGE]  # bounded input: no placeholder is 16x shorter than its text
     pattern = _pattern_of(_rules_for(text))
     replace = _replace if steps is None else _recording(steps)
     # Passes until nothing changes: a replacement can change what its neighbour looks like

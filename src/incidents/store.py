@@ -17,7 +17,7 @@ import time
 
 from incidents import artifacts, clock, fsutil
 from incidents.errors import IncidentsError, InvalidDocument
-from incidents.layout import INBOX, STAGING, STATE, Root, validate_id
+from incidents.layout import INBOX, STAGING, STATE, Root, shown_name, validate_id
 
 TYPE_CHECKING = False  # typing and pathlib stay off the capture path (import cost)
 if TYPE_CHECKING:
@@ -176,8 +176,18 @@ def repair_status_txt(folder: Path, status: str) -> bool:
 
 
 def reject(root: Root, path: Path, reason: str) -> Path:
-    """Move a bundle that does not parse or validate aside, with why. Nothing is deleted."""
+    """Move a bundle that does not parse or validate aside, with why. Nothing is deleted.
+
+    A name that cannot be shown on one line (bytes that are not UTF-8, control characters)
+    is not carried into `error_rejected/`: the folder gets a name derived from it, and its
+    reason says the name it had, escaped."""
     name = path.name
+    if not name.isprintable():
+        import hashlib
+
+        shown = shown_name(name)
+        name = f"unprintable-name-{hashlib.sha256(os.fsencode(path.name)).hexdigest()[:16]}"
+        reason = f"{reason} (its folder name was '{shown}')"
     target = root.rejected / name
     n = 1
     while target.exists() or target.is_symlink():
@@ -195,6 +205,7 @@ def reject(root: Root, path: Path, reason: str) -> Path:
     from incidents.redact import redact
 
     reason = redact(reason)  # it quotes the value that broke a rule: a command may hold a key
+    reason = shown_name(reason)  # and names or paths of any bytes: on one line, as UTF-8
     fsutil.write_new_file(reason_file, f"{clock.iso_now()} {reason}\n".encode())
     fsutil.fsync_dir(root.rejected)
     return target

@@ -40,15 +40,22 @@ def test_one_pass_sets_aside_bundles_that_break_the_file_rules(tmp_path: Path, r
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     everything = [folder_doc, status_link, big_status, fifo, linked, newline]
-    assert places(root) == {f.name: ["error_rejected"] for f in everything}
+    # a name that cannot be shown on one line is set aside under one that can
+    aside = [n for n in os.listdir(root.rejected) if n.startswith("unprintable-name-")]
+    assert len(aside) == 1
+    assert places(root) == {
+        **{f.name: ["error_rejected"] for f in everything if f is not newline},
+        aside[0]: ["error_rejected"],
+    }
     stopped = [json.loads(x) for x in done.stderr.splitlines() if '"watch_stopped"' in x]
     assert stopped and stopped[-1].get("rejected") == len(everything), stopped
     assert (
         "a symbolic link, not a bundle folder"
         in (root.rejected / linked.name / "reason.txt").read_text()
     )
-    why = (root.rejected / newline.name / "reason.txt").read_text()
+    why = (root.rejected / aside[0] / "reason.txt").read_text()
     assert "not a valid incident id" in why and why.count("\n") == 1
+    assert "new\\nline" in why  # the name it had, escaped
     assert elsewhere.is_dir(), "nothing is deleted"
     assert "incident.json: is a folder" in rejected_reason(root, folder_doc.name)
     assert "status.txt: is a symbolic link" in rejected_reason(root, status_link.name)

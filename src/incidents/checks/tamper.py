@@ -102,7 +102,7 @@ _COMMENTS = (
     ("noqa", re.compile(r"noqa|\b(?:ruff|flake8|isort)\s*:", re.I)),
     ("type-ignore", re.compile(r"\btype\s*:\s*ignore|\bmypy\s*:", re.I)),
     ("pyright-ignore", re.compile(r"\bpyright\s*:|\bpyre-(?:ignore|fixme)", re.I)),
-    ("pragma-no-cover", re.compile(r"pragma\s*:?\s*no\s*(?:cover|branch)", re.I)),
+    ("pragma-no-cover", re.compile(r"pragma\s*(?::\s*)?no\s*(?:cover|branch)", re.I)),
     ("nosec", re.compile(r"\bnosec\b", re.I)),
     ("fmt-skip", re.compile(r"\b(?:fmt|yapf)\s*:\s*(?:off|skip|disable)", re.I)),
 )

@@ -30,7 +30,9 @@ from collections.abc import Iterator, Mapping
 from incidents.checks.tamper_names import Mark, computed_member, const_str, resolve, scoped
 
 # a module, option or variable name, not prose: `"_pytest"`, `"PYTEST_CURRENT_TEST"`
-_RUNNER_WORD = re.compile(r"[\w.\-/]*py\.?test[\w.\-]*|unittest[\w.]*|nose2?", re.I)
+_RUNNER_WORD = re.compile(  # from a name's first character only: linear in the text
+    r"(?<![\w.\-/])[\w.\-/]*py\.?test[\w.\-]*|unittest[\w.]*|nose2?", re.I
+)
 _RUNNER_PROBES = ("sys.modules", "sys.argv", "sys.orig_argv", "os.environ", "os.getenv",
                   "os.environb", "importlib.util.find_spec", "pkgutil.find_loader",
                   "importlib.find_loader", "posix.environ")  # fmt: skip

@@ -31,8 +31,12 @@ _SKIP_DIRS = frozenset({"build", "dist", "node_modules", "venv", "CVS", "_darcs"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # `FAILED path::name[params] - why`, `ERROR path::name`, `ERROR path` (a collection error),
 # and the verbose form `path::name FAILED`.
-_NODE = r"[^\s:]+?\.py(?:::[^\s\[\]:]+)*(?:\[[^\n]*?\])?"
-_SHORT = re.compile(rf"(?:^|(?<=\s))(?:FAILED|ERROR) ({_NODE})(?= - |\s*$)", re.MULTILINE)
+# The `[params]` of a node are found by `_params_end`, not by the pattern: a lazy scan for
+# their `]` from every `FAILED` of a long line would cost the line's length each time.
+_NODE = r"[^\s:]+?\.py(?:::[^\s\[\]:]+)*"
+# Starts with its words, so that `re` skips to them; that a line or a space comes before
+# them is checked by `named_tests`.
+_SHORT = re.compile(rf"(?:FAILED|ERROR) ({_NODE})(?=\[| - |\s*$)", re.MULTILINE)
 _VERBOSE = re.compile(r"^([^\s:]+?\.py::\S+) (?:FAILED|ERROR)\b", re.MULTILINE)
 _IMPORTERS = frozenset({"import_module", "__import__", "importorskip"})
 
@@ -48,9 +52,32 @@ def named_tests(text: str) -> list[str]:
     for pattern in (_SHORT, _VERBOSE):
         for m in pattern.finditer(text):
             node = m.group(1)
+            if pattern is _SHORT and m.start() and not text[m.start() - 1].isspace():
+                continue
+            if pattern is _SHORT and text.startswith("[", m.end()):
+                end = _params_end(text, m.end())
+                if end is None:
+                    continue
+                node = text[m.start(1) : end]
             if len(node) <= NODE_ID_MAX_CHARS:
                 found.setdefault(node, None)
     return list(found)
+
+
+def _params_end(text: str, start: int) -> int | None:
+    """Where the `[params]` opening at `start` end (after their `]`): the first `]` followed
+    by ` - why`, or the `]` that ends the line; looked for within `NODE_ID_MAX_CHARS`
+    characters (a longer node id is not kept), so each costs a bounded scan."""
+    limit = start + NODE_ID_MAX_CHARS
+    line_end = text.find("\n", start, limit)
+    stop = line_end if line_end >= 0 else min(len(text), limit)
+    dash = text.find("] - ", start, stop + 3)
+    if dash >= 0:
+        return dash + 1
+    if line_end < 0 and limit < len(text):
+        return None
+    tail = text[start:stop].rstrip()
+    return start + len(tail) if tail.endswith("]") else None
 
 
 def resolve_named(cwd: str, *nodes: str) -> list[list[str]]:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from incidents import eventlog
 from incidents.errors import IncidentsError
-from incidents.layout import Root
+from incidents.layout import Root, shown_name, validate_id
 from incidents.mirror.budget import derive_errors, note_incident, refresh_budget
 from incidents.mirror.db import MirrorError, connect, write
 from incidents.mirror.fleet import note_host
@@ -52,6 +52,14 @@ class CatchUp:
     updated: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     unreadable: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _an_id(name: str) -> bool:
+    try:
+        validate_id(name)
+    except IncidentsError:
+        return False
+    return True
 
 
 def _locate(root: Root, name: str) -> tuple[str, Path] | None:
@@ -191,18 +199,18 @@ def catch_up(conn: sqlite3.Connection, root: Root) -> CatchUp:
                 continue
             claimed[mine] = name
     names = set(claimed.values())
-    try:
-        listed = {n for n in os.listdir(root.inbox) if not n.startswith(".")}
+    try:  # a name that is no id is no incident (the watcher sets it aside)
+        listed = {n for n in os.listdir(root.inbox) if _an_id(n)}
     except FileNotFoundError:
         listed = set()
-    try:
-        set_aside = {n for n in os.listdir(root.rejected) if not n.startswith(".")}
+    try:  # any name may be dropped here: rows hold it as it is shown
+        set_aside = {shown_name(n): n for n in os.listdir(root.rejected) if n[:1] != "."}
     except FileNotFoundError:
-        set_aside = set()
+        set_aside = {}
     with write(conn):
         for name in sorted(names | (listed ^ inbox_ids(conn))):
             _derive(conn, root, name, result)
-        sync_rejected(conn, set_aside, lambda name: rejected_row(root, name))
+        sync_rejected(conn, set(set_aside), lambda name: rejected_row(root, set_aside[name]))
         ingest_root(conn, root)  # events of no incident (a pause) the mirror missed
         note_host(conn)  # this host reports in (doctor: hosts gone silent)
     for path in claimed:

@@ -18,7 +18,7 @@ from typing import Any
 from incidents import artifacts, clock
 from incidents.errors import IncidentsError, InvalidDocument, UnsafeFile
 from incidents.fsutil import read_json_object, read_regular_file
-from incidents.layout import BUCKETS, REJECTED, Root, validate_id
+from incidents.layout import BUCKETS, REJECTED, Root, shown_name, validate_id
 from incidents.mirror.db import dumps
 from incidents.mirror.queries import Context, IncidentRow
 from incidents.mirror.schema import MIRROR_BUCKETS
@@ -269,7 +269,7 @@ def scan_bundles(root: Root, previous: dict[str, Scanned]) -> dict[str, Scanned]
         for entry in _entries(root.bucket(bucket)):
             if entry.name.startswith("."):
                 continue
-            location = _location(bucket, entry.name)
+            location = _location(bucket, shown_name(entry.name))  # any name: stored as UTF-8
             folder = Path(entry.path)
             if entry.is_symlink() or not entry.is_dir(follow_symlinks=False):
                 found[location] = Scanned((), None, None, "not a folder (a file or symlink)")
@@ -328,6 +328,7 @@ def rejected_row(root: Root, name: str) -> RejectedRow:
             incident_id = _optional_text(doc, "incident_id")
         except (IncidentsError, OSError):
             pass
+    shown = shown_name(name)  # a name dropped here by hand may be anything
     return RejectedRow(
-        name, f"{REJECTED}/{name}", reason or "no reason recorded", rejected_at, incident_id
+        shown, f"{REJECTED}/{shown}", reason or "no reason recorded", rejected_at, incident_id
     )

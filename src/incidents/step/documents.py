@@ -166,6 +166,10 @@ def _load_bundle(
     problems = bundle_files.problems(folder)
     if problems:
         _reject(root, folder, "; ".join(problems))
+    if folder.parent == root.inbox:  # a new bundle never takes over a closed incident's id
+        for bucket in ("resolved", "escalated"):
+            if os.path.lexists(root.bucket(bucket) / folder.name):
+                _reject(root, folder, f"an incident with this id is already {bucket}")
     incident = load_incident(root, folder)
     with store.incident_lock(root, incident.incident_id):
         store.repair_status_txt(folder, incident.status)

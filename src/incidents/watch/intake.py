@@ -37,6 +37,7 @@ judged without it.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from dataclasses import dataclass, replace
@@ -161,6 +162,10 @@ def _document_problem(folder: Path, names: frozenset[str]) -> tuple[str | None, 
     return None, False
 
 
+# Errors of this process, not of the folder: look again later rather than set it aside.
+_OURS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EINTR, errno.EAGAIN})
+
+
 def examine(
     folder: Path,
     *,
@@ -174,7 +179,26 @@ def examine(
     """Ready, wait, reject or gone, from one listing of the folder. Its only writes: with
     `root`, the leftovers of our own aborted atomic writes are removed first.
 
-    `taken`: the identity of the folder when this watcher last found it ready, if it did."""
+    `taken`: the identity of the folder when this watcher last found it ready, if it did.
+    A folder whose examination fails (ENAMETOOLONG, ELOOP, EACCES...) is set aside: a
+    hostile tree never stops the watcher."""
+    try:
+        return _examine(folder, now_ns, whole_ns, stable_s, grace_s, root, taken)
+    except OSError as exc:
+        if exc.errno in _OURS:
+            return Examined(Verdict.WAIT, f"cannot be examined now: {exc.strerror}")
+        return Examined(Verdict.REJECT, f"cannot be examined: {exc.strerror}")
+
+
+def _examine(
+    folder: Path,
+    now_ns: int,
+    whole_ns: int | None,
+    stable_s: float,
+    grace_s: float,
+    root: Root | None = None,
+    taken: tuple[int, int] | None = None,
+) -> Examined:
     if folder.name.startswith("."):
         return Examined(Verdict.WAIT, "hidden")
     listing = _listing(folder)

@@ -17,8 +17,21 @@ from incidents.redact import redact
 
 
 def _fmt(value: Any) -> str:
+    """A value of a text line: quoted when it holds a space or a quote, and then with every
+    character that could end the line or drive a terminal (newline, ESC, C1 controls, bidi
+    overrides, undecodable bytes) escaped, so a hostile folder name cannot forge a line."""
     text = str(value)
-    return json.dumps(text) if (" " in text or not text or '"' in text) else text
+    if " " in text or not text or '"' in text or not text.isprintable():
+        return _escaped(json.dumps(text, ensure_ascii=False))
+    return text
+
+
+def _escaped(line: str) -> str:
+    """`line` with each character that is not printable written as a JSON escape (json
+    escapes C0 controls itself, not DEL, C1 controls, format characters or surrogates)."""
+    if line.isprintable():
+        return line
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in line)
 
 
 class Log:
@@ -32,11 +45,11 @@ class Log:
         now = time.time()
         if self.as_json:
             doc = {"ts": round(now, 6), "level": level, "event": name, **fields}
-            line = json.dumps(doc, default=str, ensure_ascii=False)
+            line = _escaped(json.dumps(doc, default=str, ensure_ascii=False))
         else:
             stamp = time.strftime("%H:%M:%S", time.localtime(now)) + f".{int(now % 1 * 1000):03d}"
             kv = " ".join(f"{k}={_fmt(v)}" for k, v in fields.items() if v not in (None, ""))
-            line = f"{stamp} {level:<5} {name} {kv}".rstrip()
+            line = _escaped(f"{stamp} {level:<5} {name} {kv}".rstrip())
         line = redact(line)  # reasons and messages may quote a hand-written bundle
         if self.display is not None:
             self.display.print(line)

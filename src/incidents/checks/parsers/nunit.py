@@ -14,7 +14,7 @@ from incidents.checks.parsers import ParseError, RawFinding, ToolOutput, tail
 from incidents.checks.parsers._json import as_int, load
 from incidents.vocab import Severity
 
-_AT_LINE = re.compile(r"at .*?, (?P<path>(?:[A-Za-z]:)?[^:\n]+\.ps1):(?P<line>\d+)")
+_AT_LINE = re.compile(r"at [^\n]{0,400}?, (?P<path>(?:[A-Za-z]:)?[^:\n]+\.ps1):(?P<line>\d+)")
 
 
 def parse(out: ToolOutput) -> list[RawFinding]:
