@@ -5,7 +5,7 @@ outcome again instead of running the action twice."""
 from __future__ import annotations
 
 import os
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from incidents import (
@@ -351,7 +351,9 @@ class Actions(TickBase):
         ctx.record_autofix()
 
     def await_handoff(self, ctx: ErrorPipelineContext, agent: Agent) -> None:
-        ctx.begin_handoff(agent, TIER_NUMBER[agent])
+        wait = self.cfg.handoff.wait_s
+        deadline = self.clock() + timedelta(seconds=wait) if wait > 0 else None
+        ctx.begin_handoff(agent, TIER_NUMBER[agent], deadline)
         self.save_prompt(ctx, agent)
         self.events.append(("waiting_for_input", {"agent": agent}))
 
