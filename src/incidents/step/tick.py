@@ -16,7 +16,14 @@ from datetime import datetime
 
 from incidents import artifacts, attempts, eventlog, fsutil, ladder, mirror
 from incidents import policy as policy_mod
-from incidents.fsm import TIERS, NextAction, decide_next_action, is_actionable, is_terminal
+from incidents.fsm import (
+    TIERS,
+    NextAction,
+    decide_next_action,
+    due,
+    is_actionable,
+    is_terminal,
+)
 from incidents.models import ErrorPipelineContext, Incident, RunResult
 from incidents.models.pipeline import Action, EscalationKind, State
 from incidents.models.report import Verdict
@@ -95,6 +102,7 @@ class Tick(Actions):
             )  # fmt: skip
             ctx.budget_group = incident.group_key  # whose budget that is (a merge's group)
             na = decide_next_action(ctx)
+        na = due(na, ctx, now)
         if ctx.pending is None:
             if not is_actionable(na, now):
                 self._carried = (incident, ctx)
