@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -26,6 +26,11 @@ from incidents.models import Hypothesis, Incident, Plan, PlanAction
 from incidents.models.plan import Level, RegressionLink
 from incidents.redact import redact, redact_json
 from incidents.vocab import ErrorCode, FailureClass, IncidentStatus
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from incidents.bundle_rules import Problem
 
 SUMMARY_MAX = 240
 
@@ -348,3 +353,46 @@ def apply_plan(root: Root, folder: Path, plan: Plan, *, sync_dir: bool = True) -
         return path, str(doc["status"])
     store.set_status(folder, doc, IncidentStatus.PLANNED.value, sync_dir=sync_dir)
     return path, IncidentStatus.PLANNED.value
+
+
+# --- capture's rules, held to a plan --------------------------------------------------------
+
+PYTHON_SUFFIXES = (".py", ".pyi")
+POWERSHELL_SUFFIXES = (".ps1", ".psm1", ".psd1")
+
+
+def plan_problems(plan: Plan, workdir: str, allow: Sequence[str]) -> list[Problem]:
+    """Every rule of capture's (`incidents.bundle_rules`) the plan breaks, each naming its
+    field: a verification command the allowlist refuses, a target path that is not a
+    canonical path inside the incident's `workdir` (symlinks followed)."""
+    from incidents.bundle_rules import Problem, command_problems, target_problem
+
+    base = os.path.realpath(workdir)
+    commands = [(f"verification_commands.{i}", c) for i, c in enumerate(plan.verification_commands)]
+    out: list[Problem] = []
+    for n, action in enumerate(plan.actions):
+        commands += [
+            (f"actions.{n}.verification.{i}", c) for i, c in enumerate(action.verification)
+        ]
+        out += [
+            Problem(f"actions.{n}.target_paths.{i}", name, problem)
+            for i, name in enumerate(action.target_paths)
+            if (problem := target_problem(name, base)) is not None
+        ]
+    refused = [
+        Problem(field, p.value, p.rule)
+        for field, command in commands
+        for p in command_problems([command], allow, workdir)
+    ]
+    return refused + out
+
+
+def plan_targets(plan: Plan) -> tuple[list[str], list[str]]:
+    """The plan's target paths a fixer may edit, by language: (Python, PowerShell). Held to
+    capture's rules when the plan was supplied (`plan_problems`) and again, as the
+    incident's targets, at every pickup; a path of another kind is no check's target."""
+    paths = list(dict.fromkeys(p for a in plan.actions for p in a.target_paths))
+    return (
+        [p for p in paths if p.endswith(PYTHON_SUFFIXES)],
+        [p for p in paths if p.lower().endswith(POWERSHELL_SUFFIXES)],
+    )

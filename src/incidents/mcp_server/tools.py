@@ -199,6 +199,24 @@ class Service:
         attempt = handoff.submit(root, incident_id, notes, agent=agent)
         return attempt.model_dump(mode="json")
 
+    def supply_plan(self, incident_id: str, plan: dict[str, Any]) -> dict[str, Any]:
+        """`incidents plan ID --from FILE` with the document itself: validated, held to
+        capture's rules (`commands.plan.supply`), then installed; the old plan stays when
+        it is refused."""
+        from incidents import planner
+        from incidents.commands.plan import supply
+        from incidents.layout import validate_id
+        from incidents.redact import redact_json
+
+        validate_id(incident_id)
+        self._mine(incident_id)
+        if not isinstance(plan, dict):
+            raise UsageError("plan: give the plan document as a JSON object")
+        session = self._session(incident_id)
+        valid = planner.plan_from_doc(redact_json(plan), "plan", incident_id)
+        path, status = supply(session.root, session.config, incident_id, valid, "plan")
+        return {"plan": str(path.relative_to(session.root.path)), "status": status}
+
     def submit_attempt(
         self, incident_id: str, attempt: dict[str, Any], agent: str | None
     ) -> dict[str, Any]:
