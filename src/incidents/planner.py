@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from incidents.bundle_rules import Problem
+    from incidents.models import ErrorPipelineContext
 
 SUMMARY_MAX = 240
 
@@ -387,12 +388,20 @@ def plan_problems(plan: Plan, workdir: str, allow: Sequence[str]) -> list[Proble
     return refused + out
 
 
-def plan_targets(plan: Plan) -> tuple[list[str], list[str]]:
-    """The plan's target paths a fixer may edit, by language: (Python, PowerShell). Held to
-    capture's rules when the plan was supplied (`plan_problems`) and again, as the
-    incident's targets, at every pickup; a path of another kind is no check's target."""
-    paths = list(dict.fromkeys(p for a in plan.actions for p in a.target_paths))
-    return (
-        [p for p in paths if p.endswith(PYTHON_SUFFIXES)],
-        [p for p in paths if p.lower().endswith(POWERSHELL_SUFFIXES)],
-    )
+def add_targets(ctx: ErrorPipelineContext, plan: Plan, workdir: str) -> None:
+    """The plan's target paths join the incident's targets (a fixer may edit them, the
+    checks check them), by language; only those capture's target rule allows in `workdir`
+    (a plan written by hand, not through `plan --from`, is not trusted more). A path of
+    another kind is no check's target. The capture's digest covered fewer files: compared
+    with a check of more it would say they changed, so it is dropped."""
+    from incidents.bundle_rules import target_problem
+
+    base = os.path.realpath(workdir)
+    named = [p for a in plan.actions for p in a.target_paths if target_problem(p, base) is None]
+    python = [p for p in named if p.endswith(PYTHON_SUFFIXES)]
+    powershell = [p for p in named if p.lower().endswith(POWERSHELL_SUFFIXES)]
+    python = list(dict.fromkeys([*ctx.python_files, *python]))
+    powershell = list(dict.fromkeys([*ctx.powershell_files, *powershell]))
+    if (python, powershell) != (ctx.python_files, ctx.powershell_files):
+        ctx.python_files, ctx.powershell_files = python, powershell
+        ctx.capture_digest = None

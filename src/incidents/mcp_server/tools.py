@@ -183,8 +183,10 @@ class Service:
     def next_incident(self) -> dict[str, Any]:
         from incidents import handoff
 
-        item = handoff.next_incident(self._session().root)
-        return {"incident_id": None} if item is None else item.to_json()
+        session = self._session()
+        why: dict[str, str] = {}
+        item = handoff.next_incident(session.root, cfg=session.config, why=why)
+        return handoff.no_work(why) if item is None else item.to_json()
 
     def claim(self, incident_id: str, agent: str, lease: str) -> dict[str, Any]:
         from incidents import handoff

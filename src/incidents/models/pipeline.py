@@ -235,11 +235,7 @@ class ErrorPipelineContext(Document):
     same_error_repeats: int = Field(default=0, ge=0)
     waiting_for_input: bool = False
     handoff_agent: str | None = None
-    handoff_deadline: Timestamp | None = Field(
-        default=None,
-        description="a hand-off nobody submitted by then escalates ([handoff] wait_s); "
-        "None: it waits until an agent submits",
-    )
+    handoff_deadline: Timestamp | None = None  # unsubmitted then: escalates ([handoff])
     fixer_failure: str | None = Field(
         default=None, description="a fixer crashed or timed out: the reason (-> S_ERROR_INFRA)"
     )
@@ -373,14 +369,12 @@ class ErrorPipelineContext(Document):
         self.current_agent = agent
         self.attempt_number = attempt_number
 
-    def begin_handoff(
-        self, agent: Agent, attempt_number: int, deadline: datetime | None = None
-    ) -> None:
-        """AWAIT_HANDOFF done: an outside agent may now claim and submit (until `deadline`)."""
-        self.enter_tier(agent, attempt_number)
+    def begin_handoff(self, agent: Agent, number: int, until: datetime | None = None) -> None:
+        """AWAIT_HANDOFF done: an outside agent may now claim and submit (until `until`)."""
+        self.enter_tier(agent, number)
         self.waiting_for_input = True
         self.handoff_agent = agent
-        self.handoff_deadline = deadline
+        self.handoff_deadline = until
 
     def submit_handoff(self, attempt: AIAttempt) -> bool:
         """The outside agent's submission; False (and nothing recorded) if none is awaited."""

@@ -81,10 +81,6 @@ def redacted(report: ErrorReport) -> ErrorReport:
 
 class Actions(TickBase):
     def plan(self, incident: Incident, ctx: ErrorPipelineContext) -> None:
-        # the targets as they were before anything touched them (the review diffs against it)
-        quarantine.copy_final_scripts(
-            self.folder, self.workdir(incident), ctx.target_files, into="original_scripts"
-        )
         plan = planner.load_plan(self.root, self.id)  # a skill's plan wins; resume reuses ours
         if plan is None:
             regression = regressions.link(self.root, incident)  # its diff beside the plan
@@ -94,7 +90,13 @@ class Actions(TickBase):
             self.events.append(("plan_generated", {"actions": len(plan.actions)}))
         else:
             self.set_status("planned")
+        workdir = self.workdir(incident)
         ctx.record_plan(planner.commands_to_run(incident, plan))
+        planner.add_targets(ctx, plan, str(workdir))
+        # the targets as they were before anything touched them (the review diffs against it)
+        quarantine.copy_final_scripts(
+            self.folder, workdir, ctx.target_files, into="original_scripts"
+        )
 
     def adopt_current_plan(self, incident: Incident, ctx: ErrorPipelineContext) -> None:
         """plan.json is the one source of truth for what a check runs: a plan supplied or
@@ -104,6 +106,7 @@ class Actions(TickBase):
         plan = planner.load_plan(self.root, self.id)
         if plan is not None:
             ctx.adopt_plan(planner.commands_to_run(incident, plan))
+            planner.add_targets(ctx, plan, str(self.workdir(incident)))
 
     def check(
         self, incident: Incident, ctx: ErrorPipelineContext, state: State, now: datetime
