@@ -23,18 +23,39 @@ from incidents.layout import Root
 from incidents.models import ErrorPipelineContext
 from incidents.step.actions import AGENT_OF
 from incidents.step.documents import load_context
+from incidents.vocab import FailureClass
 
 MAX_STEPS = 50  # the ladder's longest climb to a hand-off is far shorter
+
+
+def not_an_agents(failure_class: str) -> str | None:
+    """Why an incident of `failure_class` is never an agent's: a transient failure clears
+    itself (the machine re-runs it), a missing credential or a refused permission is a
+    person's to set. None for the classes a code fix may mend (code, unknown)."""
+    if failure_class == FailureClass.TRANSIENT:
+        return "transient: the machine re-runs it and closes it when it passes; leave it alone"
+    if failure_class in (FailureClass.ENV, FailureClass.NEVER_RETRY):
+        return (
+            f"{failure_class}: a person sets what is missing, then requeues it "
+            "(`incidents resolve-escalation ID --requeue`); leave it alone"
+        )
+    return None
 
 
 def _unplanned(root: Root, incident_id: str) -> str | None:
     """A new incident with nothing to check (no target file, no verification command, and
     no plan naming one) would escalate as unverifiable at its first step: a plan must name
-    its targets first. None when it has something to check."""
+    its targets first. None when it has something to check; not an agent's incident
+    (`not_an_agents`) is left to the watcher and a person."""
     from incidents import planner, store
+    from incidents.policy import effective_failure_class
 
     _, folder = root.locate(incident_id)
     doc = store.read_incident(folder)
+    cls = effective_failure_class(doc.get("error_code"), str(doc.get("failure_class")))
+    why = not_an_agents(cls)
+    if why is not None:
+        return why
     if doc.get("python_files") or doc.get("powershell_files") or doc.get("verify"):
         return None
     plan = planner.load_plan(root, incident_id)
@@ -54,6 +75,8 @@ def _blocked(
     """Why the next step is not one `next` takes, or None."""
     if ctx is None:  # a new incident: its plan and baseline check come first
         return _unplanned(root, incident_id)
+    if (why := not_an_agents(ctx.failure_class)) is not None:
+        return why
     if ctx.pending is not None:  # a step begun and interrupted: its redo is the machine's
         action = ctx.pending.action
         return None if action not in AGENT_OF else _fixer(incident_id, AGENT_OF[action])
