@@ -13,10 +13,10 @@ on with it.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from incidents import ladder
 from incidents.clock import utc_now
-from incidents.config import Config
 from incidents.errors import IncidentsError, Paused
 from incidents.fsm import decide_next_action, due, is_actionable, is_terminal
 from incidents.layout import Root
@@ -24,6 +24,9 @@ from incidents.models import ErrorPipelineContext
 from incidents.step.actions import AGENT_OF
 from incidents.step.documents import load_context
 from incidents.vocab import FailureClass
+
+if TYPE_CHECKING:
+    from incidents.config import Config
 
 MAX_STEPS = 50  # the ladder's longest climb to a hand-off is far shorter
 

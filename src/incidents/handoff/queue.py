@@ -18,16 +18,19 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from incidents import artifacts, attempts, fsutil, leases, mirror, pause, store
 from incidents.clock import iso_precise
-from incidents.config import Config
 from incidents.decisions import read_guidance
 from incidents.errors import IncidentsError, LockBusy, NotFound, NotWaiting, Paused, UsageError
 from incidents.handoff import workspace
 from incidents.layout import Root, validate_id
 from incidents.models import ErrorPipelineContext
 from incidents.step.documents import load_context, workdir_of
+
+if TYPE_CHECKING:
+    from incidents.config import Config
 
 _TTL_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _TTL_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -180,10 +183,11 @@ def next_incident(
         elif cfg is not None:
             later.append(name)
     for name in later:  # then the oldest that can be brought to its hand-off
+        assert cfg is not None
         if not _free(root, name, clock()):
             continue
         try:
-            reason = prepare(root, cfg, name) if cfg is not None else None
+            reason = prepare(root, cfg, name)
         except Paused:
             raise
         except IncidentsError as exc:  # gone meanwhile, set aside: not an agent's work
