@@ -29,15 +29,25 @@ def planned(cli: Cli, root: Root, tmp_path: Path) -> str:
 
 
 def plan_doc(incident_id: str, **action: Any) -> dict[str, Any]:
-    act = {"id": "A1", "title": "drop the import", "priority": "P0", "risk": "low",
-           "target_paths": ["gen.py"], "verification": ["ruff check gen.py"]}  # fmt: skip
+    act = {
+        "id": "A1",
+        "title": "drop the import",
+        "priority": "P0",
+        "risk": "low",
+        "target_paths": ["gen.py"],
+        "verification": ["ruff check gen.py"],
+    }
     act.update(action)
     return {
-        "incident_id": incident_id, "generated_at": "2026-11-29T06:00:00Z", "source": "test",
-        "summary": "an unused import", "actions": [act],
+        "incident_id": incident_id,
+        "generated_at": "2026-11-29T06:00:00Z",
+        "source": "test",
+        "summary": "an unused import",
+        "actions": [act],
         "root_cause_hypotheses": [{"id": "H1", "confidence": "high", "reason": "left over"}],
-        "verification_commands": act["verification"], "done_criteria": ["ruff is clean"],
-    }  # fmt: skip
+        "verification_commands": act["verification"],
+        "done_criteria": ["ruff is clean"],
+    }
 
 
 def write(tmp_path: Path, doc_: dict[str, Any], name: str = "plan.json") -> Path:
@@ -53,20 +63,34 @@ def in_force(root: Root, incident_id: str) -> bytes:
 @pytest.mark.parametrize(
     ("action", "field", "rule"),
     [
-        ({"verification": ["ruff check --fix gen.py"]}, "verification_commands.0",
-         "option --fix of ruff changes files"),
-        ({"verification": ["ruff check gen.py | tee out.txt"]}, "verification_commands.0",
-         "a shell operator '|'"),
-        ({"verification": ["ruff check gen.py", "rm -rf gen.py"]}, "verification_commands.1",
-         "program 'rm' is not on the allowlist"),
+        (
+            {"verification": ["ruff check --fix gen.py"]},
+            "verification_commands.0",
+            "option --fix of ruff changes files",
+        ),
+        (
+            {"verification": ["ruff check gen.py | tee out.txt"]},
+            "verification_commands.0",
+            "a shell operator '|'",
+        ),
+        (
+            {"verification": ["ruff check gen.py", "rm -rf gen.py"]},
+            "verification_commands.1",
+            "program 'rm' is not on the allowlist",
+        ),
         ({"target_paths": ["../../etc/passwd"]}, "actions.0.target_paths.0", "a '..' component"),
         ({"target_paths": ["/etc/passwd"]}, "actions.0.target_paths.0", "an absolute path"),
     ],
-)  # fmt: skip
+)
 def test_plan_from_refuses_what_capture_refuses_and_keeps_the_old_plan(
-    cli: Cli, root: Root, tmp_path: Path, planned: str, action: dict[str, Any], field: str,
+    cli: Cli,
+    root: Root,
+    tmp_path: Path,
+    planned: str,
+    action: dict[str, Any],
+    field: str,
     rule: str,
-) -> None:  # fmt: skip
+) -> None:
     before = in_force(root, planned)
     bad = write(tmp_path, plan_doc(planned, **action), "bad.json")
     r = cli("plan", planned, "--from", str(bad))
@@ -80,8 +104,9 @@ def test_capture_refuses_the_same_commands(cli: Cli, tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     for command in ("ruff check gen.py | tee out.txt", "ruff check --fix gen.py"):
-        r = cli("capture", "--step", "lint", "--message", "m", "--workdir", str(ws),
-                "--verify", command)  # fmt: skip
+        r = cli(
+            "capture", "--step", "lint", "--message", "m", "--workdir", str(ws), "--verify", command
+        )
         assert r.code == 2 and "--verify" in r.err, r.err
 
 
@@ -90,8 +115,9 @@ def test_a_plan_within_the_rules_is_installed(
 ) -> None:
     """The control: the same door takes a plan that keeps to the rules."""
     (tmp_path / "ws" / "other.py").write_text("x = 1\n")
-    good = plan_doc(planned, target_paths=["gen.py", "other.py"],
-                    verification=["ruff check gen.py other.py"])  # fmt: skip
+    good = plan_doc(
+        planned, target_paths=["gen.py", "other.py"], verification=["ruff check gen.py other.py"]
+    )
     r = cli("plan", planned, "--from", str(write(tmp_path, good, "good.json")))
     assert r.code == 0, r.err
     assert json.loads(in_force(root, planned))["actions"][0]["target_paths"] == [
@@ -114,10 +140,12 @@ def test_the_mcp_plan_input_holds_the_same_rules(
         seen["pipe"] = error(
             await client.call_tool(
                 "supply_plan",
-                {"incident_id": planned,
-                 "plan": plan_doc(planned, verification=["ruff check gen.py | tee y"])},
+                {
+                    "incident_id": planned,
+                    "plan": plan_doc(planned, verification=["ruff check gen.py | tee y"]),
+                },
             )
-        )  # fmt: skip
+        )
         seen["kept"] = in_force(root, planned)
         good = plan_doc(planned, title="the same, again")
         seen["good"] = doc(

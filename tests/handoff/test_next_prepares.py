@@ -39,8 +39,12 @@ def shop(tmp_path: Path) -> Path:
 
 def capture_test_failure(cli: Cli, ws: Path) -> str:
     """The real pytest's failure, captured with its log and no target file."""
-    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-                       cwd=ws, capture_output=True, text=True)  # fmt: skip
+    p = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=ws,
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 1 and "FAILED tests/test_pricing.py::test_discount" in p.stdout
     log = ws.parent / "pytest.log"
     log.write_text(p.stdout)
@@ -50,13 +54,24 @@ def capture_test_failure(cli: Cli, ws: Path) -> str:
 
 def plan_naming(incident_id: str, *paths: str) -> dict[str, Any]:
     return {
-        "incident_id": incident_id, "generated_at": "2026-11-29T06:00:00Z", "source": "test",
-        "summary": "total adds the discount", "verification_commands": [],
+        "incident_id": incident_id,
+        "generated_at": "2026-11-29T06:00:00Z",
+        "source": "test",
+        "summary": "total adds the discount",
+        "verification_commands": [],
         "root_cause_hypotheses": [{"id": "H1", "confidence": "high", "reason": "its sign"}],
-        "actions": [{"id": "A1", "title": "subtract it", "priority": "P0", "risk": "low",
-                     "target_paths": list(paths), "verification": []}],
+        "actions": [
+            {
+                "id": "A1",
+                "title": "subtract it",
+                "priority": "P0",
+                "risk": "low",
+                "target_paths": list(paths),
+                "verification": [],
+            }
+        ],
         "done_criteria": ["the test passes"],
-    }  # fmt: skip
+    }
 
 
 def test_next_prepares_a_new_incident_without_a_watcher(

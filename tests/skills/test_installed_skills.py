@@ -58,8 +58,14 @@ def installed(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path
 def run_step(ws: Path, step: str, *command: str) -> None:
     """The pipeline's step, wrapped as the README's quick start says: `incidents run`."""
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
-    p = subprocess.run([str(BIN / "incidents"), "run", "--step", step, "--", *command],
-                       cwd=ws, env=env, capture_output=True, text=True, timeout=180)  # fmt: skip
+    p = subprocess.run(
+        [str(BIN / "incidents"), "run", "--step", step, "--", *command],
+        cwd=ws,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert p.returncode == 1, p.stdout + p.stderr  # the step's own exit code
 
 
@@ -94,10 +100,19 @@ def error_plan(skills: Path, tmp_path: Path) -> str:
     doc.update(  # the agent's own reading of the failure, in the skill's shape
         summary="total() adds the discount instead of subtracting it",
         root_cause_hypotheses=[{"id": "H1", "confidence": "high", "reason": "a sign error"}],
-        actions=[{"id": "A1", "title": "subtract the discount", "priority": "P0",
-                  "risk": "low", "target_paths": ["shop/pricing.py"], "verification": []}],
-        verification_commands=[], done_criteria=["tests/test_pricing.py passes"],
-    )  # fmt: skip
+        actions=[
+            {
+                "id": "A1",
+                "title": "subtract the discount",
+                "priority": "P0",
+                "risk": "low",
+                "target_paths": ["shop/pricing.py"],
+                "verification": [],
+            }
+        ],
+        verification_commands=[],
+        done_criteria=["tests/test_pricing.py passes"],
+    )
     Path(p.values["<WORK>"], "plan.json").write_text(json.dumps(doc))
     [supplied] = p.play("Supply it")
     assert supplied.code == 0, supplied.err
@@ -122,8 +137,11 @@ def exec_loop(skills: Path, tmp_path: Path) -> dict[str, str]:
         item: dict[str, Any] = nxt.json()
         if item["incident_id"] is None:
             break
-        for name, key in (("<ID>", "incident_id"), ("<WORKDIR>", "workdir"),
-                          ("<ITERATION>", "attempt_iteration")):  # fmt: skip
+        for name, key in (
+            ("<ID>", "incident_id"),
+            ("<WORKDIR>", "workdir"),
+            ("<ITERATION>", "attempt_iteration"),
+        ):
             p.assign(name, str(item[key]))
         p.assign("<FILES>", " ".join(item["files"]))
         date, claim = p.play("Claim it")
@@ -184,8 +202,13 @@ def test_the_installed_skills_leave_a_blip_and_a_missing_credential_alone(
     ws.mkdir()
     (ws / "sync.py").write_text(SYNC)
     run_step(ws, "warehouse_sync", sys.executable, "sync.py")  # KeyError: the token is unset
-    blip = cli("capture", "--step", "amazon_download",
-               "--message", "Network timeout during receipt download")  # fmt: skip
+    blip = cli(
+        "capture",
+        "--step",
+        "amazon_download",
+        "--message",
+        "Network timeout during receipt download",
+    )
     assert blip.code == 0, blip.err
     listed = cli("status", "--json").json()["incidents"]
     classes = {i["step"]: i["failure_class"] for i in listed}
