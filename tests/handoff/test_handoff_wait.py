@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from incidents.layout import Root
-from tests.helpers import Cli, capture, ctx_of, use_config
+from tests.helpers import Cli, capture, ctx_of, incidents, use_config
 
 BROKEN = "def add(a, b):\n    return a + b + offset\n"  # F821: no autofix mends it
 RUFF = '[checks]\ntools = ["ruff"]\n'
@@ -79,3 +79,22 @@ def test_only_code_incidents_wait_for_an_agent(
     ctx = ctx_of(root, incident_id)
     assert not ctx.waiting_for_input and ctx.tier_modes == {}
     assert cli("next", "--json").json()["incident_id"] is None
+
+
+def test_the_watcher_escalates_a_hand_off_past_its_deadline(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same through `incidents watch`: a waiting incident is looked at again on each
+    pass, and the pass after its deadline escalates it (`stable_s = 0`: the second pass
+    need not wait for the folder the first one wrote to settle)."""
+    use_config(tmp_path, monkeypatch, RUFF + "[handoff]\nwait_s = 0.5\n[watch]\nstable_s = 0\n")
+    incident_id = lint_failure(cli, tmp_path)
+    first = incidents("watch", "--once")
+    assert first.returncode == 0, first.stderr
+    deadline = ctx_of(root, incident_id).handoff_deadline
+    assert deadline is not None and (root.inbox / incident_id).is_dir()
+    time.sleep(max(0.0, deadline.timestamp() - time.time()) + 0.1)
+    second = incidents("watch", "--once")
+    assert second.returncode == 0, second.stderr
+    assert (root.bucket("escalated") / incident_id).is_dir(), first.stderr + second.stderr
+    assert "[handoff] wait_s" in reason(root, incident_id)
