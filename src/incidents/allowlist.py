@@ -315,6 +315,16 @@ def _refuse(
     return _refuse_args(command, program, _tool(program), argv[1:], workdir)
 
 
+# what a shell would have taken as a pipe, a list or a redirection: run as argv, it would
+# be a literal argument instead, never what the command's author meant
+_SHELL_OPERATOR = re.compile(r"^(?:\|\|?|\|&|&&?|;;?|&>>?|\d*[<>]{1,2}&?\d*-?)$|;$")
+
+
+def shell_operator(argv: list[str]) -> str | None:
+    """The first argument that is a shell operator (`|`, `&&`, `;`, `>`, `2>&1`...), or None."""
+    return next((arg for arg in argv if _SHELL_OPERATOR.search(arg)), None)
+
+
 def split_command(command: str) -> list[str]:
     """shlex, POSIX rules; ValueError when it cannot be split, is empty or has a NUL."""
     if "\x00" in command:
@@ -340,7 +350,17 @@ def check_allowed(
         except ValueError as exc:
             refusals.append(Refusal(command, "", f"cannot split into arguments: {exc}"))
             continue
-        refusal = _refuse(command, argv, allow, workdir)
+        operator = shell_operator(argv)
+        refusal = (
+            Refusal(
+                command,
+                argv[0],
+                f"a shell operator {operator!r}: a command runs as argv "
+                "without a shell (no pipes, redirections, && or ;)",
+            )
+            if operator is not None
+            else _refuse(command, argv, allow, workdir)
+        )
         if refusal is None and whole_disk:
             refusal = Refusal(command, argv[0], "the workdir is / (nothing would be contained)")
         if refusal is not None:

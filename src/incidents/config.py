@@ -26,6 +26,7 @@ from incidents.config_file import find_config, read_raw, root_from_raw
 from incidents.config_section import Section
 from incidents.errors import ConfigError, explain_validation
 from incidents.fixers.settings import TiersSettings
+from incidents.ladder import HandoffSettings
 from incidents.mirror.settings import MirrorSettings
 from incidents.notify.settings import NotifySettings
 from incidents.verify import VerifySettings
@@ -110,6 +111,7 @@ class Config(Section):
     checks: ChecksSettings = Field(default_factory=ChecksSettings)
     verification: VerifySettings = Field(default_factory=VerifySettings)
     tiers: TiersSettings = Field(default_factory=TiersSettings)
+    handoff: HandoffSettings = Field(default_factory=HandoffSettings)
     policy: PolicySettings = Field(default_factory=PolicySettings)
     watch: WatchSettings = Field(default_factory=WatchSettings)
     mirror: MirrorSettings = Field(default_factory=MirrorSettings)

@@ -198,7 +198,10 @@ def _from_fix(ctx: ErrorPipelineContext, recheck: State, *, handoff: bool) -> Ne
         return _infra(f"fixer failed: {ctx.fixer_failure}")
     if handoff and ctx.waiting_for_input:  # only AI tiers hand off; autofix never waits
         return NextAction(
-            ctx.current_state, Action.WAIT_INPUT, f"waiting for {ctx.handoff_agent} to submit"
+            ctx.current_state,
+            Action.WAIT_INPUT,
+            f"waiting for {ctx.handoff_agent} to submit",
+            ctx.handoff_deadline,  # then it escalates (`due`)
         )
     return NextAction(recheck, Action.RUN_PIPELINE, "recheck after the fix")
 
@@ -379,6 +382,18 @@ def _enter_tier(ctx: ErrorPipelineContext, tier: Tier, why: str) -> NextAction:
 
 def _quarantine(kind: EscalationKind, reason: str) -> NextAction:
     return NextAction(State.S4_QUARANTINE, Action.QUARANTINE, reason, escalation=kind)
+
+
+def due(na: NextAction, ctx: ErrorPipelineContext, now: datetime) -> NextAction:
+    """`na` as it stands at `now`: a hand-off nobody submitted by its deadline ([handoff]
+    wait_s) escalates, saying so."""
+    if na.action is not Action.WAIT_INPUT or na.not_before is None or now < na.not_before:
+        return na
+    return _quarantine(
+        EscalationKind.NO_FIXER,
+        f"no agent submitted a fix for {ctx.handoff_agent} by {na.not_before.isoformat()} "
+        "([handoff] wait_s): a person must fix it, or run an agent skill on `incidents next`",
+    )
 
 
 def ran_tests(ctx: ErrorPipelineContext, report: ErrorReport) -> bool:

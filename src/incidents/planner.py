@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -26,6 +26,12 @@ from incidents.models import Hypothesis, Incident, Plan, PlanAction
 from incidents.models.plan import Level, RegressionLink
 from incidents.redact import redact, redact_json
 from incidents.vocab import ErrorCode, FailureClass, IncidentStatus
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from incidents.bundle_rules import Problem
+    from incidents.models import ErrorPipelineContext
 
 SUMMARY_MAX = 240
 
@@ -348,3 +354,54 @@ def apply_plan(root: Root, folder: Path, plan: Plan, *, sync_dir: bool = True) -
         return path, str(doc["status"])
     store.set_status(folder, doc, IncidentStatus.PLANNED.value, sync_dir=sync_dir)
     return path, IncidentStatus.PLANNED.value
+
+
+# --- capture's rules, held to a plan --------------------------------------------------------
+
+PYTHON_SUFFIXES = (".py", ".pyi")
+POWERSHELL_SUFFIXES = (".ps1", ".psm1", ".psd1")
+
+
+def plan_problems(plan: Plan, workdir: str, allow: Sequence[str]) -> list[Problem]:
+    """Every rule of capture's (`incidents.bundle_rules`) the plan breaks, each naming its
+    field: a verification command the allowlist refuses, a target path that is not a
+    canonical path inside the incident's `workdir` (symlinks followed)."""
+    from incidents.bundle_rules import Problem, command_problems, target_problem
+
+    base = os.path.realpath(workdir)
+    commands = [(f"verification_commands.{i}", c) for i, c in enumerate(plan.verification_commands)]
+    out: list[Problem] = []
+    for n, action in enumerate(plan.actions):
+        commands += [
+            (f"actions.{n}.verification.{i}", c) for i, c in enumerate(action.verification)
+        ]
+        out += [
+            Problem(f"actions.{n}.target_paths.{i}", name, problem)
+            for i, name in enumerate(action.target_paths)
+            if (problem := target_problem(name, base)) is not None
+        ]
+    refused = [
+        Problem(field, p.value, p.rule)
+        for field, command in commands
+        for p in command_problems([command], allow, workdir)
+    ]
+    return refused + out
+
+
+def add_targets(ctx: ErrorPipelineContext, plan: Plan, workdir: str) -> None:
+    """The plan's target paths join the incident's targets (a fixer may edit them, the
+    checks check them), by language; only those capture's target rule allows in `workdir`
+    (a plan written by hand, not through `plan --from`, is not trusted more). A path of
+    another kind is no check's target. The capture's digest covered fewer files: compared
+    with a check of more it would say they changed, so it is dropped."""
+    from incidents.bundle_rules import target_problem
+
+    base = os.path.realpath(workdir)
+    named = [p for a in plan.actions for p in a.target_paths if target_problem(p, base) is None]
+    python = [p for p in named if p.endswith(PYTHON_SUFFIXES)]
+    powershell = [p for p in named if p.lower().endswith(POWERSHELL_SUFFIXES)]
+    python = list(dict.fromkeys([*ctx.python_files, *python]))
+    powershell = list(dict.fromkeys([*ctx.powershell_files, *powershell]))
+    if (python, powershell) != (ctx.python_files, ctx.powershell_files):
+        ctx.python_files, ctx.powershell_files = python, powershell
+        ctx.capture_digest = None

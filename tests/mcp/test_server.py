@@ -26,7 +26,7 @@ CONFIG = (
 )
 TOOLS = {
     "lint_python_files", "lint_ps_scripts", "run_checks", "list_incidents", "get_incident",
-    "next_incident", "claim", "submit_attempt", "submit",
+    "next_incident", "claim", "submit_attempt", "submit", "supply_plan",
 }  # fmt: skip
 VOLATILE = {"generated_at", "tool_runs"}  # times and durations: everything else must agree
 

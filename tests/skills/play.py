@@ -27,8 +27,8 @@ _BLOCK = re.compile(r"^```(\w*)\n(.*?)^```$", re.M | re.S)
 _PLACEHOLDER = re.compile(r"<[A-Z_]+>")
 
 
-def skill_text(name: str) -> str:
-    return (SKILLS / name / "SKILL.md").read_text()
+def skill_text(name: str, base: Path = SKILLS) -> str:
+    return (base / name / "SKILL.md").read_text()
 
 
 def sections(text: str) -> dict[str, str]:
@@ -67,13 +67,14 @@ class Ran:
 class Player:
     skill: str
     cwd: Path
+    base: Path = SKILLS  # where the skill is: the checkout's, or an installed copy
     text: str = ""
     values: dict[str, str] = field(default_factory=dict)
     played: set[str] = field(default_factory=set)
     log: list[Ran] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.text = skill_text(self.skill)
+        self.text = skill_text(self.skill, self.base)
         self.defined = defined_placeholders(self.text)
         self.sections = sections(self.text)
 

@@ -261,7 +261,8 @@ def test_a_verification_command_off_the_allowlist_is_refused(
     cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """By capture, which then writes nothing (pickup refuses such a bundle too: see
-    test_pickup_trust.py); one a plan adds is refused when the check would run it."""
+    test_pickup_trust.py), and by `plan --from`; one a plan written by hand adds is refused
+    when the check would run it."""
     r = cli("capture", "--step", "dl", "--message", "download failed", "--verify",
             "curl -fsS http://127.0.0.1:9/", "--workdir", str(ws))  # fmt: skip
     assert r.code == 2 and r.out == "", r.out
@@ -270,7 +271,10 @@ def test_a_verification_command_off_the_allowlist_is_refused(
     incident_id = capture(cli, ws=ws, target="clean.py", content=CLEAN)
     assert "(PLAN)" in cli("step", incident_id).out
     replan = replacement_plan(tmp_path, incident_id, ["curl -fsS http://127.0.0.1:9/"])
-    assert cli("plan", incident_id, "--from", str(replan)).code == 0
+    r = cli("plan", incident_id, "--from", str(replan))  # the plan's door refuses it too
+    assert r.code == 2 and "verification_commands.0: " in r.err and "'curl'" in r.err, r.err
+    # written into error_plans/ by hand, past that door: refused when the check would run it
+    (root.plan_dir(incident_id) / "plan.json").write_bytes(replan.read_bytes())
     r = cli("drive", incident_id)
     assert "-> S_ERROR_INFRA" in r.out, r.out + r.err
     meta = load(root.bucket("escalated") / incident_id / "metadata.json")

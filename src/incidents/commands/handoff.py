@@ -56,12 +56,15 @@ def register(app: typer.Typer) -> None:
     def next_cmd(root: RootOpt = None, config: ConfigOpt = None, as_json: JsonOpt = False) -> int:
         """The next incident waiting for an agent: its prompt, files and last report."""
         session = open_root(root, config)
-        item = handoff.next_incident(session.root)
+        why: dict[str, str] = {}
+        item = handoff.next_incident(session.root, cfg=session.config, why=why)
         if item is None:
             if as_json:
-                output.out_json({"incident_id": None})
+                output.out_json(handoff.no_work(why))
             else:
                 output.out("no incident is waiting for an agent")
+                for incident_id, reason in why.items():
+                    output.out(f"  {incident_id}: {reason}")
             return 0
         _show_item(item, as_json)
         return 0

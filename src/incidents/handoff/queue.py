@@ -18,15 +18,19 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from incidents import artifacts, attempts, fsutil, leases, mirror, pause, store
 from incidents.clock import iso_precise
 from incidents.decisions import read_guidance
-from incidents.errors import IncidentsError, LockBusy, NotFound, NotWaiting, UsageError
+from incidents.errors import IncidentsError, LockBusy, NotFound, NotWaiting, Paused, UsageError
 from incidents.handoff import workspace
 from incidents.layout import Root, validate_id
 from incidents.models import ErrorPipelineContext
 from incidents.step.documents import load_context, workdir_of
+
+if TYPE_CHECKING:
+    from incidents.config import Config
 
 _TTL_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _TTL_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -146,26 +150,62 @@ def _free(root: Root, incident_id: str, now: float) -> bool:
     return True
 
 
-def next_incident(root: Root, *, clock: Clock = time.time) -> WorkItem | None:
+def next_incident(
+    root: Root,
+    *,
+    clock: Clock = time.time,
+    cfg: Config | None = None,
+    why: dict[str, str] | None = None,
+) -> WorkItem | None:
     """The oldest incident waiting for an agent that nobody holds, or None. Paused: raises
-    `Paused` (an agent loop stops, as the watcher does)."""
+    `Paused` (an agent loop stops, as the watcher does). With `cfg`, an open incident
+    that does not wait yet is first brought to its hand-off (`handoff.prepare`: its plan,
+    its baseline check), so no watcher need run; `why` collects, per incident that is
+    still not waiting, the reason and the command that goes on with it."""
+    from incidents.handoff.prepare import prepare
+
     pause.refuse_new_work(root)
     now = clock()
     try:
         names = sorted(n for n in os.listdir(root.inbox) if not n.startswith("."))
     except FileNotFoundError:
         return None
-    for name in names:
+    later: list[str] = []
+    for name in names:  # first what waits already: handing it out runs nothing
         try:
             validate_id(name)
             ctx = load_context(root, root.inbox / name)
         except (IncidentsError, OSError):
             continue  # the step service rejects what does not validate
-        if ctx is None or not ctx.waiting_for_input or ctx.pending is not None:
+        if ctx is not None and ctx.waiting_for_input and ctx.pending is None:
+            if _free(root, name, now):
+                return work_item(root, name)
+        elif cfg is not None:
+            later.append(name)
+    for name in later:  # then the oldest that can be brought to its hand-off
+        assert cfg is not None
+        if not _free(root, name, clock()):
             continue
-        if _free(root, name, now):
+        try:
+            reason = prepare(root, cfg, name)
+        except Paused:
+            raise
+        except IncidentsError as exc:  # gone meanwhile, set aside: not an agent's work
+            reason = str(exc)
+        if reason is None and _free(root, name, clock()):
             return work_item(root, name)
+        if reason is not None and why is not None:
+            why[name] = reason
     return None
+
+
+def no_work(why: dict[str, str]) -> dict[str, object]:
+    """`next --json` when nothing waits: `incident_id` null, and the open incidents that do
+    not wait for an agent yet, each with why and the command that goes on with it."""
+    doc: dict[str, object] = {"incident_id": None}
+    if why:
+        doc["not_waiting"] = [{"incident_id": i, "why": w} for i, w in why.items()]
+    return doc
 
 
 def claim(

@@ -157,6 +157,19 @@ def build_server(service: Service) -> MCPServer[Any]:
         return service.claim(incident_id, agent, lease)
 
     @tool
+    def supply_plan(
+        incident_id: IncidentId,
+        plan: Annotated[
+            dict[str, Any], Field(description="the plan document (schemas/plan.schema.json)")
+        ],
+    ) -> Doc:
+        """Validate a plan and install it as the incident's plan, as `incidents plan ID
+        --from FILE` does: its verification commands and target paths are held to
+        capture's rules (the allowlist, paths inside the workdir); a refusal names the
+        field and the rule, and the old plan stays."""
+        return service.supply_plan(incident_id, plan)
+
+    @tool
     def submit_attempt(
         incident_id: IncidentId,
         attempt: Annotated[

@@ -183,8 +183,10 @@ class Service:
     def next_incident(self) -> dict[str, Any]:
         from incidents import handoff
 
-        item = handoff.next_incident(self._session().root)
-        return {"incident_id": None} if item is None else item.to_json()
+        session = self._session()
+        why: dict[str, str] = {}
+        item = handoff.next_incident(session.root, cfg=session.config, why=why)
+        return handoff.no_work(why) if item is None else item.to_json()
 
     def claim(self, incident_id: str, agent: str, lease: str) -> dict[str, Any]:
         from incidents import handoff
@@ -198,6 +200,24 @@ class Service:
         root = self._session(incident_id).root
         attempt = handoff.submit(root, incident_id, notes, agent=agent)
         return attempt.model_dump(mode="json")
+
+    def supply_plan(self, incident_id: str, plan: dict[str, Any]) -> dict[str, Any]:
+        """`incidents plan ID --from FILE` with the document itself: validated, held to
+        capture's rules (`commands.plan.supply`), then installed; the old plan stays when
+        it is refused."""
+        from incidents import planner
+        from incidents.commands.plan import supply
+        from incidents.layout import validate_id
+        from incidents.redact import redact_json
+
+        validate_id(incident_id)
+        self._mine(incident_id)
+        if not isinstance(plan, dict):
+            raise UsageError("plan: give the plan document as a JSON object")
+        session = self._session(incident_id)
+        valid = planner.plan_from_doc(redact_json(plan), "plan", incident_id)
+        path, status = supply(session.root, session.config, incident_id, valid, "plan")
+        return {"plan": str(path.relative_to(session.root.path)), "status": status}
 
     def submit_attempt(
         self, incident_id: str, attempt: dict[str, Any], agent: str | None

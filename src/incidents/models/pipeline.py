@@ -235,6 +235,7 @@ class ErrorPipelineContext(Document):
     same_error_repeats: int = Field(default=0, ge=0)
     waiting_for_input: bool = False
     handoff_agent: str | None = None
+    handoff_deadline: Timestamp | None = None  # unsubmitted then: escalates ([handoff])
     fixer_failure: str | None = Field(
         default=None, description="a fixer crashed or timed out: the reason (-> S_ERROR_INFRA)"
     )
@@ -368,11 +369,12 @@ class ErrorPipelineContext(Document):
         self.current_agent = agent
         self.attempt_number = attempt_number
 
-    def begin_handoff(self, agent: Agent, attempt_number: int) -> None:
-        """AWAIT_HANDOFF done: an outside agent may now claim and submit."""
-        self.enter_tier(agent, attempt_number)
+    def begin_handoff(self, agent: Agent, number: int, until: datetime | None = None) -> None:
+        """AWAIT_HANDOFF done: an outside agent may now claim and submit (until `until`)."""
+        self.enter_tier(agent, number)
         self.waiting_for_input = True
         self.handoff_agent = agent
+        self.handoff_deadline = until
 
     def submit_handoff(self, attempt: AIAttempt) -> bool:
         """The outside agent's submission; False (and nothing recorded) if none is awaited."""
@@ -381,6 +383,7 @@ class ErrorPipelineContext(Document):
         self.record_ai_attempt(attempt)
         self.waiting_for_input = False
         self.handoff_agent = None
+        self.handoff_deadline = None
         return True
 
     def record_fixer_failure(self, reason: str) -> None:
@@ -437,6 +440,7 @@ class ErrorPipelineContext(Document):
             "not_before": None,
             "waiting_for_input": False,
             "handoff_agent": None,
+            "handoff_deadline": None,
             "fixer_failure": None,
             "signature_attempts_used": 0,
             "max_regressions": None,  # a person looked at the regressions: climb again

@@ -5,7 +5,7 @@ outcome again instead of running the action twice."""
 from __future__ import annotations
 
 import os
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from incidents import (
@@ -81,10 +81,6 @@ def redacted(report: ErrorReport) -> ErrorReport:
 
 class Actions(TickBase):
     def plan(self, incident: Incident, ctx: ErrorPipelineContext) -> None:
-        # the targets as they were before anything touched them (the review diffs against it)
-        quarantine.copy_final_scripts(
-            self.folder, self.workdir(incident), ctx.target_files, into="original_scripts"
-        )
         plan = planner.load_plan(self.root, self.id)  # a skill's plan wins; resume reuses ours
         if plan is None:
             regression = regressions.link(self.root, incident)  # its diff beside the plan
@@ -94,7 +90,13 @@ class Actions(TickBase):
             self.events.append(("plan_generated", {"actions": len(plan.actions)}))
         else:
             self.set_status("planned")
+        workdir = self.workdir(incident)
         ctx.record_plan(planner.commands_to_run(incident, plan))
+        planner.add_targets(ctx, plan, str(workdir))
+        # the targets as they were before anything touched them (the review diffs against it)
+        quarantine.copy_final_scripts(
+            self.folder, workdir, ctx.target_files, into="original_scripts"
+        )
 
     def adopt_current_plan(self, incident: Incident, ctx: ErrorPipelineContext) -> None:
         """plan.json is the one source of truth for what a check runs: a plan supplied or
@@ -104,6 +106,7 @@ class Actions(TickBase):
         plan = planner.load_plan(self.root, self.id)
         if plan is not None:
             ctx.adopt_plan(planner.commands_to_run(incident, plan))
+            planner.add_targets(ctx, plan, str(self.workdir(incident)))
 
     def check(
         self, incident: Incident, ctx: ErrorPipelineContext, state: State, now: datetime
@@ -351,7 +354,9 @@ class Actions(TickBase):
         ctx.record_autofix()
 
     def await_handoff(self, ctx: ErrorPipelineContext, agent: Agent) -> None:
-        ctx.begin_handoff(agent, TIER_NUMBER[agent])
+        wait = self.cfg.handoff.wait_s
+        deadline = self.clock() + timedelta(seconds=wait) if wait > 0 else None
+        ctx.begin_handoff(agent, TIER_NUMBER[agent], deadline)
         self.save_prompt(ctx, agent)
         self.events.append(("waiting_for_input", {"agent": agent}))
 

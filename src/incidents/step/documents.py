@@ -22,7 +22,6 @@ from incidents.errors import (
     UnsafeFile,
     explain_validation,
 )
-from incidents.fsm import TIERS
 from incidents.layout import Root
 from incidents.models import AIAttempt, ErrorPipelineContext, Incident
 from incidents.step import seal
@@ -199,26 +198,20 @@ def _reject(
 
 def new_context(incident: Incident, cfg: Config, budget_used: int) -> ErrorPipelineContext:
     """The context of an incident's first tick, from its bundle and the configuration."""
+    from incidents import ladder
     from incidents.digests import combined
-    from incidents.fixers.settings import resolve_enabled
 
-    modes = resolve_enabled(cfg.tiers)
     policy = cfg.policy
     code = incident.error_code
     targets = [*incident.python_files, *incident.powershell_files]
-    return ErrorPipelineContext(
+    ctx = ErrorPipelineContext(
         run_id=incident.run_id,
         workstream_id=incident.incident_id,
         python_files=list(incident.python_files),
         powershell_files=list(incident.powershell_files),
         verification_commands=list(incident.verify),
         enable_mechanical_autofix=policy.enable_mechanical_autofix,
-        enable_aider=modes["aider"] in ("on", "handoff"),
-        enable_codex=modes["codex"] in ("on", "handoff"),
-        enable_claude=modes["claude"] in ("on", "handoff"),
         strict_mode=policy.strict_mode,
-        agent_max_attempts={t.agent: cfg.tiers.tier(t.agent).max_attempts for t in TIERS},
-        tier_modes={a: "handoff" for a, m in modes.items() if m == "handoff"},
         failure_class=policy_mod.effective_failure_class(code, incident.failure_class),
         error_code=code,
         error_signature=incident.error_signature,
@@ -235,6 +228,8 @@ def new_context(incident: Incident, cfg: Config, budget_used: int) -> ErrorPipel
             else None
         ),
     )
+    ladder.apply(ctx, cfg.tiers, ladder.modes(cfg.tiers, cfg.handoff, ctx.failure_class))
+    return ctx
 
 
 def write_state(

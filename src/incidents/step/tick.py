@@ -14,9 +14,16 @@ from __future__ import annotations
 import os
 from datetime import datetime
 
-from incidents import artifacts, attempts, eventlog, fsutil, mirror
+from incidents import artifacts, attempts, eventlog, fsutil, ladder, mirror
 from incidents import policy as policy_mod
-from incidents.fsm import TIERS, NextAction, decide_next_action, is_actionable, is_terminal
+from incidents.fsm import (
+    TIERS,
+    NextAction,
+    decide_next_action,
+    due,
+    is_actionable,
+    is_terminal,
+)
 from incidents.models import ErrorPipelineContext, Incident, RunResult
 from incidents.models.pipeline import Action, EscalationKind, State
 from incidents.models.report import Verdict
@@ -54,6 +61,8 @@ class Tick(Actions):
         if ctx is None:
             self.set_aside_stale_artifacts()
             ctx = new_context(incident, self.cfg, self.budget_used(incident.group_key))
+        else:  # a tier installed or enabled since its last pickup is used from now on
+            ladder.refresh(ctx, self.cfg.tiers, self.cfg.handoff)
         return incident, ctx
 
     def set_aside_stale_artifacts(self) -> None:
@@ -93,12 +102,13 @@ class Tick(Actions):
             )  # fmt: skip
             ctx.budget_group = incident.group_key  # whose budget that is (a merge's group)
             na = decide_next_action(ctx)
+        na = due(na, ctx, now)
         if ctx.pending is None:
             if not is_actionable(na, now):
                 self._carried = (incident, ctx)
                 return StepOutcome(
                     self.id, old, old, na.action.value, na.reason,
-                    waiting=na.action is Action.WAIT_INPUT, not_before=na.not_before, idle=True,
+                    waiting=ctx.waiting_for_input, not_before=na.not_before, idle=True,
                 )  # fmt: skip
             ctx.begin_step(na.action, na.new_state, now)
             if na.action in JOURNALED:
@@ -211,8 +221,6 @@ class Tick(Actions):
         reason = ctx.escalation_reason or ("resolved by the escalation machine" if success else "")
         found = self.close_verdict(incident, ctx, success)
         if not success:
-            from incidents.fixers.settings import resolve_enabled
-
             quarantine.build(
                 self.root, self.id, self.folder, ctx,
                 workdir=self.workdir(incident),
@@ -220,7 +228,7 @@ class Tick(Actions):
                 finished_at=(finished := self.clock()),
                 final_status=ctx.final_status or FinalStatus.QUARANTINED,
                 reason=reason,
-                enabled_tiers=[t for t, m in resolve_enabled(self.cfg.tiers).items() if m != "off"],
+                enabled_tiers=ladder.enabled(ctx),  # the tiers state.json records
                 verdict=found,
             )  # fmt: skip
             policy_mod.record_escalation(
