@@ -101,6 +101,17 @@ class AIAttempt(Document):
     sandbox: str | None = Field(
         default=None, description="what contained it: 'bwrap <version>' or 'detection'"
     )
+    error_code: str | None = Field(
+        default=None,
+        description="the API failure the fixer itself reported (its own output, read in its "
+        "format): RATE_LIMIT, AUTH, OVERLOADED, TIMEOUT; null: none",
+    )
+    model: str | None = Field(default=None, description="the model the fixer said it used")
+    input_tokens: int | None = Field(default=None, ge=0, description="tokens sent, as reported")
+    output_tokens: int | None = Field(default=None, ge=0, description="tokens received")
+    cost_usd: float | None = Field(
+        default=None, ge=0, description="what the run cost, when the fixer reports it"
+    )
 
 
 class PendingStep(Document):
