@@ -254,6 +254,16 @@ class ErrorPipelineContext(Document):
     last_error_report: ErrorReport | None = None
     previous_error_report: ErrorReport | None = None
     ai_attempts: list[AIAttempt] = Field(default_factory=list)
+    fixer_wait: str | None = Field(
+        default=None,
+        description="the fixer's API said wait (a rate limit, an overloaded service): why; the "
+        "same tier is called again at not_before, no budget spent",
+    )
+    unbudgeted_attempts: list[AIAttempt] = Field(
+        default_factory=list,
+        description="fixer calls that failed at the API (rate limit, overloaded, "
+        "authentication): kept for their record and spend, never counted as a try",
+    )
     # the incident's own failure (issue 14): what success must see gone, and whether a
     # check that passes saw any change at all
     own_files: list[str] | None = Field(
@@ -376,6 +386,7 @@ class ErrorPipelineContext(Document):
 
     def enter_tier(self, agent: Agent, attempt_number: int) -> None:
         """Seed 001's FIX entry actions (before a CALL_* or AWAIT_HANDOFF)."""
+        self.fixer_wait, self.not_before = None, None  # a wait for this tier, if any, is over
         self.current_agent = agent
         self.attempt_number = attempt_number
 
@@ -393,6 +404,14 @@ class ErrorPipelineContext(Document):
         self.waiting_for_input = False
         self.handoff_agent = None
         return True
+
+    def record_api_failure(self, attempt: AIAttempt | None, wait: str | None = None,
+                           until: datetime | None = None) -> None:  # fmt: skip
+        """A fixer call the API refused: recorded without counting as a try; with `wait`,
+        the same tier is called again once `until` has passed."""
+        if attempt is not None:
+            self.unbudgeted_attempts = [*self.unbudgeted_attempts, attempt]
+        self.fixer_wait, self.not_before = wait, until
 
     def record_fixer_failure(self, reason: str) -> None:
         """A fixer (mechanical or AI) crashed, timed out or could not start."""
@@ -449,6 +468,7 @@ class ErrorPipelineContext(Document):
             "waiting_for_input": False,
             "handoff_agent": None,
             "fixer_failure": None,
+            "fixer_wait": None,
             "signature_attempts_used": 0,
             "max_regressions": None,  # a person looked at the regressions: climb again
             "final_status": None,

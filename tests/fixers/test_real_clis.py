@@ -1,0 +1,57 @@
+"""Each default tier with the real program (aider-chat from PyPI, @openai/codex and
+@anthropic-ai/claude-code from npm, tests/real_clis.py), on a fresh HOME, pointed at a
+scripted model server on 127.0.0.1 that answers in its API's own format: a real fix of a
+real ruff failure resolves the incident, under bubblewrap and in detection mode."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from incidents.layout import Root
+from tests.debian import bubblewrap_or_skip
+from tests.fixers.model_server import ModelServer
+from tests.fixers.real import FIXED, UNDEFINED, configure, mode_of
+from tests.helpers import Cli, capture, ctx_of
+
+# (the CLI's folder or file in HOME it must be able to write, its mode once we made it)
+STATE = {"aider": [(".aider", 0o700)], "codex": [(".codex", 0o700)],
+         "claude": [(".claude", 0o700), (".claude.json", 0o600)]}  # fmt: skip
+
+
+@pytest.fixture
+def server() -> ModelServer:
+    with ModelServer() as s:
+        yield s
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "none"])
+@pytest.mark.parametrize("tier", ["aider", "codex", "claude"])
+def test_the_real_cli_fixes_the_incident(
+    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path,
+    server: ModelServer, tier: str, mode: str,
+) -> None:  # fmt: skip
+    if mode == "bwrap":
+        bubblewrap_or_skip()
+    configure(tmp_path, monkeypatch, bin_dir, server, tier, mode)
+    ws = tmp_path / "project" / "ws"
+    ws.mkdir(parents=True)
+    server.fix_path, server.fix_content, server.workdir = "names.py", FIXED, str(ws)
+    incident_id = capture(cli, ws=ws, target="names.py", content=UNDEFINED)
+    r = cli("drive", incident_id)
+    assert r.code == 0, r.err
+    [attempt] = ctx_of(root, incident_id).ai_attempts
+    assert (root.bucket("resolved") / incident_id).is_dir(), (attempt.notes, attempt.violations, r.out)
+    assert attempt.agent == tier and attempt.changed_files == ["names.py"]
+    assert attempt.contained is (mode == "bwrap") and attempt.error_code is None
+    assert (ws / "names.py").read_text() == FIXED
+    assert server.posts("/responses" if tier == "codex" else "/messages" if tier == "claude"
+                        else "/chat/completions"), server.requests  # fmt: skip
+    # a fresh HOME: what the CLI keeps there was made for it, private, before it ran
+    home = Path(str(tmp_path / "home"))
+    for name, bits in STATE[tier]:
+        assert mode_of(home, name) == bits, name
+    # no repository made in a workdir that had none, nothing else left behind
+    assert not (ws / ".git").exists()
+    assert attempt.input_tokens and attempt.output_tokens, attempt
