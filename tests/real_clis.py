@@ -36,12 +36,16 @@ CACHE = _cache_dir()
 
 
 def _run(argv: list[str], cwd: Path | None = None) -> str:
-    """"" when `argv` succeeded, else why not (its last line)."""
+    """ "" when `argv` succeeded, else why not (its last line)."""
     try:
         done = subprocess.run(
-            argv, cwd=cwd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S,
+            argv,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=INSTALL_TIMEOUT_S,
             env={**os.environ, "npm_config_audit": "false", "npm_config_fund": "false"},
-        )  # fmt: skip
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"`{' '.join(argv)}` failed: {exc}"
     if done.returncode != 0:

@@ -42,14 +42,14 @@ class ModelServer:
             def log_message(self, *args: object) -> None:
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+            def do_GET(self) -> None:
                 server.requests.append((self.path, {}))
                 if self.path.rstrip("/").endswith("/models"):
                     self.reply(200, {"object": "list", "data": [{"id": "test-model"}]})
                 else:
                     self.reply(404, {"error": {"message": "not found"}})
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length) if length else b"{}"
                 try:
@@ -109,7 +109,9 @@ class ModelServer:
 
     def answer(self, handler: Any, body: dict[str, Any]) -> None:
         path = handler.path
-        api = "anthropic" if "/messages" in path else "responses" if "/responses" in path else "chat"
+        api = (
+            "anthropic" if "/messages" in path else "responses" if "/responses" in path else "chat"
+        )
         if "count_tokens" in path:
             handler.reply(200, {"input_tokens": USAGE_IN})
             return
@@ -129,10 +131,18 @@ class ModelServer:
 
 
 def error_doc(api: str, status: int) -> dict[str, Any]:
-    kind = {401: "authentication_error", 429: "rate_limit_error", 529: "overloaded_error",
-            503: "overloaded_error"}.get(status, "api_error")  # fmt: skip
-    message = {401: "invalid x-api-key", 429: "Rate limit reached for requests",
-               529: "Overloaded", 503: "Service Unavailable"}.get(status, "error")  # fmt: skip
+    kind = {
+        401: "authentication_error",
+        429: "rate_limit_error",
+        529: "overloaded_error",
+        503: "overloaded_error",
+    }.get(status, "api_error")
+    message = {
+        401: "invalid x-api-key",
+        429: "Rate limit reached for requests",
+        529: "Overloaded",
+        503: "Service Unavailable",
+    }.get(status, "error")
     if api == "anthropic":
         return {"type": "error", "error": {"type": kind, "message": message}}
     code = {401: "invalid_api_key", 429: "rate_limit_exceeded"}.get(status, "server_error")
@@ -144,24 +154,43 @@ def error_doc(api: str, status: int) -> dict[str, Any]:
 
 def chat(handler: Any, body: dict[str, Any], server: ModelServer) -> None:
     text = f"{server.fix_path}\n```python\n{server.fix_content}```\n"
-    usage = {"prompt_tokens": USAGE_IN, "completion_tokens": USAGE_OUT,
-             "total_tokens": USAGE_IN + USAGE_OUT}  # fmt: skip
+    usage = {
+        "prompt_tokens": USAGE_IN,
+        "completion_tokens": USAGE_OUT,
+        "total_tokens": USAGE_IN + USAGE_OUT,
+    }
     model = body.get("model", "test-model")
     if not body.get("stream"):
-        handler.reply(200, {
-            "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": model,
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": text}}],
-            "usage": usage,
-        })  # fmt: skip
+        handler.reply(
+            200,
+            {
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "created": 1,
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": text},
+                    }
+                ],
+                "usage": usage,
+            },
+        )
         return
 
     def events() -> Iterator[tuple[str | None, Any]]:
         base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": model}
-        yield None, {**base, "choices": [{"index": 0, "delta": {"role": "assistant",
-                                                                "content": text}}]}  # fmt: skip
-        yield None, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-                     "usage": usage}  # fmt: skip
+        yield None, {
+            **base,
+            "choices": [{"index": 0, "delta": {"role": "assistant", "content": text}}],
+        }
+        yield None, {
+            **base,
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+            "usage": usage,
+        }
         yield None, "[DONE]"
 
     handler.stream(events())
@@ -178,30 +207,50 @@ def _has_output(body: dict[str, Any]) -> bool:
 
 
 def responses(handler: Any, body: dict[str, Any], server: ModelServer) -> None:
-    usage = {"input_tokens": USAGE_IN, "input_tokens_details": {"cached_tokens": 0},
-             "output_tokens": USAGE_OUT, "output_tokens_details": {"reasoning_tokens": 0},
-             "total_tokens": USAGE_IN + USAGE_OUT}  # fmt: skip
+    usage = {
+        "input_tokens": USAGE_IN,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": USAGE_OUT,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": USAGE_IN + USAGE_OUT,
+    }
     if _has_output(body) or not server.fix_path:
         item: dict[str, Any] = {
-            "type": "message", "role": "assistant", "id": "msg_1", "status": "completed",
+            "type": "message",
+            "role": "assistant",
+            "id": "msg_1",
+            "status": "completed",
             "content": [{"type": "output_text", "text": "Fixed it.", "annotations": []}],
-        }  # fmt: skip
+        }
     else:
         script = f"cat > {server.fix_path} <<'EOF'\n{server.fix_content}EOF\n"
         item = {
-            "type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "exec_command",
+            "type": "function_call",
+            "id": "fc_1",
+            "call_id": "call_1",
+            "name": "exec_command",
             "arguments": json.dumps({"cmd": script}),
             "status": "completed",
-        }  # fmt: skip
-    response = {"id": "resp_1", "object": "response", "model": body.get("model", "test-model"),
-                "status": "completed", "output": [item], "usage": usage}  # fmt: skip
+        }
+    response = {
+        "id": "resp_1",
+        "object": "response",
+        "model": body.get("model", "test-model"),
+        "status": "completed",
+        "output": [item],
+        "usage": usage,
+    }
 
     def events() -> Iterator[tuple[str | None, Any]]:
-        yield "response.created", {"type": "response.created",
-                                   "response": {**response, "status": "in_progress",
-                                                "output": []}}  # fmt: skip
-        yield "response.output_item.done", {"type": "response.output_item.done",
-                                            "output_index": 0, "item": item}  # fmt: skip
+        yield "response.created", {
+            "type": "response.created",
+            "response": {**response, "status": "in_progress", "output": []},
+        }
+        yield "response.output_item.done", {
+            "type": "response.output_item.done",
+            "output_index": 0,
+            "item": item,
+        }
         yield "response.completed", {"type": "response.completed", "response": response}
 
     handler.stream(events())
@@ -215,7 +264,9 @@ def _tool_results(body: dict[str, Any]) -> int:
     for message in body.get("messages", []):
         content = message.get("content")
         if isinstance(content, list):
-            count += sum(1 for c in content if isinstance(c, dict) and c.get("type") == "tool_result")
+            count += sum(
+                1 for c in content if isinstance(c, dict) and c.get("type") == "tool_result"
+            )
     return count
 
 
@@ -228,38 +279,71 @@ def anthropic(handler: Any, body: dict[str, Any], server: ModelServer) -> None:
         stop = "end_turn"
     else:
         path = os.path.join(server.workdir, server.fix_path)
-        tool, args = ("Read", {"file_path": path}) if done == 0 else (
-            "Write", {"file_path": path, "content": server.fix_content})  # fmt: skip
+        tool, args = (
+            ("Read", {"file_path": path})
+            if done == 0
+            else ("Write", {"file_path": path, "content": server.fix_content})
+        )
         block = {"type": "tool_use", "id": f"toolu_{done}", "name": tool, "input": args}
         stop = "tool_use"
-    usage = {"input_tokens": USAGE_IN, "output_tokens": USAGE_OUT,
-             "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}  # fmt: skip
-    message = {"id": "msg_1", "type": "message", "role": "assistant",
-               "model": body.get("model", "claude-test"), "content": [block],
-               "stop_reason": stop, "stop_sequence": None, "usage": usage}  # fmt: skip
+    usage = {
+        "input_tokens": USAGE_IN,
+        "output_tokens": USAGE_OUT,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
+    message = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", "claude-test"),
+        "content": [block],
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": usage,
+    }
     if not body.get("stream"):
         handler.reply(200, message)
         return
 
     def events() -> Iterator[tuple[str | None, Any]]:
-        yield "message_start", {"type": "message_start",
-                                "message": {**message, "content": [], "stop_reason": None,
-                                            "usage": {**usage, "output_tokens": 1}}}  # fmt: skip
+        yield "message_start", {
+            "type": "message_start",
+            "message": {
+                **message,
+                "content": [],
+                "stop_reason": None,
+                "usage": {**usage, "output_tokens": 1},
+            },
+        }
         if block["type"] == "text":
-            yield "content_block_start", {"type": "content_block_start", "index": 0,
-                                          "content_block": {"type": "text", "text": ""}}
-            yield "content_block_delta", {"type": "content_block_delta", "index": 0,
-                                          "delta": {"type": "text_delta", "text": block["text"]}}
+            yield "content_block_start", {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            }
+            yield "content_block_delta", {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": block["text"]},
+            }
         else:
-            yield "content_block_start", {"type": "content_block_start", "index": 0,
-                                          "content_block": {**block, "input": {}}}
-            yield "content_block_delta", {"type": "content_block_delta", "index": 0,
-                                          "delta": {"type": "input_json_delta",
-                                                    "partial_json": json.dumps(block["input"])}}
+            yield "content_block_start", {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {**block, "input": {}},
+            }
+            yield "content_block_delta", {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])},
+            }
         yield "content_block_stop", {"type": "content_block_stop", "index": 0}
-        yield "message_delta", {"type": "message_delta",
-                                "delta": {"stop_reason": stop, "stop_sequence": None},
-                                "usage": {"output_tokens": USAGE_OUT}}  # fmt: skip
+        yield "message_delta", {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop, "stop_sequence": None},
+            "usage": {"output_tokens": USAGE_OUT},
+        }
         yield "message_stop", {"type": "message_stop"}
 
     handler.stream(events())

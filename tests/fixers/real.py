@@ -18,8 +18,15 @@ UNDEFINED = "def value() -> int:\n    return undefined_name\n"  # ruff F821: har
 FIXED = "def value() -> int:\n    return 1\n"
 TIERS = ("aider", "codex", "claude")
 # what a user's environment may hold that would point a CLI elsewhere than our server
-FOREIGN = ("CODEX_HOME", "CLAUDE_CONFIG_DIR", "OPENAI_BASE_URL", "ANTHROPIC_AUTH_TOKEN",
-           "CLAUDE_CODE_OAUTH_TOKEN", "XDG_CONFIG_HOME", "AIDER_MODEL")  # fmt: skip
+FOREIGN = (
+    "CODEX_HOME",
+    "CLAUDE_CONFIG_DIR",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "XDG_CONFIG_HOME",
+    "AIDER_MODEL",
+)
 
 
 def fresh_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -49,14 +56,29 @@ def codex_argv(url: str) -> list[str]:
         '"responses", env_key = "OPENAI_API_KEY", request_max_retries = 0, '
         "stream_max_retries = 0 }}"
     )
-    return [CODEX_ARGV[0], CODEX_ARGV[1], "-c", 'model_provider="mock"', "-c", provider,
-            "-m", "test-model", *CODEX_ARGV[2:]]  # fmt: skip
+    return [
+        CODEX_ARGV[0],
+        CODEX_ARGV[1],
+        "-c",
+        'model_provider="mock"',
+        "-c",
+        provider,
+        "-m",
+        "test-model",
+        *CODEX_ARGV[2:],
+    ]
 
 
 def configure(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path, server: ModelServer,
-    tier: str, mode: str, timeout_s: float = 120, also: tuple[str, ...] = (),
-) -> str:  # fmt: skip
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    bin_dir: Path,
+    server: ModelServer,
+    tier: str,
+    mode: str,
+    timeout_s: float = 120,
+    also: tuple[str, ...] = (),
+) -> str:
     """incidents.toml with only `tier` (and `also`) on, `[tiers] sandbox = mode`, and the
     CLI's settings pointing at `server` (the environment each reads, as a user sets it)."""
     fresh_home(tmp_path, monkeypatch)
@@ -70,10 +92,20 @@ def configure(
             link_program(bin_dir, name)
     if tier == "aider" or "aider" in also:
         meta = tmp_path / "model-metadata.json"
-        meta.write_text(json.dumps({"openai/test-model": {
-            "max_input_tokens": 128000, "max_output_tokens": 4096, "mode": "chat",
-            "input_cost_per_token": 3e-06, "output_cost_per_token": 1.5e-05,
-            "litellm_provider": "openai"}}))  # fmt: skip
+        meta.write_text(
+            json.dumps(
+                {
+                    "openai/test-model": {
+                        "max_input_tokens": 128000,
+                        "max_output_tokens": 4096,
+                        "mode": "chat",
+                        "input_cost_per_token": 3e-06,
+                        "output_cost_per_token": 1.5e-05,
+                        "litellm_provider": "openai",
+                    }
+                }
+            )
+        )
         monkeypatch.setenv("AIDER_MODEL", "openai/test-model")
         monkeypatch.setenv("AIDER_MODEL_METADATA_FILE", str(meta))
         monkeypatch.setenv("OPENAI_API_BASE", f"{server.url}/v1")

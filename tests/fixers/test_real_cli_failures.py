@@ -45,13 +45,18 @@ def drive(cli: Cli, tmp_path: Path, tier: str) -> tuple[str, float]:
 @pytest.mark.parametrize("status", [429, "overloaded"])
 @pytest.mark.parametrize("tier", ["aider", "codex", "claude"])
 def test_a_rate_limit_or_overload_waits_for_the_same_tier_and_spends_nothing(
-    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path,
-    server: ModelServer, tier: str, status: int | str,
-) -> None:  # fmt: skip
+    cli: Cli,
+    root: Root,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    bin_dir: Path,
+    server: ModelServer,
+    tier: str,
+    status: int | str,
+) -> None:
     code = 429 if status == 429 else OVERLOADED[tier]
     nxt = NEXT[tier]
-    configure(tmp_path, monkeypatch, bin_dir, server, tier, "none",
-              also=(nxt,) if nxt else ())  # fmt: skip
+    configure(tmp_path, monkeypatch, bin_dir, server, tier, "none", also=(nxt,) if nxt else ())
     server.mode = (code, {"retry-after": "1"})
     incident_id, took = drive(cli, tmp_path, tier)
     ctx = ctx_of(root, incident_id)
@@ -60,7 +65,9 @@ def test_a_rate_limit_or_overload_waits_for_the_same_tier_and_spends_nothing(
     assert refused.agent == tier and refused.error_code == want, refused
     assert ctx.ai_attempts == [] and ctx.signature_attempts_used == 0  # no budget spent
     assert ctx.current_state.value.startswith(f"S{refused.attempt_number}_")  # its FIX state
-    assert ctx.fixer_wait and f"{tier} cools down until" in ctx.fixer_wait and want in ctx.fixer_wait
+    assert (
+        ctx.fixer_wait and f"{tier} cools down until" in ctx.fixer_wait and want in ctx.fixer_wait
+    )
     assert ctx.not_before is not None and ctx.final_status is None
     assert (root.inbox / incident_id).is_dir()  # waiting, not escalated
     if nxt:
@@ -76,9 +83,14 @@ def test_a_rate_limit_or_overload_waits_for_the_same_tier_and_spends_nothing(
 
 @pytest.mark.parametrize("tier", ["aider", "codex", "claude"])
 def test_an_authentication_failure_escalates_naming_the_tier_and_disables_it(
-    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path,
-    server: ModelServer, tier: str,
-) -> None:  # fmt: skip
+    cli: Cli,
+    root: Root,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    bin_dir: Path,
+    server: ModelServer,
+    tier: str,
+) -> None:
     configure(tmp_path, monkeypatch, bin_dir, server, tier, "none")
     server.mode = (401, {})
     incident_id, took = drive(cli, tmp_path, tier)
@@ -104,9 +116,14 @@ def test_an_authentication_failure_escalates_naming_the_tier_and_disables_it(
 
 @pytest.mark.parametrize("tier", ["aider", "codex", "claude"])
 def test_a_hang_is_a_timeout_within_the_tiers_limit_and_its_reason_has_no_prompt(
-    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path,
-    server: ModelServer, tier: str,
-) -> None:  # fmt: skip
+    cli: Cli,
+    root: Root,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    bin_dir: Path,
+    server: ModelServer,
+    tier: str,
+) -> None:
     configure(tmp_path, monkeypatch, bin_dir, server, tier, "none", timeout_s=HANG_TIMEOUT_S)
     server.mode = "hang"
     incident_id, took = drive(cli, tmp_path, tier)

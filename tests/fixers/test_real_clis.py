@@ -16,8 +16,11 @@ from tests.fixers.real import FIXED, UNDEFINED, configure, mode_of
 from tests.helpers import Cli, capture, ctx_of
 
 # (the CLI's folder or file in HOME it must be able to write, its mode once we made it)
-STATE = {"aider": [(".aider", 0o700)], "codex": [(".codex", 0o700)],
-         "claude": [(".claude", 0o700), (".claude.json", 0o600)]}  # fmt: skip
+STATE = {
+    "aider": [(".aider", 0o700)],
+    "codex": [(".codex", 0o700)],
+    "claude": [(".claude", 0o700), (".claude.json", 0o600)],
+}
 
 
 @pytest.fixture
@@ -29,9 +32,15 @@ def server() -> ModelServer:
 @pytest.mark.parametrize("mode", ["bwrap", "none"])
 @pytest.mark.parametrize("tier", ["aider", "codex", "claude"])
 def test_the_real_cli_fixes_the_incident(
-    cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path,
-    server: ModelServer, tier: str, mode: str,
-) -> None:  # fmt: skip
+    cli: Cli,
+    root: Root,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    bin_dir: Path,
+    server: ModelServer,
+    tier: str,
+    mode: str,
+) -> None:
     if mode == "bwrap":
         bubblewrap_or_skip()
     configure(tmp_path, monkeypatch, bin_dir, server, tier, mode)
@@ -42,12 +51,19 @@ def test_the_real_cli_fixes_the_incident(
     r = cli("drive", incident_id)
     assert r.code == 0, r.err
     [attempt] = ctx_of(root, incident_id).ai_attempts
-    assert (root.bucket("resolved") / incident_id).is_dir(), (attempt.notes, attempt.violations, r.out)
+    assert (root.bucket("resolved") / incident_id).is_dir(), (
+        attempt.notes,
+        attempt.violations,
+        r.out,
+    )
     assert attempt.agent == tier and attempt.changed_files == ["names.py"]
     assert attempt.contained is (mode == "bwrap") and attempt.error_code is None
     assert (ws / "names.py").read_text() == FIXED
-    assert server.posts("/responses" if tier == "codex" else "/messages" if tier == "claude"
-                        else "/chat/completions"), server.requests  # fmt: skip
+    assert server.posts(
+        "/responses"
+        if tier == "codex"
+        else "/messages" if tier == "claude" else "/chat/completions"
+    ), server.requests
     # a fresh HOME: what the CLI keeps there was made for it, private, before it ran
     home = Path(str(tmp_path / "home"))
     for name, bits in STATE[tier]:

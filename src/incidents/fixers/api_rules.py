@@ -29,17 +29,24 @@ class Decision:
     infra: str | None = None
 
     def to_json(self) -> dict[str, object]:
-        return {"budgeted": self.budgeted, "wait": self.wait, "infra": self.infra,
-                "until": self.until.isoformat() if self.until else None}  # fmt: skip
+        return {
+            "budgeted": self.budgeted,
+            "wait": self.wait,
+            "infra": self.infra,
+            "until": self.until.isoformat() if self.until else None,
+        }
 
     @classmethod
     def from_json(cls, doc: object) -> Decision | None:
         if not isinstance(doc, dict):
             return None
         until = doc.get("until")
-        return cls(bool(doc.get("budgeted", True)), doc.get("wait"),
-                   datetime.fromisoformat(until) if isinstance(until, str) else None,
-                   doc.get("infra"))  # fmt: skip
+        return cls(
+            bool(doc.get("budgeted", True)),
+            doc.get("wait"),
+            datetime.fromisoformat(until) if isinstance(until, str) else None,
+            doc.get("infra"),
+        )
 
 
 def api_settings(settings: TierSettings, env: dict[str, str] | None = None) -> dict[str, bool]:
@@ -83,9 +90,14 @@ def before(state: Path, tier: str, settings: TierSettings, now: datetime) -> Dec
 
 
 def after(
-    state: Path, tier: str, settings: TierSettings, code: str | None, message: str,
-    retry_after_s: float | None, now: datetime,
-) -> Decision:  # fmt: skip
+    state: Path,
+    tier: str,
+    settings: TierSettings,
+    code: str | None,
+    message: str,
+    retry_after_s: float | None,
+    now: datetime,
+) -> Decision:
     """The decision on a call that reported `code` (None: judged by its edits as usual)."""
     reason = f"{code}: {message}" if message else str(code)
     found = cooldown.record(state, tier, code, reason, now, retry_after_s, fingerprint(settings))

@@ -76,9 +76,14 @@ def standing(state: Path, tier: str, now: datetime, config: str) -> Standing | N
 
 
 def record(
-    state: Path, tier: str, code: str | None, reason: str, now: datetime,
-    retry_after_s: float | None, config: str,
-) -> Standing | None:  # fmt: skip
+    state: Path,
+    tier: str,
+    code: str | None,
+    reason: str,
+    now: datetime,
+    retry_after_s: float | None,
+    config: str,
+) -> Standing | None:
     """What a run's error `code` means for the tier from now on (see the module docstring);
     None when it may run again at once."""
     path = _path(state, tier)
@@ -89,14 +94,23 @@ def record(
         return None
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     if code == AUTH:
-        fsutil.atomic_write_json(path, {"code": code, "reason": reason, "config": config,
-                                        "at": now.isoformat()})  # fmt: skip
+        fsutil.atomic_write_json(
+            path, {"code": code, "reason": reason, "config": config, "at": now.isoformat()}
+        )
         return Standing(code, reason)
     doc = _read(state, tier)
     strikes = int(doc.get("strikes") or 0) + 1 if doc.get("code") in WAITING else 1  # type: ignore[call-overload]
     delay = retry_after_s if retry_after_s and retry_after_s > 0 else None
     delay = min(MAX_S, delay or BASE_S * 2 ** (strikes - 1))
     until = now + timedelta(seconds=delay)
-    fsutil.atomic_write_json(path, {"code": code, "reason": reason, "until": until.isoformat(),
-                                    "strikes": strikes, "at": now.isoformat()})  # fmt: skip
+    fsutil.atomic_write_json(
+        path,
+        {
+            "code": code,
+            "reason": reason,
+            "until": until.isoformat(),
+            "strikes": strikes,
+            "at": now.isoformat(),
+        },
+    )
     return Standing(code, reason, until)

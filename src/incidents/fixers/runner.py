@@ -100,13 +100,21 @@ OWN_SANDBOX = {True: "danger-full-access", False: "workspace-write"}
 
 
 def render_argv(
-    template: list[str], prompt_file: Path, prompt: str, targets: list[str], workdir: Path,
+    template: list[str],
+    prompt_file: Path,
+    prompt: str,
+    targets: list[str],
+    workdir: Path,
     contained: bool = False,
-) -> list[str]:  # fmt: skip
+) -> list[str]:
     """Fill the template element by element; `{files}` becomes one element per target,
     `{{` and `}}` a literal brace."""
-    values = {"prompt_file": str(prompt_file), "prompt": prompt, "workdir": str(workdir),
-              "own_sandbox": OWN_SANDBOX[contained]}  # fmt: skip
+    values = {
+        "prompt_file": str(prompt_file),
+        "prompt": prompt,
+        "workdir": str(workdir),
+        "own_sandbox": OWN_SANDBOX[contained],
+    }
 
     def fill(m: re.Match[str]) -> str:
         return values[m.group(1)] if m.group(1) is not None else m.group(0)[0]

@@ -119,11 +119,17 @@ CODEX_WRITABLE = ["${CODEX_HOME:-~/.codex}"]
 CLAUDE_WRITABLE = ["${CLAUDE_CONFIG_DIR:-~/.claude}", "~/.claude.json"]
 # Bounded retries, no update checks, telemetry or price-list downloads: a failure is known
 # well within the tier's timeout and the run asks the network for nothing but the model.
-AIDER_ENV_DEFAULTS = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "AIDER_CHECK_UPDATE": "false",
-                      "AIDER_ANALYTICS": "false"}  # fmt: skip
+AIDER_ENV_DEFAULTS = {
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    "AIDER_CHECK_UPDATE": "false",
+    "AIDER_ANALYTICS": "false",
+}
 CODEX_ENV_DEFAULTS: dict[str, str] = {}
-CLAUDE_ENV_DEFAULTS = {"CLAUDE_CODE_MAX_RETRIES": "2", "DISABLE_AUTOUPDATER": "1",
-                       "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}  # fmt: skip
+CLAUDE_ENV_DEFAULTS = {
+    "CLAUDE_CODE_MAX_RETRIES": "2",
+    "DISABLE_AUTOUPDATER": "1",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+}
 
 _DEFAULTS: dict[str, dict[str, Any]] = {
     "aider": {"argv": AIDER_ARGV, "env": AIDER_ENV, "scratch": [".aider*"],

@@ -16,6 +16,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from incidents.models.ai_attempt import AIAttempt
 from incidents.models.base import Document, Timestamp
 from incidents.models.report import ErrorReport, Finding, Verdict
 from incidents.vocab import ErrorCode, FailureClass, FinalStatus, Outcome
@@ -73,45 +74,6 @@ class EscalationKind(StrEnum):
     INFRA_FAILURE = "infra_failure"
     VERDICT_MISMATCH = "verdict_mismatch"  # the close found the clean report no longer holds
     REGRESSIONS = "regressions"  # its group regressed more than [policy] max_regressions times
-
-
-class AIAttempt(Document):
-    """Seed 001's AI attempt log entry (`ai_attempts.json` holds a list of these)."""
-
-    attempt_number: int = Field(ge=1)
-    agent: str
-    input_error_report_id: str
-    changed_files: list[str] = Field(default_factory=list)
-    notes: str = ""
-    started_at: Timestamp | None = None
-    finished_at: Timestamp | None = None
-    exit_code: int | None = None
-    violations: list[str] = Field(
-        default_factory=list, description="files changed outside the targets (not accepted)"
-    )
-    prompt_file: str | None = None
-    handoff: bool = Field(default=False, description="submitted by an outside agent")
-    step: int | None = Field(default=None, description="the FSM step that made this attempt")
-    contained: bool | None = Field(
-        default=None,
-        description="true: the fixer ran under bubblewrap (read-only filesystem but its "
-        "workdir, private PID namespace); false: without it, writes outside were only "
-        "detected and put back; null: not recorded (a handoff, or an older attempt)",
-    )
-    sandbox: str | None = Field(
-        default=None, description="what contained it: 'bwrap <version>' or 'detection'"
-    )
-    error_code: str | None = Field(
-        default=None,
-        description="the API failure the fixer itself reported (its own output, read in its "
-        "format): RATE_LIMIT, AUTH, OVERLOADED, TIMEOUT; null: none",
-    )
-    model: str | None = Field(default=None, description="the model the fixer said it used")
-    input_tokens: int | None = Field(default=None, ge=0, description="tokens sent, as reported")
-    output_tokens: int | None = Field(default=None, ge=0, description="tokens received")
-    cost_usd: float | None = Field(
-        default=None, ge=0, description="what the run cost, when the fixer reports it"
-    )
 
 
 class PendingStep(Document):
@@ -255,14 +217,10 @@ class ErrorPipelineContext(Document):
     previous_error_report: ErrorReport | None = None
     ai_attempts: list[AIAttempt] = Field(default_factory=list)
     fixer_wait: str | None = Field(
-        default=None,
-        description="the fixer's API said wait (a rate limit, an overloaded service): why; the "
-        "same tier is called again at not_before, no budget spent",
+        default=None, description="why the same tier is called again at not_before (its API)"
     )
     unbudgeted_attempts: list[AIAttempt] = Field(
-        default_factory=list,
-        description="fixer calls that failed at the API (rate limit, overloaded, "
-        "authentication): kept for their record and spend, never counted as a try",
+        default_factory=list, description="fixer calls the API refused: recorded, no try spent"
     )
     # the incident's own failure (issue 14): what success must see gone, and whether a
     # check that passes saw any change at all
@@ -405,8 +363,9 @@ class ErrorPipelineContext(Document):
         self.handoff_agent = None
         return True
 
-    def record_api_failure(self, attempt: AIAttempt | None, wait: str | None = None,
-                           until: datetime | None = None) -> None:  # fmt: skip
+    def record_api_failure(
+        self, attempt: AIAttempt | None, wait: str | None = None, until: datetime | None = None
+    ) -> None:
         """A fixer call the API refused: recorded without counting as a try; with `wait`,
         the same tier is called again once `until` has passed."""
         if attempt is not None:

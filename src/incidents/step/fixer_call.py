@@ -70,10 +70,14 @@ class FixerCalls(TickBase):
             attempt, infra = None, decision.infra if decision else None
             if decision is None:
                 attempt, infra, decision = self.run_tier(agent, incident, ctx, settings)
-            fsutil.atomic_write_json(path, {
-                "attempt": attempt.model_dump(mode="json") if attempt else None,
-                "infra_error": infra, "api": decision.to_json(),
-            })  # fmt: skip
+            fsutil.atomic_write_json(
+                path,
+                {
+                    "attempt": attempt.model_dump(mode="json") if attempt else None,
+                    "infra_error": infra,
+                    "api": decision.to_json(),
+                },
+            )
         if attempt is not None and decision.budgeted:
             ctx.record_ai_attempt(attempt)
         else:  # refused by the API: no try spent (seed 002), and maybe a wait for the tier
