@@ -71,3 +71,44 @@ def test_the_real_cli_fixes_the_incident(
     # no repository made in a workdir that had none, nothing else left behind
     assert not (ws / ".git").exists()
     assert attempt.input_tokens and attempt.output_tokens, attempt
+    # what it spent: on the attempt, the incident, and today's sums per group and incident
+    if tier != "codex":  # codex reports tokens, not money
+        assert attempt.cost_usd and attempt.cost_usd > 0, attempt
+    detail = cli("status", incident_id, "--json").json()
+    assert detail["spend"]["input_tokens"] == attempt.input_tokens
+    today = cli("status", "--all", "--json").json()["spend"]
+    assert today["by_incident"][incident_id]["output_tokens"] == attempt.output_tokens
+    assert sum(g["attempts"] for g in today["by_group"].values()) == 1
+
+
+@pytest.mark.parametrize("action", ["wait", "escalate"])
+def test_a_spend_limit_reached_runs_no_tier(
+    cli: Cli,
+    root: Root,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    bin_dir: Path,
+    server: ModelServer,
+    action: str,
+) -> None:
+    text = configure(tmp_path, monkeypatch, bin_dir, server, "claude", "none")
+    limit = f'[policy]\nmax_cost_usd_per_day = 0.001\nspend_limit = "{action}"\n'
+    (tmp_path / "incidents.toml").write_text(limit + text)
+    ws = tmp_path / "project" / "ws"
+    ws.mkdir(parents=True)
+    server.fix_path, server.fix_content, server.workdir = "names.py", FIXED, str(ws)
+    first = capture(cli, ws=ws, target="names.py", content=UNDEFINED)
+    assert cli("drive", first).code == 0
+    assert (root.bucket("resolved") / first).is_dir()  # under the limit when it started
+    calls = len(server.requests)
+    second = capture(cli, ws=ws, target="names.py", content=UNDEFINED)
+    assert cli("drive", second).code == 0
+    assert len(server.requests) == calls  # no tier ran
+    ctx = ctx_of(root, second)
+    assert ctx.ai_attempts == [] and ctx.unbudgeted_attempts == []
+    if action == "wait":
+        assert ctx.fixer_wait and "max_cost_usd_per_day = 0.001" in ctx.fixer_wait
+        assert ctx.not_before is not None and (root.inbox / second).is_dir()
+    else:
+        assert ctx.current_state.value == "S_ERROR_INFRA"
+        assert "max_cost_usd_per_day" in (ctx.escalation_reason or "")

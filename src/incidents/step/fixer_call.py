@@ -54,7 +54,7 @@ class FixerCalls(TickBase):
         return path
 
     def call_fixer(self, agent: Agent, incident: Incident, ctx: ErrorPipelineContext) -> None:
-        from incidents.fixers import api_rules
+        from incidents.fixers import api_rules, spend
 
         ctx.enter_tier(agent, TIER_NUMBER[agent])
         path = self.artifact(artifacts.fixer_step_name(ctx.step))
@@ -65,11 +65,15 @@ class FixerCalls(TickBase):
             decision = api_rules.Decision.from_json(saved.get("api")) or api_rules.Decision()
         else:
             settings = getattr(self.cfg.tiers, agent)
-            # the tier is cooling down after a rate limit, or disabled after AUTH: no call
-            decision = api_rules.before(self.root.state, agent, settings, self.clock())
+            # a spend limit reached, the tier cooling down after a rate limit or disabled
+            # after AUTH: no call
+            decision = self.spend_limit(ctx) or api_rules.before(
+                self.root.state, agent, settings, self.clock()
+            )
             attempt, infra = None, decision.infra if decision else None
             if decision is None:
                 attempt, infra, decision = self.run_tier(agent, incident, ctx, settings)
+                spend.record(self.root.state, self.id, incident.group_key, attempt, self.clock())
             fsutil.atomic_write_json(
                 path,
                 {
@@ -88,6 +92,21 @@ class FixerCalls(TickBase):
             self.events.append(("ai_attempt", attempt.model_dump(mode="json")))
         if decision.wait:
             self.events.append(("fixer_waiting", {"agent": agent, "reason": decision.wait}))
+
+    def spend_limit(self, ctx: ErrorPipelineContext) -> Any:
+        """The decision when a `[policy]` spend limit is already reached (no tier runs: the
+        incident waits or escalates, as `spend_limit` says), or None."""
+        from incidents.fixers import api_rules, spend
+
+        own = spend.of_attempts([*ctx.ai_attempts, *ctx.unbudgeted_attempts])
+        found = spend.limit_reached(self.cfg.policy, self.root.state, own, self.clock())
+        if found is None:
+            return None
+        why, until = found
+        self.events.append(("spend_limit", {"reason": why}))
+        if self.cfg.policy.spend_limit == "escalate":
+            return api_rules.Decision(False, infra=why)
+        return api_rules.Decision(False, wait=f"{why}; waiting", until=until)
 
     def run_tier(
         self, agent: Agent, incident: Incident, ctx: ErrorPipelineContext, settings: TierSettings
