@@ -111,7 +111,8 @@ def read_claude(stdout: str) -> Readout:
     if doc is None:
         return Readout()
     out = Readout(result=str(doc.get("result") or ""))
-    usage = doc.get("usage") if isinstance(doc.get("usage"), dict) else {}
+    found = doc.get("usage")
+    usage: dict[str, Any] = found if isinstance(found, dict) else {}
     out.input_tokens = _int(usage.get("input_tokens"))
     out.output_tokens = _int(usage.get("output_tokens"))
     if isinstance(doc.get("total_cost_usd"), (int, float)):

@@ -99,7 +99,9 @@ def _lines(path: Path) -> list[dict[str, Any]]:
 
 def day(state: Path, when: datetime) -> dict[str, Any]:
     """The day's spend (UTC): in all, per group and per incident."""
-    total, groups, incidents = Spend(), {}, {}
+    total = Spend()
+    groups: dict[str, Spend] = {}
+    incidents: dict[str, Spend] = {}
     for doc in _lines(_day_file(state, when)):
         total.add(doc)
         groups.setdefault(str(doc.get("group")), Spend()).add(doc)

@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from incidents.models.ai_attempt import AIAttempt
+from incidents.models.ai_attempt import AIAttempt as AIAttempt  # re-exported
 from incidents.models.base import Document, Timestamp
 from incidents.models.report import ErrorReport, Finding, Verdict
 from incidents.vocab import ErrorCode, FailureClass, FinalStatus, Outcome

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from incidents import artifacts, fsutil, leases, proc
 from incidents.classify import code_of_findings
@@ -17,6 +17,9 @@ from incidents.models import AIAttempt, ErrorPipelineContext, Incident
 from incidents.models.pipeline import Agent
 from incidents.step.base import TickBase
 from incidents.vocab import ErrorCode
+
+if TYPE_CHECKING:  # imported where used: a tick that calls no fixer never loads them
+    from incidents.fixers.api_rules import Decision
 
 
 class FixerCalls(TickBase):
@@ -67,13 +70,14 @@ class FixerCalls(TickBase):
             settings = getattr(self.cfg.tiers, agent)
             # a spend limit reached, the tier cooling down after a rate limit or disabled
             # after AUTH: no call
-            decision = self.spend_limit(ctx) or api_rules.before(
+            refused = self.spend_limit(ctx) or api_rules.before(
                 self.root.state, agent, settings, self.clock()
             )
-            attempt, infra = None, decision.infra if decision else None
-            if decision is None:
+            if refused is None:
                 attempt, infra, decision = self.run_tier(agent, incident, ctx, settings)
                 spend.record(self.root.state, self.id, incident.group_key, attempt, self.clock())
+            else:
+                attempt, infra, decision = None, refused.infra, refused
             fsutil.atomic_write_json(
                 path,
                 {
@@ -93,7 +97,7 @@ class FixerCalls(TickBase):
         if decision.wait:
             self.events.append(("fixer_waiting", {"agent": agent, "reason": decision.wait}))
 
-    def spend_limit(self, ctx: ErrorPipelineContext) -> Any:
+    def spend_limit(self, ctx: ErrorPipelineContext) -> Decision | None:
         """The decision when a `[policy]` spend limit is already reached (no tier runs: the
         incident waits or escalates, as `spend_limit` says), or None."""
         from incidents.fixers import api_rules, spend
@@ -110,7 +114,7 @@ class FixerCalls(TickBase):
 
     def run_tier(
         self, agent: Agent, incident: Incident, ctx: ErrorPipelineContext, settings: TierSettings
-    ) -> tuple[AIAttempt, str | None, Any]:
+    ) -> tuple[AIAttempt, str | None, Decision]:
         """Run the tier's fixer once: its attempt, the infrastructure failure (or None) and
         what its API's answer means for the ladder (`fixers.api_rules.Decision`)."""
         from incidents.fixers import api_rules
