@@ -20,9 +20,13 @@ from tests.helpers import Cli, capture, ctx_of
 PATHS = {"aider": "/chat/completions", "codex": "/responses", "claude": "/messages"}
 NEXT = {"aider": "codex", "codex": "claude", "claude": None}
 OVERLOADED = {"aider": 503, "codex": 503, "claude": 529}
-# the longest a decision may take (bounded retries; aider's own minute of retries is cut
-# short at its first error line): far below any of their own retry loops' lengths
-DECIDED_WITHIN_S = 45.0
+# A decision is read from the CLI's output before the tier's timeout_s (configure's 120 s:
+# the outcome is the API's code, never TIMEOUT), and after few requests: the CLIs' own
+# retries are bounded (claude 2, codex 0 here) and aider, whose own loop retries for over a
+# minute (some ten requests and more), is stopped at its first error line. A count, not a
+# time: it holds on a loaded machine.
+DECIDED_WITHIN_S = 120.0
+MAX_REQUESTS = 4
 HANG_TIMEOUT_S = 6.0
 
 
@@ -72,7 +76,7 @@ def test_a_rate_limit_or_overload_waits_for_the_same_tier_and_spends_nothing(
     assert (root.inbox / incident_id).is_dir()  # waiting, not escalated
     if nxt:
         assert not server.posts(PATHS[nxt]), "the next tier was called on the same limit"
-    assert server.posts(PATHS[tier])
+    assert 1 <= len(server.posts(PATHS[tier])) <= MAX_REQUESTS, len(server.posts(PATHS[tier]))
     assert took < DECIDED_WITHIN_S, took
     # the next incident reaching the tier while it cools down does not call it at all
     before = len(server.requests)
@@ -102,7 +106,7 @@ def test_an_authentication_failure_escalates_naming_the_tier_and_disables_it(
     assert f"{tier}: AUTH" in reason and f"the {tier} tier is disabled" in reason, reason
     key = "ANTHROPIC_API_KEY" if tier == "claude" else "OPENAI_API_KEY"
     assert key in reason and "not-a-key" not in reason  # the setting's name, never its value
-    assert took < DECIDED_WITHIN_S, took
+    assert took < DECIDED_WITHIN_S and len(server.requests) <= MAX_REQUESTS, took
     # disabled: the next incident escalates at once, without a call
     before = len(server.requests)
     second, _ = drive(cli, tmp_path, tier)

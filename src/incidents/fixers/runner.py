@@ -57,6 +57,7 @@ class FixerOutcome:
     infra_error: str | None = None
     notes: str = ""
     duration_s: float = 0.0
+    program_s: float = 0.0  # of which the program itself ran (the rest is ours)
     contained: bool | None = None
     sandbox: str | None = None
     readout: readout.Readout = field(default_factory=readout.Readout)
@@ -350,6 +351,7 @@ def run_fixer(
         )  # fmt: skip
         killed = reaper.sweep() if reaper is not None else 0
     outcome.exit_code = result.returncode
+    outcome.program_s = round(result.duration_s, 3)
     outcome.readout = readout.read(tier, result.stdout, result.stderr)
     if result.timed_out and outcome.readout.code is None:
         outcome.readout.code, outcome.readout.message = readout.TIMEOUT, result.error or ""
