@@ -260,12 +260,12 @@ def list_json(
         "root": str(session.root.path),
         "paused": pause_json(session.root),
         "degraded": degraded_json(session.root),
-        "spend": _spend_today(session.root, now),
+        "spend": spend_today(session.root, now),
         "incidents": shown,
     }
 
 
-def _spend_today(root: Root, now: datetime) -> dict[str, Any]:
+def spend_today(root: Root, now: datetime) -> dict[str, Any]:
     """The AI fixers' spend today (UTC): in all, per group, per incident."""
     from incidents.fixers import spend
 
