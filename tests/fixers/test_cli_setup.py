@@ -241,4 +241,4 @@ def test_a_failure_reason_falls_back_to_stdout_and_never_echoes_the_prompt(
     )
     assert out.infra_error is not None
     assert "connection refused by the model server" in out.infra_error
-    assert "secret plan" not in out.infra_error and "secret plan" not in out.notes
+    assert "secret plan" not in out.infra_error

@@ -356,9 +356,7 @@ def run_fixer(
     if result.timed_out and outcome.readout.code is None:
         outcome.readout.code, outcome.readout.message = readout.TIMEOUT, result.error or ""
     said = outcome.readout.result
-    outcome.notes = _without_prompt(
-        redact(said[-NOTES_CHARS:]) if said else _tail(result.stdout), prompt
-    )
+    outcome.notes = redact(said[-NOTES_CHARS:]) if said else _tail(result.stdout)
     if killed:
         outcome.notes += f"\nkilled {killed} process(es) the fixer left running"
     replaced = {t: why for t in rel_targets if (why := _replaced(kinds[t], _lstat(workdir / t)))}
