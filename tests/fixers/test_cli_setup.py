@@ -242,3 +242,36 @@ def test_a_failure_reason_falls_back_to_stdout_and_never_echoes_the_prompt(
     assert out.infra_error is not None
     assert "connection refused by the model server" in out.infra_error
     assert "secret plan" not in out.infra_error
+
+
+def test_a_file_the_tiers_environment_names_is_readable_under_bubblewrap(
+    bin_dir: Path,
+    workdir: Path,
+    prompt_file: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """aider's AIDER_MODEL_METADATA_FILE (its model's prices: the attempt's spend) lying
+    under /tmp, hidden by the private /tmp unless shown."""
+    bubblewrap_or_skip()
+    meta = tmp_path / "settings" / "meta.json"
+    meta.parent.mkdir()
+    meta.write_text("a + b")
+    monkeypatch.setenv("TOOL_META", str(meta))
+    stand_in(
+        bin_dir,
+        "tool",
+        "p = pathlib.Path(sys.argv[-1]); "
+        "p.write_text(p.read_text().replace('a - b', open(os.environ['TOOL_META']).read()))",
+    )
+    settings = TierSettings(argv=["tool", "{files}"], timeout_s=20, env=["TOOL_META"])
+    out = run_fixer(
+        "aider",
+        settings,
+        prompt_file,
+        ["app.py"],
+        workdir,
+        containment=sandbox.Containment("bwrap"),
+    )
+    assert out.ok, out.infra_error
+    assert (workdir / "app.py").read_text() == "def add(a, b):\n    return a + b\n"

@@ -223,6 +223,9 @@ def _containment(
     visible = [*env.get("PATH", "").split(os.pathsep), str(prompt_file.parent),
                env.get("VIRTUAL_ENV", ""), program, *sandbox.program_paths(program),
                *_interpreter_prefixes(program, env), *_own_install()]  # fmt: skip
+    # a file or folder the tier's environment names (aider's AIDER_MODEL_METADATA_FILE, a
+    # CA bundle): read-only, as it would be anywhere but under the private /tmp
+    visible += [v for k, v in env.items() if k not in _NOT_SHOWN and _a_path(v)]
     env["TMPDIR"] = sandbox.PRIVATE_TMP
     wrapped = sandbox.wrap(
         probe, [program, *argv[1:]], str(workdir), writable=sandbox.expand(settings.writable),
@@ -231,6 +234,13 @@ def _containment(
         hidden=containment.hide,
     )  # fmt: skip
     return wrapped, probe.label, None
+
+
+_NOT_SHOWN = frozenset({"PATH", "HOME", "TMPDIR"})  # PATH: above; TMPDIR: private
+
+
+def _a_path(value: str) -> bool:
+    return os.path.isabs(value) and os.pathsep not in value and os.path.exists(value)
 
 
 def _own_install() -> list[str]:
