@@ -5,6 +5,7 @@ real ruff failure resolves the incident, under bubblewrap and in detection mode.
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,27 @@ def test_a_spend_limit_reached_runs_no_tier(
     else:
         assert ctx.current_state.value == "S_ERROR_INFRA"
         assert "max_cost_usd_per_day" in (ctx.escalation_reason or "")
+
+
+def test_the_review_page_shows_what_an_attempt_spent(
+    cli: Cli,
+    root: Root,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    bin_dir: Path,
+    server: ModelServer,
+) -> None:
+    """The real claude answers without editing: no progress, escalated; its card says what
+    the attempt cost as claude reported it."""
+    configure(tmp_path, monkeypatch, bin_dir, server, "claude", "none")
+    ws = tmp_path / "project" / "ws"
+    ws.mkdir(parents=True)
+    incident_id = capture(cli, ws=ws, target="names.py", content=UNDEFINED)
+    assert cli("drive", incident_id).code == 0
+    [attempt] = ctx_of(root, incident_id).ai_attempts
+    assert (root.bucket("escalated") / incident_id).is_dir()
+    assert attempt.cost_usd and attempt.model == "claude-test"
+    assert cli("review").code == 0
+    page = html.unescape((root.path / "error_review" / "index.html").read_text())
+    assert f"spent: claude-test, {attempt.input_tokens} tokens in" in page
+    assert f"${attempt.cost_usd:.4f}" in page
