@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, ValidationError, model_validator
 
@@ -76,6 +76,20 @@ class PolicySettings(Section):
     retry_max_s: float = Field(default=300.0, ge=0, description="backoff cap")
     signature_budget: int = Field(
         default=3, ge=0, description="fixer attempts per error signature, across incidents"
+    )
+    max_cost_usd_per_day: float | None = Field(
+        default=None, ge=0, description="AI fixer spend per UTC day, all incidents (none: no limit)"
+    )
+    max_cost_usd_per_incident: float | None = Field(
+        default=None, ge=0, description="AI fixer spend per incident (none: no limit)"
+    )
+    max_tokens_per_incident: int | None = Field(
+        default=None, ge=0, description="AI fixer tokens (sent and received) per incident"
+    )
+    spend_limit: Literal["wait", "escalate"] = Field(
+        default="wait",
+        description="a spend limit reached: the incident waits (the next day, or until the "
+        "limit is raised) or escalates as an infrastructure failure",
     )
     escalation_threshold: int = Field(
         default=5, ge=0, description="escalations within the window that pause everything (0: off)"

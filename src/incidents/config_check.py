@@ -32,8 +32,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 TABLE_NAME = "config_table.json"
-PLACEHOLDERS = ("files", "prompt", "prompt_file", "workdir")
-_PLACEHOLDER_RE = re.compile(r"\{([^{}]*)\}")
+PLACEHOLDERS = ("files", "own_sandbox", "prompt", "prompt_file", "workdir")
+# `{{` and `}}` are literal braces (matched first, so never read as a placeholder)
+_PLACEHOLDER_RE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
 
 _table: dict[str, Any] | None = None
 
@@ -51,10 +52,13 @@ def argv_template_problem(argv: list[str]) -> str | None:
     """Why a fixer tier's argv template is refused, or None."""
     if not argv:
         return None  # the length is the schema's business
-    if not argv[0] or _PLACEHOLDER_RE.search(argv[0]):
+    if not argv[0] or any(m.group(1) is not None for m in _PLACEHOLDER_RE.finditer(argv[0])):
         return "the program (first element) must be a plain name or path"
     for element in argv:
-        for name in _PLACEHOLDER_RE.findall(element):
+        for match in _PLACEHOLDER_RE.finditer(element):
+            name = match.group(1)
+            if name is None:
+                continue  # a literal brace
             if name not in PLACEHOLDERS:
                 known = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
                 return f"unknown placeholder {{{name}}} in {element!r} ({known})"

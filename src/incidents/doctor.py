@@ -44,6 +44,7 @@ def diagnose(root: Root, cfg: Config) -> list[Finding]:
         lambda: check_fleet(root, cfg) if target_of(root.db_path).url else [],
         lambda: check_tools(cfg),
         lambda: check_containment(cfg, root),
+        lambda: check_tiers(cfg),
         lambda: check_leases(root),
         lambda: check_stuck(root, cfg),
         lambda: check_staging(root, cfg),
@@ -262,6 +263,12 @@ def folder_buckets(root: Root) -> dict[str, str]:
 
 
 # --- tools -----------------------------------------------------------------------------------
+
+
+def check_tiers(cfg: Config) -> list[Finding]:
+    from incidents.fixers.doctor_tiers import check_tiers as tiers
+
+    return tiers(cfg)
 
 
 def check_tools(cfg: Config) -> list[Finding]:

@@ -24,7 +24,9 @@ Protocol (the step service follows it exactly; one tick = at most one step):
    PLAN -> record_plan · RUN_PIPELINE -> record_baseline (the first baseline check only)
    then record_check with the targets' digest (clears not_before) ·
    WAIT_RETRY -> schedule_retry(na.not_before) (always set) · MECHANICAL_AUTOFIX -> record_autofix ·
-   CALL_* -> enter_tier + record_ai_attempt · AWAIT_HANDOFF -> begin_handoff ·
+   CALL_* -> enter_tier + record_ai_attempt (record_api_failure when the API refused the
+   call: no try spent; with `fixer_wait` the same tier is called again at not_before) ·
+   AWAIT_HANDOFF -> begin_handoff ·
    QUARANTINE / FINALIZE_* -> record_final(status, reason=na.reason, kind=na.escalation,
    outcome=na.outcome) ·
    any fixer that crashes, times out or cannot start -> record_fixer_failure (still
@@ -194,6 +196,9 @@ def _from_init(ctx: ErrorPipelineContext) -> NextAction:
 
 
 def _from_fix(ctx: ErrorPipelineContext, recheck: State, *, handoff: bool) -> NextAction:
+    tier = _FIX_TIER.get(ctx.current_state)
+    if ctx.fixer_wait is not None and tier is not None:  # its API said wait: the same tier
+        return NextAction(ctx.current_state, tier.call, ctx.fixer_wait, ctx.not_before)
     if ctx.fixer_failure is not None:
         return _infra(f"fixer failed: {ctx.fixer_failure}")
     if handoff and ctx.waiting_for_input:  # only AI tiers hand off; autofix never waits

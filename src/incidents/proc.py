@@ -30,6 +30,7 @@ class ProcResult:
     timed_out: bool = False
     error: str | None = None  # why it did not run or finish, in words
     truncated: bool = field(default=False)
+    stopped: str | None = None  # why `stop_when` ended it early (the output said enough)
 
     @property
     def ok(self) -> bool:
@@ -167,11 +168,16 @@ def run(
     output_cap: int = DEFAULT_OUTPUT_CAP,
     pidfile: str | os.PathLike[str] | None = None,
     while_running: Callable[[], None] | None = None,
+    stop_when: Callable[[bytes], str | None] | None = None,
 ) -> ProcResult:
     """Run `argv` to its end. `pidfile`: record the child's pid and start time there while
     it runs, so that if this process is killed the next one can `kill_recorded` it.
     `while_running`: work of ours done once the child has started, instead of waiting
-    idle for it (its output is read afterwards; if it raises, the child is killed)."""
+    idle for it (its output is read afterwards; if it raises, the child is killed).
+    `stop_when`: called with each new piece of output (stdout and stderr alike) as it
+    comes; a non-empty answer ends the command at once (its process group is killed) and
+    is kept as `stopped` — for a program that retries an error it has already told us
+    about (aider's own retries of a rate limit run for over a minute, then exit 0)."""
     args = [os.fspath(a) for a in argv]
     start = time.monotonic()
     try:
@@ -202,6 +208,8 @@ def run(
                 _kill_group(proc)
                 proc.wait()
                 raise
+        if stop_when is not None:
+            return _watch(proc, args, start, timeout, stdin, output_cap, stop_when)
         return _finish(proc, args, start, timeout, stdin, output_cap)
     finally:
         _RUNNING.discard(proc)
@@ -247,6 +255,87 @@ def _finish(
     out, t1 = _cap(out, output_cap)
     err, t2 = _cap(err, output_cap)
     return ProcResult(args, proc.returncode, out, err, time.monotonic() - start, truncated=t1 or t2)
+
+
+def _feed(proc: subprocess.Popen[bytes], data: bytes | None) -> None:
+    """Write `data` to the child's stdin and close it (a thread: the child may not read)."""
+    import threading
+
+    if proc.stdin is None:
+        return
+
+    def write() -> None:
+        assert proc.stdin is not None
+        with contextlib.suppress(OSError):
+            proc.stdin.write(data or b"")
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+
+    threading.Thread(target=write, daemon=True).start()
+
+
+def _watch(
+    proc: subprocess.Popen[bytes],
+    args: list[str],
+    start: float,
+    timeout: float | None,
+    stdin: bytes | None,
+    output_cap: int,
+    stop_when: Callable[[bytes], str | None],
+) -> ProcResult:
+    """`_finish`, reading the output as it comes and asking `stop_when` about each piece."""
+    import selectors
+
+    assert proc.stdout is not None and proc.stderr is not None
+    _feed(proc, stdin)
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    kept: dict[int, bytearray] = {out_fd: bytearray(), err_fd: bytearray()}
+    stopped, timed_out = None, False
+    deadline = None if timeout is None else start + timeout
+    try:
+        with selectors.DefaultSelector() as sel:
+            for fd in kept:
+                sel.register(fd, selectors.EVENT_READ)
+            while sel.get_map() and stopped is None:
+                wait = None if deadline is None else deadline - time.monotonic()
+                if wait is not None and wait <= 0:
+                    timed_out = True
+                    break
+                for key, _ in sel.select(wait):
+                    chunk = os.read(key.fd, 65536)
+                    if not chunk:
+                        sel.unregister(key.fd)
+                        continue
+                    buf = kept[key.fd]
+                    buf += chunk
+                    if len(buf) > 2 * output_cap:
+                        del buf[: len(buf) - output_cap]
+                    stopped = stop_when(chunk) or None
+                    if stopped:
+                        break
+        if stopped is not None or timed_out:
+            _kill_group(proc)
+        proc.wait()
+    except BaseException:
+        _kill_group(proc)
+        proc.wait()
+        raise
+    finally:
+        proc.stdout.close()
+        proc.stderr.close()
+    out, t1 = _cap(bytes(kept[out_fd]), output_cap)
+    err, t2 = _cap(bytes(kept[err_fd]), output_cap)
+    return ProcResult(
+        args,
+        None if timed_out else proc.returncode,
+        out,
+        err,
+        time.monotonic() - start,
+        timed_out=timed_out,
+        error=f"timed out after {timeout:g}s" if timed_out else None,
+        truncated=t1 or t2,
+        stopped=stopped,
+    )
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

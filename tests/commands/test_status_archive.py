@@ -59,7 +59,8 @@ def test_status_table_and_filters(cli: Cli) -> None:
 def test_status_json_shape_is_stable(cli: Cli) -> None:
     a = capture(cli, step="s", message="m")
     doc = cli("status", "--json").json()
-    assert set(doc) == {"root", "paused", "degraded", "incidents"}
+    assert set(doc) == {"root", "paused", "degraded", "spend", "incidents"}
+    assert doc["spend"]["attempts"] == 0 and doc["spend"]["by_group"] == {}
     assert doc["degraded"] is None
     assert doc["paused"] is None
     [row] = doc["incidents"]

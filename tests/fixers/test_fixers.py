@@ -86,7 +86,8 @@ def test_default_tiers_are_the_real_clis_non_interactive_forms() -> None:
     assert "--yes-always" in t.aider.argv and "--no-auto-commits" in t.aider.argv
     assert t.aider.argv[-1] == "{files}" and t.aider.stdin == "none"
     assert t.codex.argv[:2] == ["codex", "exec"] and t.codex.argv[-1] == "-"
-    assert t.codex.stdin == "prompt" and "workspace-write" in t.codex.argv
+    assert t.codex.stdin == "prompt" and "{own_sandbox}" in t.codex.argv
+    assert "--no-git" in t.aider.argv and "--no-check-update" in t.aider.argv
     assert t.claude.argv[:2] == ["claude", "-p"] and t.claude.stdin == "prompt"
     assert "acceptEdits" in t.claude.argv
     for name in ("aider", "codex", "claude"):
@@ -264,7 +265,8 @@ def test_a_fixer_past_its_timeout_is_killed_and_its_stray_writes_reverted(
     started = datetime.now(UTC)
     out = run_fixer("claude", tier("claude", timeout_s=0.5), prompt_file, ["app.py"], workdir)
     assert (datetime.now(UTC) - started).total_seconds() < 10
-    assert out.infra_error == "timed out after 0.5s" and out.exit_code is None
+    assert out.infra_error == "TIMEOUT: timed out after 0.5s" and out.exit_code is None
+    assert out.ai_attempt(1, "0").error_code == "TIMEOUT"
     assert out.violations == ["keep.txt"]
     assert (workdir / "keep.txt").read_text() == "keep me\n"
 

@@ -260,8 +260,25 @@ def list_json(
         "root": str(session.root.path),
         "paused": pause_json(session.root),
         "degraded": degraded_json(session.root),
+        "spend": spend_today(session.root, now),
         "incidents": shown,
     }
+
+
+def spend_today(root: Root, now: datetime) -> dict[str, Any]:
+    """The AI fixers' spend today (UTC): in all, per group, per incident."""
+    from incidents.fixers import spend
+
+    return spend.day(root.state, now)
+
+
+def _spend_of(ctx_doc: dict[str, Any]) -> dict[str, Any]:
+    """One incident's AI spend, from its state.json (refused calls included)."""
+    from incidents.fixers import spend
+    from incidents.models import AIAttempt
+
+    tried = [*ctx_doc.get("ai_attempts", []), *ctx_doc.get("unbudgeted_attempts", [])]
+    return spend.of_attempts(AIAttempt.model_validate(a) for a in tried).to_json()
 
 
 def degraded_json(root: Root) -> dict[str, Any] | None:
@@ -274,10 +291,11 @@ def one_json(root: Root, incident_id: str) -> dict[str, Any]:
     """`status ID --json`: one incident in full, from its folder (MCP's `get_incident` too)."""
     bucket, folder = root.locate(validate_id(incident_id))
     doc = store.read_incident(folder)
-    state = outcome = None
+    state = outcome = spent = None
     if (folder / artifacts.STATE).is_file():
         ctx_doc = fsutil.read_json_object(folder / artifacts.STATE)
         state, outcome = ctx_doc.get("current_state"), ctx_doc.get("outcome")
+        spent = _spend_of(ctx_doc)
     runs_dir = root.runs_dir(incident_id)
     runs = sorted(os.listdir(runs_dir)) if runs_dir.is_dir() else []
     plan = root.plan_dir(incident_id) / artifacts.PLAN_JSON
@@ -292,6 +310,7 @@ def one_json(root: Root, incident_id: str) -> dict[str, Any]:
         "outcome": closed_outcome(bucket, outcome) if isinstance(outcome, str) else None,
         "flaky_count": _flaky_count(root, doc["error_signature"]),
         "group": groups.group_record(root, incident_id),
+        "spend": spent,
     }
     return detail
 

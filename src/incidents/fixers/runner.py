@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import os
+import re
 import shutil
 import stat
 import sys
@@ -30,7 +31,7 @@ from pathlib import Path
 
 from incidents import fsutil, proc
 from incidents.bundle_rules import target_problem
-from incidents.fixers import guard, sandbox, snapshot
+from incidents.fixers import guard, readout, sandbox, snapshot
 from incidents.fixers.rootwatch import RootWatch
 from incidents.fixers.settings import PLACEHOLDER_RE, TierSettings
 from incidents.models import AIAttempt
@@ -56,8 +57,10 @@ class FixerOutcome:
     infra_error: str | None = None
     notes: str = ""
     duration_s: float = 0.0
+    program_s: float = 0.0  # of which the program itself ran (the rest is ours)
     contained: bool | None = None
     sandbox: str | None = None
+    readout: readout.Readout = field(default_factory=readout.Readout)
 
     @property
     def ok(self) -> bool:
@@ -75,7 +78,9 @@ class FixerOutcome:
             input_error_report_id=input_error_report_id, changed_files=self.changed_files,
             notes=notes.strip(), started_at=self.started_at, finished_at=self.finished_at,
             exit_code=self.exit_code, violations=self.violations, prompt_file=self.prompt_file,
-            contained=self.contained, sandbox=self.sandbox,
+            contained=self.contained, sandbox=self.sandbox, error_code=self.readout.code,
+            model=self.readout.model, input_tokens=self.readout.input_tokens,
+            output_tokens=self.readout.output_tokens, cost_usd=self.readout.cost_usd,
         )  # fmt: skip
 
 
@@ -92,17 +97,35 @@ def _as_arg(target: str) -> str:
     return f"./{target}" if target.startswith("-") else target
 
 
+OWN_SANDBOX = {True: "danger-full-access", False: "workspace-write"}
+
+
 def render_argv(
-    template: list[str], prompt_file: Path, prompt: str, targets: list[str], workdir: Path
+    template: list[str],
+    prompt_file: Path,
+    prompt: str,
+    targets: list[str],
+    workdir: Path,
+    contained: bool = False,
 ) -> list[str]:
-    """Fill the template element by element; `{files}` becomes one element per target."""
-    values = {"prompt_file": str(prompt_file), "prompt": prompt, "workdir": str(workdir)}
+    """Fill the template element by element; `{files}` becomes one element per target,
+    `{{` and `}}` a literal brace."""
+    values = {
+        "prompt_file": str(prompt_file),
+        "prompt": prompt,
+        "workdir": str(workdir),
+        "own_sandbox": OWN_SANDBOX[contained],
+    }
+
+    def fill(m: re.Match[str]) -> str:
+        return values[m.group(1)] if m.group(1) is not None else m.group(0)[0]
+
     argv: list[str] = []
     for element in template:
         if element == "{files}":
             argv.extend(_as_arg(t) for t in targets)
         else:
-            argv.append(PLACEHOLDER_RE.sub(lambda m: values[m.group(1)], element))
+            argv.append(PLACEHOLDER_RE.sub(fill, element))
     return argv
 
 
@@ -122,11 +145,29 @@ def _tail(data: bytes) -> str:
     return redact(text[-NOTES_CHARS:])
 
 
-def _infra(result: proc.ProcResult) -> str | None:
-    if result.returncode == 0:
+def _without_prompt(text: str, prompt: str) -> str:
+    """`text` less every line it shares with the prompt: a CLI that echoes its input in an
+    error (codex on a hang) must not put the prompt, findings and all, into a reason."""
+    said = {line.strip() for line in prompt.splitlines() if len(line.strip()) >= 8}
+    return "\n".join(line for line in text.splitlines() if line.strip() not in said).strip()
+
+
+def _infra(result: proc.ProcResult, said: readout.Readout, prompt: str) -> str | None:
+    """Why the run failed as a tool, or None: the fixer's own API error first (read in its
+    format), then bubblewrap's, then the exit; the output's tail (stderr, else stdout)
+    never with the prompt's lines in it."""
+    if said.code is not None:
+        return f"{said.code}: {said.message}" if said.message else said.code
+    if result.timed_out:
+        reason = result.error or "timed out"
+    elif result.returncode == 0:
         return None
-    reason = result.error or f"exited with {result.returncode}"
-    tail = _tail(result.stderr)
+    else:
+        reason = result.error or f"exited with {result.returncode}"
+    shown = sandbox.cannot_show(result.stderr_text)
+    if shown is not None:
+        return shown
+    tail = _without_prompt(_tail(result.stderr) or _tail(result.stdout), prompt)
     return f"{reason}: {tail[-500:]}" if tail else reason
 
 
@@ -180,8 +221,11 @@ def _containment(
     if program is None:
         return argv, None, f"program not found: {argv[0]}"
     visible = [*env.get("PATH", "").split(os.pathsep), str(prompt_file.parent),
-               env.get("VIRTUAL_ENV", ""), program, *_interpreter_prefixes(program, env),
-               *_own_install()]  # fmt: skip
+               env.get("VIRTUAL_ENV", ""), program, *sandbox.program_paths(program),
+               *_interpreter_prefixes(program, env), *_own_install()]  # fmt: skip
+    # a file or folder the tier's environment names (aider's AIDER_MODEL_METADATA_FILE, a
+    # CA bundle): read-only, as it would be anywhere but under the private /tmp
+    visible += [v for k, v in env.items() if k not in _NOT_SHOWN and _a_path(v)]
     env["TMPDIR"] = sandbox.PRIVATE_TMP
     wrapped = sandbox.wrap(
         probe, [program, *argv[1:]], str(workdir), writable=sandbox.expand(settings.writable),
@@ -190,6 +234,13 @@ def _containment(
         hidden=containment.hide,
     )  # fmt: skip
     return wrapped, probe.label, None
+
+
+_NOT_SHOWN = frozenset({"PATH", "HOME", "TMPDIR"})  # PATH: above; TMPDIR: private
+
+
+def _a_path(value: str) -> bool:
+    return os.path.isabs(value) and os.pathsep not in value and os.path.exists(value)
 
 
 def _own_install() -> list[str]:
@@ -254,6 +305,15 @@ def run_fixer(
     except (ValueError, OSError, snapshot.SnapshotTooLarge, UnicodeDecodeError) as exc:
         return finish(str(exc))
     env = proc.minimal_env(_pass_env(settings.env))
+    for key, value in settings.env_defaults.items():
+        env.setdefault(key, value)
+    # created before the sandbox binds them (a missing one would be skipped, and the CLI
+    # fail read-only), in detection mode too: one layout whatever contains the run
+    missing = sandbox.create_missing(sandbox.expand(settings.writable, env))
+    if missing:
+        return finish(f"the tier's writable paths cannot be created: {'; '.join(missing)}")
+    probe_, _ = sandbox.choose(containment.mode)
+    had_git = os.path.lexists(workdir / ".git")
     with contextlib.ExitStack() as stack:
         private = stack.enter_context(
             tempfile.TemporaryDirectory(prefix="fixer-", ignore_cleanup_errors=True)
@@ -262,9 +322,12 @@ def run_fixer(
         # reports root (the original lives in the incident's runs folder)
         given = Path(private) / prompt_file.name
         given.write_bytes(prompt.encode("utf-8"))
-        argv = render_argv(settings.argv, given, prompt, rel_targets, workdir)
+        contained = probe_ is not None
+        argv = render_argv(settings.argv, given, prompt, rel_targets, workdir, contained)
         # the record names the incident's prompt file (the copy is gone after the run)
-        outcome.argv = render_argv(settings.argv, prompt_file, "<prompt>", rel_targets, workdir)
+        outcome.argv = render_argv(
+            settings.argv, prompt_file, "<prompt>", rel_targets, workdir, contained
+        )
         argv, bwrap, error = _containment(containment, settings, argv, workdir, given, env)
         if error:
             return finish(error)
@@ -294,11 +357,16 @@ def run_fixer(
         result = proc.run(
             argv, cwd=workdir, timeout=settings.timeout_s, env=env,
             stdin=prompt.encode("utf-8") if settings.stdin == "prompt" else None,
-            pidfile=pidfile,
+            pidfile=pidfile, stop_when=readout.stop_rule(tier),
         )  # fmt: skip
         killed = reaper.sweep() if reaper is not None else 0
     outcome.exit_code = result.returncode
-    outcome.notes = _tail(result.stdout)
+    outcome.program_s = round(result.duration_s, 3)
+    outcome.readout = readout.read(tier, result.stdout, result.stderr)
+    if result.timed_out and outcome.readout.code is None:
+        outcome.readout.code, outcome.readout.message = readout.TIMEOUT, result.error or ""
+    said = outcome.readout.result
+    outcome.notes = redact(said[-NOTES_CHARS:]) if said else _tail(result.stdout)
     if killed:
         outcome.notes += f"\nkilled {killed} process(es) the fixer left running"
     replaced = {t: why for t in rel_targets if (why := _replaced(kinds[t], _lstat(workdir / t)))}
@@ -310,6 +378,10 @@ def run_fixer(
     outcome.violations = [p for p in changed if p not in wanted]
     _, outcome.unreverted = snapshot.restore(before, outcome.violations, containment.aside)
     snapshot.remove_new_dirs(before, after)
+    if not had_git and os.path.lexists(workdir / ".git"):
+        outcome.violations.append(".git (a repository the fixer created)")
+        if not _remove_created(workdir / ".git", containment.aside):
+            outcome.unreverted.append(".git")
     outcome.violations += [f"{t} ({why})" for t, why in replaced.items()]
     outcome.unreverted += bad_targets
     # a change in the workdir that stays is part of what the recheck judges: no verdict
@@ -322,8 +394,21 @@ def run_fixer(
             outcome.unreverted += left
     kept = f"changes outside the targets could not be put back: {', '.join(stuck[:5])}"
     return finish(
-        _planted(root, containment.aside, outcome) or _infra(result) or (kept if stuck else None)
+        _planted(root, containment.aside, outcome)
+        or _infra(result, outcome.readout, prompt)
+        or (kept if stuck else None)
     )
+
+
+def _remove_created(path: Path, aside: str | None) -> bool:
+    """A folder the fixer created in the workdir (a `.git` of its own: the snapshot keeps
+    only a repository's config and hooks, so the rest would stay): moved aside, else
+    removed. False when it is still there."""
+    if aside is not None and snapshot.move_aside(str(path), aside, path.name) is not None:
+        return True
+    with contextlib.suppress(OSError):
+        shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+    return not os.path.lexists(path)
 
 
 def _planted(root: RootWatch | None, aside: str | None, outcome: FixerOutcome) -> str | None:

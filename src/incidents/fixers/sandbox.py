@@ -40,7 +40,7 @@ NAMESPACE_FLAGS = ("--unshare-pid", "--die-with-parent", "--new-session", "--cap
 BASE_MOUNTS = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp")
 PRIVATE_TMP = "/tmp"
 PROBE_TIMEOUT_S = 10.0
-_VAR = re.compile(r"\$\{(\w+)\}|\$(\w+)")
+_VAR = re.compile(r"\$\{(\w+)(?::-([^}]*))?\}|\$(\w+)")
 INSTALL_HINT = "install the Debian/Ubuntu package `bubblewrap` (apt-get install bubblewrap)"
 
 
@@ -91,19 +91,51 @@ def probe(path: str | None = None) -> Probe:
 
 
 def expand(entries: Iterable[str], env: Mapping[str, str] | None = None) -> list[str]:
-    """`writable` entries as absolute paths: `~` and `$VAR`/`${VAR}` expanded; an entry
-    naming a variable that is not set is left out (it names nothing)."""
+    """`writable` entries as absolute paths: `~`, `$VAR`, `${VAR}` and `${VAR:-default}`
+    expanded (the default when VAR is unset or empty); an entry naming a variable that is
+    not set and has no default is left out (it names nothing)."""
     values = os.environ if env is None else env
+
+    def value(m: re.Match[str]) -> str | None:
+        name = m.group(1) or m.group(3)
+        found = values.get(name)
+        return found if found else m.group(2)  # None: unset and no default
+
     out: list[str] = []
     for entry in entries:
-        names = [a or b for a, b in _VAR.findall(entry)]
-        if not entry or any(not values.get(n) for n in names):
+        if not entry or any(value(m) is None for m in _VAR.finditer(entry)):
             continue  # a variable that is not set names nothing
-        text = _VAR.sub(lambda m: values[m.group(1) or m.group(2)], entry)
+        text = _VAR.sub(lambda m: os.path.expanduser(value(m) or ""), entry)
         path = os.path.abspath(os.path.expanduser(text))
         if path not in out:
             out.append(path)
     return out
+
+
+def create_missing(paths: Iterable[str]) -> list[str]:
+    """Create each missing `writable` path before the sandbox binds it (a bind of a missing
+    path is skipped, and the CLI then fails read-only): a name with a suffix as a 0600
+    file (a `.json` one holding `{}`: claude refuses an empty ~/.claude.json as corrupt),
+    anything else as a 0700 folder, parents 0700. Returns what could not be, with why."""
+    failed: list[str] = []
+    for path in paths:
+        if os.path.lexists(path):
+            continue
+        try:
+            if os.path.splitext(path)[1]:
+                os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+                try:
+                    os.write(fd, b"{}\n" if path.endswith(".json") else b"")
+                finally:
+                    os.close(fd)
+            else:
+                os.makedirs(path, mode=0o700, exist_ok=True)
+        except FileExistsError:
+            continue  # made by someone else meanwhile: there it is
+        except OSError as exc:
+            failed.append(f"{path}: {exc.strerror or exc}")
+    return failed
 
 
 def _under(path: str, folder: str) -> bool:
@@ -119,6 +151,42 @@ def hidden_by_tmp(paths: Iterable[str]) -> list[str]:
         if path and _under(real, tmp) and real != tmp and real not in out:
             out.append(real)
     return out
+
+
+def program_paths(program: str) -> list[str]:
+    """What must be visible for `program` to start: the folder of every link on the way
+    to the real file (a chain such as node_modules/.bin/codex -> ../@openai/codex/bin/
+    codex.js), the real file, and its package root — the `node_modules` folder around it,
+    where an npm wrapper finds its platform package (@openai/codex-linux-x64)."""
+    out: list[str] = []
+    path = os.path.abspath(program)
+    for _ in range(40):  # the kernel's own limit on a chain of links
+        out.append(os.path.realpath(os.path.dirname(path)))  # the folder holding this step
+        if not os.path.islink(path):
+            break
+        path = os.path.normpath(os.path.join(os.path.dirname(path), os.readlink(path)))
+    real = os.path.realpath(program)
+    out.append(real)
+    parts = real.split(os.sep)
+    if "node_modules" in parts:
+        top = len(parts) - 1 - parts[::-1].index("node_modules")
+        out.append(os.sep.join(parts[: top + 1]))
+    return list(dict.fromkeys(out))
+
+
+_EXECVP = re.compile(r"^bwrap: execvp (.+?): (.+)$", re.M)
+
+
+def cannot_show(stderr: str) -> str | None:
+    """bubblewrap's own complaint that the program it was to start is not there (a path the
+    sandbox does not show), as one line naming it; None for anything else."""
+    m = _EXECVP.search(stderr)
+    if m is None:
+        return None
+    return (
+        f"the sandbox cannot show the program {m.group(1)} ({m.group(2)}): it or what it "
+        "needs lies where bubblewrap hides it (a private /tmp); install it elsewhere"
+    )
 
 
 def wrap(

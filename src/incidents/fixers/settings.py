@@ -6,8 +6,12 @@ element (never through a shell):
 - `{prompt_file}`: path of `error_runs/<id>/prompt_attempt_N.md`;
 - `{prompt}`: the prompt's text, as one argv element (for CLIs that take it as a string);
 - `{workdir}`: the incident's workdir (the command also runs there);
-- `{files}`: the target files, one argv element each; it must be an element on its own.
+- `{files}`: the target files, one argv element each; it must be an element on its own;
+- `{own_sandbox}`: what a CLI's own sandbox option should say: `danger-full-access` when
+  bubblewrap contains the run (ours is the sandbox: a nested bubblewrap cannot start in
+  it), `workspace-write` in detection mode (codex's `--sandbox` values).
 
+`{{` and `}}` stand for a literal `{` and `}` (a TOML inline table for `codex -c`).
 `stdin = "prompt"` feeds the prompt text on standard input instead. An unknown
 placeholder, or `{files}` inside a longer element, is a config error at load time.
 """
@@ -27,14 +31,17 @@ from incidents.config_section import Section
 TierName = Literal["aider", "codex", "claude"]
 TIER_ORDER: tuple[TierName, ...] = ("aider", "codex", "claude")
 PLACEHOLDERS = frozenset(_PLACEHOLDERS)
-PLACEHOLDER_RE = re.compile(r"\{([^{}]*)\}")
+# `{{`/`}}` first: a doubled brace is a literal one, never the start of a placeholder
+PLACEHOLDER_RE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
 
 # The real CLIs' non-interactive forms (see the package docstring for sources).
-AIDER_ARGV = ["aider", "--message-file", "{prompt_file}", "--yes-always", "--no-auto-commits",
-              "--no-dirty-commits", "--no-stream", "--no-pretty", "{files}"]  # fmt: skip
-CODEX_ARGV = ["codex", "exec", "--sandbox", "workspace-write", "--skip-git-repo-check",
+AIDER_ARGV = ["aider", "--message-file", "{prompt_file}", "--yes-always", "--no-git",
+              "--no-auto-commits", "--no-dirty-commits", "--no-stream", "--no-pretty",
+              "--no-check-update", "--no-show-release-notes", "--no-analytics",
+              "{files}"]  # fmt: skip
+CODEX_ARGV = ["codex", "exec", "--sandbox", "{own_sandbox}", "--skip-git-repo-check", "--json",
               "--cd", "{workdir}", "-"]  # fmt: skip
-CLAUDE_ARGV = ["claude", "-p", "--permission-mode", "acceptEdits", "--output-format", "text"]
+CLAUDE_ARGV = ["claude", "-p", "--permission-mode", "acceptEdits", "--output-format", "json"]
 
 AIDER_ENV = ["AIDER_*", "OPENAI_API_KEY", "OPENAI_API_BASE", "ANTHROPIC_API_KEY",
              "OPENROUTER_API_KEY", "GEMINI_API_KEY", "DEEPSEEK_API_KEY"]  # fmt: skip
@@ -68,11 +75,18 @@ class TierSettings(Section):
         description="top-level names (a trailing * matches a prefix) the tool keeps its own "
         "state in; never snapshotted, so never violations",
     )
+    env_defaults: dict[str, str] = Field(
+        default_factory=dict,
+        description="variables set for the CLI unless the passed-through environment sets "
+        "them (bounded retries, no update checks or telemetry)",
+    )
     writable: list[str] = Field(
         default_factory=list,
-        description="paths outside the workdir the CLI must write its own state to (`~` and "
-        "$VARS expanded), bound read-write inside the sandbox; the reports root and the "
-        "config file stay read-only even when under one of them",
+        description="paths outside the workdir the CLI must write its own state to (`~`, "
+        "$VARS and ${VAR:-default} expanded), bound read-write inside the sandbox and "
+        "created first when missing (a name with a suffix such as .json a 0600 file, else "
+        "a 0700 folder); the reports root and the config file stay read-only even when "
+        "under one of them",
     )
 
     @field_validator("argv")
@@ -101,16 +115,29 @@ class ClaudeTierSettings(TierSettings):
 
 # What each CLI writes outside the workdir (see the package docstring).
 AIDER_WRITABLE = ["~/.aider"]
-CODEX_WRITABLE = ["${CODEX_HOME}", "~/.codex"]
-CLAUDE_WRITABLE = ["${CLAUDE_CONFIG_DIR}", "~/.claude", "~/.claude.json"]
+CODEX_WRITABLE = ["${CODEX_HOME:-~/.codex}"]
+CLAUDE_WRITABLE = ["${CLAUDE_CONFIG_DIR:-~/.claude}", "~/.claude.json"]
+# Bounded retries, no update checks, telemetry or price-list downloads: a failure is known
+# well within the tier's timeout and the run asks the network for nothing but the model.
+AIDER_ENV_DEFAULTS = {
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    "AIDER_CHECK_UPDATE": "false",
+    "AIDER_ANALYTICS": "false",
+}
+CODEX_ENV_DEFAULTS: dict[str, str] = {}
+CLAUDE_ENV_DEFAULTS = {
+    "CLAUDE_CODE_MAX_RETRIES": "2",
+    "DISABLE_AUTOUPDATER": "1",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+}
 
 _DEFAULTS: dict[str, dict[str, Any]] = {
     "aider": {"argv": AIDER_ARGV, "env": AIDER_ENV, "scratch": [".aider*"],
-              "writable": AIDER_WRITABLE},
+              "writable": AIDER_WRITABLE, "env_defaults": AIDER_ENV_DEFAULTS},
     "codex": {"argv": CODEX_ARGV, "stdin": "prompt", "env": CODEX_ENV,
-              "writable": CODEX_WRITABLE},
+              "writable": CODEX_WRITABLE, "env_defaults": CODEX_ENV_DEFAULTS},
     "claude": {"argv": CLAUDE_ARGV, "stdin": "prompt", "env": CLAUDE_ENV, "scratch": [".claude"],
-               "writable": CLAUDE_WRITABLE},
+               "writable": CLAUDE_WRITABLE, "env_defaults": CLAUDE_ENV_DEFAULTS},
 }  # fmt: skip
 SandboxMode = Literal["auto", "bwrap", "none"]
 

@@ -16,6 +16,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from incidents.models.ai_attempt import AIAttempt as AIAttempt  # re-exported
 from incidents.models.base import Document, Timestamp
 from incidents.models.report import ErrorReport, Finding, Verdict
 from incidents.vocab import ErrorCode, FailureClass, FinalStatus, Outcome
@@ -73,34 +74,6 @@ class EscalationKind(StrEnum):
     INFRA_FAILURE = "infra_failure"
     VERDICT_MISMATCH = "verdict_mismatch"  # the close found the clean report no longer holds
     REGRESSIONS = "regressions"  # its group regressed more than [policy] max_regressions times
-
-
-class AIAttempt(Document):
-    """Seed 001's AI attempt log entry (`ai_attempts.json` holds a list of these)."""
-
-    attempt_number: int = Field(ge=1)
-    agent: str
-    input_error_report_id: str
-    changed_files: list[str] = Field(default_factory=list)
-    notes: str = ""
-    started_at: Timestamp | None = None
-    finished_at: Timestamp | None = None
-    exit_code: int | None = None
-    violations: list[str] = Field(
-        default_factory=list, description="files changed outside the targets (not accepted)"
-    )
-    prompt_file: str | None = None
-    handoff: bool = Field(default=False, description="submitted by an outside agent")
-    step: int | None = Field(default=None, description="the FSM step that made this attempt")
-    contained: bool | None = Field(
-        default=None,
-        description="true: the fixer ran under bubblewrap (read-only filesystem but its "
-        "workdir, private PID namespace); false: without it, writes outside were only "
-        "detected and put back; null: not recorded (a handoff, or an older attempt)",
-    )
-    sandbox: str | None = Field(
-        default=None, description="what contained it: 'bwrap <version>' or 'detection'"
-    )
 
 
 class PendingStep(Document):
@@ -244,6 +217,12 @@ class ErrorPipelineContext(Document):
     last_error_report: ErrorReport | None = None
     previous_error_report: ErrorReport | None = None
     ai_attempts: list[AIAttempt] = Field(default_factory=list)
+    fixer_wait: str | None = Field(
+        default=None, description="why the same tier is called again at not_before (its API)"
+    )
+    unbudgeted_attempts: list[AIAttempt] = Field(
+        default_factory=list, description="fixer calls the API refused: recorded, no try spent"
+    )
     # the incident's own failure (issue 14): what success must see gone, and whether a
     # check that passes saw any change at all
     own_files: list[str] | None = Field(
@@ -366,6 +345,7 @@ class ErrorPipelineContext(Document):
 
     def enter_tier(self, agent: Agent, attempt_number: int) -> None:
         """Seed 001's FIX entry actions (before a CALL_* or AWAIT_HANDOFF)."""
+        self.fixer_wait, self.not_before = None, None  # a wait for this tier, if any, is over
         self.current_agent = agent
         self.attempt_number = attempt_number
 
@@ -385,6 +365,15 @@ class ErrorPipelineContext(Document):
         self.handoff_agent = None
         self.handoff_deadline = None
         return True
+
+    def record_api_failure(
+        self, attempt: AIAttempt | None, wait: str | None = None, until: datetime | None = None
+    ) -> None:
+        """A fixer call the API refused: recorded without counting as a try; with `wait`,
+        the same tier is called again once `until` has passed."""
+        if attempt is not None:
+            self.unbudgeted_attempts = [*self.unbudgeted_attempts, attempt]
+        self.fixer_wait, self.not_before = wait, until
 
     def record_fixer_failure(self, reason: str) -> None:
         """A fixer (mechanical or AI) crashed, timed out or could not start."""
@@ -442,6 +431,7 @@ class ErrorPipelineContext(Document):
             "handoff_agent": None,
             "handoff_deadline": None,
             "fixer_failure": None,
+            "fixer_wait": None,
             "signature_attempts_used": 0,
             "max_regressions": None,  # a person looked at the regressions: climb again
             "final_status": None,

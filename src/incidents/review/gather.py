@@ -72,6 +72,18 @@ class Note:
     handoff: bool
     contained: bool | None = None
     sandbox: str | None = None
+    spend: str = ""  # model, tokens and cost as the fixer reported them
+
+
+def spend_text(item: dict[str, Any]) -> str:
+    """An attempt's spend in words ("" when it reported none)."""
+    parts = [str(item["model"])] if item.get("model") else []
+    tin, tout, cost = item.get("input_tokens"), item.get("output_tokens"), item.get("cost_usd")
+    if isinstance(tin, int) or isinstance(tout, int):
+        parts.append(f"{tin or 0} tokens in, {tout or 0} out")
+    if isinstance(cost, (int, float)):
+        parts.append(f"${cost:.4f}")
+    return ", ".join(parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +213,7 @@ def _notes(doc: Any) -> list[Note]:
                     item.get("contained") if isinstance(item.get("contained"), bool) else None
                 ),
                 sandbox=str(item["sandbox"]) if item.get("sandbox") else None,
+                spend=spend_text(item),
             )
         )
     return notes

@@ -240,6 +240,7 @@ def details_html(card: Card) -> str:
         if note.contained is not None:  # how far its claim to have stayed inside is proven
             contained = f"contained by {note.sandbox or 'bwrap'}"
             head += f", {contained}" if note.contained else ", not contained (detection only)"
+        head += f", spent: {note.spend}" if note.spend else ""
         changed = ", ".join(note.changed) or "no files changed"
         out.append(f"<p><b>{escape(head)}</b> &middot; {escape(changed)}</p>")
         if note.violations:

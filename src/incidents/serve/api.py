@@ -89,6 +89,7 @@ async def list_incidents(request: Request) -> JSONResponse:
             "root": str(root.path),
             "host": mine,
             "paused": redact_json(paused) if paused else None,
+            "spend": status_cmd.spend_today(root, now),  # the AI fixers', today (UTC)
             "total": total,
             "limit": limit,
             "offset": offset,

@@ -4,26 +4,19 @@ outcome again instead of running the action twice."""
 
 from __future__ import annotations
 
-import os
 from datetime import datetime, timedelta
-from pathlib import Path
 
 from incidents import (
     artifacts,
     attempts,
     bundle_files,
     fsutil,
-    leases,
     mirror,
     planner,
-    proc,
     regressions,
     store,
 )
-from incidents.classify import code_of_findings
-from incidents.decisions import read_guidance
 from incidents.errors import IncidentsError
-from incidents.fixers.settings import TierSettings
 from incidents.fsm import (
     TIER_NUMBER,
     TIERS,
@@ -33,7 +26,6 @@ from incidents.fsm import (
     report_label,
 )
 from incidents.models import (
-    AIAttempt,
     ErrorPipelineContext,
     ErrorReport,
     Finding,
@@ -44,8 +36,8 @@ from incidents.models import (
 from incidents.models.pipeline import Action, Agent, State
 from incidents.redact import redact
 from incidents.step import quarantine
-from incidents.step.base import TickBase
-from incidents.vocab import Category, ErrorCode, Outcome
+from incidents.step.fixer_call import FixerCalls
+from incidents.vocab import Category, Outcome
 
 # derived from the machine's own tier table, so the two can never disagree
 AGENT_OF: dict[Action, Agent] = {t.call: t.agent for t in TIERS}
@@ -79,7 +71,7 @@ def redacted(report: ErrorReport) -> ErrorReport:
     return report.model_copy(update={"issues": issues, "infra_failures": infra})
 
 
-class Actions(TickBase):
+class Actions(FixerCalls):
     def plan(self, incident: Incident, ctx: ErrorPipelineContext) -> None:
         plan = planner.load_plan(self.root, self.id)  # a skill's plan wins; resume reuses ours
         if plan is None:
@@ -359,113 +351,6 @@ class Actions(TickBase):
         ctx.begin_handoff(agent, TIER_NUMBER[agent], deadline)
         self.save_prompt(ctx, agent)
         self.events.append(("waiting_for_input", {"agent": agent}))
-
-    def save_prompt(
-        self, ctx: ErrorPipelineContext, agent: Agent, *, tier: str | None = None, mcp: bool = False
-    ) -> Path:
-        """The prompt, shaped for the `tier` that runs it (None: a hand-off's plain prompt)."""
-        from incidents.fixers.prompt import RetryContext, build_prompt
-
-        report = ctx.last_error_report
-        assert report is not None
-        retry = None
-        if ctx.ai_attempts:
-            last = ctx.ai_attempts[-1]
-            tests = [f.message for f in report.issues if f.category == "test"][:20]
-            retry = RetryContext(
-                attempt_number=len(ctx.ai_attempts) + 1,
-                max_attempts=ctx.signature_attempt_limit or len(ctx.ai_attempts) + 1,
-                previous_error_code=code_of_findings(
-                    {f.category.value for f in report.issues},
-                    timed_out=any(f.code == "TIMEOUT" for f in report.issues),
-                )
-                or ctx.error_code
-                or ErrorCode.UNKNOWN,
-                previous_error="\n".join(f.message for f in report.issues[:20]),
-                what_was_tried=f"{last.agent}: {last.notes or 'changed ' + ', '.join(last.changed_files)}",
-                test_failures="\n".join(tests) or None,
-            )
-        guidance = ctx.guidance or read_guidance(self.folder)
-        text = build_prompt(
-            report, ctx.target_files, retry, guidance, tier=tier, incident_id=self.id, mcp=mcp
-        )
-        path = self.artifact(artifacts.prompt_name(len(ctx.ai_attempts) + 1))
-        fsutil.atomic_write_text(path, text)
-        return path
-
-    def call_fixer(self, agent: Agent, incident: Incident, ctx: ErrorPipelineContext) -> None:
-        from incidents.fixers.runner import run_fixer
-        from incidents.fixers.sandbox import Containment
-
-        ctx.enter_tier(agent, TIER_NUMBER[agent])
-        path = self.artifact(artifacts.fixer_step_name(ctx.step))
-        if path.exists():  # the fixer ran before a crash: record its result once
-            saved = fsutil.read_json_object(path)
-            attempt = AIAttempt.model_validate(saved["attempt"])
-            infra = saved.get("infra_error")
-        else:
-            settings = getattr(self.cfg.tiers, agent)
-            mcp = bool(getattr(settings, "mcp", False))  # [tiers.claude] mcp
-            prompt_file = self.save_prompt(ctx, agent, tier=agent, mcp=mcp)
-            if mcp:
-                settings = self.with_mcp_server(incident, settings, prompt_file)
-            # a fixer may run for its whole timeout: hold the lease at least that long
-            ttl = settings.timeout_s + self.cfg.policy.lease_ttl_s
-            self.lease = leases.renew(self.root, self.lease, ttl_s=ttl)
-            # a fixer of a tick that was killed may still be running: never two at once
-            pidfile = self.root.state / "running" / f"{self.id}.pid"
-            pidfile.parent.mkdir(mode=0o700, exist_ok=True)
-            proc.kill_recorded(pidfile)
-            source = (self.cfg.source,) if self.cfg.source else ()
-            outcome = run_fixer(
-                agent, settings, prompt_file, ctx.target_files, self.workdir(incident),
-                pidfile=pidfile, containment=Containment(
-                    self.cfg.tiers.sandbox, protect=(str(self.root.path),), watch=source,
-                    watch_root=tuple(map(str, (self.runs, self.folder,
-                                               self.root.plan_dir(self.id), self.root.seal_key))),
-                    hide=(str(self.root.state),),
-                    aside=str(self.root.state / "stray" / self.id)),
-            )  # fmt: skip
-            report_id = artifacts.report_id(ctx.report_labels[-1] if ctx.report_labels else "0")
-            attempt = outcome.ai_attempt(TIER_NUMBER[agent], report_id).model_copy(
-                update={"step": ctx.step}
-            )
-            infra = outcome.infra_error
-            # the fixer and everything it started are gone: a step artifact no step has
-            # written yet (a recheck's report, a verdict) is its own, planted for a later
-            # step to reuse; set aside before this step's own result is written
-            planted = [
-                n for n in os.listdir(self.runs)
-                if artifacts.ahead_of(n, ctx.step, ctx.report_labels)
-            ]  # fmt: skip
-            self.set_aside(planted, "planted_artifacts")
-            if planted:
-                note = f"planted in the runs folder, set aside: {', '.join(sorted(planted)[:10])}"
-                attempt = attempt.model_copy(
-                    update={"notes": f"{attempt.notes}; {note}" if attempt.notes else note}
-                )
-            fsutil.atomic_write_json(
-                path, {"attempt": attempt.model_dump(mode="json"), "infra_error": infra}
-            )
-        ctx.record_ai_attempt(attempt)
-        if infra:
-            ctx.record_fixer_failure(f"{agent}: {infra}")
-        self.events.append(("ai_attempt", attempt.model_dump(mode="json")))
-
-    def with_mcp_server(
-        self, incident: Incident, settings: TierSettings, prompt_file: Path
-    ) -> TierSettings:
-        """The tier's settings with `--mcp-config` for `incidents mcp --fixer ID` on this
-        root and the incident's workdir (incidents.mcp_server.claude): only the read-only
-        checks of this incident. The file is written beside the prompt."""
-        from incidents.mcp_server import claude
-
-        doc = claude.server_config(
-            str(self.root.path), str(self.workdir(incident)), self.cfg.source, self.id
-        )
-        path = prompt_file.with_name(prompt_file.stem.replace("prompt_", "mcp_config_") + ".json")
-        fsutil.atomic_write_json(path, doc)
-        return settings.model_copy(update={"argv": claude.with_mcp(settings.argv, str(path))})
 
     def escalation_reason(self, na: NextAction, ctx: ErrorPipelineContext) -> str:
         report = ctx.last_error_report
