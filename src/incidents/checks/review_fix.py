@@ -43,8 +43,9 @@ class Review:
         return f"the fix needs a person's review: {shown}{tail}"
 
 
-def review(runs: Path, step: int, workdir: Path, targets: Sequence[str],
-           python_files: Sequence[str]) -> Review:  # fmt: skip
+def review(
+    runs: Path, step: int, workdir: Path, targets: Sequence[str], python_files: Sequence[str]
+) -> Review:
     """The review the targets' changes since the first baseline check need (none when
     there is no baseline to compare with: nothing was kept before a fix)."""
     baseline = tamper_files.first_baseline(runs, step)
@@ -61,9 +62,11 @@ def review(runs: Path, step: int, workdir: Path, targets: Sequence[str],
         if before == after or _opaque(before) or _opaque(after):
             continue  # unchanged; an opaque one is the tamper check's `unreadable`
         diffs += difflib.unified_diff(
-            (before or "").splitlines(keepends=True), (after or "").splitlines(keepends=True),
-            f"a/{target}", f"b/{target}",
-        )  # fmt: skip
+            (before or "").splitlines(keepends=True),
+            (after or "").splitlines(keepends=True),
+            f"a/{target}",
+            f"b/{target}",
+        )
         if is_test_file(target):
             result.findings.append(
                 f"{target}: a test file changed (the specification as captured is what "

@@ -29,12 +29,20 @@ def decide(root: Root, incident_id: str, request: ResolveRequest) -> dict[str, A
     is decided there, on that host's next pass."""
     try:
         decision = handoff.resolve_escalation(
-            root, incident_id, request.guidance, requeue=request.requeue,
-            accept_fix=request.accept_fix, by=_by(request),
-        )  # fmt: skip
+            root,
+            incident_id,
+            request.guidance,
+            requeue=request.requeue,
+            accept_fix=request.accept_fix,
+            by=_by(request),
+        )
     except NotFound as missing:  # a shared mirror: the host holding it applies it
-        args = {"guidance": request.guidance, "requeue": request.requeue,
-                "accept_fix": request.accept_fix, "by": _by(request)}  # fmt: skip
+        args = {
+            "guidance": request.guidance,
+            "requeue": request.requeue,
+            "accept_fix": request.accept_fix,
+            "by": _by(request),
+        }
         return route_elsewhere(root, incident_id, fleet.RESOLVE, args, missing)
     return dict(decision.__dict__)
 

@@ -41,9 +41,14 @@ def deciding_user() -> str:
 
 
 def resolve_escalation(
-    root: Root, incident_id: str, guidance: str, *, requeue: bool, by: str = "human",
+    root: Root,
+    incident_id: str,
+    guidance: str,
+    *,
+    requeue: bool,
+    by: str = "human",
     accept_fix: bool = False,
-) -> Decision:  # fmt: skip
+) -> Decision:
     """Record a human's decision on an escalated incident (see the module docstring).
     `accept_fix`: a person accepts a fix escalated for review (`review_fix`) as it is."""
     if accept_fix and requeue:

@@ -28,9 +28,8 @@ class ResolveRequest(Document):
         "resolved, recorded as accepted by `by`",
     )
     by: str = Field(
-        default="", max_length=200,
-        description="who decides (empty: the user running the command)",
-    )  # fmt: skip
+        default="", max_length=200, description="who decides (empty: the user running the command)"
+    )
 
 
 class ArchiveRequest(Document):

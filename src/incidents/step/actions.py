@@ -164,9 +164,13 @@ class Actions(TickBase):
             settings = self.cfg.checks
             if baseline and ctx.transient_retries:  # a retry must run, not replay a failure
                 settings = settings.model_copy(update={"cache": False})
+            from incidents.checks.frozen import frozen_tests
+
+            # the tests as captured judge a fix (checks.frozen), not the tests it changed
             report = run_error_pipeline(
                 ctx.python_files, ctx.powershell_files, ctx,
                 settings=settings, cwd=workdir, named_tests=named,
+                frozen=frozen_tests(first, workdir, ctx.target_files),
             )  # fmt: skip
         else:
             report = ErrorReport(

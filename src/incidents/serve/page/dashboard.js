@@ -223,7 +223,7 @@
       text: "Only for an incident escalated for review of its fix (review_fix): its checks passed, and you have read the diff and the finding. It is closed as resolved, recorded as accepted by you." + where(row),
       label: "Your name: what you checked", ok: "Accept the fix",
       send: function (text) {
-        return post("/api/escalations/" + encodeURIComponent(row.incident_id) + "/resolve", { guidance: text, accept_fix: true, by: text.split(/[\s:,]/)[0] || "" });
+        return post("/api/escalations/" + encodeURIComponent(row.incident_id) + "/resolve", { guidance: text, accept_fix: true, by: text.indexOf(":") > 0 ? text.split(":")[0].trim() : "" });
       },
     });
   }
