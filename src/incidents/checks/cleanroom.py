@@ -194,3 +194,20 @@ def prepare(
     if inside(cwd, paths) and build(cwd, room, inputs, frozen, configs, skip):
         return room, env(os.environ, cwd, room)
     return cwd, env(os.environ, cwd, None)
+
+
+_LOADABLE_NAMES = frozenset({"conftest.py", "sitecustomize.py", "usercustomize.py"})
+_LOADABLE_SUFFIXES = (".pth", ".dist-info", ".egg-info", ".egg-link", ".pyc")
+
+
+def loadable(rel: str) -> bool:
+    """Would the import system or a test runner load this path by its name alone? (a
+    conftest, a site hook, a `.pth`, an installed distribution's metadata, bytecode, a
+    file under a site-packages folder)"""
+    name = os.path.basename(rel)
+    parts = rel.split(os.sep)
+    return (
+        name in _LOADABLE_NAMES
+        or name.endswith(_LOADABLE_SUFFIXES)
+        or any(p in ("site-packages", "dist-packages") for p in parts[:-1])
+    )

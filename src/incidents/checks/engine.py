@@ -167,9 +167,10 @@ class Engine:
         inputs = sorted({(t.path, t.digest) for t in everything})
         config = self.config_fingerprint(profile, everything)
         tree = self.tree_fingerprint(profile, everything)
+        frozen = [f"{p}\0{text}" for p, text in sorted(self.frozen.items())]  # tests as captured
         key = make_key(profile.fingerprint(), version or "", context, config, tree or "",
                        *(f"{p}\0{d}" for p, d in inputs), "tests", *tests.names,
-                       "expect", *tests.expect, "frozen", *sorted(self.frozen.items()))  # fmt: skip
+                       "expect", *tests.expect, "frozen", *frozen)  # fmt: skip
         runnable = tests.files if profile.selects == "tests" else files
         cached = self.cache.get(key) if tree is not None else None
         argv = self.expand(profile.argv, files, tests.files, "<report>")

@@ -206,6 +206,13 @@ class Actions(TickBase):
                     "commands": list(ctx.verification_commands),
                 }
             )
+            if not baseline and not result.refusals:  # and as the user ran it: both must pass
+                from incidents.checks.as_user import run_as_user
+
+                user = run_as_user(
+                    self.folder, ctx.verification_commands, self.cfg.verification.timeout_s
+                )
+                issues, runs, infra = issues + user.findings, runs + user.runs, infra + user.infra
         report = report.model_copy(
             update={
                 "label": label,
