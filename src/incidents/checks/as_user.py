@@ -19,13 +19,16 @@ import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from incidents import fsutil, proc
 from incidents.checks.cleanroom import loadable
 from incidents.errors import IncidentsError
 from incidents.models.report import Finding, InfraFailure, ToolRun
 from incidents.vocab import Category, Severity
+
+if TYPE_CHECKING:
+    from incidents.verify import VerifySettings
 
 TOOL = "as-user"
 TAIL_BYTES = 2000
@@ -52,8 +55,9 @@ def recorded(
     return argv, cwd, kept
 
 
-def run_as_user(folder: Path, commands: list[str], timeout: float) -> AsUser:
+def run_as_user(folder: Path, commands: list[str], settings: VerifySettings) -> AsUser:
     """Run the user's command as recorded in the bundle at `folder` (see the docstring)."""
+    timeout = settings.timeout_s
     out = AsUser()
     try:
         context = fsutil.read_json_object(folder / "context.json")

@@ -139,7 +139,9 @@ class Actions(TickBase):
         self, incident: Incident, ctx: ErrorPipelineContext, label: str, *, baseline: bool
     ) -> ErrorReport:
         from incidents.checks import tamper_files
+        from incidents.checks.as_user import run_as_user
         from incidents.checks.engine import run_error_pipeline, summarize
+        from incidents.checks.frozen import frozen_tests
         from incidents.checks.judged import command_files
         from incidents.models.report import Judged
         from incidents.verify import run_verification
@@ -164,13 +166,10 @@ class Actions(TickBase):
             settings = self.cfg.checks
             if baseline and ctx.transient_retries:  # a retry must run, not replay a failure
                 settings = settings.model_copy(update={"cache": False})
-            from incidents.checks.frozen import frozen_tests
-
-            # the tests as captured judge a fix (checks.frozen), not the tests it changed
             report = run_error_pipeline(
                 ctx.python_files, ctx.powershell_files, ctx,
                 settings=settings, cwd=workdir, named_tests=named,
-                frozen=frozen_tests(first, workdir, ctx.target_files),
+                frozen=frozen_tests(first, workdir, ctx.target_files),  # the tests as captured
             )  # fmt: skip
         else:
             report = ErrorReport(
@@ -207,11 +206,7 @@ class Actions(TickBase):
                 }
             )
             if not baseline and not result.refusals:  # and as the user ran it: both must pass
-                from incidents.checks.as_user import run_as_user
-
-                user = run_as_user(
-                    self.folder, ctx.verification_commands, self.cfg.verification.timeout_s
-                )
+                user = run_as_user(self.folder, ctx.verification_commands, self.cfg.verification)
                 issues, runs, infra = issues + user.findings, runs + user.runs, infra + user.infra
         report = report.model_copy(
             update={
