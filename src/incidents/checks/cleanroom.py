@@ -12,15 +12,18 @@ of its own, made for that run and removed after it, holding:
   out (a virtualenv inside the workdir is never on the copy's path);
 - the frozen tests in place of the workdir's: the text the first baseline check kept of
   a test file (the specification as captured), where the caller says so;
-- the nearest check configs above the workdir, when it has none of its own (pytest looks
-  for its inifile upwards from its arguments).
+- the check configs and `conftest.py` files of every folder above the workdir, at their
+  own places: the copy sits at `<room>/<the workdir's real path>`, so a runner looking
+  upwards for its inifile finds what it finds for the workdir.
 
 The environment is the caller's, less the product's own variables (`INCIDENTS_*`), with
 `PYTHONPATH` entries inside the workdir pointed into the copy and pytest's plugin
 autoload off: only the plugins the profile names with `-p` load.
 
 A workdir too large to copy (`MAX_FILES`, `MAX_BYTES`), or a target or test outside it,
-is checked in place, with the same environment.
+is checked in place, with the same environment. The copy is made in memory
+(`/dev/shm`) where there is one: creating a thousand files on a loaded disk costs
+seconds, in a tmpfs a few milliseconds.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ from collections.abc import Mapping, Sequence
 from incidents.checks.inputs import Inputs, _skipped_dir
 
 MAX_FILES = 20_000
-MAX_BYTES = 256 << 20
+MAX_BYTES = 128 << 20
+MEMORY_FOLDERS = ("/dev/shm",)  # a tmpfs: making a thousand files there costs little
 PRODUCT_PREFIXES = ("INCIDENTS_",)
 _SKIP = frozenset({"site-packages", "dist-packages", "__pycache__", "node_modules"})
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -63,6 +67,14 @@ def _moved(entry: str, cwd: str, room: str | None) -> str:
     return os.path.join(room, os.path.relpath(full, base))
 
 
+def memory_folder() -> str | None:
+    """A folder in memory to make the copy in (None: the default temporary folder)."""
+    for folder in MEMORY_FOLDERS:
+        if os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK):
+            return folder
+    return None
+
+
 def inside(cwd: str, paths: Sequence[str]) -> bool:
     """Are all `paths` (relative to cwd or absolute) inside cwd?"""
     base = os.path.realpath(cwd)
@@ -80,71 +92,80 @@ def build(
     frozen: Mapping[str, str] | None = None,
     configs: Sequence[str] = (),
     skip: str = "",
-) -> bool:
-    """Copy cwd's source tree into the folder `room` (made by the caller, empty), the
-    `frozen` texts (relative path -> text) in place of those files, and the nearest of
-    the `configs` names above cwd when cwd has none. False: too large to copy (the
-    caller checks in place)."""
+) -> str | None:
+    """Copy cwd's source tree into the folder `room` (made by the caller, empty) at the
+    place its real path names (`room/<path of cwd>`), the `frozen` texts (relative path
+    -> text) in place of those files, and, at their own places above it, the files
+    named `configs` (and `conftest.py`) of every folder above cwd, as a test runner
+    looking upwards finds them. Returns the copy of cwd, or None: too large to copy
+    (the caller checks in place)."""
     frozen = dict(frozen or {})
-    count, size = 0, 0
     base = os.path.realpath(cwd)
-    for folder, dirs, names in os.walk(cwd):
+    copy = os.path.join(room, base.lstrip(os.sep))
+    budget = [MAX_FILES, MAX_BYTES]
+    seen: set[str] = {base}  # real folders walked: a symlinked folder is copied once
+    for folder, dirs, names in os.walk(cwd, followlinks=True):
         dirs[:] = sorted(
             d
             for d in dirs
-            if d not in _SKIP and not _skipped_dir(folder, d) and os.path.join(folder, d) != skip
+            if d not in _SKIP
+            and not _skipped_dir(folder, d)
+            and os.path.join(folder, d) != skip
+            and _first_visit(os.path.join(folder, d), seen)
         )
         rel_folder = os.path.relpath(folder, cwd)
-        dest_folder = room if rel_folder == "." else os.path.join(room, rel_folder)
+        dest_folder = copy if rel_folder == "." else os.path.join(copy, rel_folder)
         os.makedirs(dest_folder, exist_ok=True)
         for name in names:
             rel = name if rel_folder == "." else os.path.join(rel_folder, name)
-            path = os.path.join(folder, name)
-            count += 1
-            if count > MAX_FILES:
-                return False
-            real = os.path.realpath(path)  # a link is copied as the file it leads to, inside
-            read = _read(real, MAX_BYTES - size) if _under(real, base) else None
-            if read is None:
-                continue  # not a regular file inside the workdir: nothing a check may read
-            data, mode = read
-            size += len(data)
-            if size > MAX_BYTES:
-                return False
-            inputs.copied(path, hashlib.sha256(data).hexdigest())
-            if rel in frozen:
-                data = frozen.pop(rel).encode("utf-8")
-            _write(os.path.join(dest_folder, name), data, mode)
+            source, dest = os.path.join(folder, name), os.path.join(dest_folder, name)
+            if not _copy(source, dest, inputs, budget, frozen.pop(rel, None)):
+                return None
     for rel, text in frozen.items():  # a frozen test the fix deleted: the spec still holds it
-        dest = os.path.join(room, rel)
+        dest = os.path.join(copy, rel)
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         _write(dest, text.encode("utf-8"), 0o600)
-    _nearest_configs(cwd, room, configs, inputs)
+    return copy if _above(base, room, sorted({*configs, "conftest.py"}), inputs, budget) else None
+
+
+def _above(base: str, room: str, names: list[str], inputs: Inputs, budget: list[int]) -> bool:
+    """The files `names` of every folder above `base`, copied to their places in `room`."""
+    folder = os.path.dirname(base)
+    while True:
+        for name in names:
+            path = os.path.join(folder, name)
+            if os.path.isfile(path):
+                dest = os.path.join(room, path.lstrip(os.sep))
+                os.makedirs(os.path.dirname(dest), exist_ok=True)
+                if not _copy(path, dest, inputs, budget, None):
+                    return False
+        if os.path.dirname(folder) == folder:
+            return True
+        folder = os.path.dirname(folder)
+
+
+def _first_visit(path: str, seen: set[str]) -> bool:
+    real = os.path.realpath(path)
+    if real in seen:
+        return False
+    seen.add(real)
     return True
 
 
-def _nearest_configs(cwd: str, room: str, names: Sequence[str], inputs: Inputs) -> None:
-    if not names or any(os.path.isfile(os.path.join(cwd, n)) for n in names):
-        return
-    folder = os.path.dirname(os.path.realpath(cwd))
-    while True:
-        found = [n for n in names if os.path.isfile(os.path.join(folder, n))]
-        if found:
-            for name in found:
-                read = _read(os.path.join(folder, name), MAX_BYTES)
-                if read is not None:
-                    digest = hashlib.sha256(read[0]).hexdigest()
-                    inputs.copied(os.path.join(folder, name), digest)
-                    _write(os.path.join(room, name), *read)
-            return
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return
-        folder = parent
-
-
-def _under(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder + os.sep)
+def _copy(path: str, dest: str, inputs: Inputs, budget: list[int], replaced: str | None) -> bool:
+    """Copy one file (a link: the file it leads to), hashed and recorded; `replaced`:
+    the text to write instead (the frozen test). False: over the budget."""
+    budget[0] -= 1
+    read = _read(os.path.realpath(path), max(budget[1], 0))
+    if read is None:
+        return budget[0] >= 0  # not a regular file: nothing a check may read
+    data, mode = read
+    budget[1] -= len(data)
+    if budget[0] < 0 or budget[1] < 0:
+        return False
+    inputs.copied(path, hashlib.sha256(data).hexdigest())
+    _write(dest, replaced.encode("utf-8") if replaced is not None else data, mode)
+    return True
 
 
 def _read(path: str, limit: int) -> tuple[bytes, int] | None:
@@ -191,9 +212,8 @@ def prepare(
     the workdir itself, with the clean environment either way."""
     room = os.path.join(tmp, "room")
     os.mkdir(room, 0o700)
-    if inside(cwd, paths) and build(cwd, room, inputs, frozen, configs, skip):
-        return room, env(os.environ, cwd, room)
-    return cwd, env(os.environ, cwd, None)
+    copy = build(cwd, room, inputs, frozen, configs, skip) if inside(cwd, paths) else None
+    return copy or cwd, env(os.environ, cwd, copy)
 
 
 _LOADABLE_NAMES = frozenset({"conftest.py", "sitecustomize.py", "usercustomize.py"})

@@ -192,14 +192,16 @@ class Engine:
         tests: TestSelection, result: JobResult,
     ) -> list[RawFinding] | None:  # fmt: skip
         """One invocation; findings with paths normalized, or None after an infra failure."""
-        with tempfile.TemporaryDirectory(prefix="incidents-check-") as tmp:
+        runs_code = profile.selects == "tests" and profile.language == "python"
+        where = cleanroom.memory_folder() if runs_code else None  # the copy: files made fast
+        with tempfile.TemporaryDirectory(prefix="incidents-check-", dir=where) as tmp:
             report_path = os.path.join(tmp, "report")
             timeout = profile.timeout or self.settings.default_timeout
             # bytecode goes to (and comes from) a folder of this run only: a `__pycache__`
             # in the workdir is anybody's, and a planted .pyc would be the code that runs
             env = {**os.environ, "PYTHONPYCACHEPREFIX": os.path.join(tmp, "pycache")}
             cwd = str(self.cwd)
-            if profile.selects == "tests" and profile.language == "python":  # it runs code
+            if runs_code:
                 paths = [t.path for t in (*files, *tests.files)]
                 cwd, env = cleanroom.prepare(
                     cwd, tmp, self.inputs, paths, self.frozen, profile.config_files, self.skip
