@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
@@ -200,36 +201,56 @@ class Use:
         return f"{self.path}:{self.line}: {self.category}: {self.what}"
 
 
-def added_lines(before: str, after: str) -> set[int]:
-    """The line numbers of `after` a diff against `before` shows as added or changed."""
+def changed_lines(before: str, after: str) -> tuple[set[int], set[int]]:
+    """(lines of `before` a diff removes or changes, lines of `after` it adds or changes)."""
     old, new = before.splitlines(), after.splitlines()
+    removed: set[int] = set()
+    added: set[int] = set()
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
-    return {
-        j + 1
-        for tag, _, _, j1, j2 in matcher.get_opcodes()
-        if tag in ("replace", "insert")
-        for j in range(j1, j2)
-    }
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "equal":
+            removed.update(range(i1 + 1, i2 + 1))
+            added.update(range(j1 + 1, j2 + 1))
+    return removed, added
 
 
 def review(path: str, before: str | None, after: str | None) -> list[Use]:
     """Every use of a runtime surface on a line `after` added to `before` (None: absent),
-    in a Python file. A file that does not parse is not reviewed here (its checks fail)."""
+    in a Python file, less the same uses on the lines it replaced (a line edited around
+    an `os.environ` it already had adds none). A file that does not parse is not
+    reviewed here (its checks fail)."""
     if after is None:
         return []
-    lines = added_lines(before or "", after)
-    if not lines:
+    removed, added = changed_lines(before or "", after)
+    if not added:
         return []
     try:
         tree = ast.parse(after)
     except (SyntaxError, ValueError):
         return []
-    names = aliases(tree)
+    had = Counter(what for _, _, what in _uses_on(before or "", removed))
     found: dict[tuple[int, str], Use] = {}  # one per line and category: the outermost
-    for line, category, what in _uses(tree, names):
-        if line in lines:
+    for line, category, what in _uses(tree, aliases(tree)):
+        if line in added and not _take(had, what):
             found.setdefault((line, category), Use(path, line, category, what))
     return sorted(found.values(), key=lambda u: (u.line, u.what))
+
+
+def _uses_on(text: str, lines: set[int]) -> list[tuple[int, str, str]]:
+    if not lines:
+        return []
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    return [u for u in _uses(tree, aliases(tree)) if u[0] in lines]
+
+
+def _take(counter: Counter[str], key: str) -> bool:
+    if counter[key] > 0:
+        counter[key] -= 1
+        return True
+    return False
 
 
 def _surface(dotted: str) -> str | None:
