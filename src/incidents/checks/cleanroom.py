@@ -213,7 +213,10 @@ def prepare(
     room = os.path.join(tmp, "room")
     os.mkdir(room, 0o700)
     copy = build(cwd, room, inputs, frozen, configs, skip) if inside(cwd, paths) else None
-    return copy or cwd, env(os.environ, cwd, copy)
+    if copy is not None:
+        return copy, env(os.environ, cwd, copy)
+    # in place: bytecode of this run only (a planted .pyc in the workdir is never run)
+    return cwd, {**env(os.environ, cwd, None), "PYTHONPYCACHEPREFIX": os.path.join(tmp, "pyc")}
 
 
 _LOADABLE_NAMES = frozenset({"conftest.py", "sitecustomize.py", "usercustomize.py"})
