@@ -88,6 +88,11 @@ def test_only_the_added_lines_count() -> None:
     assert review("calc.py", BEFORE, BEFORE.replace("a - b", "a + b")) == []
 
 
+def test_a_class_field_is_not_a_name_bound_for_the_checker() -> None:
+    after = "from dataclasses import dataclass\n\n\n@dataclass\nclass P:\n    x: int\n"
+    assert review("calc.py", BEFORE, after) == []
+
+
 def test_a_finding_names_the_file_line_and_use() -> None:
     after = "import os\n\n\ndef add(a, b):\n    return a + b if os.getenv('X') else 0\n"
     [use] = [u for u in review("calc.py", BEFORE, after) if u.line == 5]

@@ -264,6 +264,8 @@ def _surface(dotted: str) -> str | None:
 
 
 def _uses(tree: ast.Module, names: Mapping[str, str]) -> Iterator[tuple[int, str, str]]:
+    # a class body's `x: int` declares a field (dataclasses, pydantic, NamedTuple)
+    fields = {id(n) for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for n in c.body}
     for node in ast.walk(tree):
         line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Import | ast.ImportFrom):
@@ -285,7 +287,12 @@ def _uses(tree: ast.Module, names: Mapping[str, str]) -> Iterator[tuple[int, str
             constant = _checker_constant(node.test, names)
             if constant:
                 yield line, "typing escapes", f"branches on `{constant}`"
-        elif isinstance(node, ast.AnnAssign) and node.value is None and node.simple:
+        elif (
+            isinstance(node, ast.AnnAssign)
+            and node.value is None
+            and node.simple
+            and id(node) not in fields
+        ):
             target = node.target
             if isinstance(target, ast.Name):
                 yield line, "typing escapes", f"`{target.id}` bound only for the type checker"
