@@ -25,7 +25,8 @@ from incidents import proc
 from incidents.checks import cleanroom
 from incidents.checks.cache import FindingsCache, VersionCache, default_cache_dir, make_key
 from incidents.checks.findings import is_blocking as is_blocking
-from incidents.checks.findings import summarize, to_finding
+from incidents.checks.findings import summarize as summarize
+from incidents.checks.findings import to_finding
 from incidents.checks.inputs import TREE_MAX_FILES, Inputs, config_paths, matches
 from incidents.checks.inputs import display_path as display_path
 from incidents.checks.inputs import file_digest as file_digest
