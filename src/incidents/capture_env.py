@@ -3,7 +3,8 @@
 The verdict runs the reproduction a second time exactly as the user ran it: the same
 argv, cwd and environment. So `run` keeps every variable's name, and its value unless
 the name says it is a secret (or the value is too long to be a setting): a secret is
-kept by name only, and the second run goes without it. The record goes through the
+kept by name only, and the second run takes its value from the environment of the
+process that judges (`checks.as_user`), never from the bundle. The record goes through the
 bundle's redaction like the rest of `context.json`.
 """
 

@@ -259,6 +259,25 @@ def test_a_real_fix_passes_as_the_product_and_as_the_user(
     assert "as-user" in runs and "pytest" in runs
 
 
+PLANTS_ON_IMPORT = (
+    "import pathlib\n\npathlib.Path(__file__).with_name('conftest.py').write_text('x = 1\\n')\n\n\n"
+    "def add(a: int, b: int) -> int:\n    return a + b\n"
+)
+
+
+def test_files_the_product_verification_run_plants_are_removed_and_fail(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path, ws: Path
+) -> None:
+    """A fix whose import writes a `conftest.py` beside it: the product's own run of the
+    reproduction (in the workdir, before the run as the user) leaves it; removed, failing."""
+    root = Root(tmp_path / "reports")
+    incident_id = run_and_drive(cli, tmp_path, monkeypatch, bin_dir, ws, writes(PLANTS_ON_IMPORT))
+    not_resolved(root, incident_id)
+    assert not (ws / "conftest.py").exists()
+    [planted] = [f for f in report(root, incident_id).issues if f.code == "planted"]
+    assert planted.tool == "verify" and planted.hard and "conftest.py" in planted.message
+
+
 # -- positive controls ---------------------------------------------------------------
 
 
