@@ -203,6 +203,22 @@ def run_and_drive(
 ) -> str:
     """`incidents run --reproduce -- python check_calc.py` in `ws` (fails), then drive the
     incident through `fixer`'s call and its recheck."""
+    incident_id = run_captured(cli, tmp_path, monkeypatch, bin_dir, ws, fixer)
+    r = cli("drive", incident_id)
+    assert r.code == 0, r.err
+    return incident_id
+
+
+def run_captured(
+    cli: Cli,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    bin_dir: Path,
+    ws: Path,
+    fixer: str,
+) -> str:
+    """`incidents run --reproduce -- python check_calc.py` in `ws` (fails), `fixer` the
+    stand-in aider; the incident's id."""
     (ws / "calc.py").write_text(BUGGY)
     (ws / "test_calc.py").write_text(TEST_CALC)
     (ws / "check_calc.py").write_text(USER_CHECK)
@@ -225,8 +241,6 @@ def run_and_drive(
     [incident_id] = [p.name for p in root.inbox.iterdir() if not p.name.startswith(".")]
     context = json.loads((root.inbox / incident_id / "context.json").read_text())
     assert context["env"]["PATH"] and context["cwd"] == str(ws)
-    r = cli("drive", incident_id)
-    assert r.code == 0, r.err
     return incident_id
 
 
@@ -257,6 +271,35 @@ def test_a_real_fix_passes_as_the_product_and_as_the_user(
     assert (root.bucket("resolved") / incident_id).is_dir()
     runs = [r.tool for r in report(root, incident_id).tool_runs]
     assert "as-user" in runs and "pytest" in runs
+
+
+def test_the_close_runs_the_reproduction_as_the_user_again(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path, ws: Path
+) -> None:
+    """The verdict is granted at the close on the world as it is then: a fix that passed
+    its recheck only while a file outside the workdir existed (gone before the close)
+    fails the close's run as the user (the positive control: the real fix resolves,
+    `test_a_real_fix_passes_as_the_product_and_as_the_user`)."""
+    gate = tmp_path / "gate"
+    gated = (
+        "import pathlib\n\n\ndef add(a: int, b: int) -> int:\n"
+        f"    return a + b if pathlib.Path({str(gate)!r}).exists() else a - b\n"
+    )
+    gate.write_text("")
+    root = Root(tmp_path / "reports")
+    incident_id = run_captured(cli, tmp_path, monkeypatch, bin_dir, ws, writes(gated))
+    for _ in range(20):  # up to the recheck (its report written), not its close
+        r = cli("step", incident_id)
+        assert r.code == 0, r.err
+        if "-> S1_AIDER_RECHECK" in r.out:
+            break
+    assert any(f.tool == "as-user" for f in report(root, incident_id).tool_runs)
+    assert not report(root, incident_id).issues  # the recheck passed, as the user too
+    gate.unlink()
+    r = cli("drive", incident_id)
+    assert r.code == 0, r.err
+    assert not_resolved(root, incident_id) == "verdict_mismatch"
+    assert "at the close, run as the user ran it" in reason(root, incident_id)
 
 
 PLANTS_ON_IMPORT = (

@@ -1,4 +1,8 @@
-"""The close's second question after the verdict holds: does the fix need a person?
+"""The close's questions after the verdict holds: does the reproduction still pass as the
+user ran it, and does the fix need a person?
+
+The verdict is granted on the files as they are at the close, so the run as the user ran
+it (`checks.as_user`) is part of it: made again here, not taken from the recheck.
 
 `checks.review_fix` answers it from the targets as the first baseline kept them and as
 they are now; here its answer becomes the escalation's headline, and its diff a file in
@@ -9,10 +13,31 @@ a redo of the close, like the verdict: it reads only files, and writes the same 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from incidents import fsutil
 from incidents.checks.review_fix import DIFF_NAME, review
 from incidents.models import ErrorPipelineContext
+
+if TYPE_CHECKING:
+    from incidents.verify import VerifySettings
+
+
+def as_user_problem(
+    folder: Path, ctx: ErrorPipelineContext, settings: VerifySettings
+) -> str | None:
+    """None: the user's command, as recorded in the bundle at `folder`, passes now (or
+    was not recorded as a verification command); else why not."""
+    from incidents.checks.as_user import run_as_user
+
+    if not ctx.verification_commands:
+        return None
+    out = run_as_user(folder, list(ctx.verification_commands), settings)
+    for finding in out.findings:
+        return f"at the close, {finding.message}"
+    for failure in out.infra:
+        return f"at the close, {failure.reason}"
+    return None
 
 
 def needs_review(runs: Path, ctx: ErrorPipelineContext, workdir: Path) -> str | None:
