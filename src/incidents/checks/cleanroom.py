@@ -198,6 +198,14 @@ def _write(path: str, data: bytes, mode: int) -> None:
         fh.write(data)
 
 
+# An inifile in the room's parent: a test runner looking upwards from the copy for its
+# config stops there at the latest, never reading a folder above it (`/dev/shm`, `/`:
+# anybody may write there). Found only when the workdir's own chain held none, and then
+# the same as none: the rootdir is the profile's `--rootdir`, and the conftest files
+# loaded stop at the copy, as they stop at the rootdir without an inifile.
+STOP_MARKER = "pytest.ini"
+
+
 def prepare(
     cwd: str,
     tmp: str,
@@ -208,12 +216,15 @@ def prepare(
     skip: str,
 ) -> tuple[str, dict[str, str]]:
     """(the folder to run in, its environment) for a run on `paths` (targets and tests),
-    with `tmp` a folder of the run's own: the copy when the workdir can be copied, else
-    the workdir itself, with the clean environment either way."""
+    with `tmp` a private folder of the run's own (`mkdtemp`: 0700), the room's parent:
+    the copy when the workdir can be copied, else the workdir itself, with the clean
+    environment either way."""
     room = os.path.join(tmp, "room")
     os.mkdir(room, 0o700)
     copy = build(cwd, room, inputs, frozen, configs, skip) if inside(cwd, paths) else None
     if copy is not None:
+        marker = f"[pytest]\naddopts = --confcutdir={copy}\n"
+        _write(os.path.join(tmp, STOP_MARKER), marker.encode("utf-8"), 0o600)
         return copy, env(os.environ, cwd, copy)
     # in place: bytecode of this run only (a planted .pyc in the workdir is never run)
     return cwd, {**env(os.environ, cwd, None), "PYTHONPYCACHEPREFIX": os.path.join(tmp, "pyc")}
