@@ -150,3 +150,38 @@ def test_the_users_environment_keeps_names_and_drops_secrets() -> None:
         "PGPASSWORD": None,
     }
     assert not is_secret_name("PWD") and not is_secret_name("KEYBOARD_LAYOUT")
+
+
+ORDINARY = [
+    # runs another program: does not read how this one is run
+    "import subprocess\n\n\ndef add(a: int, b: int) -> int:\n"
+    "    subprocess.run(['true'], check=True)\n    return a + b\n",
+    # logs a caught error with its traceback
+    "import logging\nimport traceback\n\nlog = logging.getLogger(__name__)\n\n\n"
+    "def add(a: int, b: int) -> int:\n    try:\n        return a + b\n    except TypeError:\n"
+    "        log.error(traceback.format_exc())\n        raise\n",
+    # a path relative to the current folder, and one beside the module
+    "import os\nfrom pathlib import Path\n\n\ndef add(a: int, b: int) -> int:\n"
+    "    Path(os.getcwd(), 'out').mkdir(exist_ok=True)\n"
+    "    (Path(__file__).parent / 'n').write_text(str(a))\n    return a + b\n",
+    # an `Any` in an annotation of a new helper
+    "from typing import Any\n\n\ndef _num(x: Any) -> int:\n    return int(x)\n\n\n"
+    "def add(a: int, b: int) -> int:\n    return _num(a) + _num(b)\n",
+]
+
+
+@pytest.mark.parametrize("after", ORDINARY, ids=["subprocess", "logging", "pathlib", "any"])
+def test_an_ordinary_fix_is_no_finding(after: str) -> None:
+    assert review("calc.py", BEFORE, after) == []
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        "import traceback as tb\n\n\ndef add(a, b):\n    return a + b if tb.walk_stack(None) else 0\n",
+        "from traceback import extract_stack\n\n\ndef add(a, b):\n"
+        "    return a + b if len(extract_stack()) > 9 else 0\n",
+    ],
+)
+def test_reading_the_callers_stack_through_traceback_is_still_found(after: str) -> None:
+    assert "call stack or frames" in categories(after)

@@ -332,6 +332,24 @@ def test_a_real_fix_of_the_source_resolves(root: Root, drive: Drive, ws: Path) -
     assert judged is not None and {"calc.py", "test_calc.py"} <= set(judged.files)
 
 
+ORDINARY_FIX = (
+    "import logging\nimport subprocess\nimport traceback\nfrom pathlib import Path\n"
+    "from typing import Any\n\nlog = logging.getLogger(__name__)\n\n\n"
+    "def _num(x: Any) -> int:\n    return int(x)\n\n\n"
+    "def add(a: int, b: int) -> int:\n    try:\n"
+    "        subprocess.run(['true'], check=True)\n"
+    "        Path(__file__).read_text()\n        return _num(a) + _num(b)\n"
+    "    except OSError:\n        log.error(traceback.format_exc())\n        raise\n"
+)
+
+
+def test_an_ordinary_fix_resolves(root: Root, drive: Drive, ws: Path) -> None:
+    """Logging, running a program, pathlib, an `Any` annotation: no runtime is read."""
+    (ws / "test_calc.py").write_text(TEST_CALC)
+    incident_id = drive(writes(ORDINARY_FIX), TESTS, "calc.py", BUGGY)
+    assert (root.bucket("resolved") / incident_id).is_dir(), reason(root, incident_id)
+
+
 BROKEN_TEST = "from calc import add\n\n\ndef test_add() -> None\n    assert add(1, 2) == 3\n"
 
 

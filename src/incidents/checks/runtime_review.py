@@ -11,7 +11,12 @@ that ignores its operand, a branch on a constant type checkers treat specially, 
 bound only for the checker, a cast.
 
 Such a use is not necessarily a cheat (a fix may rightly read `os.environ`); it is what a
-person looks at before the incident is called resolved.
+person looks at before the incident is called resolved. What does not tell code how it
+is run is no finding, however near such a surface it sits: running another program
+(`subprocess`, `os.system`), formatting a caught error (`traceback.format_exc`), an `Any`
+annotation (a type weakened to `Any` is refused by `tamper_types`), the current folder
+(the run as the user, in the user's own cwd, judges code that keys on where it runs;
+`Path.cwd()` and `__file__` tell it as well).
 """
 
 from __future__ import annotations
@@ -50,7 +55,13 @@ SURFACES: dict[str, tuple[str, ...]] = {
     ),
     "call stack or frames": (
         "inspect",
-        "traceback",
+        # the stack of the callers; a traceback of a caught error (`format_exc`) is not
+        "traceback.extract_stack",
+        "traceback.format_stack",
+        "traceback.print_stack",
+        "traceback.walk_stack",
+        "traceback.StackSummary",
+        "traceback.FrameSummary",
         "gc",
         "sys._getframe",
         "sys._current_frames",
@@ -84,7 +95,6 @@ SURFACES: dict[str, tuple[str, ...]] = {
         "sys.exec_prefix",
         "sysconfig",
         "platform",
-        "os.getcwd",
         "os.ctermid",
         "os.isatty",
         "sys.stdin.isatty",
@@ -137,8 +147,6 @@ SURFACES: dict[str, tuple[str, ...]] = {
         "os.execle",
         "os.execlpe",
         "os.fork",
-        "os.system",
-        "subprocess",
     ),
     "test libraries": (
         "pytest",
@@ -162,8 +170,6 @@ SURFACES: dict[str, tuple[str, ...]] = {
         "typing.no_type_check",
         "typing.overload",
         "typing_extensions.overload",
-        "typing.Any",
-        "typing_extensions.Any",
         "typing.assert_type",
         "typing.reveal_type",
     ),
