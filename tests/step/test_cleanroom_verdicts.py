@@ -180,6 +180,62 @@ def test_code_outside_the_judged_files_is_not_a_fix(
     assert planted in attempts[0]["violations"]
 
 
+# -- the configs a check run in place reads ------------------------------------------
+# mypy and ruff read the workdir in place: every config of theirs in every folder from the
+# target up to / is hashed into the verdict (absent ones as absent), so a planted one is
+# a change the verdict refuses, wherever it is planted and whoever planted it.
+
+LINT = '[checks]\ntools = ["ruff"]\n'
+
+
+@pytest.mark.parametrize(
+    ("checks", "target", "content", "plant"),
+    [
+        (TYPES, "total.py", TOTAL, {"mypy.ini": "[mypy]\nignore_errors = True\n"}),
+        (LINT, "names.py", recheck.UNDEFINED, {".ruff.toml": "[lint]\nignore = ['F821']\n"}),
+    ],
+    ids=["mypy-ini", "ruff-toml"],
+)
+def test_a_check_config_planted_beside_the_target_is_not_a_fix(
+    root: Root, drive: Drive, ws: Path, checks: str, target: str, content: str,
+    plant: dict[str, str],
+) -> None:  # fmt: skip
+    incident_id = drive(writes(content, plant), checks, target, content)
+    not_resolved(root, incident_id)
+    [planted] = plant
+    assert not (ws / planted).exists()  # put back
+    attempts = json.loads((root.runs_dir(incident_id) / "ai_attempts.json").read_text())
+    assert planted in attempts[0]["violations"]
+
+
+TOTAL_FIXED = "def total() -> int:\n    return 5\n"
+PLANTS_ABOVE = (
+    "import pathlib\n\n_up = pathlib.Path(__file__).resolve().parent.parent\n"
+    "(_up / 'mypy.ini').write_text('[mypy]\\nignore_errors = True\\n')\n\n\n" + TOTAL_FIXED
+)
+
+
+def test_a_check_config_planted_above_the_workdir_by_a_run_is_refused_at_the_close(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path, ws: Path
+) -> None:
+    """The fix's own code, run by the reproduction in the workdir (after mypy ran), writes
+    a `mypy.ini` in the folder above: absent when mypy judged, so the close refuses it."""
+    (ws / "total.py").write_text(TOTAL)
+    (ws / "check_total.py").write_text("from total import total\n\nassert total() == 5\n")
+    stand_in(bin_dir, "aider", writes(PLANTS_ABOVE))
+    use_config(tmp_path, monkeypatch, TYPES + ONLY_AIDER)
+    monkeypatch.chdir(ws)
+    r = cli("run", "--reproduce", "--step", "types", "--python-file", "total.py", "--",
+            sys.executable, "check_total.py")  # fmt: skip
+    assert r.code == 1, r.err
+    root = Root(tmp_path / "reports")
+    [incident_id] = [p.name for p in root.inbox.iterdir() if not p.name.startswith(".")]
+    assert cli("drive", incident_id).code == 0
+    assert (ws.parent / "mypy.ini").exists()  # planted (outside the workdir: not put back)
+    not_resolved(root, incident_id)
+    assert "mypy.ini (appeared)" in reason(root, incident_id)
+
+
 # -- twice: as the product and as the user -------------------------------------------
 
 USER_CHECK = "from calc import add\n\nassert add(1, 2) == 3\n"
