@@ -17,6 +17,7 @@ fix that rightly reads `os.environ`, go to a person, who accepts them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -119,6 +120,9 @@ def test_a_weakened_test_is_judged_by_the_test_as_captured(
     found = [f for f in report(root, incident_id).issues if f.tool == "pytest"]
     assert found and "assert -1 == 3" in found[0].message  # the captured test, failing
     assert (ws / "test_calc.py").read_text() == content  # the fixer's text, not what ran
+    judged = report(root, incident_id).judged  # what ran instead, bound to the report
+    assert judged is not None
+    assert judged.frozen == {"test_calc.py": hashlib.sha256(TEST_CALC.encode()).hexdigest()}
 
 
 # -- a typing escape -----------------------------------------------------------------

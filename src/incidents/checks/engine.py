@@ -10,6 +10,7 @@ which the caller may pass in to learn what this run used.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import sys
 import sysconfig
@@ -431,11 +432,17 @@ def run_error_pipeline(
         summary=summarize(findings),
         tool_runs=runs,
         infra_failures=infra + [i for r in results for i in r.infra],
-        judged=judged_of(inputs, base, runs),  # cached runs too: the digests are the keys'
+        judged=judged_of(inputs, base, runs).model_copy(  # cached runs too: digests are keys'
+            update={"frozen": {p: _sha256(t) for p, t in sorted((frozen or {}).items())}}
+        ),
     )
 
 
 # -- small helpers -----------------------------------------------------------------
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _dist_version(dist: str) -> str | None:
