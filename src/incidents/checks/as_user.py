@@ -34,7 +34,9 @@ from incidents.models.report import Finding, InfraFailure, ToolRun
 from incidents.vocab import Category, Severity
 
 if TYPE_CHECKING:
-    from incidents.verify import VerifySettings
+    from collections.abc import Callable
+
+    from incidents.verify import VerificationResult, VerifySettings
 
 TOOL = "as-user"
 TAIL_BYTES = 2000
@@ -127,6 +129,22 @@ def run_as_user(folder: Path, commands: list[str], settings: VerifySettings) -> 
             )
         )
     return out
+
+
+def verify_in_workdir(
+    commands: list[str],
+    workdir: Path,
+    settings: VerifySettings,
+    while_running: Callable[[], None] | None = None,
+) -> tuple[VerificationResult, list[Finding]]:
+    """The product's own verification run (`verify.run_verification`), in the workdir,
+    and the finding of the files it left that a later run would load (removed)."""
+    from incidents.verify import run_verification
+
+    before = loadable_files(str(workdir))
+    result = run_verification(commands, workdir, settings, while_running)
+    planted = take_back(str(workdir), before)
+    return result, [leftovers("verify", " && ".join(commands), planted)] if planted else []
 
 
 def loadable_files(cwd: str) -> set[str]:

@@ -139,12 +139,11 @@ class Actions(TickBase):
         self, incident: Incident, ctx: ErrorPipelineContext, label: str, *, baseline: bool
     ) -> ErrorReport:
         from incidents.checks import tamper_files
-        from incidents.checks.as_user import leftovers, loadable_files, run_as_user, take_back
+        from incidents.checks.as_user import run_as_user, verify_in_workdir
         from incidents.checks.engine import run_error_pipeline, summarize
         from incidents.checks.frozen import frozen_tests
         from incidents.checks.judged import command_files
         from incidents.models.report import Judged
-        from incidents.verify import run_verification
 
         workdir = self.workdir(incident)
         named, unreadable = self.named_tests(incident)
@@ -185,13 +184,10 @@ class Actions(TickBase):
             infra.append(InfraFailure(tool="incidents", argv=[], exit_code=None, reason=unreadable))
         if ctx.verification_commands:
             # the incident turns `running` (and the mirror catches up) while it starts
-            before = loadable_files(str(workdir))  # what the run plants, no later run loads
-            result = run_verification(
+            result, planted = verify_in_workdir(  # and what it left that a later run loads
                 ctx.verification_commands, workdir, self.cfg.verification, self.check_started
             )
-            if planted := take_back(str(workdir), before):
-                issues.append(leftovers("verify", " && ".join(ctx.verification_commands), planted))
-            issues += result.findings
+            issues += planted + result.findings
             runs += result.tool_runs
             infra += result.infra_failures
             infra += [
