@@ -24,13 +24,15 @@ if TYPE_CHECKING:
 
 
 def as_user_problem(
-    folder: Path, ctx: ErrorPipelineContext, settings: VerifySettings
+    folder: Path, runs: Path, ctx: ErrorPipelineContext, settings: VerifySettings
 ) -> str | None:
-    """None: the user's command, as recorded in the bundle at `folder`, passes now (or
-    was not recorded as a verification command); else why not."""
-    from incidents.checks.as_user import run_as_user
+    """None: the user's command, as recorded in the bundle at `folder`, passes now, or
+    the report the verdict rests on did not run it (a check of no fix); else why not."""
+    from incidents.checks.as_user import TOOL, run_as_user
+    from incidents.step.verdict import last_report
 
-    if not ctx.verification_commands:
+    report, _ = last_report(runs, ctx)
+    if report is None or not any(r.tool == TOOL for r in report.tool_runs):
         return None
     out = run_as_user(folder, list(ctx.verification_commands), settings)
     for finding in out.findings:

@@ -167,13 +167,13 @@ class Tick(Actions):
         from incidents.step import verdict
 
         path = self.artifact(artifacts.verdict_step_name(ctx.step))
-        decided, problem = verdict.decide(path, self.runs, ctx, self.workdir(incident))
+        _, problem = verdict.decide(path, self.runs, ctx, self.workdir(incident))
         self.runs_unsynced = True
         kind = EscalationKind.VERDICT_MISMATCH
-        if problem is None and decided is not None and not decided.report.startswith("0"):
-            from incidents.step.review import as_user_problem  # a fix: still so as the user
+        if problem is None:  # and still so as the user ran it
+            from incidents.step.review import as_user_problem
 
-            problem = as_user_problem(self.folder, ctx, self.cfg.verification)
+            problem = as_user_problem(self.folder, self.runs, ctx, self.cfg.verification)
         if problem is None:  # the verdict holds: does the fix need a person's review?
             from incidents.step.review import needs_review
 
