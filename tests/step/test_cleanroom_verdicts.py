@@ -201,9 +201,14 @@ LINT = '[checks]\ntools = ["ruff"]\n'
     ids=["mypy-ini", "ruff-toml"],
 )
 def test_a_check_config_planted_beside_the_target_is_not_a_fix(
-    root: Root, drive: Drive, ws: Path, checks: str, target: str, content: str,
+    root: Root,
+    drive: Drive,
+    ws: Path,
+    checks: str,
+    target: str,
+    content: str,
     plant: dict[str, str],
-) -> None:  # fmt: skip
+) -> None:
     incident_id = drive(writes(content, plant), checks, target, content)
     not_resolved(root, incident_id)
     [planted] = plant
@@ -229,8 +234,8 @@ def test_a_check_config_planted_above_the_workdir_by_a_run_is_refused_at_the_clo
     stand_in(bin_dir, "aider", writes(PLANTS_ABOVE))
     use_config(tmp_path, monkeypatch, TYPES + ONLY_AIDER)
     monkeypatch.chdir(ws)
-    r = cli("run", "--reproduce", "--step", "types", "--python-file", "total.py", "--",
-            sys.executable, "check_total.py")  # fmt: skip
+    argv = ["--step", "types", "--python-file", "total.py", "--", sys.executable, "check_total.py"]
+    r = cli("run", "--reproduce", *argv)
     assert r.code == 1, r.err
     root = Root(tmp_path / "reports")
     [incident_id] = [p.name for p in root.inbox.iterdir() if not p.name.startswith(".")]
