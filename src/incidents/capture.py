@@ -473,9 +473,12 @@ def main_run(argv: list[str], prog: str = "incidents run") -> int:
     inp.log_text = clip(
         "\n".join(filter(None, [inp.log_text, decode(result.tail)])), settings["log_tail_bytes"]
     )
+    from incidents.capture_env import user_env
+
     inp.context = {
         **inp.context,
         "command": command,
+        "env": user_env(),  # names, and values but secrets': the verdict runs it as the user
         "duration_s": round(result.duration_s, 3),
         "timed_out": result.timed_out,
     }

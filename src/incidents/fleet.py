@@ -207,7 +207,7 @@ def _apply(root: Root, conn: Any, kind: str, incident_id: str, args: dict[str, A
     if kind == RESOLVE:
         done = resolve_escalation(
             root, incident_id, str(args["guidance"]), requeue=bool(args.get("requeue")),
-            by=str(args.get("by", "human")),
+            accept_fix=bool(args.get("accept_fix")), by=str(args.get("by", "human")),
         )  # fmt: skip
         return f"{done.decision} -> {done.location}"
     if kind == ARCHIVE:

@@ -261,3 +261,15 @@ def test_answers_match_the_openapi_document(
     check("Error", server.call("POST", "/api/pause", {"reason": "r"}).json())
     with pytest.raises(jsonschema.ValidationError):  # the check can fail
         check("Archived", {"incident_id": incident_id})
+
+
+def test_accept_fix_names_the_person_and_only_takes_a_fix_escalated_for_review(
+    server: Server, cli: Cli, fast: Path, root: Root
+) -> None:
+    incident_id = escalate(cli, fast)
+    path = f"/api/escalations/{incident_id}/resolve"
+    nobody = server.act(path, {"guidance": "", "accept_fix": True})
+    assert nobody.status == 400 and nobody.json()["error"].startswith("by: ")
+    r = server.act(path, {"guidance": "", "accept_fix": True, "by": "ana"})
+    assert r.status == 409 and "not escalated for review of its fix" in r.json()["error"]
+    assert (root.bucket("escalated") / incident_id).is_dir()

@@ -146,7 +146,10 @@ def test_bytecode_planted_in_pycache_is_never_what_the_check_runs(
     )
     r = cli("drive", incident_id)
     assert r.code == 0, r.err
-    assert list((ws / "__pycache__").glob("test_calc.*.pyc")), "the fixer planted nothing"
+    # no folder is exempt from the snapshot by its name: what it planted is put back
+    assert not list((ws / "__pycache__").glob("test_calc.*.pyc"))
+    attempts = json.loads((root.runs_dir(incident_id) / "ai_attempts.json").read_text())
+    assert any(v.startswith("__pycache__/test_calc.") for v in attempts[0]["violations"])
     assert not (root.bucket("resolved") / incident_id).exists(), r.out
     last = reports(root, incident_id)[-1]
     assert ("pytest", "test_calc.py", "test-failure") in [

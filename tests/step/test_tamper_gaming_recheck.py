@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from incidents.layout import Root
+from tests.helpers import ctx_of
 from tests.step import test_tamper_recheck as recheck
 from tests.step.test_tamper_recheck import TESTS, Drive, escalated, tamper_findings
 
@@ -114,8 +115,12 @@ def test_mypy_gamed_is_not_a_fix(root: Root, drive: Drive, fixer: str, expected:
     assert {f.code for f in tamper_findings(root, incident_id)} == expected
 
 
-def test_a_new_kind_is_accepted_on_purpose(root: Root, drive: Drive, ws: Path) -> None:
+def test_an_allowed_kind_still_goes_to_a_person(root: Root, drive: Drive, ws: Path) -> None:
+    """An operator may let the `test-aware` rule pass, but a fix that reads what the
+    runner loaded is reviewed by category, not by that rule: a person decides."""
     (ws / "test_calc.py").write_text(TEST_CALC)
     policy = '[policy]\nallow_suppressions = ["test-aware"]\n'
     incident_id = drive(writes(ENV_DETECT), TESTS, "calc.py", CALC, policy)
-    assert (root.bucket("resolved") / incident_id).is_dir()
+    assert escalated(root, incident_id)
+    assert tamper_findings(root, incident_id) == []  # the rule was allowed: a clean check
+    assert ctx_of(root, incident_id).escalation_kind == "review_fix"

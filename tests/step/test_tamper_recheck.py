@@ -13,7 +13,7 @@ import pytest
 
 from incidents.layout import Root
 from incidents.models import ErrorReport, Finding
-from tests.helpers import FAST, TYPED, Cli, capture, incidents, use_config
+from tests.helpers import FAST, TYPED, Cli, capture, ctx_of, incidents, use_config
 from tests.stand_ins import stand_in
 
 UNDEFINED = "def value() -> int:\n    return undefined_name\n"  # ruff F821: hard
@@ -180,17 +180,23 @@ def test_a_skipped_test_is_not_a_fix(root: Root, drive: Drive) -> None:
     assert (found.code, found.line) == ("test-skip", 6) and "pytest.mark.skip" in found.message
 
 
-@pytest.mark.parametrize(
-    ("checks", "target", "content"),
-    [(FAST, "names.py", UNDEFINED), (TESTS, "test_calc.py", FAILING_TEST)],
-)
-def test_a_real_fix_is_still_resolved(
-    root: Root, drive: Drive, checks: str, target: str, content: str
-) -> None:
-    incident_id = drive(REAL_FIX, checks, target, content)
+def test_a_real_fix_is_still_resolved(root: Root, drive: Drive) -> None:
+    incident_id = drive(REAL_FIX, FAST, "names.py", UNDEFINED)
     assert (root.bucket("resolved") / incident_id).is_dir()
     baselines = [p.name for p in root.runs_dir(incident_id).glob("tamper_baseline_*")]
     assert baselines == ["tamper_baseline_step_1.json"]  # kept by the baseline check
+
+
+def test_a_real_fix_in_a_test_file_is_shown_to_a_person(root: Root, drive: Drive) -> None:
+    """The code under test lives in the test file: the fix is real, but a changed test
+    file is the specification changed, so a person sees it before it is resolved."""
+    incident_id = drive(REAL_FIX, TESTS, "test_calc.py", FAILING_TEST)
+    assert escalated(root, incident_id)
+    path = root.runs_dir(incident_id) / "error_report_attempt_1.json"
+    assert ErrorReport.model_validate_json(path.read_text()).summary.total_issues == 0
+    ctx = ctx_of(root, incident_id)
+    assert ctx.escalation_kind == "review_fix"
+    assert "test_calc.py: a test file changed" in str(ctx.escalation_reason)
 
 
 def test_an_allowed_kind_is_accepted(root: Root, drive: Drive, ws: Path) -> None:

@@ -10,11 +10,11 @@ which the caller may pass in to learn what this run used.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import sys
 import sysconfig
 import tempfile
-from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -23,7 +23,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from incidents import proc
+from incidents.checks import cleanroom
 from incidents.checks.cache import FindingsCache, VersionCache, default_cache_dir, make_key
+from incidents.checks.findings import is_blocking as is_blocking
+from incidents.checks.findings import summarize as summarize
+from incidents.checks.findings import to_finding
 from incidents.checks.inputs import TREE_MAX_FILES, Inputs, config_paths, matches
 from incidents.checks.inputs import display_path as display_path
 from incidents.checks.inputs import file_digest as file_digest
@@ -35,8 +39,7 @@ from incidents.checks.selection import Target as Target
 from incidents.checks.selection import TestSelection, select_tests
 from incidents.checks.settings import ChecksSettings
 from incidents.fsutil import ensure_dir
-from incidents.models.report import ErrorReport, Finding, InfraFailure, ReportSummary, ToolRun
-from incidents.vocab import HARD_CATEGORIES, Category, Severity
+from incidents.models.report import ErrorReport, Finding, InfraFailure, ToolRun
 
 if TYPE_CHECKING:
     from incidents.models.pipeline import ErrorPipelineContext
@@ -66,6 +69,7 @@ class Engine:
     targets: dict[str, list[Target]]  # by language
     inputs: Inputs = field(default_factory=Inputs)
     named: tuple[str, ...] = ()  # test ids the failure's log names
+    frozen: dict[str, str] = field(default_factory=dict)  # test files as captured: their text
     _config_memo: dict[tuple[tuple[str, ...], frozenset[str]], str] = field(default_factory=dict)
     _tree_memo: dict[tuple[object, ...], str | None] = field(default_factory=dict)
 
@@ -76,9 +80,8 @@ class Engine:
         mine = [t for t in self.targets.get(profile.language, []) if matches(t.path, profile.globs)]
         if profile.selects != "tests":
             return mine, NO_TESTS
-        skip = str(self.cache.root.parent)
         return mine, select_tests(self.inputs, self.cwd, profile, mine, self.settings.test_paths,
-                                  self.named if profile.language == "python" else (), skip)  # fmt: skip
+                                  self.named if profile.language == "python" else (), self.skip)  # fmt: skip
 
     # -- running -------------------------------------------------------------------
 
@@ -166,9 +169,10 @@ class Engine:
         inputs = sorted({(t.path, t.digest) for t in everything})
         config = self.config_fingerprint(profile, everything)
         tree = self.tree_fingerprint(profile, everything)
+        frozen = [f"{p}\0{text}" for p, text in sorted(self.frozen.items())]  # tests as captured
         key = make_key(profile.fingerprint(), version or "", context, config, tree or "",
                        *(f"{p}\0{d}" for p, d in inputs), "tests", *tests.names,
-                       "expect", *tests.expect)  # fmt: skip
+                       "expect", *tests.expect, "frozen", *frozen)  # fmt: skip
         runnable = tests.files if profile.selects == "tests" else files
         cached = self.cache.get(key) if tree is not None else None
         argv = self.expand(profile.argv, files, tests.files, "<report>")
@@ -190,14 +194,22 @@ class Engine:
         tests: TestSelection, result: JobResult,
     ) -> list[RawFinding] | None:  # fmt: skip
         """One invocation; findings with paths normalized, or None after an infra failure."""
-        with tempfile.TemporaryDirectory(prefix="incidents-check-") as tmp:
+        runs_code = profile.selects == "tests" and profile.language == "python"
+        where = cleanroom.memory_folder() if runs_code else None  # the copy: files made fast
+        with tempfile.TemporaryDirectory(prefix="incidents-check-", dir=where) as tmp:
             report_path = os.path.join(tmp, "report")
-            argv = self.expand(profile.argv, files, tests.files, report_path)
             timeout = profile.timeout or self.settings.default_timeout
             # bytecode goes to (and comes from) a folder of this run only: a `__pycache__`
             # in the workdir is anybody's, and a planted .pyc would be the code that runs
             env = {**os.environ, "PYTHONPYCACHEPREFIX": os.path.join(tmp, "pycache")}
-            res = proc.run(argv, cwd=self.cwd, timeout=timeout, env=env)
+            cwd = str(self.cwd)
+            if runs_code:
+                paths = [t.path for t in (*files, *tests.files)]
+                cwd, env = cleanroom.prepare(
+                    cwd, tmp, self.inputs, paths, self.frozen, profile.config_files, self.skip
+                )
+            argv = self.expand(profile.argv, files, tests.files, report_path, cwd)
+            res = proc.run(argv, cwd=cwd, timeout=timeout, env=env)
             report = _read_text(report_path)
         n = len(tests.files) if profile.selects == "tests" else len(files)
         result.runs.append(ToolRun(tool=profile.name, argv=argv, exit_code=res.returncode,
@@ -276,9 +288,8 @@ class Engine:
         folders = frozenset(os.path.dirname(t.path) for t in targets)
         memo_key = (profile.globs, others, folders)
         if memo_key not in self._tree_memo:
-            skip = str(self.cache.root.parent)
             digest = self.inputs.tree(
-                str(self.cwd), profile.globs, folders, others=others, skip=skip
+                str(self.cwd), profile.globs, folders, others=others, skip=self.skip
             )
             if digest is None:
                 self.inputs.refuse(f"more than {TREE_MAX_FILES} files around {profile.name}")
@@ -307,12 +318,16 @@ class Engine:
             ensure_dir(path)
         return str(path)
 
-    def expand_one(self, arg: str) -> str:
+    @property
+    def skip(self) -> str:
+        return str(self.cache.root.parent)
+
+    def expand_one(self, arg: str, cwd: str | None = None) -> str:
         if arg.startswith("{script:") and arg.endswith("}"):
             return script_path(arg[len("{script:") : -1])
         return (
             arg.replace("{python}", sys.executable)
-            .replace("{cwd}", str(self.cwd))
+            .replace("{cwd}", cwd or str(self.cwd))
             .replace("{cache_dir}", self.tools_cache_dir())
         )
 
@@ -322,6 +337,7 @@ class Engine:
         files: Sequence[Target],
         tests: Sequence[Target],
         report: str,
+        cwd: str | None = None,
     ) -> list[str]:
         argv: list[str] = []
         for arg in template:
@@ -330,7 +346,7 @@ class Engine:
             elif arg == "{tests}":
                 argv.extend(t.path for t in tests)
             else:
-                argv.append(self.expand_one(arg).replace("{report}", report))
+                argv.append(self.expand_one(arg, cwd).replace("{report}", report))
         if argv:
             argv[0] = self.inputs.which(argv[0]) or argv[0]
         return argv
@@ -349,11 +365,14 @@ def run_error_pipeline(
     tools: Sequence[str] | None = None,
     inputs: Inputs | None = None,
     named_tests: Sequence[str] = (),
+    frozen: dict[str, str] | None = None,
 ) -> ErrorReport:
     """Run the enabled tool profiles on the targets (paths relative to `cwd` or absolute)
     and return the normalized report. Does not write it and does not change `ctx`.
     `inputs`, when given, receives every input the answer depended on. `named_tests` are
-    the test ids a failure's log names (testscan.named_tests): they must run and pass."""
+    the test ids a failure's log names (testscan.named_tests): they must run and pass.
+    `frozen`: test files (relative to cwd) to run as this text, the specification as
+    captured, whatever the workdir holds now (`checks.cleanroom`)."""
     inputs = inputs if inputs is not None else Inputs()
     settings = settings or ChecksSettings()
     base = Path(cwd or os.getcwd()).resolve()
@@ -385,7 +404,8 @@ def run_error_pipeline(
         reason = (f"the failure names {len(named_tests)} test(s) ({', '.join(named_tests[:3])}) "
                   "but no test runner profile is enabled to run them")  # fmt: skip
         infra.append(InfraFailure(tool="incidents", argv=[], exit_code=None, reason=reason))
-    engine = Engine(base, settings, cache, versions, targets, inputs, named=tuple(named_tests))
+    named = tuple(named_tests)
+    engine = Engine(base, settings, cache, versions, targets, inputs, named, dict(frozen or {}))
     # The slow, whole-batch tools first, so they start at once.
     profiles.sort(key=lambda p: p.scope != "batch")
     workers = max(1, min(len(profiles) or 1, settings.max_workers or os.cpu_count() or 1))
@@ -412,41 +432,17 @@ def run_error_pipeline(
         summary=summarize(findings),
         tool_runs=runs,
         infra_failures=infra + [i for r in results for i in r.infra],
-        judged=judged_of(inputs, base, runs),  # cached runs too: the digests are the keys'
+        judged=judged_of(inputs, base, runs).model_copy(  # cached runs too: digests are keys'
+            update={"frozen": {p: _sha256(t) for p, t in sorted((frozen or {}).items())}}
+        ),
     )
-
-
-def summarize(findings: Sequence[Finding]) -> ReportSummary:
-    hard = sum(1 for f in findings if f.hard)
-    by_category = Counter(f.category.value for f in findings)
-    return ReportSummary(
-        total_issues=len(findings),
-        issues_by_tool=dict(sorted(Counter(f.tool for f in findings).items())),
-        issues_by_category=dict(sorted(by_category.items())),
-        hard_error_count=hard,
-        style_error_count=len(findings) - hard,
-        security_issue_count=by_category.get(Category.SECURITY.value, 0),
-        error_categories_present=sorted(by_category),
-        has_hard_fail=hard > 0,
-        style_only=bool(findings) and hard == 0,
-    )
-
-
-def is_blocking(report: ErrorReport, strict: bool) -> bool:
-    """Seed 001: hard findings always block; in strict mode any finding does."""
-    return report.summary.has_hard_fail or (strict and report.summary.total_issues > 0)
-
-
-def to_finding(profile: ToolProfile, raw: RawFinding) -> Finding:
-    category = raw.category or profile.category_of(raw.code)
-    hard = category in HARD_CATEGORIES or profile.is_hard_code(raw.code)
-    severity = raw.severity or (Severity.ERROR if hard else Severity.WARNING)
-    return Finding(tool=profile.name, path=raw.path, line=raw.line, column=raw.column,
-                   code=raw.code, category=category, severity=severity,
-                   message=raw.message, hard=hard)  # fmt: skip
 
 
 # -- small helpers -----------------------------------------------------------------
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _dist_version(dist: str) -> str | None:

@@ -69,6 +69,11 @@ class Inputs:
     def digest(self, path: str) -> str:
         return self._record("digest", (path,), file_digest(path))
 
+    def copied(self, path: str, digest: str) -> str:
+        """A file copied into a clean room: `digest` is of the bytes copied (a replay
+        hashes it again, as for `digest`)."""
+        return self._record("digest", (path,), digest)
+
     def config(self, path: str) -> str | None:
         return self._record("config", (path,), config_digest(path))
 

@@ -18,6 +18,7 @@ from incidents.commands.common import (
     said_routed,
 )
 from incidents.errors import NotFound
+from incidents.handoff.human import deciding_user
 from incidents.layout import Root
 from incidents.models.requests import ResolveRequest, parse
 
@@ -28,12 +29,28 @@ def decide(root: Root, incident_id: str, request: ResolveRequest) -> dict[str, A
     is decided there, on that host's next pass."""
     try:
         decision = handoff.resolve_escalation(
-            root, incident_id, request.guidance, requeue=request.requeue
+            root,
+            incident_id,
+            request.guidance,
+            requeue=request.requeue,
+            accept_fix=request.accept_fix,
+            by=_by(request),
         )
     except NotFound as missing:  # a shared mirror: the host holding it applies it
-        args = {"guidance": request.guidance, "requeue": request.requeue}
+        args = {
+            "guidance": request.guidance,
+            "requeue": request.requeue,
+            "accept_fix": request.accept_fix,
+            "by": _by(request),
+        }
         return route_elsewhere(root, incident_id, fleet.RESOLVE, args, missing)
     return dict(decision.__dict__)
+
+
+def _by(request: ResolveRequest) -> str:
+    """Who decides: as the request says; an accepted fix names the person (the user
+    running the command) rather than "human"."""
+    return request.by or (deciding_user() if request.accept_fix else "human")
 
 
 IdArg = Annotated[str, typer.Argument(metavar="ID", help="The incident.")]
@@ -129,12 +146,17 @@ def register(app: typer.Typer) -> None:
         requeue: Annotated[
             bool, typer.Option("--requeue", help="Back to the inbox with this guidance.")
         ] = False,
+        accept_fix: Annotated[
+            bool, typer.Option("--accept-fix", help="Accept a fix escalated for review.")
+        ] = False,
         root: RootOpt = None,
         config: ConfigOpt = None,
         as_json: JsonOpt = False,
     ) -> int:
         """Record a decision on an escalated incident and reset its signature's budget."""
-        request = parse(ResolveRequest, {"guidance": guidance, "requeue": requeue})
+        request = parse(
+            ResolveRequest, {"guidance": guidance, "requeue": requeue, "accept_fix": accept_fix}
+        )
         session = open_root(root, config)
         done = decide(session.root, incident_id, request)
         if as_json:

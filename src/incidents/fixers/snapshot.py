@@ -1,7 +1,11 @@
 """Content snapshots of a workdir: what a fixer changed, and putting back what it must not.
 
-Bounded: build and cache folders are skipped (`.venv`, `node_modules`, `__pycache__`, ...),
-and of `.git` only `config` and `hooks/` are kept (a hook is code someone runs later).
+Bounded: build and cache folders (`.venv`, `node_modules`, `__pycache__`, ...) are not
+read, but no folder is left out because of its name: their files are recorded by their
+status (size, mtime, inode), so a file added there (a `.pth` in a virtualenv's
+site-packages, a forged `.pyc`) is a change like any other, and is removed; a cache file
+changed in place is removed too (the program that made it makes it again). Of `.git`
+only `config` and `hooks/` are kept (a hook is code someone runs later).
 Files up to `max_file_bytes` keep their bytes so they can be restored; larger ones keep
 only a digest (a change to them is reported but cannot be reverted). Symlinks are
 recorded as links, never followed; FIFOs, sockets and devices are ignored.
@@ -28,6 +32,8 @@ GIT_KEEP = ("config", "hooks")
 MAX_FILE_BYTES = 4 << 20
 MAX_FILES = 20_000
 MAX_TOTAL_BYTES = 256 << 20
+MAX_STATUS_FILES = 500_000
+STATUS = "status:"  # an Entry's digest that is a file's status, not its content's hash
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
@@ -55,6 +61,7 @@ class Snapshot:
     root: Path
     files: dict[str, Entry] = field(default_factory=dict)
     dirs: set[str] = field(default_factory=set)
+    by_status: int = 0  # files of build and cache folders, known by their status only
 
 
 @dataclass(frozen=True)
@@ -116,6 +123,7 @@ def take(workdir: Path, skip: Iterable[str] = (), limits: Limits | None = None) 
                 snap.files[rel] = Entry("link", os.readlink(entry.path), None, 0)
             elif entry.is_dir(follow_symlinks=False):
                 if entry.name in SKIP_DIRS:
+                    _by_status(entry.path, rel + "/", snap)
                     continue
                 snap.dirs.add(rel)
                 stack.append((entry.path, rel + "/"))
@@ -132,6 +140,34 @@ def take(workdir: Path, skip: Iterable[str] = (), limits: Limits | None = None) 
                     f"files or {limits.max_total_bytes} bytes); a fixer is not run there"
                 )
     return snap
+
+
+def _by_status(folder: str, rel_dir: str, snap: Snapshot) -> None:
+    """Every file below a build or cache folder by its status only (nothing read, nothing
+    kept: a changed one cannot be put back, only removed), bounded by MAX_STATUS_FILES."""
+    snap.dirs.add(rel_dir.rstrip("/"))
+    stack = [(folder, rel_dir)]
+    while stack and snap.by_status < MAX_STATUS_FILES:
+        abs_dir, rel = stack.pop()
+        try:
+            entries = list(os.scandir(abs_dir))
+        except OSError:
+            continue
+        for entry in entries:
+            path = f"{rel}{entry.name}"
+            try:
+                if entry.is_symlink():
+                    snap.files[path] = Entry("link", os.readlink(entry.path), None, 0)
+                elif entry.is_dir(follow_symlinks=False):
+                    snap.dirs.add(path)
+                    stack.append((entry.path, path + "/"))
+                elif entry.is_file(follow_symlinks=False):
+                    st = entry.stat(follow_symlinks=False)
+                    status = f"{STATUS}{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
+                    snap.files[path] = Entry("file", status, None, st.st_mode)
+            except OSError:
+                continue
+            snap.by_status += 1
 
 
 def changed_paths(before: Snapshot, after: Snapshot) -> list[str]:
@@ -186,11 +222,17 @@ def put_back(path: str, old: Entry) -> bool:
             if os.path.isdir(path) and not os.path.islink(path):
                 shutil.rmtree(path)
             fsutil.atomic_write_bytes(path, old.data, stat.S_IMODE(old.mode))
+        elif old.kind == "file" and old.digest.startswith(STATUS) and _in_cache(path):
+            _clear(path)  # a cache file changed in place: whoever made it makes it again
         else:
             return False
     except OSError:
         return False
     return True
+
+
+def _in_cache(path: str) -> bool:
+    return "__pycache__" in Path(path).parts or path.endswith((".pyc", ".pyo"))
 
 
 def restore(

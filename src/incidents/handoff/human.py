@@ -15,7 +15,8 @@ from typing import Literal
 from incidents import clock, decisions, eventlog, mirror, store
 from incidents.errors import NotWaiting, UsageError
 from incidents.layout import Root, validate_id
-from incidents.models import HumanDecision
+from incidents.models import ErrorPipelineContext, HumanDecision
+from incidents.models.pipeline import EscalationKind
 from incidents.redact import redact
 from incidents.step import service as step_service
 from incidents.step.documents import load_context
@@ -29,10 +30,31 @@ class Decision:
     location: str
 
 
+def deciding_user() -> str:
+    """The login name of the person running the command ("human" when there is none)."""
+    import getpass
+
+    try:
+        return getpass.getuser() or "human"
+    except (OSError, KeyError):
+        return "human"
+
+
 def resolve_escalation(
-    root: Root, incident_id: str, guidance: str, *, requeue: bool, by: str = "human"
+    root: Root,
+    incident_id: str,
+    guidance: str,
+    *,
+    requeue: bool,
+    by: str = "human",
+    accept_fix: bool = False,
 ) -> Decision:
-    """Record a human's decision on an escalated incident (see the module docstring)."""
+    """Record a human's decision on an escalated incident (see the module docstring).
+    `accept_fix`: a person accepts a fix escalated for review (`review_fix`) as it is."""
+    if accept_fix and requeue:
+        raise UsageError("resolve-escalation: --accept-fix and --requeue exclude each other")
+    if accept_fix and not guidance.strip():
+        guidance = "the fix was reviewed and accepted"
     if not guidance.strip():
         raise UsageError("resolve-escalation: --guidance is required")
     guidance = redact(guidance.strip())  # it reaches every later prompt, the mirror, the page
@@ -42,7 +64,11 @@ def resolve_escalation(
             raise NotWaiting(f"incident {incident_id} is not escalated (it is in {where})")
         incident = store.read_incident(folder)  # what the decision needs, read leniently
         ctx = load_context(root, folder)  # a broken one stops here, before anything is written
-        kind: Literal["requeue", "resolved"] = "requeue" if requeue else "resolved"
+        if accept_fix:
+            _check_review(incident_id, ctx)
+        kind: Literal["requeue", "resolved", "accept_fix"] = (
+            "requeue" if requeue else "accept_fix" if accept_fix else "resolved"
+        )
         now = clock.utc_now().isoformat()
         taken = decisions.read_decisions(folder)
         last = taken[-1] if taken else None
@@ -65,7 +91,8 @@ def resolve_escalation(
         if requeue:
             target = step_service.requeue(root, folder, ctx, guidance)
         else:
-            reason = f"resolved by {by}: {guidance}"
+            how = "fix accepted after review" if accept_fix else "resolved"
+            reason = f"{how} by {by}: {guidance}"
             target = step_service.resolve(root, folder, reason, now)
         # the decision's lines, keyed by its time (a re-run after a crash writes the same)
         taken_events: list[mirror.Event] = [
@@ -77,6 +104,18 @@ def resolve_escalation(
         eventlog.sync(target / eventlog.EVENTS)
     _record_decision(root, incident_id, incident["error_signature"], guidance, kind, now)
     return Decision(incident_id, kind, guidance, str(target.relative_to(root.path)))
+
+
+def _check_review(incident_id: str, ctx: ErrorPipelineContext | None) -> None:
+    """Only a fix escalated for review may be accepted as it is: any other escalation
+    was not a clean fix, and accepting it would call unfixed code resolved."""
+    kind = ctx.escalation_kind if ctx is not None else None
+    if kind is not EscalationKind.REVIEW_FIX:
+        shown = kind.value if kind is not None else "none recorded"
+        raise NotWaiting(
+            f"incident {incident_id} was not escalated for review of its fix (its escalation "
+            f"kind: {shown}): resolve or requeue it instead"
+        )
 
 
 def _record_decision(

@@ -47,6 +47,7 @@ EVENT_TYPES = frozenset(
         "legacy_task",
         "legacy_attempt",
         "verdict_mismatch",  # the close found the clean report no longer holds (step/verdict.py)
+        "review_fix",  # clean, but the fix needs a person's review (step/review.py)
         "stale_artifacts",  # a new bundle's runs folder held step artifacts: set aside
         "planted_artifacts",  # a fixer wrote step artifacts of later steps: set aside
         "events_capped",  # an events.jsonl reached its cap (incidents.eventlog)

@@ -176,7 +176,7 @@ class HumanDecision(OpenDocument):
     """One entry of `decisions.json`: a person's decision on an escalated incident."""
 
     at: NonEmptyStr = Field(description="when it was taken (ISO 8601, UTC)")
-    decision: Literal["requeue", "resolved"]
+    decision: Literal["requeue", "resolved", "accept_fix"]
     guidance: str
     by: str = "human"
     escalation_reason: str | None = Field(default=None, description="why it had escalated")

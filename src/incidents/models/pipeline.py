@@ -73,6 +73,7 @@ class EscalationKind(StrEnum):
     TIERS_EXHAUSTED = "tiers_exhausted"
     INFRA_FAILURE = "infra_failure"
     VERDICT_MISMATCH = "verdict_mismatch"  # the close found the clean report no longer holds
+    REVIEW_FIX = "review_fix"  # clean, but the fix reads its runtime or changed a test
     REGRESSIONS = "regressions"  # its group regressed more than [policy] max_regressions times
 
 

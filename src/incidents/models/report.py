@@ -86,6 +86,11 @@ class Judged(Document):
         default_factory=dict, description="tool -> its version (None: not known)"
     )
     tests: list[str] = Field(default_factory=list, description="the tests the test runners ran")
+    frozen: dict[str, str] = Field(
+        default_factory=dict,
+        description="test file -> sha256 of the text the test runners ran in its place: the "
+        "test as the first baseline check kept it (the specification as captured)",
+    )
     commands: list[str] = Field(
         default_factory=list,
         description="verification commands run (the tests a command runs cannot be known)",

@@ -22,6 +22,14 @@ class ResolveRequest(Document):
     requeue: StrictBool = Field(
         default=False, description="back to the inbox at S_INIT with the guidance (else resolved)"
     )
+    accept_fix: StrictBool = Field(
+        default=False,
+        description="accept the fix of an incident escalated for review (`review_fix`): "
+        "resolved, recorded as accepted by `by`",
+    )
+    by: str = Field(
+        default="", max_length=200, description="who decides (empty: the user running the command)"
+    )
 
 
 class ArchiveRequest(Document):

@@ -27,7 +27,7 @@ from starlette.responses import JSONResponse
 from incidents.commands import admin, archive
 from incidents.commands.handoff import decide
 from incidents.commands.status import pause_json
-from incidents.errors import NotFound, NotWaiting
+from incidents.errors import NotFound, NotWaiting, UsageError
 from incidents.layout import Root, validate_id
 from incidents.mirror import feed
 from incidents.models.requests import ArchiveRequest, PauseRequest, ResolveRequest, ResumeRequest
@@ -56,6 +56,8 @@ async def _incident_of(request: Request, ref: str) -> str:
 
 async def resolve(request: Request) -> JSONResponse:
     body = await action_request(request, request.app.state.tokens, ResolveRequest)
+    if body.accept_fix and not body.by.strip():  # the server's user is not the person
+        raise UsageError("by: an accepted fix names the person who accepts it")
     incident_id = await _incident_of(request, request.path_params["escalation_id"])
     root: Root = request.app.state.root
     return _done(request, await run_in_threadpool(decide, root, incident_id, body))

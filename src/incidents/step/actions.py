@@ -134,10 +134,11 @@ class Actions(FixerCalls):
         self, incident: Incident, ctx: ErrorPipelineContext, label: str, *, baseline: bool
     ) -> ErrorReport:
         from incidents.checks import tamper_files
+        from incidents.checks.as_user import run_as_user, verify_in_workdir
         from incidents.checks.engine import run_error_pipeline, summarize
+        from incidents.checks.frozen import frozen_tests
         from incidents.checks.judged import command_files
         from incidents.models.report import Judged
-        from incidents.verify import run_verification
 
         workdir = self.workdir(incident)
         named, unreadable = self.named_tests(incident)
@@ -162,6 +163,7 @@ class Actions(FixerCalls):
             report = run_error_pipeline(
                 ctx.python_files, ctx.powershell_files, ctx,
                 settings=settings, cwd=workdir, named_tests=named,
+                frozen=frozen_tests(first, workdir, ctx.target_files),  # the tests as captured
             )  # fmt: skip
         else:
             report = ErrorReport(
@@ -177,10 +179,10 @@ class Actions(FixerCalls):
             infra.append(InfraFailure(tool="incidents", argv=[], exit_code=None, reason=unreadable))
         if ctx.verification_commands:
             # the incident turns `running` (and the mirror catches up) while it starts
-            result = run_verification(
+            result, planted = verify_in_workdir(  # and what it left that a later run loads
                 ctx.verification_commands, workdir, self.cfg.verification, self.check_started
             )
-            issues += result.findings
+            issues += planted + result.findings
             runs += result.tool_runs
             infra += result.infra_failures
             infra += [
@@ -197,6 +199,9 @@ class Actions(FixerCalls):
                     "commands": list(ctx.verification_commands),
                 }
             )
+            if not baseline and not result.refusals:  # and as the user ran it: both must pass
+                user = run_as_user(self.folder, ctx.verification_commands, self.cfg.verification)
+                issues, runs, infra = issues + user.findings, runs + user.runs, infra + user.infra
         report = report.model_copy(
             update={
                 "label": label,

@@ -52,6 +52,8 @@ def copy_run_artifacts(root: Root, incident_id: str, folder: Path) -> None:
                 _copy(entry, folder / "error_reports" / entry.name)
             elif entry.name.startswith((artifacts.ATTEMPT_PREFIX, artifacts.PROMPT_PREFIX)):
                 _copy(entry, folder / "attempts" / entry.name)
+            elif entry.name == "review_fix.diff":  # what a person reviews (checks.review_fix)
+                _copy(entry, folder / entry.name)
     plan = root.plan_dir(incident_id)
     for name in (artifacts.PLAN_JSON, artifacts.PLAN_MD):
         if (plan / name).is_file():

@@ -179,6 +179,16 @@ class Tick(Actions):
         path = self.artifact(artifacts.verdict_step_name(ctx.step))
         _, problem = verdict.decide(path, self.runs, ctx, self.workdir(incident))
         self.runs_unsynced = True
+        kind = EscalationKind.VERDICT_MISMATCH
+        if problem is None:  # and still so as the user ran it
+            from incidents.step.review import as_user_problem
+
+            problem = as_user_problem(self.folder, self.runs, ctx, self.cfg.verification)
+        if problem is None:  # the verdict holds: does the fix need a person's review?
+            from incidents.step.review import needs_review
+
+            problem = needs_review(self.runs, ctx, self.workdir(incident))
+            kind = EscalationKind.REVIEW_FIX
         if problem is None:
             ctx.record_final(FinalStatus.SUCCESS, reason=na.reason, outcome=na.outcome)
             if na.outcome is Outcome.NOT_REPRODUCED:
@@ -191,10 +201,10 @@ class Tick(Actions):
         ctx.record_final(
             FinalStatus.QUARANTINED,
             reason=reason,
-            kind=EscalationKind.VERDICT_MISMATCH,
+            kind=kind,
             quarantine_path=f"error_archive/escalated/{self.id}",
         )
-        self.events.append(("verdict_mismatch", {"reason": reason}))
+        self.events.append((kind.value, {"reason": reason}))
 
     def after_commit(
         self, old: State, na: NextAction, ctx: ErrorPipelineContext, *, sync: bool = True

@@ -150,7 +150,8 @@
         evidence,
         el("div", { cls: "buttons" },
           el("button", { type: "button", cls: "act-requeue primary", onclick: function () { askResolve(row, true); } }, "Requeue with guidance…"),
-          el("button", { type: "button", cls: "act-resolve", onclick: function () { askResolve(row, false); } }, "Resolve…")),
+          el("button", { type: "button", cls: "act-resolve", onclick: function () { askResolve(row, false); } }, "Resolve…"),
+          el("button", { type: "button", cls: "act-accept-fix", onclick: function () { askAcceptFix(row); } }, "Accept the fix…")),
         details);
       box.appendChild(card);
       if (open[row.incident_id]) { details.open = true; }
@@ -265,6 +266,17 @@
       ok: requeue ? "Requeue" : "Resolve",
       send: function (text) {
         return post("/api/escalations/" + encodeURIComponent(row.incident_id) + "/resolve", { guidance: text, requeue: requeue });
+      },
+    });
+  }
+
+  function askAcceptFix(row) {
+    ask({
+      title: "Accept the fix of " + row.incident_id,
+      text: "Only for an incident escalated for review of its fix (review_fix): its checks passed, and you have read the diff and the finding. It is closed as resolved, recorded as accepted by you." + where(row),
+      label: "Your name: what you checked", ok: "Accept the fix",
+      send: function (text) {
+        return post("/api/escalations/" + encodeURIComponent(row.incident_id) + "/resolve", { guidance: text, accept_fix: true, by: text.indexOf(":") > 0 ? text.split(":")[0].trim() : "" });
       },
     });
   }

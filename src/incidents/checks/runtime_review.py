@@ -1,0 +1,350 @@
+"""Does a fix make its code depend on how it is run? (pure: text before and after ->
+findings for a person to review).
+
+A fix is judged by category, not by a list of known cheats: every use, in the lines the
+fix added, of a surface through which code can learn how it is being run is a finding.
+The surfaces are whole modules and members of the standard library and the test
+libraries (`SURFACES`), reached however the code spells them (aliases, `getattr` with a
+constant name, `sys.modules[...]`, `__import__(...)`: `tamper_names.resolve`), plus the
+shapes that are about the checker rather than the code: a comparison or truth method
+that ignores its operand, a branch on a constant type checkers treat specially, a name
+bound only for the checker, a cast.
+
+Such a use is not necessarily a cheat (a fix may rightly read `os.environ`); it is what a
+person looks at before the incident is called resolved. What does not tell code how it
+is run is no finding, however near such a surface it sits: running another program
+(`subprocess`, `os.system`), formatting a caught error (`traceback.format_exc`), an `Any`
+annotation (a type weakened to `Any` is refused by `tamper_types`), the current folder
+(the run as the user, in the user's own cwd, judges code that keys on where it runs;
+`Path.cwd()` and `__file__` tell it as well).
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from incidents.checks.tamper_names import aliases, computed_member, resolve
+
+# category -> the dotted names (a module, or a member of one) whose use falls in it
+SURFACES: dict[str, tuple[str, ...]] = {
+    "import system or loaded modules": (
+        "importlib",
+        "pkgutil",
+        "zipimport",
+        "site",
+        "imp",
+        "runpy",
+        "sys.modules",
+        "sys.meta_path",
+        "sys.path",
+        "sys.path_hooks",
+        "sys.path_importer_cache",
+        "sys.builtin_module_names",
+        "sys.stdlib_module_names",
+        "__import__",
+        "builtins.__import__",
+        "exec",
+        "eval",
+        "compile",
+        "builtins.exec",
+        "builtins.eval",
+    ),
+    "call stack or frames": (
+        "inspect",
+        # the stack of the callers; a traceback of a caught error (`format_exc`) is not
+        "traceback.extract_stack",
+        "traceback.format_stack",
+        "traceback.print_stack",
+        "traceback.walk_stack",
+        "traceback.StackSummary",
+        "traceback.FrameSummary",
+        "gc",
+        "sys._getframe",
+        "sys._current_frames",
+        "sys.exc_info",
+        "sys.exception",
+        "sys.settrace",
+        "sys.setprofile",
+        "sys.gettrace",
+        "sys.getprofile",
+        "threading.settrace",
+        "threading.setprofile",
+        "sys.monitoring",
+        "sys.audit",
+        "sys.addaudithook",
+        "ctypes",
+        "dis",
+        "types.FrameType",
+    ),
+    "process environment": (
+        "os.environ",
+        "os.environb",
+        "os.getenv",
+        "os.getenvb",
+        "os.putenv",
+        "os.unsetenv",
+        "posix.environ",
+        "sys.flags",
+        "sys.executable",
+        "sys.prefix",
+        "sys.base_prefix",
+        "sys.exec_prefix",
+        "sysconfig",
+        "platform",
+        "os.ctermid",
+        "os.isatty",
+        "sys.stdin.isatty",
+        "sys.stdout.isatty",
+        "sys.stderr.isatty",
+    ),
+    "arguments or ids": (
+        "sys.argv",
+        "sys.orig_argv",
+        "os.getpid",
+        "os.getppid",
+        "os.getpgrp",
+        "os.getpgid",
+        "os.getsid",
+        "os.getuid",
+        "os.geteuid",
+        "os.getlogin",
+        "threading.get_ident",
+        "threading.get_native_id",
+        "threading.current_thread",
+        "threading.main_thread",
+        "multiprocessing.current_process",
+        "getpass",
+        "pwd",
+        "resource",
+    ),
+    "exits and exit hooks": (
+        "sys.exit",
+        "os._exit",
+        "os.abort",
+        "os.kill",
+        "os.killpg",
+        "atexit",
+        "signal",
+        "faulthandler",
+        "exit",
+        "quit",
+        "builtins.exit",
+        "builtins.quit",
+        "SystemExit",
+        "sys.excepthook",
+        "sys.unraisablehook",
+        "threading.excepthook",
+        "os.execv",
+        "os.execve",
+        "os.execl",
+        "os.execlp",
+        "os.execvp",
+        "os.execvpe",
+        "os.execle",
+        "os.execlpe",
+        "os.fork",
+    ),
+    "test libraries": (
+        "pytest",
+        "_pytest",
+        "unittest",
+        "pluggy",
+        "nose",
+        "nose2",
+        "doctest",
+        "hypothesis",
+        "mock",
+        "xdist",
+        "coverage",
+    ),
+    "typing escapes": (
+        "typing.TYPE_CHECKING",
+        "typing_extensions.TYPE_CHECKING",
+        "TYPE_CHECKING",
+        "typing.cast",
+        "typing_extensions.cast",
+        "typing.no_type_check",
+        "typing.overload",
+        "typing_extensions.overload",
+        "typing.assert_type",
+        "typing.reveal_type",
+    ),
+}
+_BY_NAME: dict[str, str] = {name: cat for cat, names in SURFACES.items() for name in names}
+_COMPARE = frozenset(
+    {
+        "__eq__",
+        "__ne__",
+        "__lt__",
+        "__le__",
+        "__gt__",
+        "__ge__",
+        "__contains__",
+        "__instancecheck__",
+        "__subclasscheck__",
+    }
+)
+_TRUTH = frozenset({"__bool__", "__len__", "__hash__"})
+# constants a type checker evaluates itself: a branch on one differs between the checker's
+# view and the running program
+_CHECKER_CONSTANTS = frozenset({"TYPE_CHECKING", "MYPY", "sys.version_info", "sys.platform"})
+
+
+@dataclass(frozen=True)
+class Use:
+    """One use of a runtime surface in the added lines."""
+
+    path: str
+    line: int
+    category: str
+    what: str
+
+    def text(self) -> str:
+        return f"{self.path}:{self.line}: {self.category}: {self.what}"
+
+
+def changed_lines(before: str, after: str) -> tuple[set[int], set[int]]:
+    """(lines of `before` a diff removes or changes, lines of `after` it adds or changes)."""
+    old, new = before.splitlines(), after.splitlines()
+    removed: set[int] = set()
+    added: set[int] = set()
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "equal":
+            removed.update(range(i1 + 1, i2 + 1))
+            added.update(range(j1 + 1, j2 + 1))
+    return removed, added
+
+
+def review(path: str, before: str | None, after: str | None) -> list[Use]:
+    """Every use of a runtime surface on a line `after` added to `before` (None: absent),
+    in a Python file, less the same uses on the lines it replaced (a line edited around
+    an `os.environ` it already had adds none). A file that does not parse is not
+    reviewed here (its checks fail)."""
+    if after is None:
+        return []
+    removed, added = changed_lines(before or "", after)
+    if not added:
+        return []
+    try:
+        tree = ast.parse(after)
+    except (SyntaxError, ValueError):
+        return []
+    had = Counter(what for _, _, what in _uses_on(before or "", removed))
+    found: dict[tuple[int, str], Use] = {}  # one per line and category: the outermost
+    for line, category, what in _uses(tree, aliases(tree)):
+        if line in added and not _take(had, what):
+            found.setdefault((line, category), Use(path, line, category, what))
+    return sorted(found.values(), key=lambda u: (u.line, u.what))
+
+
+def _uses_on(text: str, lines: set[int]) -> list[tuple[int, str, str]]:
+    if not lines:
+        return []
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    return [u for u in _uses(tree, aliases(tree)) if u[0] in lines]
+
+
+def _take(counter: Counter[str], key: str) -> bool:
+    if counter[key] > 0:
+        counter[key] -= 1
+        return True
+    return False
+
+
+def _surface(dotted: str) -> str | None:
+    """The category of a dotted name: its own, or that of the nearest module above it."""
+    parts = dotted.split(".")
+    for n in range(len(parts), 0, -1):
+        category = _BY_NAME.get(".".join(parts[:n]))
+        if category is not None:
+            return category
+    return None
+
+
+def _uses(tree: ast.Module, names: Mapping[str, str]) -> Iterator[tuple[int, str, str]]:
+    # a class body's `x: int` declares a field (dataclasses, pydantic, NamedTuple)
+    fields = {id(n) for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for n in c.body}
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield from _imports(node)
+        elif isinstance(node, ast.Name | ast.Attribute | ast.Call | ast.Subscript):
+            dotted = resolve(node, names)
+            category = _surface(dotted) if dotted != "?" else None
+            if category is not None:
+                yield line, category, f"uses `{dotted}`"
+            owner = computed_member(node, names)
+            if owner is not None:
+                yield line, "import system or loaded modules", f"a member of `{owner}` by a "
+                "computed name"
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            why = _ignores_operand(node)
+            if why:
+                yield node.lineno, "comparison or truth ignoring its operand", why
+        elif isinstance(node, ast.If | ast.IfExp | ast.While):
+            constant = _checker_constant(node.test, names)
+            if constant:
+                yield line, "typing escapes", f"branches on `{constant}`"
+        elif (
+            isinstance(node, ast.AnnAssign)
+            and node.value is None
+            and node.simple
+            and id(node) not in fields
+        ):
+            target = node.target
+            if isinstance(target, ast.Name):
+                yield line, "typing escapes", f"`{target.id}` bound only for the type checker"
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and node.value.startswith("/proc/")
+        ):
+            yield line, "process environment", f"reads `{node.value[:40]}`"
+
+
+def _imports(node: ast.Import | ast.ImportFrom) -> Iterator[tuple[int, str, str]]:
+    if isinstance(node, ast.Import):
+        modules = [a.name for a in node.names]
+    elif node.module and node.level == 0:
+        modules = [f"{node.module}.{a.name}" for a in node.names]
+    else:
+        modules = []
+    for module in modules:
+        category = _surface(module)
+        if category is not None:
+            yield node.lineno, category, f"imports `{module}`"
+
+
+def _ignores_operand(func: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """A comparison method whose other operand is never read, or a truth method that
+    returns only constants: it answers the same whatever it is compared with."""
+    args = [a.arg for a in func.args.args]
+    if func.name in _COMPARE and len(args) >= 2:
+        operand = args[1]
+        if not any(isinstance(n, ast.Name) and n.id == operand for n in ast.walk(func)):
+            return f"`{func.name}` never reads its operand `{operand}`"
+    if func.name in _TRUTH:
+        returns = [n for n in ast.walk(func) if isinstance(n, ast.Return)]
+        if returns and all(isinstance(r.value, ast.Constant) for r in returns):
+            return f"`{func.name}` returns a constant"
+    return None
+
+
+def _checker_constant(test: ast.expr, names: Mapping[str, str]) -> str | None:
+    for node in ast.walk(test):
+        if isinstance(node, ast.Name | ast.Attribute):
+            dotted = resolve(node, names)
+            short = dotted.rsplit(".", 1)[-1] if dotted.startswith("typing") else dotted
+            if dotted in _CHECKER_CONSTANTS or short in _CHECKER_CONSTANTS:
+                return dotted
+        if isinstance(node, ast.Constant) and node.value is False and test is node:
+            return "False"
+    return None
