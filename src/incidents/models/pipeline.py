@@ -73,6 +73,8 @@ class EscalationKind(StrEnum):
     INFRA_FAILURE = "infra_failure"
     VERDICT_MISMATCH = "verdict_mismatch"  # the close found the clean report no longer holds
     REGRESSIONS = "regressions"  # its group regressed more than [policy] max_regressions times
+    ENVIRONMENT = "environment"  # an env failure: what the step needs is missing (a person)
+    STILL_FAILING = "still_failing"  # a transient failure still failing after its retries
 
 
 class AIAttempt(Document):
@@ -213,6 +215,22 @@ class ErrorPipelineContext(Document):
     )
     transient_retries: int = Field(default=0, ge=0)
     not_before: Timestamp | None = None
+    # a failure that clears by itself (transient) with nothing to re-run waits for its step
+    transient_quiet_s: float = Field(
+        default=3600.0, ge=0, description="[policy] transient_quiet: quiet this long, recovered"
+    )
+    last_seen: Timestamp | None = Field(
+        default=None, description="its last occurrence (incident.json), as of the last tick"
+    )
+    step_ok_at: Timestamp | None = Field(
+        default=None,
+        description="the latest success of its step that matches it (`incidents run` of its "
+        "command passing, `capture --ok` of its step), as of the last tick",
+    )
+    step_ok_by: str | None = Field(default=None, description="what reported that success")
+    requeues: int = Field(
+        default=0, ge=0, description="times a person sent it back (resolve-escalation --requeue)"
+    )
     # per-signature budget, counted across incidents by the caller
     signature_attempts_used: int = Field(default=0, ge=0)
     signature_attempt_limit: int | None = Field(default=None, ge=0)
@@ -422,12 +440,9 @@ class ErrorPipelineContext(Document):
         keyed by them continue, never overwritten), the per-climb counters reset."""
         reset: dict[str, object] = {
             "current_state": State.S_INIT,
-            # a human requeued it: check it again even if it was never-retry
-            "failure_class": (
-                FailureClass.UNKNOWN
-                if self.failure_class is FailureClass.NEVER_RETRY
-                else self.failure_class
-            ),
+            # env and never_retry keep their class: a requeue re-runs the reproduction
+            # (the person set what was missing), never a fixer
+            "requeues": self.requeues + 1,
             "pending": None,
             "planned": True,  # the plan and original_scripts/ of the first climb stand
             "current_agent": "none",
