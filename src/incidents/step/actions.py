@@ -41,7 +41,7 @@ from incidents.models import (
     InfraFailure,
     ToolRun,
 )
-from incidents.models.pipeline import Action, Agent, State
+from incidents.models.pipeline import Action, Agent, EscalationKind, State
 from incidents.redact import redact
 from incidents.step import quarantine
 from incidents.step.base import TickBase
@@ -462,9 +462,42 @@ class Actions(TickBase):
         fsutil.atomic_write_json(path, doc)
         return settings.model_copy(update={"argv": claude.with_mcp(settings.argv, str(path))})
 
-    def escalation_reason(self, na: NextAction, ctx: ErrorPipelineContext) -> str:
+    def bundle_text(self, name: str) -> str:
+        """A bundle file as text ("" when it is missing or cannot be read)."""
+        try:
+            return bundle_files.read(self.folder, name).decode("utf-8", "replace")
+        except (IncidentsError, OSError):
+            return ""
+
+    def command(self) -> list[str]:
+        """The command `incidents run` ran (context.json `command`), as one string."""
+        import json
+        import shlex
+
+        try:
+            argv = json.loads(self.bundle_text(artifacts.CONTEXT) or "{}").get("command")
+        except (ValueError, AttributeError):
+            return []
+        ok = isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)
+        return [shlex.join(argv)] if ok else []
+
+    def escalation_reason(
+        self, na: NextAction, ctx: ErrorPipelineContext, incident: Incident
+    ) -> str:
+        from incidents import needs
+
         report = ctx.last_error_report
         reason = na.reason
+        if na.escalation in (EscalationKind.ENVIRONMENT, EscalationKind.NEVER_RETRY):
+            # what a person must put in place, read from the failure's own output
+            log = self.bundle_text(artifacts.LOG_TAIL)
+            found = "\n".join(f.message for f in report.issues[:5]) if report else ""
+            said = needs.headline(
+                incident.message, f"{log}\n{found}", str(ctx.failure_class), self.id
+            )
+            reason = f"{said} [{na.reason}]"
+        elif na.escalation is EscalationKind.STILL_FAILING:  # the failure's own words first
+            reason = f"{incident.message} ({na.reason})"
         if na.action is Action.FINALIZE_INFRA_ERROR and report and report.infra_failures:
             details = "; ".join(f"{f.tool}: {f.reason}" for f in report.infra_failures[:5])
             reason += f" ({details})"
