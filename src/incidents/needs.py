@@ -51,7 +51,11 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 _WHAT = {
-    "variable": ("the environment variable {0} is not set", "set {0} where the step runs"),
+    "variable": (
+        "the environment variable {0} is not set",
+        "set {0} where the step runs (for its re-run: in the watcher's environment, "
+        "listed in [verification] pass_env)",
+    ),
     "credential": ("a credential is missing or refused ({0})", "provide a valid credential"),
     "file": ("the file {0} is missing", "create or restore {0}"),
     "permission": ("permission denied ({0})", "give the step the access it needs ({0})"),
