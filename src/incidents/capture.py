@@ -89,13 +89,8 @@ def build_parser(prog: str, for_run: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--config", help="incidents.toml (default: INCIDENTS_CONFIG, ./incidents.toml)")
     p.add_argument("--no-dedupe", action="store_true", help="always open a new incident")
     p.add_argument("--json", action="store_true", help="print the incident document")
-    if not for_run:
-        p.add_argument(
-            "--ok",
-            action="store_true",
-            help="the step succeeded (a script's success path): its open transient "
-            "incidents (of --message's signature, if given) close as recovered",
-        )
+    if not for_run:  # a script's success path (incidents.recovery)
+        p.add_argument("--ok", action="store_true", help="the step succeeded: close its blips")
     if for_run:
         p.add_argument("--timeout", type=float, help="seconds before the command is killed")
         p.add_argument(

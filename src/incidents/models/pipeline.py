@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from incidents.models.base import Document, Timestamp
-from incidents.models.report import ErrorReport, Finding, Verdict
+from incidents.models.report import ErrorReport, Finding
 from incidents.vocab import ErrorCode, FailureClass, FinalStatus, Outcome
 
 Agent = Literal["none", "aider", "codex", "claude"]
@@ -484,25 +484,3 @@ class ErrorPipelineContext(Document):
         self.current_state = self.pending.new_state
         self.step += 1
         self.pending = None
-
-
-class QuarantineMetadata(Document):
-    """`metadata.json` of a quarantine bundle in `error_archive/escalated/<id>/`."""
-
-    incident_id: str
-    run_id: str
-    workstream_id: str
-    created_at: Timestamp
-    finished_at: Timestamp
-    final_status: FinalStatus
-    reason: str
-    last_state: str
-    enabled_tiers: list[str]
-    tool_versions: dict[str, str | None]
-    final_error_counts: dict[str, int]
-    target_files: list[str] = Field(default_factory=list)
-    escalation_kind: str | None = None
-    error_signature: str | None = None
-    verdict: Verdict | None = Field(
-        default=None, description="the last canonical report, bound to content (not clean)"
-    )

@@ -27,7 +27,6 @@ from incidents.fixers.settings import TierSettings
 from incidents.fsm import (
     TIER_NUMBER,
     TIERS,
-    NextAction,
     decide_next_action,
     preexisting,
     report_label,
@@ -41,11 +40,11 @@ from incidents.models import (
     InfraFailure,
     ToolRun,
 )
-from incidents.models.pipeline import Action, Agent, EscalationKind, State
+from incidents.models.pipeline import Action, Agent, State
 from incidents.redact import redact
 from incidents.step import quarantine
-from incidents.step.base import TickBase
-from incidents.vocab import Category, ErrorCode, Outcome
+from incidents.step.reasons import Reasons
+from incidents.vocab import ErrorCode, Outcome
 
 # derived from the machine's own tier table, so the two can never disagree
 AGENT_OF: dict[Action, Agent] = {t.call: t.agent for t in TIERS}
@@ -79,7 +78,7 @@ def redacted(report: ErrorReport) -> ErrorReport:
     return report.model_copy(update={"issues": issues, "infra_failures": infra})
 
 
-class Actions(TickBase):
+class Actions(Reasons):
     def plan(self, incident: Incident, ctx: ErrorPipelineContext) -> None:
         # the targets as they were before anything touched them (the review diffs against it)
         quarantine.copy_final_scripts(
@@ -461,57 +460,6 @@ class Actions(TickBase):
         path = prompt_file.with_name(prompt_file.stem.replace("prompt_", "mcp_config_") + ".json")
         fsutil.atomic_write_json(path, doc)
         return settings.model_copy(update={"argv": claude.with_mcp(settings.argv, str(path))})
-
-    def bundle_text(self, name: str) -> str:
-        """A bundle file as text ("" when it is missing or cannot be read)."""
-        try:
-            return bundle_files.read(self.folder, name).decode("utf-8", "replace")
-        except (IncidentsError, OSError):
-            return ""
-
-    def command(self) -> list[str]:
-        """The command `incidents run` ran (context.json `command`), as one string."""
-        import json
-        import shlex
-
-        try:
-            argv = json.loads(self.bundle_text(artifacts.CONTEXT) or "{}").get("command")
-        except (ValueError, AttributeError):
-            return []
-        ok = isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)
-        return [shlex.join(argv)] if ok else []
-
-    def escalation_reason(
-        self, na: NextAction, ctx: ErrorPipelineContext, incident: Incident
-    ) -> str:
-        from incidents import needs
-
-        report = ctx.last_error_report
-        reason = na.reason
-        if na.escalation in (EscalationKind.ENVIRONMENT, EscalationKind.NEVER_RETRY):
-            # what a person must put in place, read from the failure's own output
-            log = self.bundle_text(artifacts.LOG_TAIL)
-            found = "\n".join(f.message for f in report.issues[:5]) if report else ""
-            said = needs.headline(
-                incident.message, f"{log}\n{found}", str(ctx.failure_class), self.id
-            )
-            reason = f"{said} [{na.reason}]"
-        elif na.escalation is EscalationKind.STILL_FAILING:  # the failure's own words first
-            reason = f"{incident.message} ({na.reason})"
-        if na.action is Action.FINALIZE_INFRA_ERROR and report and report.infra_failures:
-            details = "; ".join(f"{f.tool}: {f.reason}" for f in report.infra_failures[:5])
-            reason += f" ({details})"
-        flaky = [f for f in report.issues if f.code == "flaky"] if report else []
-        if flaky:  # it passes sometimes: a person must know it is not a steady failure
-            shown = "; ".join(f"{f.path}: {f.message}" for f in flaky[:3])
-            reason += f" (flaky with [policy] confirm_runs: {shown})"
-        tampered = [f for f in report.issues if f.category is Category.TAMPER] if report else []
-        if tampered:  # what a reviewer must know first: a fix was faked, not just missed
-            shown = "; ".join(
-                f"{f.code} in {f.path}" + (f":{f.line}" if f.line else "") for f in tampered[:5]
-            )
-            reason += f" (suppressions added instead of fixes, not accepted: {shown})"
-        return reason
 
     def history(self, incident: Incident) -> planner.SignatureHistory:
         """How the signature's other incidents ended (the planner's view of history)."""
