@@ -117,7 +117,8 @@ class Tick(Actions):
                 self._carried = (incident, ctx)
                 return StepOutcome(
                     self.id, old, old, na.action.value, na.reason,
-                    waiting=na.action is Action.WAIT_INPUT, not_before=na.not_before, idle=True,
+                    waiting=na.action is Action.WAIT_INPUT or _awaits_its_step(na),
+                    not_before=na.not_before, idle=True,
                 )  # fmt: skip
             ctx.begin_step(na.action, na.new_state, now)
             if na.action in JOURNALED:
@@ -317,6 +318,12 @@ class Tick(Actions):
                 return mirror.attempts_used(conn, signature)
         except Exception:  # the mirror is derivable: without it no budget is used yet
             return 0
+
+
+def _awaits_its_step(na: NextAction) -> bool:
+    """A transient failure with nothing to re-run waits for its step (something outside,
+    like an agent): a watcher run `--until-idle` does not wait out its quiet period."""
+    return na.outcome is Outcome.RECOVERED and na.not_before is not None
 
 
 def _budget_matters(na: NextAction) -> bool:
