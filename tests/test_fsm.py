@@ -149,7 +149,7 @@ def test_init_env_escalates_at_once_and_a_requeue_reruns_only_its_reproduction()
     assert decide(failing).escalation is EscalationKind.ENVIRONMENT
     passing = at(State.S0_BASELINE_CHECK, [], requeues=1, **env)
     assert decide(passing).outcome is Outcome.RECOVERED
-    nothing = make_ctx(python_files=[], requeues=1, **env)
+    nothing = make_ctx(requeues=1, **env)  # a target but no reproduction: a change proves nothing
     assert decide(nothing).escalation is EscalationKind.ENVIRONMENT
 
 

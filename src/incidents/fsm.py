@@ -185,15 +185,15 @@ def _from_init(ctx: ErrorPipelineContext) -> NextAction:
         )
     if not ctx.planned:
         return NextAction(State.S_INIT, Action.PLAN, "plan before the baseline check")
+    if person is not None and not ctx.verification_commands:  # a clean file proves nothing
+        return _quarantine(
+            person,
+            "requeued, but nothing re-runs the step (no reproduction): once what it needs "
+            "is in place, resolve it by hand",
+        )
     if not ctx.has_something_to_check():
         if ctx.failure_class is FailureClass.TRANSIENT:
             return _await_recovery(ctx)
-        if person is not None:
-            return _quarantine(
-                person,
-                "requeued, but nothing re-runs the step (no reproduction): once what it "
-                "needs is in place, resolve it by hand",
-            )
         return _quarantine(
             EscalationKind.UNVERIFIABLE,
             "unverifiable: no target files and no verification commands, even after planning",
