@@ -292,7 +292,8 @@ class ErrorPipelineContext(Document):
         "passes with the same digest as before its fix saw no change: not a fix)",
     )
     outcome: Outcome | None = Field(
-        default=None, description="fixed, not_reproduced (flaky), changed_before_check, escalated"
+        default=None,
+        description="fixed, not_reproduced (flaky), changed_before_check, recovered, escalated",
     )
     # finalization
     final_status: FinalStatus | None = None
