@@ -167,6 +167,17 @@ def test_a_bare_transient_capture_waits_for_its_step_or_the_quiet_period() -> No
     assert decide(ctx).not_before == T0 + timedelta(seconds=2, hours=1)
 
 
+def test_a_blip_whose_check_re_ran_nothing_of_it_waits_for_its_step() -> None:
+    """A transient capture with a target but no reproduction: a clean lint of the file says
+    nothing about the network, so it waits for its step like a bare capture."""
+    ctx = at(State.S0_BASELINE_CHECK, [], failure_class=FailureClass.TRANSIENT, last_seen=T0)
+    na = decide(ctx)
+    assert (na.new_state, na.outcome) == (State.S_SUCCESS, Outcome.RECOVERED)
+    assert na.not_before == T0 + timedelta(hours=1)
+    ctx.verification_commands = ["python download.py"]  # its reproduction passed: at once
+    assert decide(ctx).not_before is None
+
+
 def test_init_with_nothing_to_check_is_unverifiable() -> None:
     na = decide(make_ctx(python_files=[]))
     assert (na.new_state, na.escalation) == (State.S4_QUARANTINE, EscalationKind.UNVERIFIABLE)
@@ -331,7 +342,7 @@ def test_transient_retries_exhausted_escalate_never_to_a_fixer() -> None:
 
 
 def test_transient_clean_recheck_is_success() -> None:
-    ctx = transient()
+    ctx = transient(verification_commands=["python fetch.py"])  # its reproduction passes
     ctx.schedule_retry(T0)
     ctx.record_check(make_report([]), T0 + timedelta(seconds=5))
     na = decide(ctx)

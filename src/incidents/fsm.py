@@ -244,6 +244,8 @@ def _baseline(ctx: ErrorPipelineContext, report: ErrorReport) -> NextAction:
     person = PERSON_CLASSES.get(ctx.failure_class)
     if person is not None and stuck:  # requeued: only its reproduction decides, never a fix
         return _quarantine(person, "still failing after the requeue: no fixer can mend it")
+    if ctx.failure_class is FailureClass.TRANSIENT and not stuck and not ran_tests(ctx, report):
+        return _await_recovery(ctx)  # a clean target re-ran nothing of it: wait for its step
     if ctx.failure_class in RECOVERING and not stuck:  # nothing to autofix: it cleared
         why = "its reproduction passes after the requeue" if person else "the check passes"
         return _success(ctx, report, why)
