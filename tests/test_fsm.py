@@ -327,6 +327,19 @@ def test_transient_without_any_check_time_reruns_once_to_get_one() -> None:
     assert decide(ctx).action is Action.WAIT_RETRY
 
 
+def test_a_success_of_its_step_re_runs_a_waiting_blip_at_once() -> None:
+    """`incidents run` of its command passed since its last failing check: the backoff is
+    not waited out, the reproduction runs now (and decides)."""
+    ctx = transient(last_seen=T0)
+    ctx.schedule_retry(T0 + timedelta(minutes=5))
+    ctx.step_ok_at, ctx.step_ok_by = T0 - timedelta(seconds=1), "incidents run passed"
+    assert decide(ctx).not_before == T0 + timedelta(minutes=5)  # older than the failure
+    ctx.step_ok_at = T0 + timedelta(seconds=1)
+    na = decide(ctx)
+    assert (na.action, na.not_before) == (Action.RUN_PIPELINE, None)
+    assert "its step succeeded since the last check" in na.reason
+
+
 def test_transient_backoff_grows_and_is_capped() -> None:
     delays = [backoff_delay(n, 5.0, 60.0, 1.0) for n in range(6)]
     assert delays == [5.0, 10.0, 20.0, 40.0, 60.0, 60.0]

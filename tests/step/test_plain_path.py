@@ -277,6 +277,32 @@ def test_a_passing_run_of_the_step_closes_its_open_blip(
     assert (result["final_status"], result["outcome"]) == ("resolved", "recovered"), result
 
 
+def test_a_passing_run_re_runs_a_blip_waiting_out_its_backoff_at_once(
+    cli: Cli, root: Root, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With its reproduction: the first check fails and the retry is minutes away; the same
+    `run` passing since makes the next tick re-run it now, and it closes as recovered."""
+    network = tmp_path / "network"
+    network.write_text("down")
+    (ws / "download.py").write_text(
+        f"import pathlib\nif pathlib.Path({str(network)!r}).read_text() != 'up':\n"
+        "    raise TimeoutError('Network timeout during receipt download')\n"
+    )
+    slow = "[policy]\nretry_base_s = 600.0\nretry_max_s = 600.0\n"
+    use_config(tmp_path, monkeypatch, TIERS_OFF + slow)
+    step = ["run", "--reproduce", "--step", "amazon_download", "--"]
+    assert cli(*step, "python", "download.py").code == 1
+    incident_id = only_incident(root)
+    r = cli("drive", incident_id)
+    assert "WAIT_RETRY" in r.out and (root.inbox / incident_id).is_dir(), r.out
+    network.write_text("up")
+    assert cli(*step, "python", "download.py").code == 0
+    r = cli("drive", incident_id)
+    assert "S0_BASELINE_CHECK -> S0_BASELINE_CHECK (RUN_PIPELINE)" in r.out, r.out  # not due
+    result = run_result(root, incident_id)
+    assert (result["final_status"], result["outcome"]) == ("resolved", "recovered"), result
+
+
 # -- deliver 5: env and never_retry go to a person ----------------------------------------
 
 PUSH = 'import os\n\ntoken = os.environ["WAREHOUSE_API_TOKEN"]\nprint("pushed", len(token))\n'
