@@ -219,6 +219,7 @@ def test_seed_004s_capture_waits_for_its_step_and_closes_when_it_succeeds(
     result = run_result(root, incident_id)
     assert (result["final_status"], result["outcome"]) == ("resolved", "recovered"), result
     assert "capture --ok" in result["reason"]
+    assert "recovered" in events(root, incident_id) and "flaky" not in events(root, incident_id)
     shown = cli("status", incident_id).out
     assert "outcome:         recovered (cleared, no fix claimed)" in shown, shown
     assert ", 1 recovered" in cli("status", "--all").out
