@@ -236,19 +236,8 @@ def _baseline(ctx: ErrorPipelineContext, report: ErrorReport) -> NextAction:
     stuck = _blocking(ctx, report)
     if stuck and _transient_retry_left(ctx):
         return _wait_retry(ctx, report)
-    if stuck and ctx.failure_class is FailureClass.TRANSIENT:  # never to a fixer
-        return _quarantine(
-            EscalationKind.STILL_FAILING,
-            f"transient failure still failing after {ctx.transient_retries} retry(ies)",
-        )
-    person = PERSON_CLASSES.get(ctx.failure_class)
-    if person is not None and stuck:  # requeued: only its reproduction decides, never a fix
-        return _quarantine(person, "still failing after the requeue: no fixer can mend it")
-    if ctx.failure_class is FailureClass.TRANSIENT and not stuck and not ran_tests(ctx, report):
-        return _await_recovery(ctx)  # a clean target re-ran nothing of it: wait for its step
-    if ctx.failure_class in RECOVERING and not stuck:  # nothing to autofix: it cleared
-        why = "its reproduction passes after the requeue" if person else "the check passes"
-        return _success(ctx, report, why)
+    if ctx.failure_class in RECOVERING:  # never a fixer, never the autofix
+        return _recovering_baseline(ctx, report, stuck)
     if report.summary.total_issues == 0:
         return _success(ctx, report, "baseline clean")
     if report.summary.style_only and ctx.enable_mechanical_autofix:
@@ -258,6 +247,23 @@ def _baseline(ctx: ErrorPipelineContext, report: ErrorReport) -> NextAction:
     if not _blocking(ctx, report):
         return _success(ctx, report, "no blocking findings at the baseline")
     return _escalate_after(ctx, None, "baseline blocking")
+
+
+def _recovering_baseline(ctx: ErrorPipelineContext, report: ErrorReport, stuck: bool) -> NextAction:
+    """A failure that clears by itself (transient, its retries used) or by a person's act
+    (env, never_retry, requeued): whether it still fails is all that decides."""
+    person = PERSON_CLASSES.get(ctx.failure_class)
+    if stuck and person is not None:
+        return _quarantine(person, "still failing after the requeue: no fixer can mend it")
+    if stuck:
+        return _quarantine(
+            EscalationKind.STILL_FAILING,
+            f"transient failure still failing after {ctx.transient_retries} retry(ies)",
+        )
+    if person is None and not ran_tests(ctx, report):
+        return _await_recovery(ctx)  # a clean target re-ran nothing of it: wait for its step
+    why = "its reproduction passes after the requeue" if person else "the check passes"
+    return _success(ctx, report, why)
 
 
 def _mechanical_recheck(ctx: ErrorPipelineContext, report: ErrorReport) -> NextAction:
