@@ -51,6 +51,11 @@ def style(*names: str) -> list[Finding]:
     return [finding(n, "format") for n in names or ("s",)]
 
 
+def not_own(findings: list[Finding]) -> list[Finding]:
+    """The same findings in a file the incident is not about (not a target, not its test)."""
+    return [f.model_copy(update={"path": "other.py"}) for f in findings]
+
+
 def make_report(
     issues: Iterable[Finding] = (), *, infra: bool = False, label: str = "0", ran: bool = True
 ) -> ErrorReport:
@@ -130,6 +135,49 @@ def test_init_never_retry_escalates_at_once_even_unplanned() -> None:
     assert "never_retry" in na.reason
 
 
+def test_init_env_escalates_at_once_and_a_requeue_reruns_only_its_reproduction() -> None:
+    """env never reaches a fixer: at once to a person; after a requeue its reproduction
+    decides, passing (recovered) or not (to the person again), never a tier or autofix."""
+    env: dict[str, Any] = {"failure_class": FailureClass.ENV, "enable_aider": True}
+    na = decide(make_ctx(planned=False, verification_commands=["python job.py"], **env))
+    assert (na.new_state, na.escalation) == (State.S4_QUARANTINE, EscalationKind.ENVIRONMENT)
+    ctx = make_ctx(verification_commands=["python job.py"], **env)
+    ctx.requeue("set WAREHOUSE_API_TOKEN")
+    assert ctx.failure_class is FailureClass.ENV and ctx.requeues == 1
+    assert decide(ctx).action is Action.RUN_PIPELINE
+    failing = at(State.S0_BASELINE_CHECK, style(), requeues=1, **env)
+    assert decide(failing).escalation is EscalationKind.ENVIRONMENT
+    passing = at(State.S0_BASELINE_CHECK, [], requeues=1, **env)
+    assert decide(passing).outcome is Outcome.RECOVERED
+    nothing = make_ctx(requeues=1, **env)  # a target but no reproduction: a change proves nothing
+    assert decide(nothing).escalation is EscalationKind.ENVIRONMENT
+
+
+def test_a_bare_transient_capture_waits_for_its_step_or_the_quiet_period() -> None:
+    ctx = make_ctx(python_files=[], failure_class=FailureClass.TRANSIENT, last_seen=T0)
+    na = decide(ctx)
+    assert (na.new_state, na.outcome) == (State.S_SUCCESS, Outcome.RECOVERED)
+    assert na.not_before == T0 + timedelta(hours=1)
+    assert not is_actionable(na, T0 + timedelta(minutes=59))
+    ctx.step_ok_at, ctx.step_ok_by = T0 + timedelta(seconds=1), "incidents run"
+    na = decide(ctx)
+    assert na.not_before is None and na.outcome is Outcome.RECOVERED
+    assert "its step succeeded" in na.reason
+    ctx.last_seen = T0 + timedelta(seconds=2)  # it failed again after that success
+    assert decide(ctx).not_before == T0 + timedelta(seconds=2, hours=1)
+
+
+def test_a_blip_whose_check_re_ran_nothing_of_it_waits_for_its_step() -> None:
+    """A transient capture with a target but no reproduction: a clean lint of the file says
+    nothing about the network, so it waits for its step like a bare capture."""
+    ctx = at(State.S0_BASELINE_CHECK, [], failure_class=FailureClass.TRANSIENT, last_seen=T0)
+    na = decide(ctx)
+    assert (na.new_state, na.outcome) == (State.S_SUCCESS, Outcome.RECOVERED)
+    assert na.not_before == T0 + timedelta(hours=1)
+    ctx.verification_commands = ["python download.py"]  # its reproduction passed: at once
+    assert decide(ctx).not_before is None
+
+
 def test_init_with_nothing_to_check_is_unverifiable() -> None:
     na = decide(make_ctx(python_files=[]))
     assert (na.new_state, na.escalation) == (State.S4_QUARANTINE, EscalationKind.UNVERIFIABLE)
@@ -180,9 +228,24 @@ def test_baseline_style_only_with_autofix_is_autofixed_whatever_strict(strict: b
     )
 
 
-def test_baseline_style_only_without_autofix_and_not_strict_is_success() -> None:
-    ctx = at(State.S0_BASELINE_CHECK, style(), enable_mechanical_autofix=False, enable_aider=True)
+def test_baseline_style_only_elsewhere_without_autofix_and_not_strict_is_success() -> None:
+    ctx = at(
+        State.S0_BASELINE_CHECK,
+        not_own(style()),
+        enable_mechanical_autofix=False,
+        enable_aider=True,
+    )
     assert decide(ctx).new_state is State.S_SUCCESS
+
+
+def test_a_style_finding_in_a_target_is_the_incidents_own_and_blocks_whatever_severity() -> None:
+    """An F841 in the file whose lint failure was captured is that failure: not waved
+    through as style, at the baseline or after the autofix, strict_mode or not."""
+    ctx = at(State.S0_BASELINE_CHECK, style(), enable_mechanical_autofix=False, enable_aider=True)
+    assert decide(ctx).new_state is State.S1_AIDER_FIX
+    ctx = at(State.S0_MECHANICAL_RECHECK, style())
+    na = decide(ctx)
+    assert na.escalation is EscalationKind.NO_FIXER, na
 
 
 def test_baseline_style_only_without_autofix_but_strict_blocks() -> None:
@@ -264,22 +327,39 @@ def test_transient_without_any_check_time_reruns_once_to_get_one() -> None:
     assert decide(ctx).action is Action.WAIT_RETRY
 
 
+def test_a_success_of_its_step_re_runs_a_waiting_blip_at_once() -> None:
+    """`incidents run` of its command passed since its last failing check: the backoff is
+    not waited out, the reproduction runs now (and decides)."""
+    ctx = transient(last_seen=T0)
+    ctx.schedule_retry(T0 + timedelta(minutes=5))
+    ctx.step_ok_at, ctx.step_ok_by = T0 - timedelta(seconds=1), "incidents run passed"
+    assert decide(ctx).not_before == T0 + timedelta(minutes=5)  # older than the failure
+    ctx.step_ok_at = T0 + timedelta(seconds=1)
+    na = decide(ctx)
+    assert (na.action, na.not_before) == (Action.RUN_PIPELINE, None)
+    assert "its step succeeded since the last check" in na.reason
+
+
 def test_transient_backoff_grows_and_is_capped() -> None:
     delays = [backoff_delay(n, 5.0, 60.0, 1.0) for n in range(6)]
     assert delays == [5.0, 10.0, 20.0, 40.0, 60.0, 60.0]
     assert backoff_delay(2, 5.0, 60.0, 0.0) == 10.0
 
 
-def test_transient_retries_exhausted_go_up_the_ladder() -> None:
+def test_transient_retries_exhausted_escalate_never_to_a_fixer() -> None:
     ctx = transient(transient_retries=3)
-    assert decide(ctx).new_state is State.S1_AIDER_FIX
+    na = decide(ctx)
+    assert na.new_state is State.S4_QUARANTINE
+    assert na.escalation is EscalationKind.STILL_FAILING
+    assert "still failing after 3 retry(ies)" in na.reason
 
 
 def test_transient_clean_recheck_is_success() -> None:
-    ctx = transient()
+    ctx = transient(verification_commands=["python fetch.py"])  # its reproduction passes
     ctx.schedule_retry(T0)
     ctx.record_check(make_report([]), T0 + timedelta(seconds=5))
-    assert decide(ctx).new_state is State.S_SUCCESS
+    na = decide(ctx)
+    assert na.new_state is State.S_SUCCESS and na.outcome is Outcome.RECOVERED
 
 
 def test_transient_jitter_without_a_value_is_deterministic_per_incident() -> None:
@@ -357,8 +437,8 @@ def test_mechanical_recheck_clean_is_success() -> None:
     assert decide(at(State.S0_MECHANICAL_RECHECK, [])).new_state is State.S_SUCCESS
 
 
-def test_mechanical_recheck_leftover_style_not_strict_is_success() -> None:
-    ctx = at(State.S0_MECHANICAL_RECHECK, style(), enable_aider=True)
+def test_mechanical_recheck_leftover_style_elsewhere_not_strict_is_success() -> None:
+    ctx = at(State.S0_MECHANICAL_RECHECK, not_own(style()), enable_aider=True)
     assert decide(ctx).new_state is State.S_SUCCESS
 
 
@@ -437,8 +517,8 @@ def test_recheck_clean_is_success() -> None:
     assert decide(ctx).new_state is State.S_SUCCESS
 
 
-def test_recheck_style_left_not_strict_is_success() -> None:
-    ctx = after_fix(State.S2_CODEX_RECHECK, hard(), style(), **ALL_TIERS)
+def test_recheck_style_left_elsewhere_not_strict_is_success() -> None:
+    ctx = after_fix(State.S2_CODEX_RECHECK, hard(), not_own(style()), **ALL_TIERS)
     assert decide(ctx).new_state is State.S_SUCCESS
 
 

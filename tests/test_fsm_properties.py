@@ -33,7 +33,8 @@ TIER_FIXES = {S.S1_AIDER_FIX, S.S2_CODEX_FIX, S.S3_CLAUDE_FIX}
 ESCALATE = {*TIER_FIXES, S.S4_QUARANTINE, S.S_SUCCESS, S.S_ERROR_INFRA}
 # Seed 001's edges, written out by hand (not derived from the implementation).
 ALLOWED: dict[State, set[State]] = {
-    S.S_INIT: {S.S_INIT, S.S0_BASELINE_CHECK, S.S4_QUARANTINE},
+    # S_SUCCESS: a transient failure with nothing to re-run recovered (its step, or quiet)
+    S.S_INIT: {S.S_INIT, S.S0_BASELINE_CHECK, S.S4_QUARANTINE, S.S_SUCCESS},
     S.S0_BASELINE_CHECK: {S.S0_BASELINE_CHECK, S.S0_MECHANICAL_AUTOFIX, *ESCALATE},
     S.S0_MECHANICAL_AUTOFIX: {S.S0_MECHANICAL_RECHECK, S.S_ERROR_INFRA},
     S.S0_MECHANICAL_RECHECK: ESCALATE,
@@ -81,6 +82,8 @@ contexts = st.builds(
     retry_jitter=st.none() | st.floats(0, 1),
     signature_attempts_used=st.integers(0, 3),
     signature_attempt_limit=st.one_of(st.none(), st.none(), st.integers(0, 6)),
+    last_seen=st.sampled_from([None, T0]),
+    requeues=st.sampled_from([0, 0, 1]),
 )
 
 
@@ -248,15 +251,21 @@ def test_a_recheck_follows_every_fix(ctx: ErrorPipelineContext, data: Any) -> No
 def test_success_and_quarantine_only_right_after_a_pipeline_run(
     ctx: ErrorPipelineContext, data: Any
 ) -> None:
-    """The documented exceptions: never_retry and unverifiable escalate from S_INIT."""
+    """The documented exceptions: never_retry, env and unverifiable escalate from S_INIT,
+    and a transient failure with nothing to re-run recovers from there."""
     steps = drive(ctx, data)
     last_action: Action | None = None
     for step in steps:
         if step.na.new_state in {S.S_SUCCESS, S.S4_QUARANTINE}:
             if step.before.current_state is S.S_INIT:
-                assert step.na.new_state is S.S4_QUARANTINE
+                if step.na.new_state is S.S_SUCCESS:
+                    assert step.before.failure_class is FailureClass.TRANSIENT
+                    assert step.na.outcome is Outcome.RECOVERED
+                    assert not step.before.has_something_to_check()
+                    continue
                 assert step.na.escalation in {
                     EscalationKind.NEVER_RETRY,
+                    EscalationKind.ENVIRONMENT,
                     EscalationKind.UNVERIFIABLE,
                 }
             else:
@@ -271,8 +280,11 @@ def test_issue_6_rules_hold_on_every_path(ctx: ErrorPipelineContext, data: Any) 
     steps = drive(ctx, data)
     counts = steps[-1].after.agent_attempt_counts
     assert all(n <= ctx.max_attempts_for(agent) for agent, n in counts.items()), counts
-    if ctx.failure_class is FailureClass.NEVER_RETRY:
+    if ctx.failure_class in (FailureClass.NEVER_RETRY, FailureClass.ENV) and not ctx.requeues:
         assert [s.na.new_state for s in steps] == [S.S4_QUARANTINE]
+    if ctx.failure_class in (FailureClass.NEVER_RETRY, FailureClass.ENV, FailureClass.TRANSIENT):
+        # never a fixer, never the autofix: it clears by itself or a person acts
+        assert not any(s.na.new_state in FIXES for s in steps), [s.na for s in steps]
     for step in steps:
         before, na = step.before, step.na
         if na.new_state in TIER_FIXES and before.current_state not in TIER_FIXES:
@@ -393,8 +405,13 @@ def test_issue_14_no_fix_is_claimed_without_a_change_nor_with_an_own_failure_lef
     if after.final_status is not FinalStatus.SUCCESS:
         assert after.outcome is Outcome.ESCALATED
         return
+    if last.before.current_state is S.S_INIT:  # a transient failure waited for its step
+        assert after.outcome is Outcome.RECOVERED and not after.has_something_to_check()
+        return
     report = after.last_error_report
     assert report is not None
+    # the incident's own findings block whatever their severity
+    assert not [f for f in report.issues if f.path in after.target_files]
     left = [f for f in report.issues if f.hard]
     if last.before.current_state is S.S0_BASELINE_CHECK or after.strict_mode:
         assert not left, (last.before.current_state, left)
@@ -413,4 +430,8 @@ def test_issue_14_no_fix_is_claimed_without_a_change_nor_with_an_own_failure_lef
         assert last.before.current_state is not S.S0_BASELINE_CHECK
         assert not (len(digests) >= 2 and digests[-1] == digests[-2])
     if last.before.current_state is S.S0_BASELINE_CHECK:
-        assert after.outcome in {Outcome.NOT_REPRODUCED, Outcome.CHANGED_BEFORE_CHECK}
+        assert after.outcome in {
+            Outcome.NOT_REPRODUCED,
+            Outcome.CHANGED_BEFORE_CHECK,
+            Outcome.RECOVERED,
+        }

@@ -376,3 +376,12 @@ def test_a_verification_command_must_not_change_files_or_install(
 )  # fmt: skip
 def test_read_only_check_commands_stay_allowed(tmp_path: Path, command: str) -> None:
     assert refused([command], workdir=tmp_path) == []
+
+
+def test_pass_env_takes_variable_names_only() -> None:
+    """`[verification] pass_env` lists names; anything else is refused naming the value."""
+    from incidents.verify import VerifySettings
+
+    assert VerifySettings(pass_env=["WAREHOUSE_API_TOKEN"]).pass_env == ["WAREHOUSE_API_TOKEN"]
+    with pytest.raises(ValueError, match="not an environment variable name: 'A=B'"):
+        VerifySettings(pass_env=["A=B"])

@@ -69,9 +69,7 @@ def build_parser(prog: str, for_run: bool = False) -> argparse.ArgumentParser:
         ),
     )
     p.add_argument("--step", required=True, help="the pipeline step that failed")
-    p.add_argument(
-        "--message", required=not for_run, help="what went wrong, one line (secrets are redacted)"
-    )
+    p.add_argument("--message", help="what went wrong, one line (secrets are redacted)")
     p.add_argument("--run-id", help="the pipeline run this belongs to (default: generated)")
     p.add_argument("--failure-class", choices=[c.value for c in FailureClass])
     p.add_argument("--error-code", choices=[c.value for c in ErrorCode])
@@ -91,6 +89,8 @@ def build_parser(prog: str, for_run: bool = False) -> argparse.ArgumentParser:
     p.add_argument("--config", help="incidents.toml (default: INCIDENTS_CONFIG, ./incidents.toml)")
     p.add_argument("--no-dedupe", action="store_true", help="always open a new incident")
     p.add_argument("--json", action="store_true", help="print the incident document")
+    if not for_run:  # a script's success path (incidents.recovery)
+        p.add_argument("--ok", action="store_true", help="the step succeeded: close its blips")
     if for_run:
         p.add_argument("--timeout", type=float, help="seconds before the command is killed")
         p.add_argument(
@@ -431,8 +431,15 @@ def _print_result(result: CaptureResult, as_json: bool) -> None:
 
 def main_capture(argv: list[str], prog: str = "incidents capture") -> int:
     args = capture_argv.parse(argv) or build_parser(prog).parse_args(argv)
+    if args.message is None and not args.ok:
+        raise UsageError(f"{prog}: the following arguments are required: --message")
     _validate_common(args)
     root, cfg = _root_for(args)
+    if args.ok:
+        from incidents.recovery import capture_ok
+
+        capture_ok(root, args.step, args.message, args.failure_class, cfg.table)
+        return 0
     inp = _inputs_from_args(args, cfg)
     result = capture(root, inp, cfg.table["max_message_chars"], cfg.table["regression_window_days"])
     _print_result(result, args.json)
@@ -460,6 +467,9 @@ def main_run(argv: list[str], prog: str = "incidents run") -> int:
     result = run_tee(command, timeout=args.timeout, tail_bytes=settings["log_tail_bytes"])
     status = result.exit_status
     if status == 0:
+        from incidents.recovery import run_passed
+
+        run_passed(root, args.step, shlex.join(command))
         return 0
     inp.reproduction = reproduction(command, args.reproduce, settings["reproduce"], refused)
     if inp.reproduction["kept"]:

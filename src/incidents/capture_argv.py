@@ -36,7 +36,7 @@ _APPENDS = {
     "--powershell-file": "powershell_file",
     "--verify": "verify",
 }
-_FLAGS = {"--no-dedupe": "no_dedupe", "--json": "json"}
+_FLAGS = {"--no-dedupe": "no_dedupe", "--json": "json", "--ok": "ok"}
 _REQUIRED = ("step", "message")
 
 
@@ -80,7 +80,7 @@ def parse(argv: list[str]) -> SimpleNamespace | None:
                 return None
         else:
             found[dest] = value
-    if any(found[dest] is None for dest in _REQUIRED):
+    if any(found[dest] is None for dest in _REQUIRED if not (dest == "message" and found["ok"])):
         return None
     for dest, allowed in CHOICES.items():
         if found[dest] is not None and found[dest] not in allowed:

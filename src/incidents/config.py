@@ -74,6 +74,12 @@ class PolicySettings(Section):
     )
     retry_base_s: float = Field(default=5.0, ge=0, description="first backoff delay")
     retry_max_s: float = Field(default=300.0, ge=0, description="backoff cap")
+    transient_quiet: float = Field(
+        default=3600.0,
+        ge=0,
+        description="seconds a transient failure with nothing to re-run waits for its step "
+        "to succeed; with no recurrence by then it closes as recovered",
+    )
     signature_budget: int = Field(
         default=3, ge=0, description="fixer attempts per error signature, across incidents"
     )

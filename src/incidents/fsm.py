@@ -46,17 +46,10 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
-from incidents.models.pipeline import (
-    Action,
-    Agent,
-    ErrorPipelineContext,
-    EscalationKind,
-    State,
-    baseline_key,
-    normal_path,
-)
-from incidents.models.report import ErrorReport, Finding
-from incidents.vocab import Category, ErrorCode, FailureClass, Outcome
+from incidents.guards import blocking, preexisting, ran_tests
+from incidents.models.pipeline import Action, Agent, ErrorPipelineContext, EscalationKind, State
+from incidents.models.report import ErrorReport
+from incidents.vocab import ErrorCode, FailureClass, Outcome
 
 __all__ = [
     "TERMINAL",
@@ -75,6 +68,7 @@ __all__ = [
     "is_terminal",
     "max_steps",
     "preexisting",
+    "ran_tests",
     "report_label",
 ]
 
@@ -115,6 +109,13 @@ CHECK_LABELS = {
 _FIX_TIER = {t.fix: t for t in TIERS}
 _RECHECK_TIER = {t.recheck: t for t in TIERS}
 _IDLE = frozenset({Action.WAIT_INPUT, Action.NONE})
+# what no fixer can mend: a person acts, then a requeue re-runs the reproduction
+PERSON_CLASSES = {
+    FailureClass.ENV: EscalationKind.ENVIRONMENT,
+    FailureClass.NEVER_RETRY: EscalationKind.NEVER_RETRY,
+}
+# failures that clear by themselves or by a person's act, not by a change to the code
+RECOVERING = frozenset({FailureClass.TRANSIENT, *PERSON_CLASSES})
 
 
 def is_terminal(state: State) -> bool:
@@ -171,10 +172,12 @@ def decide_next_action(ctx: ErrorPipelineContext) -> NextAction:
 
 
 def _from_init(ctx: ErrorPipelineContext) -> NextAction:
-    if ctx.failure_class is FailureClass.NEVER_RETRY:
+    person = PERSON_CLASSES.get(ctx.failure_class)
+    if person is not None and not ctx.requeues:  # no fixer, no autofix: a person acts first
         return _quarantine(
-            EscalationKind.NEVER_RETRY,
-            f"failure class never_retry ({ctx.error_code or 'no code'}): escalate at once",
+            person,
+            f"failure class {ctx.failure_class} ({ctx.error_code or 'no code'}): escalate at "
+            "once, no fixer can mend it",
         )
     if ctx.max_regressions is not None and ctx.regression_count > ctx.max_regressions:
         return _quarantine(
@@ -184,7 +187,15 @@ def _from_init(ctx: ErrorPipelineContext) -> NextAction:
         )
     if not ctx.planned:
         return NextAction(State.S_INIT, Action.PLAN, "plan before the baseline check")
+    if person is not None and not ctx.verification_commands:  # a clean file proves nothing
+        return _quarantine(
+            person,
+            "requeued, but nothing re-runs the step (no reproduction): once what it needs "
+            "is in place, resolve it by hand",
+        )
     if not ctx.has_something_to_check():
+        if ctx.failure_class is FailureClass.TRANSIENT:
+            return _await_recovery(ctx)
         return _quarantine(
             EscalationKind.UNVERIFIABLE,
             "unverifiable: no target files and no verification commands, even after planning",
@@ -217,6 +228,9 @@ def _from_fix(ctx: ErrorPipelineContext, recheck: State, *, handoff: bool) -> Ne
 def _from_check(ctx: ErrorPipelineContext, state: State) -> NextAction:
     report = ctx.last_error_report
     if ctx.not_before is not None:
+        if _step_succeeded_since(ctx, ctx.last_check_at):
+            why = f"its step succeeded since the last check ({ctx.step_ok_by}): re-run it now"
+            return NextAction(state, Action.RUN_PIPELINE, why)
         return NextAction(state, Action.RUN_PIPELINE, "transient retry", ctx.not_before)
     if report is None:
         return NextAction(state, Action.RUN_PIPELINE, "no report yet: run the check")
@@ -227,8 +241,11 @@ def _from_check(ctx: ErrorPipelineContext, state: State) -> NextAction:
 
 
 def _baseline(ctx: ErrorPipelineContext, report: ErrorReport) -> NextAction:
-    if _blocking(ctx, report) and _transient_retry_left(ctx):
+    stuck = _blocking(ctx, report)
+    if stuck and _transient_retry_left(ctx):
         return _wait_retry(ctx, report)
+    if ctx.failure_class in RECOVERING:  # never a fixer, never the autofix
+        return _recovering_baseline(ctx, report, stuck)
     if report.summary.total_issues == 0:
         return _success(ctx, report, "baseline clean")
     if report.summary.style_only and ctx.enable_mechanical_autofix:
@@ -238,6 +255,23 @@ def _baseline(ctx: ErrorPipelineContext, report: ErrorReport) -> NextAction:
     if not _blocking(ctx, report):
         return _success(ctx, report, "no blocking findings at the baseline")
     return _escalate_after(ctx, None, "baseline blocking")
+
+
+def _recovering_baseline(ctx: ErrorPipelineContext, report: ErrorReport, stuck: bool) -> NextAction:
+    """A failure that clears by itself (transient, its retries used) or by a person's act
+    (env, never_retry, requeued): whether it still fails is all that decides."""
+    person = PERSON_CLASSES.get(ctx.failure_class)
+    if stuck and person is not None:
+        return _quarantine(person, "still failing after the requeue: no fixer can mend it")
+    if stuck:
+        return _quarantine(
+            EscalationKind.STILL_FAILING,
+            f"transient failure still failing after {ctx.transient_retries} retry(ies)",
+        )
+    if person is None and not ran_tests(ctx, report):
+        return _await_recovery(ctx)  # a clean target re-ran nothing of it: wait for its step
+    why = "its reproduction passes after the requeue" if person else "the check passes"
+    return _success(ctx, report, why)
 
 
 def _mechanical_recheck(ctx: ErrorPipelineContext, report: ErrorReport) -> NextAction:
@@ -267,47 +301,8 @@ _CHECK_GUARDS: dict[State, Callable[[ErrorPipelineContext, ErrorReport], NextAct
 # -- guards -------------------------------------------------------------------------------
 
 
-def blocking(ctx: ErrorPipelineContext, report: ErrorReport) -> bool:
-    """Whether `report` keeps the incident from success (`_blocking`)."""
-    return _blocking(ctx, report)
-
-
 def _blocking(ctx: ErrorPipelineContext, report: ErrorReport) -> bool:
-    """Seed 001: hard failures block; with strict_mode any finding blocks. Issue 14: at a
-    recheck, a hard finding the first baseline already had, in a file the incident is not
-    about, is pre-existing and does not block (strict_mode off, `preexisting`); everything
-    else hard does, and at the baseline check every hard finding does."""
-    if ctx.strict_mode:
-        return report.summary.has_hard_fail or report.summary.total_issues > 0
-    if not report.summary.has_hard_fail:
-        return False
-    excused = {id(f) for f in preexisting(ctx, report)}
-    return any(f.hard and id(f) not in excused for f in report.issues)
-
-
-def preexisting(ctx: ErrorPipelineContext, report: ErrorReport) -> list[Finding]:
-    """The hard findings of `report` judged "pre-existing, not the incident's": at a
-    recheck (never at the baseline check, which defines the incident: everything it finds
-    there is in its own baseline), already in the first baseline report (same path, code
-    and normalised message), and in a file the incident is not about (`own_files`: its
-    targets and every test selected through them). What is left is a test that only
-    `[checks] test_paths` brought in. Never a verification command's finding, a tamper
-    finding or a flaky one. Always empty with strict_mode or before a baseline is known."""
-    if ctx.strict_mode or ctx.own_files is None or ctx.baseline_keys is None:
-        return []
-    if ctx.current_state is State.S0_BASELINE_CHECK:
-        return []
-    own = {normal_path(p) for p in [*ctx.own_files, *ctx.target_files]}
-    before = set(ctx.baseline_keys)
-    return [
-        f
-        for f in report.issues
-        if f.hard
-        and normal_path(f.path) not in own
-        and f.category not in (Category.VERIFICATION, Category.TAMPER)
-        and f.code != "flaky"  # a confirmation run saw it come and go: never excused
-        and baseline_key(f) in before
-    ]
+    return blocking(ctx, report)  # incidents.guards: the one rule, shared with the close
 
 
 def _made_progress(ctx: ErrorPipelineContext) -> bool:
@@ -334,6 +329,15 @@ def _tier_enabled(ctx: ErrorPipelineContext, agent: Agent) -> bool:
 def _budget_exhausted(ctx: ErrorPipelineContext) -> bool:
     limit = ctx.signature_attempt_limit
     return limit is not None and ctx.signature_attempts_used >= limit
+
+
+def _step_succeeded_since(ctx: ErrorPipelineContext, when: datetime | None) -> bool:
+    """A success of its step (`incidents run` passing, `capture --ok`) came after its last
+    failure (its last occurrence, and `when`, the last check that saw it fail)."""
+    ok = ctx.step_ok_at
+    if ok is None or ctx.failure_class is not FailureClass.TRANSIENT:
+        return False
+    return all(t is None or ok >= t for t in (ctx.last_seen, when))
 
 
 # -- transitions --------------------------------------------------------------------------
@@ -385,6 +389,34 @@ def _enter_tier(ctx: ErrorPipelineContext, tier: Tier, why: str) -> NextAction:
     return NextAction(tier.fix, action, f"{why} -> {tier.agent}")
 
 
+def _await_recovery(ctx: ErrorPipelineContext) -> NextAction:
+    """A transient failure with nothing to re-run waits for its step: a success of it since
+    its last failure, or `transient_quiet` with no recurrence, closes it as recovered."""
+    if _step_succeeded_since(ctx, None):
+        assert ctx.step_ok_at is not None
+        return NextAction(
+            State.S_SUCCESS,
+            Action.FINALIZE_SUCCESS,
+            f"recovered: its step succeeded at {ctx.step_ok_at.isoformat()} "
+            f"({ctx.step_ok_by}), after its last failure; no fix claimed",
+            outcome=Outcome.RECOVERED,
+        )
+    if ctx.last_seen is None:  # an older context: no time to be quiet from
+        return _quarantine(
+            EscalationKind.UNVERIFIABLE,
+            "unverifiable: a transient failure with nothing to re-run and no time it was seen",
+        )
+    quiet = ctx.transient_quiet_s
+    return NextAction(
+        State.S_SUCCESS,
+        Action.FINALIZE_SUCCESS,
+        f"recovered: no recurrence within [policy] transient_quiet ({quiet:g}s) of its last "
+        f"failure at {ctx.last_seen.isoformat()}; nothing to re-run, no fix claimed",
+        ctx.last_seen + timedelta(seconds=quiet),
+        outcome=Outcome.RECOVERED,
+    )
+
+
 def _quarantine(kind: EscalationKind, reason: str) -> NextAction:
     return NextAction(State.S4_QUARANTINE, Action.QUARANTINE, reason, escalation=kind)
 
@@ -399,12 +431,6 @@ def due(na: NextAction, ctx: ErrorPipelineContext, now: datetime) -> NextAction:
         f"no agent submitted a fix for {ctx.handoff_agent} by {na.not_before.isoformat()} "
         "([handoff] wait_s): a person must fix it, or run an agent skill on `incidents next`",
     )
-
-
-def ran_tests(ctx: ErrorPipelineContext, report: ErrorReport) -> bool:
-    """Whether this check's verdict rests on tests: a test runner ran a selection, or the
-    incident has verification (reproduction) commands."""
-    return bool(ctx.verification_commands) or any(run.tests for run in report.tool_runs)
 
 
 def _success(ctx: ErrorPipelineContext, report: ErrorReport, why: str) -> NextAction:
@@ -433,6 +459,11 @@ def _success(ctx: ErrorPipelineContext, report: ErrorReport, why: str) -> NextAc
             outcome = Outcome.CHANGED_BEFORE_CHECK
             reason = f"{why}; the targets changed between the capture and the check: fixed "
             reason += "before the escalation machine looked, not by it"
+        elif ctx.failure_class in RECOVERING:  # it clears by itself, or a person cleared it
+            outcome = Outcome.RECOVERED
+            reason = f"recovered: {why}, no target changed: no fix claimed"
+            if ctx.transient_retries:
+                reason += f", after {ctx.transient_retries} transient retry(ies)"
         else:
             outcome = Outcome.NOT_REPRODUCED
             reason = f"not reproduced (flaky): {why}, " + (

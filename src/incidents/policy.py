@@ -1,5 +1,9 @@
 """Retry policy around the escalation machine (seeds 002 and 003).
 
+- What no fixer can mend goes to a person: env and never_retry escalate at
+  once (`incidents.fsm`, the headline from `incidents.needs`); transient failures clear
+  themselves (re-run with backoff, or their step's success, `incidents.recovery`) and
+  never reach a fixer.
 - Fail fast (seed 002): RATE_LIMIT and HOOK_FAILURE are not retried. Classification keeps
   what a failure *is* (a rate limit is transient by nature); the policy decides what is
   *done*: these codes enter the machine as never_retry, which escalates at S_INIT without
@@ -62,8 +66,13 @@ def retry_behaviour(code: str | None, failure_class: str) -> str:
     cls = effective_failure_class(code, failure_class)
     if cls is FailureClass.NEVER_RETRY:
         return "escalate at once"
+    if cls is FailureClass.ENV:
+        return "escalate at once, saying what is missing; a requeue re-runs the reproduction"
     if cls is FailureClass.TRANSIENT:
-        return "re-run the check with backoff, then fix within the signature budget"
+        return (
+            "re-run the reproduction with backoff (or wait for the step to succeed): "
+            "recovered when it passes, escalated if it still fails; never a fixer"
+        )
     return "fix within the signature budget"
 
 

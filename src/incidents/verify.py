@@ -87,6 +87,23 @@ class VerifySettings(Section):
         json_schema_extra={"x-rule": "workdirs"},
     )
 
+    pass_env: list[str] = Field(
+        default_factory=list,
+        description="environment variables passed from the watcher's environment to "
+        "verification commands (which otherwise get PATH, HOME, locale and TMPDIR only): "
+        "what a step's reproduction needs, e.g. the credential an env incident named",
+    )
+
+    @field_validator("pass_env")
+    @classmethod
+    def _variable_names(cls, value: list[str]) -> list[str]:
+        import re
+
+        bad = [v for v in value if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,200}", v)]
+        if bad:
+            raise ValueError(f"not an environment variable name: {bad[0]!r}")
+        return value
+
     @field_validator("allow")
     @classmethod
     def _absolute_paths(cls, value: list[str]) -> list[str]:
@@ -142,6 +159,13 @@ def _tail(result: proc.ProcResult, limit: int) -> str:
     return redact(text.strip())
 
 
+def _passed(settings: VerifySettings) -> dict[str, str]:
+    """`[verification] pass_env`: the listed variables this process has."""
+    import os
+
+    return {k: os.environ[k] for k in settings.pass_env if k in os.environ}
+
+
 def _run_one(
     command: str,
     workdir: Path,
@@ -156,7 +180,8 @@ def _run_one(
     with tempfile.TemporaryDirectory(prefix="incidents-verify-") as pycache:
         result = proc.run(
             argv, cwd=workdir, timeout=settings.timeout_s,
-            env=proc.minimal_env({"PYTHONPYCACHEPREFIX": pycache}), while_running=while_running,
+            env=proc.minimal_env({**_passed(settings), "PYTHONPYCACHEPREFIX": pycache}),
+            while_running=while_running,
         )  # fmt: skip
     out.tool_runs.append(
         ToolRun(tool=TOOL, argv=argv, exit_code=result.returncode,

@@ -71,13 +71,17 @@ class Outcome(StrEnum):
     target (flaky, or a fixer that changed nothing); `changed_before_check`: the targets
     changed between the capture and the first check (someone else fixed it);
     `resolved_by_human`: escalated, then resolved by a person (`resolve-escalation`): no
-    check found it clean, and no fix is claimed by the machine."""
+    check found it clean, and no fix is claimed by the machine. `recovered`: a failure
+    that clears by itself (transient, or an environment a person mended) is gone: its
+    reproduction passes again, or its step succeeded since, or it stayed quiet; no fix is
+    credited and nobody is paged."""
 
     FIXED = "fixed"
     NOT_REPRODUCED = "not_reproduced"
     CHANGED_BEFORE_CHECK = "changed_before_check"
     ESCALATED = "escalated"
     RESOLVED_BY_HUMAN = "resolved_by_human"
+    RECOVERED = "recovered"
 
 
 class FinalStatus(StrEnum):

@@ -107,15 +107,31 @@ def reproduction_only(cli: Cli, root: Root, ws: Path, command: str) -> str:
 
 
 def test_a_verdict_bound_to_no_file_is_nothing_bound_not_ok(cli: Cli, root: Root, ws: Path) -> None:
-    """`python -m pytest -q` names no file: the verdict binds nothing, and verify-archive
-    says so (exit 1) instead of "ok: 0 file(s)"."""
+    """`python -m pytest -q` names no file: with hashes only, the verdict binds nothing,
+    and verify-archive says so (exit 1) instead of "ok: 0 file(s)"."""
     incident_id = reproduction_only(cli, root, ws, "python -m pytest -q")
-    r = cli("verify-archive", incident_id)
+    r = cli("verify-archive", incident_id, "--no-reproduce")
     assert r.code == 1, r.out + r.err
     assert f"{incident_id}: NOTHING BOUND" in r.out and "ok:" not in r.out
     assert "1 resolved: 0 hold, 0 changed, 0 without a verdict, 1 bound to nothing" in r.out
-    [entry] = cli("verify-archive", incident_id, "--json").json()["incidents"]
+    [entry] = cli("verify-archive", incident_id, "--json", "--no-reproduce").json()["incidents"]
     assert entry["status"] == "nothing_bound"
+
+
+def test_verify_archive_runs_the_reproduction_again(cli: Cli, root: Root, ws: Path) -> None:
+    """The verdict rested on `python -m pytest -q` passing: verify-archive runs it again.
+    It passes (the verdict holds), then a test breaks and it fails again (exit 1, said)."""
+    incident_id = reproduction_only(cli, root, ws, "python -m pytest -q")
+    r = cli("verify-archive", incident_id)
+    assert r.code == 0, r.out + r.err
+    assert "its 1 verification command(s) pass again" in r.out
+    (ws / "tests" / "test_ok.py").write_text("def test_ok() -> None:\n    assert False\n")
+    r = cli("verify-archive", incident_id)
+    assert r.code == 1, r.out + r.err
+    assert f"{incident_id}: FAILS AGAIN" in r.out and "python -m pytest -q: exited with 1" in r.out
+    assert r.out.rstrip().endswith("1 fail again"), r.out
+    [entry] = cli("verify-archive", incident_id, "--json").json()["incidents"]
+    assert entry["status"] == "fails" and entry["failing"]
 
 
 def test_a_folder_a_verification_command_names_binds_its_python_files(

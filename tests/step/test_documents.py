@@ -56,7 +56,7 @@ def test_requeue_starts_a_new_climb_with_the_history_kept() -> None:
     ctx.requeue("the config file is read-only; write to a copy")
     assert ctx.current_state is State.S_INIT and ctx.pending is None and ctx.planned
     assert ctx.guidance == "the config file is read-only; write to a copy"
-    assert ctx.failure_class is FailureClass.UNKNOWN  # a human asked: never-retry no more
+    assert ctx.failure_class is FailureClass.NEVER_RETRY and ctx.requeues == 1  # its class kept
     assert (ctx.attempt_number, ctx.current_agent, ctx.agent_attempt_counts) == (0, "none", {})
     assert ctx.final_status is None and ctx.escalation_reason is None
     assert ctx.signature_attempts_used == 0 and ctx.quarantine_path is None

@@ -163,7 +163,8 @@ def test_a_test_changed_outside_the_fix_does_not_make_one(
     """What a fixer's edit to a test, kept across a crash of its tick, leaves behind: the
     fixer only touched its target, yet the test file differs from the baseline's at the
     recheck. The check passes, and still nothing is resolved."""
-    stand_in(bin_dir, "aider", "open('calc.py', 'a').write('# looked at it\\n')")
+    # a formatted edit: the target itself stays clean (its own findings would block)
+    stand_in(bin_dir, "aider", "open('calc.py', 'a').write('\\n\\n# looked at it\\n')")
     use_config(tmp_path, monkeypatch, ALL_TOOLS + AIDER_ONLY)
     incident_id = capture(
         cli, step="test", ws=ws, target="calc.py", message="1 failed: FAILED test_calc.py::test_add"

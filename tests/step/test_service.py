@@ -233,7 +233,15 @@ def test_step_and_error_step_print_one_transition(
 
 
 def test_nothing_to_check_is_escalated_as_unverifiable(cli: Cli, root: Root) -> None:
-    r = cli("capture", "--step", "notify", "--message", "webhook returned 500")
+    r = cli(
+        "capture",
+        "--step",
+        "notify",
+        "--message",
+        "webhook returned 500",
+        "--failure-class",
+        "code",
+    )
     incident_id = r.out.strip()
     r = cli("drive", incident_id)
     assert "-> S4_QUARANTINE" in r.out, r.out

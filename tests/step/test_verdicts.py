@@ -3,7 +3,8 @@ captured and driven through the CLI with real ruff, mypy and pytest on real proj
 
 - success needs the incident's own failure gone, and tolerates what was already broken
   elsewhere before anyone touched it (pre-existing findings in files it is not about);
-- a failure that passes with no change to any target is `not_reproduced`, never "fixed":
+- a failure that passes with no change to any target is `not_reproduced` (`recovered` for a
+  transient one), never "fixed":
   at the baseline (nothing changed since capture), after a transient retry, after a fixer
   that changed nothing;
 - `incidents run --reproduce` makes the failed command the incident's verification command.
@@ -317,12 +318,13 @@ def test_a_fixer_that_really_fixes_the_code_is_credited(
 # -- incidents run --reproduce ------------------------------------------------------------
 
 
-def test_a_transient_failure_that_passes_on_retry_is_not_reproduced_and_pages_nobody(
+def test_a_transient_failure_that_passes_on_retry_is_recovered_and_pages_nobody(
     cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """(b) `incidents run --reproduce` of a command that fails twice (a network blip): the
     command is the incident's verification; the baseline re-runs it with backoff, it
-    passes, nothing changed: resolved as not reproduced, no escalation, no pause."""
+    passes, nothing changed: resolved as recovered (no fix claimed), no escalation, no
+    pause."""
     ws = tmp_path / "ws"
     ws.mkdir()
     monkeypatch.chdir(ws)
@@ -341,7 +343,7 @@ def test_a_transient_failure_that_passes_on_retry_is_not_reproduced_and_pages_no
     assert "WAIT_RETRY" in r.out, r.out
     assert (root.bucket("resolved") / incident_id).is_dir()
     result = run_result(root, incident_id)
-    assert result["outcome"] == "not_reproduced", result
+    assert result["outcome"] == "recovered", result
     assert "after 1 transient retry" in result["reason"]
     assert "escalation" not in events(root) and not (root.state / "paused").exists()
     assert int((tmp_path / "counter").read_text()) == 3  # run, baseline, retry
@@ -479,7 +481,7 @@ def test_a_transient_test_failure_is_re_run_not_replayed_from_the_cache(
 ) -> None:
     """(b) with a test: the named test fails at the baseline (a blip) and passes when the
     transient retry runs it again. The retry must run pytest, not replay the cached
-    failure of unchanged inputs; then it is not reproduced, and nobody is paged."""
+    failure of unchanged inputs; then it is recovered, and nobody is paged."""
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "calc.py").write_text(GOOD)
@@ -494,5 +496,5 @@ def test_a_transient_test_failure_is_re_run_not_replayed_from_the_cache(
     assert r.code == 0, r.err
     assert "WAIT_RETRY" in r.out, r.out
     result = run_result(root, incident_id)
-    assert result["final_status"] == "resolved" and result["outcome"] == "not_reproduced"
+    assert result["final_status"] == "resolved" and result["outcome"] == "recovered"
     assert "escalation" not in events(root)

@@ -142,6 +142,7 @@ OUTCOME_SHOWN = {
     "changed_before_check": "changed before check",
     "escalated": "escalated",
     "resolved_by_human": "resolved by a person",
+    "recovered": "recovered (cleared, no fix claimed)",
 }
 
 
@@ -460,6 +461,8 @@ def register(app: typer.Typer) -> None:
             fixed = sum(1 for o in outcomes.values() if o == "fixed")
             flaky = sum(1 for o in outcomes.values() if o == "not_reproduced")
             human = sum(1 for o in outcomes.values() if o == "resolved_by_human")
+            back = sum(1 for o in outcomes.values() if o == "recovered")
             output.out(f"resolved: {fixed} fixed, {flaky} not reproduced (flaky, no fix claimed)"
+                       + (f", {back} recovered" if back else "")
                        + (f", {human} by a person" if human else ""))  # fmt: skip
         return 0

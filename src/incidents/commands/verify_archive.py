@@ -7,12 +7,14 @@ closed without one (resolved before verdicts were recorded, or by a person) are 
 as "no verdict recorded", never as matching. Reads only the resolved bucket's folder
 names, each incident's run_result.json and the files its verdict names.
 
-A verdict that binds no file at all (an incident whose only check was a verification
-command that names none, e.g. `python -m pytest -q`) is reported as "nothing bound":
-there is nothing to re-check, so it is not said to hold.
+The verification commands a verdict rested on (the incident's reproduction: the command
+it failed with, and its plan's) are run again, in its workdir, under `[verification]`'s
+rules: a verdict holds only while they still pass (`--no-reproduce`: hashes only). A
+verdict that binds no file and ran no command is reported as "nothing bound": there is
+nothing to re-check, so it is not said to hold.
 
-Exit codes: 0 every verdict holds (or none was recorded); 1 some file changed, or some
-verdict binds nothing; 2 bad input (an unknown or unresolved id, a run_result.json that
+Exit codes: 0 every verdict holds (or none was recorded); 1 some file changed, some
+reproduction fails again, or some verdict binds nothing; 2 bad input (an unknown or unresolved id, a run_result.json that
 cannot be read: the file and field are named).
 """
 
@@ -21,7 +23,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -32,8 +34,12 @@ from incidents.errors import IncidentsError, UsageError, explain_validation
 from incidents.layout import BUCKETS, Root, validate_id
 from incidents.models import RunResult
 
+if TYPE_CHECKING:
+    from incidents.verify import VerifySettings
+
 MATCH, CHANGED, NO_VERDICT, UNREADABLE = "match", "changed", "no_verdict", "unreadable"
 NOTHING_BOUND = "nothing_bound"
+FAILS = "fails"  # a verification command the verdict rested on fails again now
 
 
 @dataclass
@@ -44,18 +50,27 @@ class Audit:
     files: int = 0
     changed: dict[str, str] = field(default_factory=dict)
     error: str | None = None
+    failing: list[str] = field(default_factory=list)
+    rerun: int = 0  # verification commands run again (and passed, unless FAILS)
 
     def line(self) -> str:
         from incidents.checks.judged import describe
 
         if self.status == MATCH:
+            again = f"; its {self.rerun} verification command(s) pass again" if self.rerun else ""
             return (
-                f"{self.incident_id}: ok: {self.files} file(s) as report {self.report} judged them"
+                f"{self.incident_id}: ok: {self.files} file(s) as report {self.report} judged "
+                f"them{again}"
             )
         if self.status == CHANGED:
             return (
                 f"{self.incident_id}: CHANGED since the verdict of report {self.report}: "
                 f"{describe(self.changed, limit=50)}"
+            )
+        if self.status == FAILS:
+            return (
+                f"{self.incident_id}: FAILS AGAIN: the reproduction report {self.report}'s "
+                f"verdict rested on no longer passes: {'; '.join(self.failing)[:2000]}"
             )
         if self.status == NOTHING_BOUND:
             return (
@@ -70,11 +85,13 @@ class Audit:
         return {
             "incident_id": self.incident_id, "status": self.status, "report": self.report,
             "files": self.files, "changed": self.changed, "error": self.error,
+            "failing": self.failing,
         }  # fmt: skip
 
 
-def audit(root: Root, incident_id: str) -> Audit:
-    """One resolved incident's verdict against the files today."""
+def audit(root: Root, incident_id: str, verification: VerifySettings | None = None) -> Audit:
+    """One resolved incident's verdict against the files today; with `verification`, its
+    verification commands (the reproduction) are run again under those settings."""
     from incidents.checks.judged import changed_files
 
     path = root.runs_dir(incident_id) / artifacts.RUN_RESULT
@@ -90,14 +107,36 @@ def audit(root: Root, incident_id: str) -> Audit:
     verdict = result.verdict
     if verdict is None:
         why = "closed before verdicts were recorded, or by a person"
+        if result.outcome == "recovered":
+            why = "recovered with nothing re-run: its step succeeded again, or it stayed quiet"
         return Audit(incident_id, NO_VERDICT, error=f"{path}: verdict: none ({why})")
-    if not verdict.files and not verdict.absent:
+    rerun = verification is not None and bool(verdict.commands)
+    if not verdict.files and not verdict.absent and not rerun:
         return Audit(incident_id, NOTHING_BOUND, verdict.report)
     workdir = Path(verdict.workdir) if verdict.workdir else root.path.parent
     changed = changed_files(verdict.files, workdir, verdict.absent)
-    return Audit(
+    found = Audit(
         incident_id, CHANGED if changed else MATCH, verdict.report, len(verdict.files), changed
     )
+    if rerun and not changed:
+        assert verification is not None
+        found.failing = _rerun(verdict.commands, workdir, verification)
+        found.rerun = len(verdict.commands)
+        if found.failing:
+            found.status = FAILS
+    return found
+
+
+def _rerun(commands: list[str], workdir: Path, verification: VerifySettings) -> list[str]:
+    """What fails when `commands` run again now (each: the command and why)."""
+    from incidents.verify import run_verification
+
+    result = run_verification(commands, workdir, verification)
+    return [
+        *(f"{f.path}: {f.message}" for f in result.findings),
+        *(f"{' '.join(i.argv)}: {i.reason}" for i in result.infra_failures),
+        *(f"refused: {r}" for r in result.refusals),
+    ]
 
 
 def resolved_ids(root: Root, given: list[str]) -> list[str]:
@@ -131,12 +170,22 @@ def register(app: typer.Typer) -> None:
         root: RootOpt = None,
         config: ConfigOpt = None,
         as_json: JsonOpt = False,
+        no_reproduce: Annotated[
+            bool,
+            typer.Option(
+                "--no-reproduce", help="Only re-hash the files; do not run the reproduction."
+            ),
+        ] = False,
     ) -> int:
-        """Re-hash the files each resolved incident's verdict names: which changed since?"""
+        """Re-hash the files each resolved incident's verdict names and run its
+        reproduction again: does it still hold?"""
         session = open_root(root, config)
-        audits = [audit(session.root, i) for i in resolved_ids(session.root, incident_ids or [])]
+        rules = None if no_reproduce else session.config.verification
+        ids = resolved_ids(session.root, incident_ids or [])
+        audits = [audit(session.root, i, rules) for i in ids]
         code = 2 if any(a.status == UNREADABLE for a in audits) else 0
-        code = code or (1 if any(a.status in (CHANGED, NOTHING_BOUND) for a in audits) else 0)
+        bad = (CHANGED, NOTHING_BOUND, FAILS)
+        code = code or (1 if any(a.status in bad for a in audits) else 0)
         if as_json:
             output.out_json({"ok": code == 0, "incidents": [a.to_json() for a in audits]})
         else:
@@ -144,11 +193,12 @@ def register(app: typer.Typer) -> None:
                 (output.err if a.status == UNREADABLE else output.out)(a.line())
             counts = {
                 s: sum(a.status == s for a in audits)
-                for s in (MATCH, CHANGED, NOTHING_BOUND, NO_VERDICT, UNREADABLE)
+                for s in (MATCH, CHANGED, FAILS, NOTHING_BOUND, NO_VERDICT, UNREADABLE)
             }
             output.out(
                 f"{len(audits)} resolved: {counts[MATCH]} hold, {counts[CHANGED]} changed, "
                 f"{counts[NO_VERDICT]} without a verdict, {counts[NOTHING_BOUND]} bound to "
                 f"nothing, {counts[UNREADABLE]} unreadable"
+                + (f", {counts[FAILS]} fail again" if counts[FAILS] else "")
             )
         return code

@@ -42,6 +42,7 @@ EVENT_TYPES = frozenset(
         "rejected",
         "no_progress",
         "flaky",
+        "recovered",  # a transient or env failure cleared: resolved with no fix claimed
         "lease_lost",
         "poisoned",
         "legacy_task",

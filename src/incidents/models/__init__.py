@@ -10,8 +10,9 @@ from incidents.models.incident import (
     Incident,
     SignatureInputs,
 )
-from incidents.models.pipeline import AIAttempt, ErrorPipelineContext, QuarantineMetadata
+from incidents.models.pipeline import AIAttempt, ErrorPipelineContext
 from incidents.models.plan import Attempt, Hypothesis, Plan, PlanAction, RunResult
+from incidents.models.quarantine import QuarantineMetadata
 from incidents.models.report import ErrorReport, Finding, InfraFailure, ReportSummary, ToolRun
 from incidents.models.requests import (
     ArchiveRequest,

@@ -18,7 +18,7 @@ from pydantic import Field
 
 from incidents.models.ai_attempt import AIAttempt as AIAttempt  # re-exported
 from incidents.models.base import Document, Timestamp
-from incidents.models.report import ErrorReport, Finding, Verdict
+from incidents.models.report import ErrorReport, Finding
 from incidents.vocab import ErrorCode, FailureClass, FinalStatus, Outcome
 
 Agent = Literal["none", "aider", "codex", "claude"]
@@ -75,6 +75,8 @@ class EscalationKind(StrEnum):
     VERDICT_MISMATCH = "verdict_mismatch"  # the close found the clean report no longer holds
     REVIEW_FIX = "review_fix"  # clean, but the fix reads its runtime or changed a test
     REGRESSIONS = "regressions"  # its group regressed more than [policy] max_regressions times
+    ENVIRONMENT = "environment"  # an env failure: what the step needs is missing (a person)
+    STILL_FAILING = "still_failing"  # a transient failure still failing after its retries
 
 
 class PendingStep(Document):
@@ -187,6 +189,22 @@ class ErrorPipelineContext(Document):
     )
     transient_retries: int = Field(default=0, ge=0)
     not_before: Timestamp | None = None
+    # a failure that clears by itself (transient) with nothing to re-run waits for its step
+    transient_quiet_s: float = Field(
+        default=3600.0, ge=0, description="[policy] transient_quiet: quiet this long, recovered"
+    )
+    last_seen: Timestamp | None = Field(
+        default=None, description="its last occurrence (incident.json), as of the last tick"
+    )
+    step_ok_at: Timestamp | None = Field(
+        default=None,
+        description="the latest success of its step that matches it (`incidents run` of its "
+        "command passing, `capture --ok` of its step), as of the last tick",
+    )
+    step_ok_by: str | None = Field(default=None, description="what reported that success")
+    requeues: int = Field(
+        default=0, ge=0, description="times a person sent it back (resolve-escalation --requeue)"
+    )
     # per-signature budget, counted across incidents by the caller
     signature_attempts_used: int = Field(default=0, ge=0)
     signature_attempt_limit: int | None = Field(default=None, ge=0)
@@ -255,7 +273,8 @@ class ErrorPipelineContext(Document):
         "passes with the same digest as before its fix saw no change: not a fix)",
     )
     outcome: Outcome | None = Field(
-        default=None, description="fixed, not_reproduced (flaky), changed_before_check, escalated"
+        default=None,
+        description="fixed, not_reproduced (flaky), changed_before_check, recovered, escalated",
     )
     # finalization
     final_status: FinalStatus | None = None
@@ -415,12 +434,9 @@ class ErrorPipelineContext(Document):
         keyed by them continue, never overwritten), the per-climb counters reset."""
         reset: dict[str, object] = {
             "current_state": State.S_INIT,
-            # a human requeued it: check it again even if it was never-retry
-            "failure_class": (
-                FailureClass.UNKNOWN
-                if self.failure_class is FailureClass.NEVER_RETRY
-                else self.failure_class
-            ),
+            # env and never_retry keep their class: a requeue re-runs the reproduction
+            # (the person set what was missing), never a fixer
+            "requeues": self.requeues + 1,
             "pending": None,
             "planned": True,  # the plan and original_scripts/ of the first climb stand
             "current_agent": "none",
@@ -464,25 +480,3 @@ class ErrorPipelineContext(Document):
         self.current_state = self.pending.new_state
         self.step += 1
         self.pending = None
-
-
-class QuarantineMetadata(Document):
-    """`metadata.json` of a quarantine bundle in `error_archive/escalated/<id>/`."""
-
-    incident_id: str
-    run_id: str
-    workstream_id: str
-    created_at: Timestamp
-    finished_at: Timestamp
-    final_status: FinalStatus
-    reason: str
-    last_state: str
-    enabled_tiers: list[str]
-    tool_versions: dict[str, str | None]
-    final_error_counts: dict[str, int]
-    target_files: list[str] = Field(default_factory=list)
-    escalation_kind: str | None = None
-    error_signature: str | None = None
-    verdict: Verdict | None = Field(
-        default=None, description="the last canonical report, bound to content (not clean)"
-    )

@@ -101,7 +101,9 @@ class RunResult(Document):
         default=None,
         description="fixed: a fix made the check pass; not_reproduced: it passed with no "
         "change to any target (flaky: nobody is credited, nobody paged); "
-        "changed_before_check: the targets changed before the first check; escalated",
+        "changed_before_check: the targets changed before the first check; recovered: a "
+        "failure that clears by itself (or by a person's act) is gone, no fix claimed; "
+        "escalated",
     )
     preexisting: list[str] = Field(
         default_factory=list,

@@ -20,7 +20,6 @@ from incidents.errors import IncidentsError
 from incidents.fsm import (
     TIER_NUMBER,
     TIERS,
-    NextAction,
     decide_next_action,
     preexisting,
     report_label,
@@ -37,7 +36,8 @@ from incidents.models.pipeline import Action, Agent, State
 from incidents.redact import redact
 from incidents.step import quarantine
 from incidents.step.fixer_call import FixerCalls
-from incidents.vocab import Category, Outcome
+from incidents.step.reasons import Reasons
+from incidents.vocab import Outcome
 
 # derived from the machine's own tier table, so the two can never disagree
 AGENT_OF: dict[Action, Agent] = {t.call: t.agent for t in TIERS}
@@ -71,7 +71,7 @@ def redacted(report: ErrorReport) -> ErrorReport:
     return report.model_copy(update={"issues": issues, "infra_failures": infra})
 
 
-class Actions(FixerCalls):
+class Actions(Reasons, FixerCalls):
     def plan(self, incident: Incident, ctx: ErrorPipelineContext) -> None:
         plan = planner.load_plan(self.root, self.id)  # a skill's plan wins; resume reuses ours
         if plan is None:
@@ -356,24 +356,6 @@ class Actions(FixerCalls):
         ctx.begin_handoff(agent, TIER_NUMBER[agent], deadline)
         self.save_prompt(ctx, agent)
         self.events.append(("waiting_for_input", {"agent": agent}))
-
-    def escalation_reason(self, na: NextAction, ctx: ErrorPipelineContext) -> str:
-        report = ctx.last_error_report
-        reason = na.reason
-        if na.action is Action.FINALIZE_INFRA_ERROR and report and report.infra_failures:
-            details = "; ".join(f"{f.tool}: {f.reason}" for f in report.infra_failures[:5])
-            reason += f" ({details})"
-        flaky = [f for f in report.issues if f.code == "flaky"] if report else []
-        if flaky:  # it passes sometimes: a person must know it is not a steady failure
-            shown = "; ".join(f"{f.path}: {f.message}" for f in flaky[:3])
-            reason += f" (flaky with [policy] confirm_runs: {shown})"
-        tampered = [f for f in report.issues if f.category is Category.TAMPER] if report else []
-        if tampered:  # what a reviewer must know first: a fix was faked, not just missed
-            shown = "; ".join(
-                f"{f.code} in {f.path}" + (f":{f.line}" if f.line else "") for f in tampered[:5]
-            )
-            reason += f" (suppressions added instead of fixes, not accepted: {shown})"
-        return reason
 
     def history(self, incident: Incident) -> planner.SignatureHistory:
         """How the signature's other incidents ended (the planner's view of history)."""

@@ -218,6 +218,7 @@ def new_context(incident: Incident, cfg: Config, budget_used: int) -> ErrorPipel
         max_transient_retries=policy.max_transient_retries,
         retry_base_s=policy.retry_base_s,
         retry_max_s=policy.retry_max_s,
+        transient_quiet_s=policy.transient_quiet,
         signature_attempts_used=budget_used,
         signature_attempt_limit=policy.signature_budget,
         regression_count=incident.regression_count,

@@ -11,6 +11,7 @@ bundle is built in the folder, then the folder moves to its archive bucket.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from datetime import datetime
 
@@ -32,7 +33,7 @@ from incidents.step import quarantine
 from incidents.step.actions import AGENT_OF, Actions, preexisting_lines
 from incidents.step.documents import load_bundle, new_context, write_ai_attempts
 from incidents.step.outcome import StepOutcome
-from incidents.vocab import FinalStatus, Outcome
+from incidents.vocab import FailureClass, FinalStatus, Outcome
 
 AGENT_OF_FIX = {t.fix: t.agent for t in TIERS}
 # the actions whose intent is written before they run (fsm's protocol, step 3): they change
@@ -63,7 +64,25 @@ class Tick(Actions):
             ctx = new_context(incident, self.cfg, self.budget_used(incident.group_key))
         else:  # a tier installed or enabled since its last pickup is used from now on
             ladder.refresh(ctx, self.cfg.tiers, self.cfg.handoff)
+        transient = ctx.failure_class is FailureClass.TRANSIENT
+        if transient and ctx.pending is None and not is_terminal(ctx.current_state):
+            self.wait_for_step(incident, ctx)
         return incident, ctx
+
+    def wait_for_step(self, incident: Incident, ctx: ErrorPipelineContext) -> None:
+        """A transient incident learns its last occurrence and the latest success of its
+        step that concerns it (`incidents.recovery`), and is listed as waiting for one
+        (a success wakes it). Not while a step is pending: its redo decides as it did."""
+        from incidents import recovery
+
+        ctx.last_seen = incident.last_seen or incident.created_at
+        ctx.transient_quiet_s = self.cfg.policy.transient_quiet
+        keys = recovery.keys_for(incident.error_signature, [*incident.verify, *self.command()])
+        found = recovery.latest(self.root, incident.step, keys)
+        with contextlib.suppress(ValueError):  # a hint we cannot read is no success
+            if found is not None:
+                ctx.step_ok_at, ctx.step_ok_by = datetime.fromisoformat(found[0]), found[1]
+        recovery.wait_for_step(self.root, incident.step, self.id)
 
     def set_aside_stale_artifacts(self) -> None:
         """A new incident (no state.json yet) owns no step artifacts: the step service's
@@ -108,7 +127,8 @@ class Tick(Actions):
                 self._carried = (incident, ctx)
                 return StepOutcome(
                     self.id, old, old, na.action.value, na.reason,
-                    waiting=ctx.waiting_for_input, not_before=na.not_before, idle=True,
+                    waiting=ctx.waiting_for_input or _awaits_its_step(na),
+                    not_before=na.not_before, idle=True,
                 )  # fmt: skip
             ctx.begin_step(na.action, na.new_state, now)
             if na.action in JOURNALED:
@@ -159,7 +179,7 @@ class Tick(Actions):
                 if action is Action.QUARANTINE
                 else FinalStatus.INFRA_FAILURE
             )
-            reason = self.escalation_reason(na, ctx)
+            reason = self.escalation_reason(na, ctx, incident)
             ctx.record_final(
                 status,
                 reason=reason,
@@ -176,6 +196,11 @@ class Tick(Actions):
         file it judged unchanged (`incidents.step.verdict`); else escalated, saying why."""
         from incidents.step import verdict
 
+        if na.outcome is Outcome.RECOVERED and not ctx.report_labels:
+            # nothing was re-run (its step succeeded, or it stayed quiet): no report to bind
+            ctx.record_final(FinalStatus.SUCCESS, reason=na.reason, outcome=na.outcome)
+            self.events.append(("recovered", {"reason": na.reason}))
+            return
         path = self.artifact(artifacts.verdict_step_name(ctx.step))
         _, problem = verdict.decide(path, self.runs, ctx, self.workdir(incident))
         self.runs_unsynced = True
@@ -193,6 +218,8 @@ class Tick(Actions):
             ctx.record_final(FinalStatus.SUCCESS, reason=na.reason, outcome=na.outcome)
             if na.outcome is Outcome.NOT_REPRODUCED:
                 self.events.append(("flaky", {"reason": na.reason}))
+            if na.outcome is Outcome.RECOVERED:
+                self.events.append(("recovered", {"reason": na.reason}))
             return
         assert ctx.pending is not None
         ctx.pending = ctx.pending.model_copy(update={"new_state": State.S4_QUARANTINE})
@@ -228,6 +255,10 @@ class Tick(Actions):
         """Move a terminal incident to its bucket (idempotent: resumes a crashed close)."""
         success = ctx.final_status is FinalStatus.SUCCESS
         bucket = "resolved" if success else "escalated"
+        if ctx.failure_class is FailureClass.TRANSIENT:
+            from incidents import recovery
+
+            recovery.done_waiting(self.root, incident.step, self.id)
         reason = ctx.escalation_reason or ("resolved by the escalation machine" if success else "")
         found = self.close_verdict(incident, ctx, success)
         if not success:
@@ -305,6 +336,12 @@ class Tick(Actions):
                 return mirror.attempts_used(conn, signature)
         except Exception:  # the mirror is derivable: without it no budget is used yet
             return 0
+
+
+def _awaits_its_step(na: NextAction) -> bool:
+    """A transient failure with nothing to re-run waits for its step (something outside,
+    like an agent): a watcher run `--until-idle` does not wait out its quiet period."""
+    return na.outcome is Outcome.RECOVERED and na.not_before is not None
 
 
 def _budget_matters(na: NextAction) -> bool:
