@@ -64,14 +64,26 @@ def said_routed(done: Mapping[str, str]) -> str:
     )
 
 
-def open_root(root: str | None, config: str | None, incident_id: str | None = None) -> Session:
+def require_root(root: Root) -> None:
+    """NotFound unless the reports root exists: what a read-only command says, creating
+    nothing, where a root that does not exist would otherwise read as one with no incident."""
+    if not os.path.lexists(root.path):
+        raise NotFound(f"no reports root at {root.path}")
+
+
+def open_root(
+    root: str | None, config: str | None, incident_id: str | None = None, create: bool = True
+) -> Session:
     """Validate the config, create the root's layout, finish any interrupted close.
 
     With `incident_id` (a command about one existing incident), a root that does not exist
-    yet is not created: it holds no incident, so this is NotFound."""
+    yet is not created: it holds no incident, so this is NotFound. With `create=False` (a
+    command that only reads), neither: a mistyped --root must not read as an all-clear."""
     cfg = load_config(config)
     r = resolve_root(root, cfg.root)
     bind_mirror(r, cfg)
+    if not create:
+        require_root(r)
     if incident_id is not None and not os.path.lexists(r.path):
         raise NotFound(f"no incident {incident_id!r} under {r.path}")
     r.ensure()

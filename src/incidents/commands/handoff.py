@@ -55,7 +55,7 @@ def register(app: typer.Typer) -> None:
     @app.command("next")
     def next_cmd(root: RootOpt = None, config: ConfigOpt = None, as_json: JsonOpt = False) -> int:
         """The next incident waiting for an agent: its prompt, files and last report."""
-        session = open_root(root, config)
+        session = open_root(root, config, create=False)
         item = handoff.next_incident(session.root)
         if item is None:
             if as_json:

@@ -397,8 +397,8 @@ def register(app: typer.Typer) -> None:
         since_iso = parse_since(since, now) if since else None
         check_status(status_filter)
         if incident_id is not None:
-            return show_one(open_root(root, config, incident_id), incident_id, as_json)
-        session = open_root(root, config)
+            return show_one(open_root(root, config, incident_id, False), incident_id, as_json)
+        session = open_root(root, config, create=False)
         if as_json:
             output.out_json(list_json(session, show_all, status_filter, step, since_iso, all_hosts))
             return 0

@@ -133,7 +133,7 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
     ) -> int:
         """Re-hash the files each resolved incident's verdict names: which changed since?"""
-        session = open_root(root, config)
+        session = open_root(root, config, create=False)
         audits = [audit(session.root, i) for i in resolved_ids(session.root, incident_ids or [])]
         code = 2 if any(a.status == UNREADABLE for a in audits) else 0
         code = code or (1 if any(a.status in (CHANGED, NOTHING_BOUND) for a in audits) else 0)
