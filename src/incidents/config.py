@@ -4,7 +4,7 @@
 table's model: `[checks]` is `checks.settings.ChecksSettings`, `[tiers]`
 `fixers.settings.TiersSettings`, `[watch]` `watch.settings.WatchSettings`,
 `[verification]` `verify.VerifySettings`; `[capture]` is built here from capture's own
-stdlib table (`capture.CAPTURE_KEYS`), which capture checks without pydantic
+stdlib table (`capture_config.CAPTURE_KEYS`), which capture checks without pydantic
 (`config_file.read_table`). Finding and parsing the file is `incidents.config_file`'s.
 A bad key or value is a `ConfigError` naming the file, the dotted key and the reason.
 """
@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, ValidationError, model_validator
 
-from incidents.capture import CAPTURE_KEYS
+from incidents.capture_config import CAPTURE_KEYS
 from incidents.checks.profiles import BUILTIN_PROFILES
 from incidents.checks.settings import ChecksSettings
 from incidents.checks.tamper import KINDS as SUPPRESSION_KINDS
