@@ -128,6 +128,17 @@ class Config(Section):
         return self
 
 
+# The settings `status` (and the other read-only commands) read through
+# `incidents.config_read`, stdlib only; their defaults are written into the table.
+READ_KEYS = (
+    ("mirror", "url"),
+    ("mirror", "host"),
+    ("mirror", "timeout_s"),
+    ("watch", "leases"),
+    ("watch", "reject_grace_s"),
+)
+
+
 def config_table() -> str:
     """`config_table.json`: the JSON Schema of `Config` (titles and descriptions left out)
     and the built-in check profiles, for `incidents.config_check` (capture's check of the
@@ -149,6 +160,9 @@ def config_table() -> str:
     table["x-builtin-tools"] = sorted(BUILTIN_PROFILES)
     fields = PolicySettings.model_fields
     table["x-retry-defaults"] = [fields["retry_base_s"].default, fields["retry_max_s"].default]
+    table["x-read-defaults"] = {  # what a read-only command reads without pydantic
+        f"{name}.{key}": getattr(getattr(Config(), name), key) for name, key in READ_KEYS
+    }
     return json.dumps(table, indent=1, sort_keys=True) + "\n"
 
 

@@ -5,14 +5,16 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from incidents.config import Config, load_config
 from incidents.errors import NotFound
 from incidents.layout import Root, resolve_root
-from incidents.step import close as closing
+
+if TYPE_CHECKING:  # the config's models and the step service stay off `status`'s path
+    from incidents.config import Config
+    from incidents.config_read import ReadSettings
 
 RootOpt = Annotated[
     str | None,
@@ -64,6 +66,33 @@ def said_routed(done: Mapping[str, str]) -> str:
     )
 
 
+def read_root(root: str | None, config: str | None) -> tuple[Root, ReadSettings]:
+    """`open_root` for a command that only lists (`status`): the config checked with the
+    standard library (`incidents.config_read`), the mirror bound, the root required to
+    exist; its layout is completed (an existing root) and an interrupted close finished
+    only when one is pending, so the step service is loaded only then."""
+    from incidents.config_read import read_settings
+    from incidents.mirror import target
+
+    cfg = read_settings(config)
+    r = resolve_root(root, cfg.root)
+    target.bind(
+        r.path,
+        cfg.get("mirror.url"),
+        cfg.get("mirror.host"),
+        cfg.get("mirror.timeout_s"),
+        cfg.get("watch.leases"),
+    )
+    require_root(r)
+    r.ensure()
+    pending = r.state / "pending"
+    if pending.is_dir() and any(not n.startswith(".") for n in os.listdir(pending)):
+        from incidents.step import close as closing
+
+        closing.complete_pending(r)
+    return r, cfg
+
+
 def require_root(root: Root) -> None:
     """NotFound unless the reports root exists: what a read-only command says, creating
     nothing, where a root that does not exist would otherwise read as one with no incident."""
@@ -79,6 +108,9 @@ def open_root(
     With `incident_id` (a command about one existing incident), a root that does not exist
     yet is not created: it holds no incident, so this is NotFound. With `create=False` (a
     command that only reads), neither: a mistyped --root must not read as an all-clear."""
+    from incidents.config import load_config
+    from incidents.step import close as closing
+
     cfg = load_config(config)
     r = resolve_root(root, cfg.root)
     bind_mirror(r, cfg)

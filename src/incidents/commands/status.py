@@ -14,13 +14,20 @@ from typing import Annotated, Any
 
 import typer
 
-from incidents import artifacts, clock, fleet, fsutil, groups, mirror, output, pause, store
-from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, Session, open_root
+from incidents import clock, mirror, output, pause
+from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt, open_root, read_root
+from incidents.commands.status_why import claims, row_why
 from incidents.errors import UsageError
 from incidents.layout import Root, validate_id
 from incidents.mirror.target import target_of
 from incidents.termtext import one_line
 from incidents.vocab import IncidentStatus
+
+# The list form reads the mirror and a few small files: the step service, the fleet and
+# the document models stay off its import path (a test holds it); `status ID` loads them.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from incidents.commands.common import Session
 
 _REL = re.compile(r"^(\d+)\s*([smhdw])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -73,6 +80,8 @@ def open_mirror(root: Root, reject_grace_s: float | None = None) -> Any:
             and reject_grace_s is not None
             and _quiet_for(folder) >= reject_grace_s
         ):
+            from incidents import store
+
             target = store.reject(root, folder, reason)
             output.err(f"incidents: {folder}: {reason}; moved to {target}")
         else:
@@ -98,11 +107,22 @@ def _quiet_for(folder: Path) -> float:
     return time.time() - newest
 
 
-def row_json(row: mirror.IncidentRow, now: datetime) -> dict[str, Any]:
+def row_json(
+    row: mirror.IncidentRow,
+    now: datetime,
+    paused: dict[str, Any] | None = None,
+    held: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """A row as JSON, every time ISO 8601 (`not_before` is epoch seconds in the mirror),
+    with what it waits on (`why`; `paused`: `pause_json`'s answer, `held`: `claims`')."""
+    nb, held = row.not_before, held or {}
     return {
         **asdict(row),
+        "not_before": None if nb is None else clock.iso_at(nb),
         "group_decisions": json.loads(row.group_decisions),
         "age": age(row.created_at, now),
+        "lease_expires_at": held.get(row.incident_id),
+        "why": row_why(row, held, paused, now),
     }
 
 
@@ -155,7 +175,8 @@ def closed_outcome(bucket: str, outcome: str | None) -> str | None:
 
 
 def list_rows(
-    session: Session,
+    root: Root,
+    reject_grace_s: float | None,
     show_all: bool,
     status: str | None,
     step: str | None,
@@ -166,17 +187,17 @@ def list_rows(
     `hosts` (a dict to fill: incident id -> host): the rows of every host sharing the
     mirror (`--all-hosts`), not only this root's; they need the mirror."""
     buckets = ("inbox", "resolved", "escalated") if show_all else ("inbox",)
-    why = unwritable(session.root)
+    why = unwritable(root)
     try:
         if why is not None:
             raise mirror.MirrorError(why)
-        conn = open_mirror(session.root, session.config.watch.reject_grace_s)
+        conn = open_mirror(root, reject_grace_s)
     except mirror.MirrorError as exc:  # the folders are the truth: read what we can
         if hosts is not None:
             raise mirror.MirrorError(f"--all-hosts needs the shared mirror: {exc}") from exc
         output.err(f"incidents: {exc}: listed from the folders; the mirror is not updated "
                    "and outcomes are not shown")  # fmt: skip
-        return folder_rows(session.root, buckets, status, step, since), {}
+        return folder_rows(root, buckets, status, step, since), {}
     try:
         rows = mirror.list_incidents(
             conn, buckets=buckets, status=status, step=step, since=since,
@@ -186,7 +207,7 @@ def list_rows(
         outcomes = mirror.outcomes(conn, closed) if closed else {}
         where = {r.incident_id: r.bucket for r in rows}
         outcomes = {i: closed_outcome(where[i], o) or o for i, o in outcomes.items()}
-        if target_of(session.root.db_path).leases == "postgres":  # claims are lease rows
+        if target_of(root.db_path).leases == "postgres":  # claims are lease rows
             from incidents.mirror.leasing import agents_holding
 
             agents = agents_holding(conn)
@@ -195,8 +216,8 @@ def list_rows(
         conn.close()
     # a claim may have expired since its row was written: the few claimed rows are
     # checked against their lease files (a read each), not the whole list
-    leases_dir = session.root.state / "leases"
-    mine = target_of(session.root.db_path).host
+    leases_dir = root.state / "leases"
+    mine = target_of(root.db_path).host
     return [
         (
             replace(r, lease_owner=mirror.agent_holding(leases_dir, r.incident_id))
@@ -247,31 +268,54 @@ def list_json(
     """`status --json`: the root, the pause and the rows (`since` an ISO time, or None;
     `all_hosts`: every host's rows, each with its `host`). The MCP server's
     `list_incidents` answers with it too."""
+    grace = session.config.watch.reject_grace_s
+    return listing_json(session.root, grace, show_all, status, step, since, all_hosts)
+
+
+def listing_json(
+    root: Root,
+    reject_grace_s: float | None,
+    show_all: bool,
+    status: str | None,
+    step: str | None,
+    since: str | None,
+    all_hosts: bool = False,
+) -> dict[str, Any]:
+    """`list_json` of a root (`reject_grace_s`: `[watch] reject_grace_s`). Each row says
+    why it is where it is (`why`: waiting for an agent, claimed, a retry, the pause)."""
     check_status(status)
     if status in ("resolved", "escalated"):
         show_all = True
     now = datetime.now(UTC)
     hosts: dict[str, str] | None = {} if all_hosts else None
-    rows, outcomes = list_rows(session, show_all, status, step, since, hosts)
-    shown = [{**row_json(r, now), "outcome": outcomes.get(r.incident_id)} for r in rows]
+    rows, outcomes = list_rows(root, reject_grace_s, show_all, status, step, since, hosts)
+    paused = pause_json(root)
+    held = claims(root, rows)
+    shown = [
+        {**row_json(r, now, paused, held), "outcome": outcomes.get(r.incident_id)} for r in rows
+    ]
     if hosts is not None:
         shown = [{**doc, "host": hosts.get(doc["incident_id"])} for doc in shown]
     return {
-        "root": str(session.root.path),
-        "paused": pause_json(session.root),
-        "degraded": degraded_json(session.root),
+        "root": str(root.path),
+        "paused": paused,
+        "degraded": degraded_json(root),
         "incidents": shown,
     }
 
 
 def degraded_json(root: Root) -> dict[str, Any] | None:
     """This host last found the shared mirror unreachable (`incidents.fleet`), or None."""
-    found = fleet.degraded(root)
+    from incidents.fleet_state import degraded
+
+    found = degraded(root)
     return None if found is None else {"since": clock.iso_at(found.since), "reason": found.reason}
 
 
 def one_json(root: Root, incident_id: str) -> dict[str, Any]:
     """`status ID --json`: one incident in full, from its folder (MCP's `get_incident` too)."""
+    from incidents import artifacts, fsutil, groups, store
+
     bucket, folder = root.locate(validate_id(incident_id))
     doc = store.read_incident(folder)
     state = outcome = None
@@ -297,6 +341,8 @@ def one_json(root: Root, incident_id: str) -> dict[str, Any]:
 
 
 def show_one(session: Session, incident_id: str, as_json: bool) -> int:
+    from incidents import groups
+
     root = session.root
     detail = one_json(root, incident_id)
     doc: dict[str, Any] = detail["incident"]
@@ -356,10 +402,8 @@ def pause_json(root: Root) -> dict[str, Any] | None:
     return {"reason": info.reason, "since": info.since_iso, "by": info.by}
 
 
-def pause_line(root: Root) -> str | None:
-    info = pause_json(root)
-    if info is None:
-        return None
+def pause_line(info: dict[str, Any]) -> str:
+    """The list's first line when everything is paused (`pause_json`'s answer)."""
     return (
         f"PAUSED since {info['since']} by {one_line(info['by'])}: {one_line(info['reason'])} "
         "(step, watch, next and claim start no new work; `incidents resume` clears it)"
@@ -398,18 +442,20 @@ def register(app: typer.Typer) -> None:
         check_status(status_filter)
         if incident_id is not None:
             return show_one(open_root(root, config, incident_id, False), incident_id, as_json)
-        session = open_root(root, config, create=False)
+        found, settings = read_root(root, config)
+        grace = settings.get("watch.reject_grace_s")
         if as_json:
-            output.out_json(list_json(session, show_all, status_filter, step, since_iso, all_hosts))
+            shown = listing_json(found, grace, show_all, status_filter, step, since_iso, all_hosts)
+            output.out_json(shown)
             return 0
         if status_filter in ("resolved", "escalated"):
             show_all = True
         hosts: dict[str, str] | None = {} if all_hosts else None
-        rows, outcomes = list_rows(session, show_all, status_filter, step, since_iso, hosts)
-        paused = pause_line(session.root)
+        rows, outcomes = list_rows(found, grace, show_all, status_filter, step, since_iso, hosts)
+        paused = pause_json(found)
         if paused:
-            output.out(paused)
-        degraded = degraded_json(session.root)
+            output.out(pause_line(paused))
+        degraded = degraded_json(found)
         if degraded:
             output.out(f"DEGRADED since {degraded['since']}: this host works without the shared "
                        f"mirror ({one_line(degraded['reason'])}); the watcher catches up when it "
@@ -417,8 +463,11 @@ def register(app: typer.Typer) -> None:
         if not rows:
             output.out("no open incidents" if not show_all else "no incidents")
             return 0
-        headers = ["ID", *(["HOST"] if hosts is not None else []), "STATUS", "STEP", "CLASS"]
-        headers += ["AGE", "SEEN"]
+        held = claims(found, rows)
+        whys = [row_why(r, held, paused, now) for r in rows]
+        headers = ["ID", *(["HOST"] if hosts is not None else []), "STATUS"]
+        headers += ["WHY"] if any(whys) else []
+        headers += ["STEP", "CLASS", "AGE", "SEEN"]
         if show_all:
             headers += ["WHERE", "OUTCOME"]
         notes = [group_note(r) for r in rows]
@@ -426,9 +475,10 @@ def register(app: typer.Typer) -> None:
         if noted:  # regressions, merges and splits
             headers.append("NOTE")
         table: list[list[str]] = []
-        for r in rows:
+        for r, why in zip(rows, whys, strict=True):
             cells = [r.incident_id, *([hosts.get(r.incident_id, "?")] if hosts is not None else [])]
-            cells += [r.status, r.step, r.failure_class, age(r.created_at, now)]
+            cells += [r.status, *([why or "-"] if "WHY" in headers else [])]
+            cells += [r.step, r.failure_class, age(r.created_at, now)]
             cells.append(str(r.occurrences))
             if show_all:
                 outcome = outcomes.get(r.incident_id)
