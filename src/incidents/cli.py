@@ -1,9 +1,11 @@
 """The `incidents` command line.
 
 `main(argv) -> int` is the one entry point (console script, `scripts/*.py`, tests).
-`capture` and `run` take a lean stdlib path (failing scripts call them); `check` first
-tries to replay its last report (incidents.checks.replay, stdlib only too); every other
-command is a typer command registered from `incidents.commands.*`, imported lazily.
+`capture` and `run` take a lean stdlib path (failing scripts call them); `status` is read
+with argparse (`commands.status_cli`), `--help` and `--version` answered from files, all
+before typer loads; `check` first tries to replay its last report (incidents.checks.replay,
+stdlib only too); every other command is a typer command registered from
+`incidents.commands.*`, only the called command's module imported.
 """
 
 from __future__ import annotations
@@ -133,10 +135,24 @@ def _run_app(args: list[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
+        if args in ([], ["--help"]):  # no command module, no typer: a file read
+            from incidents import cli_help
+
+            sys.stdout.write(cli_help.stored())
+            return 0
+        if args in (["--version"], ["-V"]):
+            from incidents import __version__
+
+            sys.stdout.write(f"incidents {__version__}\n")
+            return 0
         if args and args[0] in LEAN_COMMANDS:
             from incidents import capture
 
             return capture.main(args)
+        if args and args[0] == "status":  # read without typer: the list is run most
+            from incidents.commands import status_cli
+
+            return status_cli.main(args[1:])
         if args and args[0] == "check":
             from incidents.checks.replay import try_replay
 

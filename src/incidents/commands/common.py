@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from incidents.commands.roots import require_root
 from incidents.errors import NotFound
 from incidents.layout import Root, resolve_root
 
 if TYPE_CHECKING:  # the config's models and the step service stay off `status`'s path
     from incidents.config import Config
-    from incidents.config_read import ReadSettings
 
 RootOpt = Annotated[
     str | None,
@@ -64,40 +64,6 @@ def said_routed(done: Mapping[str, str]) -> str:
         f"{done['incident_id']}: held by host {done['routed_to']}; {done['decision']} sent,"
         " applied on its next pass"
     )
-
-
-def read_root(root: str | None, config: str | None) -> tuple[Root, ReadSettings]:
-    """`open_root` for a command that only lists (`status`): the config checked with the
-    standard library (`incidents.config_read`), the mirror bound, the root required to
-    exist; its layout is completed (an existing root) and an interrupted close finished
-    only when one is pending, so the step service is loaded only then."""
-    from incidents.config_read import read_settings
-    from incidents.mirror import target
-
-    cfg = read_settings(config)
-    r = resolve_root(root, cfg.root)
-    target.bind(
-        r.path,
-        cfg.get("mirror.url"),
-        cfg.get("mirror.host"),
-        cfg.get("mirror.timeout_s"),
-        cfg.get("watch.leases"),
-    )
-    require_root(r)
-    r.ensure()
-    pending = r.state / "pending"
-    if pending.is_dir() and any(not n.startswith(".") for n in os.listdir(pending)):
-        from incidents.step import close as closing
-
-        closing.complete_pending(r)
-    return r, cfg
-
-
-def require_root(root: Root) -> None:
-    """NotFound unless the reports root exists: what a read-only command says, creating
-    nothing, where a root that does not exist would otherwise read as one with no incident."""
-    if not os.path.lexists(root.path):
-        raise NotFound(f"no reports root at {root.path}")
 
 
 def open_root(
