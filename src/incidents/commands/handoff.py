@@ -17,6 +17,7 @@ from incidents.commands.common import (
     route_elsewhere,
     said_routed,
 )
+from incidents.commands.several import check_ids, decide_each, members
 from incidents.errors import NotFound
 from incidents.layout import Root
 from incidents.models.requests import ResolveRequest, parse
@@ -121,7 +122,13 @@ def register(app: typer.Typer) -> None:
 
     @app.command("resolve-escalation")
     def resolve_cmd(
-        incident_id: IdArg,
+        incident_ids: Annotated[
+            list[str] | None, typer.Argument(metavar="[ID ...]", help="The incidents.")
+        ] = None,
+        group: Annotated[
+            str | None,
+            typer.Option("--group", help="Every escalated incident of this group (id, signature)."),
+        ] = None,
         guidance: Annotated[str, typer.Option("--guidance", help="The human's decision.")] = "",
         requeue: Annotated[
             bool, typer.Option("--requeue", help="Back to the inbox with this guidance.")
@@ -130,14 +137,19 @@ def register(app: typer.Typer) -> None:
         config: ConfigOpt = None,
         as_json: JsonOpt = False,
     ) -> int:
-        """Record a decision on an escalated incident and reset its signature's budget."""
+        """Record a decision on escalated incidents and reset their signature's budget."""
+        ids = check_ids(incident_ids, group, "resolve-escalation")
         request = parse(ResolveRequest, {"guidance": guidance, "requeue": requeue})
         session = open_root(root, config)
-        done = decide(session.root, incident_id, request)
-        if as_json:
-            output.out_json(done)
-        elif "routed_to" in done:
-            output.out(said_routed(done))
-        else:
-            output.out(f"{incident_id}: {done['decision']} -> {done['location']}")
-        return 0
+        if group is not None:
+            ids = list(dict.fromkeys([*ids, *members(session.root, group, "escalated")]))
+
+        def line(done: dict[str, Any]) -> str:
+            if "routed_to" in done:
+                return said_routed(done)
+            return f"{done['incident_id']}: {done['decision']} -> {done['location']}"
+
+        def decided(incident_id: str) -> dict[str, Any]:
+            return decide(session.root, incident_id, request)
+
+        return decide_each(ids, decided, line, as_json, one=group is None and len(ids) == 1)

@@ -12,6 +12,7 @@ from incidents.commands import status_list
 from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt
 from incidents.commands.status_list import (
     check_status,
+    closed_outcome,
     list_json,
     one_json,
     open_mirror,
@@ -22,6 +23,7 @@ from incidents.commands.status_list import (
 
 __all__ = [
     "check_status",
+    "closed_outcome",
     "list_json",
     "one_json",
     "open_mirror",
