@@ -149,7 +149,7 @@ def _free(root: Root, incident_id: str, now: float) -> bool:
 def next_incident(root: Root, *, clock: Clock = time.time) -> WorkItem | None:
     """The oldest incident waiting for an agent that nobody holds, or None. Paused: raises
     `Paused` (an agent loop stops, as the watcher does)."""
-    pause.refuse_new_work(root)
+    pause.refuse_new_work(root, agent=True)
     now = clock()
     try:
         names = sorted(n for n in os.listdir(root.inbox) if not n.startswith("."))
@@ -174,7 +174,7 @@ def claim(
     """Take the incident for `agent` until the lease expires; returns the work item."""
     validate_agent(agent)
     folder, workdir, ctx = _waiting(root, incident_id)
-    pause.refuse_new_work(root)
+    pause.refuse_new_work(root, agent=True)
     _free(root, incident_id, clock())
     lease = leases.acquire(root, incident_id, f"agent:{agent}", ttl_s, agent=agent, clock=clock)
     if lease is None:
