@@ -12,14 +12,13 @@ from incidents.commands import status_list
 from incidents.commands.common import ConfigOpt, JsonOpt, RootOpt
 from incidents.commands.status_list import (
     check_status,
-    closed_outcome,
     list_json,
     one_json,
-    open_mirror,
     parse_since,
     pause_json,
     row_json,
 )
+from incidents.commands.status_read import closed_outcome, open_mirror
 
 __all__ = [
     "check_status",

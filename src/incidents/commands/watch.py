@@ -70,7 +70,8 @@ def register(app: typer.Typer) -> None:
     @app.command("doctor")
     def doctor(root: RootOpt = None, config: ConfigOpt = None, as_json: JsonOpt = False) -> int:
         """Check the root's layout and permissions, the database, the tools, leases, pause."""
-        from incidents.commands.common import bind_mirror, require_root
+        from incidents.commands.common import bind_mirror
+        from incidents.commands.roots import require_root
         from incidents.config import load_config
         from incidents.doctor import diagnose
         from incidents.layout import resolve_root
