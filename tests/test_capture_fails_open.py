@@ -113,3 +113,30 @@ def test_commands_that_act_on_incidents_refuse_the_same_config(
 ) -> None:
     r = cli(*args)
     assert r.code == 2 and f"{typo}: policy.max_regresions" in r.err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("status",), ("status", "--json"), ("review", "--stdout"), ("verify-archive",), ("next",)],
+    ids=" ".join,
+)
+def test_commands_that_only_read_warn_and_read_with_the_defaults(
+    cli: Cli, root: Root, typo: Path, args: tuple[str, ...]
+) -> None:
+    root.ensure()
+    r = cli(*args)
+    assert r.code == 0, r.err
+    assert f"incidents: warning: {typo}: policy.max_regresions" in r.err
+
+
+def test_doctor_reports_the_config_as_a_finding_and_diagnoses_the_rest(
+    cli: Cli, root: Root, typo: Path
+) -> None:
+    root.ensure()
+    r = cli("doctor", "--json")
+    assert r.code == 1
+    found = {f["check"]: f for f in r.json()}
+    assert (
+        found["config"]["level"] == "fail" and "policy.max_regresions" in found["config"]["detail"]
+    )
+    assert found["root"]["level"] == "ok"  # the rest is still diagnosed

@@ -59,8 +59,11 @@ def test_bad_keys_and_values_name_file_key_and_reason(
 
 def test_cli_reports_config_errors_with_exit_2(cli: Cli, tmp_path: Path) -> None:
     (tmp_path / "incidents.toml").write_text("[capture]\nbogus = 1\n")
-    r = cli("status")
+    r = cli("step", "incident_20260101_000000_x_abcdef")  # a command that acts refuses it
     assert r.code == 2 and "capture.bogus: unknown key" in r.err
+    (tmp_path / "reports").mkdir()
+    r = cli("status")  # one that only reads says so and reads with the defaults
+    assert r.code == 0 and "capture.bogus: unknown key" in r.err
 
 
 @pytest.mark.parametrize(
@@ -84,10 +87,13 @@ def test_capture_finds_the_same_values_as_the_full_model(
 
 def test_a_config_that_is_not_utf8_is_one_line_exit_2(tmp_path: Path) -> None:
     (tmp_path / "nu.toml").write_bytes(b'root = "\xff"\n')
-    p = run_script("error_status.py", "--config", "nu.toml", cwd=tmp_path)
+    argv = ("incident_20260101_000000_x_abcdef", "--resolved", "--reason", "r")
+    p = run_script("error_archive.py", *argv, "--config", "nu.toml", cwd=tmp_path)
     assert (p.returncode, p.stdout) == (2, "")
     assert p.stderr == f"incidents: {tmp_path / 'nu.toml'}: not UTF-8 (byte 0xff at offset 8)\n"
     assert sorted(q.name for q in tmp_path.iterdir()) == ["nu.toml"]
+    p = run_script("error_status.py", "--config", "nu.toml", cwd=tmp_path)  # reads: a warning
+    assert "warning" in p.stderr and "not UTF-8 (byte 0xff at offset 8)" in p.stderr
 
 
 def test_capture_names_a_config_that_is_not_utf8_and_captures(tmp_path: Path) -> None:
