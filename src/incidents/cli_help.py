@@ -1,12 +1,12 @@
-"""`incidents --help` without loading typer or a single command module: the text is
-generated from the typer app (`python -m incidents.cli_help` writes `cli_help.txt`; a test
-fails when it is stale), so listing the commands costs a file read."""
+"""`incidents --help` without loading typer or a single command module: `incidents.cli`
+prints `cli_help.txt`, which this module generates from the typer app
+(`python -m incidents.cli_help`; a test fails when it is stale)."""
 
 from __future__ import annotations
 
 import os
 
-HELP_FILE = os.path.join(os.path.dirname(__file__), "cli_help.txt")
+HELP_FILE = os.path.join(os.path.dirname(__file__), "cli_help.txt")  # cli.HELP_FILE
 HELP_LINE = "  --help  Show this message and exit.\n"
 OPTIONS = "  --version  Show the version and exit.\n  --help     Show this message and exit.\n"
 
