@@ -63,6 +63,20 @@ COMMAND_HOMES = {
     "skills": "incidents.commands.skills",
     "mcp": "incidents.commands.mcp",
     "serve": "incidents.commands.serve",
+    "archive": "incidents.commands.archive",
+    "schemas": "incidents.commands.admin",
+    "pause": "incidents.commands.admin",
+    "resume": "incidents.commands.admin",
+    "reindex": "incidents.commands.admin",
+    "plan": "incidents.commands.plan",
+    "next": "incidents.commands.handoff",
+    "claim": "incidents.commands.handoff",
+    "submit": "incidents.commands.handoff",
+    "attempt": "incidents.commands.handoff",
+    "resolve-escalation": "incidents.commands.handoff",
+    "watch": "incidents.commands.watch",
+    "doctor": "incidents.commands.watch",
+    "review": "incidents.commands.review",
 }
 
 

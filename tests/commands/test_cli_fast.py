@@ -63,3 +63,18 @@ def test_status_reads_the_same_options_as_the_typer_command() -> None:
     typed_opts = {o for p in typed.params for o in p.opts if o.startswith("-")}
     parsed = {o for a in status_cli.build_parser()._actions for o in a.option_strings}
     assert typed_opts - {"--help"} == parsed - {"-h", "--help"}
+
+
+def test_every_command_starts_with_its_own_module_alone() -> None:
+    import typer.main
+
+    from incidents.cli import COMMAND_HOMES, LEAN_COMMANDS
+
+    def names(app: object) -> set[str]:
+        group = typer.main.get_command(app)  # type: ignore[arg-type]
+        return set(group.commands)  # type: ignore[attr-defined]
+
+    every = names(build_app())
+    assert every - set(LEAN_COMMANDS) <= set(COMMAND_HOMES), "add the command to COMMAND_HOMES"
+    for name in every - set(LEAN_COMMANDS):
+        assert name in names(build_app(name))
