@@ -43,6 +43,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/containment.py
 	$(BIN)/python bench/serve.py
 	$(BIN)/python bench/fleet.py
+	$(BIN)/python bench/cli.py
 
 clean-venv:
 	rm -rf $(VENV)

@@ -14,6 +14,7 @@ import sys
 import time
 
 from incidents import artifacts, capture_argv, clock, eventlog, fsutil, store
+from incidents.capture_config import DEFAULTS, CaptureConfig, read_settings
 from incidents.capture_inputs import (
     check_targets,
     check_verify,
@@ -26,8 +27,7 @@ from incidents.capture_inputs import (
     read_log_tail,
     reproduce_problem,
 )
-from incidents.config_file import locate_config, read_raw, read_str_list, read_table, root_from_raw
-from incidents.errors import ConfigError, IncidentsError, RootError, UsageError
+from incidents.errors import IncidentsError, RootError, UsageError
 from incidents.layout import GROUPS, STATE, Root, resolve_root
 
 TYPE_CHECKING = False  # typing stays off the capture path (import cost)
@@ -37,18 +37,6 @@ if TYPE_CHECKING:
     from typing import Any, NoReturn
 
     Args = argparse.Namespace | SimpleNamespace  # argparse, or capture_argv
-
-# `[capture]`: default and bounds of each key. The pydantic `config.CaptureSettings` is
-# built from this same table, so capture's lean check and the full model cannot disagree.
-CAPTURE_KEYS: dict[str, tuple[Any, int | None, int | None]] = {
-    "log_tail_bytes": (65536, 1024, 16 << 20),
-    "audit_tail_lines": (200, 1, 100_000),
-    "dedupe": (True, None, None),
-    "max_message_chars": (2000, 80, 100_000),
-    "reproduce": (True, None, None),
-    "regression_window_days": (30, 0, 3650),
-}
-DEFAULTS: dict[str, Any] = {key: spec[0] for key, spec in CAPTURE_KEYS.items()}
 
 
 def build_parser(prog: str, for_run: bool = False) -> argparse.ArgumentParser:
@@ -103,44 +91,6 @@ def build_parser(prog: str, for_run: bool = False) -> argparse.ArgumentParser:
         )
         p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
     return p
-
-
-class CaptureConfig:
-    """What capture reads of incidents.toml: the root it names, the `[capture]` table
-    (checked against CAPTURE_KEYS), and `[verification]`'s `allow` and `workdirs`, the parts
-    of `bundle_rules` capture applies as the step service will again at pickup. (A plain
-    class: `dataclasses` pulls `inspect` onto the capture path.)"""
-
-    __slots__ = ("root", "table", "allow", "workdirs")
-
-    def __init__(
-        self, root: str | None, table: dict[str, Any], allow: list[str], workdirs: list[str]
-    ) -> None:
-        self.root, self.table, self.allow, self.workdirs = root, table, allow, workdirs
-
-
-def capture_settings(cli_config: str | None) -> tuple[str | None, dict[str, Any]]:
-    """(the config's root, the `[capture]` table checked against CAPTURE_KEYS)."""
-    cfg = read_settings(cli_config)
-    return cfg.root, cfg.table
-
-
-def read_settings(cli_config: str | None) -> CaptureConfig:
-    path = locate_config(cli_config)
-    if path is None:
-        return CaptureConfig(None, dict(DEFAULTS), [], [])
-    from incidents.bundle_rules import workdirs_problem
-    from incidents.config_check import check_whole
-
-    raw = read_raw(path)
-    check_whole(path, raw)  # the whole file, as every other command checks it (no pydantic)
-    table = read_table(path, raw, "capture", CAPTURE_KEYS)
-    workdirs = read_str_list(path, raw, "verification", "workdirs")
-    problem = workdirs_problem(workdirs)
-    if problem is not None:
-        raise ConfigError(path, "verification.workdirs", problem)
-    allow = read_str_list(path, raw, "verification", "allow")
-    return CaptureConfig(root_from_raw(path, raw), table, allow, workdirs)
 
 
 # --- the capture itself -----------------------------------------------------------------
@@ -410,16 +360,28 @@ def _validate_common(args: Args) -> None:
         raise UsageError("--step: at most 200 characters")
     if args.run_id is not None and not args.run_id.strip():
         raise UsageError("--run-id: must not be empty")
-    if args.message is not None and not args.message.strip():
-        raise UsageError("--message: must not be empty")
 
 
-def _root_for(args: Args) -> tuple[Root, CaptureConfig]:
-    cfg = read_settings(args.config)
+def default_message(step: str, exit_code: int | None) -> str:
+    """What an empty --message becomes (a `tee` race in a trap leaves it blank)."""
+    return f"step {step} failed" + ("" if exit_code is None else f" with exit code {exit_code}")
+
+
+def _root_for(args: Args, notes: list[str]) -> tuple[Root, CaptureConfig]:
+    cfg = read_settings(args.config, notes)
     root = resolve_root(args.root, cfg.root)
     if os.path.exists(root.dir) and not os.path.isdir(root.dir):
         raise RootError(f"reports root {root.dir} is not a directory")
     return root, cfg
+
+
+def _warn(notes: list[str], then: str) -> dict[str, Any]:
+    """Each problem once on stderr, and the context entry that keeps them in the bundle:
+    a problem of ours (the config, an option) never costs the failure itself."""
+    notes[:] = list(dict.fromkeys(notes))
+    for note in notes:
+        sys.stderr.write(f"incidents: warning: {note}; {then}\n")
+    return {"capture_warnings": list(notes)} if notes else {}
 
 
 def _print_result(result: CaptureResult, as_json: bool) -> None:
@@ -431,19 +393,49 @@ def _print_result(result: CaptureResult, as_json: bool) -> None:
 
 def main_capture(argv: list[str], prog: str = "incidents capture") -> int:
     args = capture_argv.parse(argv) or build_parser(prog).parse_args(argv)
-    if args.message is None and not args.ok:
-        raise UsageError(f"{prog}: the following arguments are required: --message")
     _validate_common(args)
-    root, cfg = _root_for(args)
+    notes: list[str] = []
+    root, cfg = _root_for(args, notes)
     if args.ok:
         from incidents.recovery import capture_ok
 
         capture_ok(root, args.step, args.message, args.failure_class, cfg.table)
         return 0
+    if args.message is None:  # a failure without its words is still a failure
+        args.message = ""
     inp = _inputs_from_args(args, cfg)
+    inp.message = inp.message.strip() or default_message(inp.step, inp.exit_code)
+    inp.context = {**inp.context, **_warn(notes, "captured with the defaults")}
     result = capture(root, inp, cfg.table["max_message_chars"], cfg.table["regression_window_days"])
     _print_result(result, args.json)
     return 0
+
+
+def _prepare_run(args: Args, notes: list[str]) -> tuple[Root | None, CaptureConfig, CaptureInput]:
+    """What a failure of the command will be captured with. A problem here is ours, never
+    the step's: it is a note, and the capture keeps what is sound (the defaults, no
+    targets); no root at all (a file where it should be) is the one thing that is lost."""
+    try:
+        _validate_common(args)
+    except UsageError as exc:
+        notes.append(str(exc))
+        args.step = args.step.strip()[:200] or "run"
+        args.run_id = args.run_id and args.run_id.strip() or None
+    root: Root | None = None
+    cfg = CaptureConfig(None, dict(DEFAULTS), [], [])
+    try:
+        root, cfg = _root_for(args, notes)
+    except IncidentsError as exc:
+        notes.append(str(exc))
+    try:
+        return root, cfg, _inputs_from_args(args, cfg)
+    except IncidentsError as exc:
+        notes.append(f"{exc} (the failure is captured without these options)")
+    bare = CaptureInput(step=args.step, message=args.message or "", run_id=args.run_id)
+    bare.failure_class, bare.error_code = args.failure_class, args.error_code
+    bare.workdir = os.path.realpath(os.getcwd())
+    bare.dedupe = cfg.table["dedupe"] and not args.no_dedupe
+    return root, cfg, bare
 
 
 def main_run(argv: list[str], prog: str = "incidents run") -> int:
@@ -456,28 +448,34 @@ def main_run(argv: list[str], prog: str = "incidents run") -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         raise UsageError(f"{prog}: give the command after --, e.g. {prog} --step build -- make")
-    if args.timeout is not None and args.timeout <= 0:
-        raise UsageError("--timeout: must be positive")
-    _validate_common(args)
-    root, cfg = _root_for(args)
+    notes: list[str] = []
+    timeout = args.timeout
+    if timeout is not None and not timeout > 0:
+        notes.append(f"--timeout {timeout}: must be positive (the command runs without one)")
+        timeout = None
+    root, cfg, inp = _prepare_run(args, notes)
     settings = cfg.table
-    inp = _inputs_from_args(args, cfg)  # validate everything before the command runs
+    kept = _warn(notes, "the command runs all the same")
     reproduce = settings["reproduce"] if args.reproduce is None else args.reproduce
     refused = reproduce_problem(command, cfg.allow, inp.workdir) if reproduce else None
-    result = run_tee(command, timeout=args.timeout, tail_bytes=settings["log_tail_bytes"])
+    result = run_tee(command, timeout=timeout, tail_bytes=settings["log_tail_bytes"])
     status = result.exit_status
     if status == 0:
-        from incidents.recovery import run_passed
+        if root is not None:
+            from incidents.recovery import run_passed
 
-        run_passed(root, args.step, shlex.join(command))
+            run_passed(root, args.step, shlex.join(command))
         return 0
+    if root is None:
+        sys.stderr.write(f"incidents: {command[0]} failed ({status}); not captured: no root\n")
+        return status
     inp.reproduction = reproduction(command, args.reproduce, settings["reproduce"], refused)
     if inp.reproduction["kept"]:
         inp.verify = list(dict.fromkeys([*inp.verify, inp.reproduction["command"]]))
     inp.tool = tool_of(command)
     inp.exit_code = status
     inp.timed_out = result.timed_out
-    if not inp.message:
+    if not inp.message.strip():
         what = result.error or (f"exited with {status}")
         inp.message = f"{shlex.join(command)[:300]}: {what}"
     inp.log_text = clip(
@@ -491,8 +489,15 @@ def main_run(argv: list[str], prog: str = "incidents run") -> int:
         "env": user_env(),  # names, and values but secrets': the verdict runs it as the user
         "duration_s": round(result.duration_s, 3),
         "timed_out": result.timed_out,
+        **kept,
     }
-    captured = capture(root, inp, settings["max_message_chars"], settings["regression_window_days"])
+    try:
+        captured = capture(
+            root, inp, settings["max_message_chars"], settings["regression_window_days"]
+        )
+    except (IncidentsError, OSError) as exc:  # the step's own exit code still goes back
+        sys.stderr.write(f"incidents: {command[0]} failed ({status}); not captured: {exc}\n")
+        return status
     sys.stderr.write(
         f"incidents: {command[0]} failed ({status}); incident {captured.incident_id}\n"
     )

@@ -4,7 +4,7 @@
 table's model: `[checks]` is `checks.settings.ChecksSettings`, `[tiers]`
 `fixers.settings.TiersSettings`, `[watch]` `watch.settings.WatchSettings`,
 `[verification]` `verify.VerifySettings`; `[capture]` is built here from capture's own
-stdlib table (`capture.CAPTURE_KEYS`), which capture checks without pydantic
+stdlib table (`capture_config.CAPTURE_KEYS`), which capture checks without pydantic
 (`config_file.read_table`). Finding and parsing the file is `incidents.config_file`'s.
 A bad key or value is a `ConfigError` naming the file, the dotted key and the reason.
 """
@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, ValidationError, model_validator
 
-from incidents.capture import CAPTURE_KEYS
+from incidents.capture_config import CAPTURE_KEYS
 from incidents.checks.profiles import BUILTIN_PROFILES
 from incidents.checks.settings import ChecksSettings
 from incidents.checks.tamper import KINDS as SUPPRESSION_KINDS
@@ -152,6 +152,17 @@ class Config(Section):
         return self
 
 
+# The settings `status` (and the other read-only commands) read through
+# `incidents.config_read`, stdlib only; their defaults are written into the table.
+READ_KEYS = (
+    ("mirror", "url"),
+    ("mirror", "host"),
+    ("mirror", "timeout_s"),
+    ("watch", "leases"),
+    ("watch", "reject_grace_s"),
+)
+
+
 def config_table() -> str:
     """`config_table.json`: the JSON Schema of `Config` (titles and descriptions left out)
     and the built-in check profiles, for `incidents.config_check` (capture's check of the
@@ -173,6 +184,9 @@ def config_table() -> str:
     table["x-builtin-tools"] = sorted(BUILTIN_PROFILES)
     fields = PolicySettings.model_fields
     table["x-retry-defaults"] = [fields["retry_base_s"].default, fields["retry_max_s"].default]
+    table["x-read-defaults"] = {  # what a read-only command reads without pydantic
+        f"{name}.{key}": getattr(getattr(Config(), name), key) for name, key in READ_KEYS
+    }
     return json.dumps(table, indent=1, sort_keys=True) + "\n"
 
 

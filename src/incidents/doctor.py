@@ -287,6 +287,8 @@ def check_tools(cfg: Config) -> list[Finding]:
             out.append(Finding(f"tool {profile.name}", "ok", f"{argv0} (expanded at run time)"))
             continue
         program = which(argv0)
+        if program is None and profile.language == "powershell" and cfg.checks.tools is None:
+            continue  # a default nobody chose: PowerShell is checked where pwsh is installed
         if program is None:
             level = "warn" if profile.language == "powershell" else "fail"
             out.append(Finding(f"tool {profile.name}", level, f"program not found: {argv0}",

@@ -18,6 +18,7 @@ import sqlite3
 from pathlib import Path
 
 from incidents import executor_db
+from incidents.capture_config import read_settings
 from incidents.layout import Root
 from incidents.vocab import ErrorCode
 
@@ -37,7 +38,7 @@ def capture(
     """The failure into the root, as `incidents capture --step TASK_ID` would take it."""
     from incidents import capture as capturing
 
-    cfg = capturing.read_settings(None)
+    cfg = read_settings(None)
     inp = capturing.CaptureInput(
         step=task_id,
         message=(error or "").strip() or f"task {task_id} failed ({code.value})",

@@ -25,6 +25,7 @@ from typing import Any
 
 from incidents import artifacts, fsutil, leases, mirror, output, pause, store
 from incidents.errors import IncidentsError
+from incidents.fleet_state import DEGRADED, Degraded, degraded
 from incidents.handoff.human import resolve_escalation
 from incidents.layout import Root
 from incidents.mirror import fleetwide as shared
@@ -44,29 +45,11 @@ __all__ = [
     "share_resume",
 ]
 
-DEGRADED = "degraded.json"
 FLEET_BY = "fleet:"
 
 
 def is_fleet(root: Root) -> bool:
     return target_of(root.db_path).url is not None
-
-
-@dataclass(frozen=True)
-class Degraded:
-    since: float
-    reason: str
-
-
-def degraded(root: Root) -> Degraded | None:
-    """Whether this host last found the shared mirror unreachable (and since when)."""
-    try:
-        doc = fsutil.read_json_object(root.state / DEGRADED)
-        return Degraded(float(doc["since"]), str(doc["reason"]))
-    except FileNotFoundError:
-        return None
-    except (IncidentsError, KeyError, ValueError, TypeError):
-        return Degraded(0.0, "degraded.json unreadable")
 
 
 def _mark_degraded(root: Root, reason: str) -> bool:

@@ -43,12 +43,19 @@ def current(root: Root) -> PauseInfo | None:
         return PauseInfo("pause flag unreadable; run `incidents resume` to clear it", 0.0, "?")
 
 
-def refuse_new_work(root: Root) -> None:
+def refuse_new_work(root: Root, agent: bool = False) -> None:
     """Raise `Paused` (exit 1) while the flag stands: a tick, a hand-out or a claim is new
-    work, which nothing starts while the system is paused."""
+    work, which nothing starts while the system is paused. The message is for its reader:
+    a person may resume; an `agent` (`next`, `claim`) is told to wait, since lifting a
+    pause is a person's decision (the skills forbid it)."""
     info = current(root)
-    if info is not None:
-        raise Paused(f"paused since {info.since_iso}: {info.reason} (run `incidents resume`)")
+    if info is None:
+        return
+    said = f"paused since {info.since_iso}: {info.reason}"
+    if agent:
+        wait = "stop and try again later (do not resume it yourself)"
+        raise Paused(f"{said}; no work is handed out until a person resumes: {wait}")
+    raise Paused(f"{said} (once the cause is dealt with, a person runs `incidents resume`)")
 
 
 def pause(root: Root, reason: str, by: str = "human", now: float | None = None) -> PauseInfo:

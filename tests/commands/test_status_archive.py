@@ -136,7 +136,7 @@ def test_archive_bad_input(cli: Cli, root: Root) -> None:
         (["status", "--status", "bogus"], 2,
          "--status 'bogus': use one of new, planned, running, resolved, escalated"),
         (["status", "incident_x", "--since", "bogus"], 2, "--since 'bogus'"),
-        (["status", "incident_nope"], 1, "no incident 'incident_nope'"),
+        (["status", "incident_nope"], 1, "no reports root at"),
         (["archive", "nope_id", "--resolved", "--reason", "r"], 1, "no incident 'nope_id'"),
         (["archive", "../x", "--resolved", "--reason", "r"], 2, "invalid incident id"),
     ],

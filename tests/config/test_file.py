@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from incidents.capture import CAPTURE_KEYS, capture_settings
+from incidents.capture_config import CAPTURE_KEYS, capture_settings
 from incidents.config_file import beside, find_config, read_raw, read_table
 from incidents.errors import ConfigError
 

@@ -84,6 +84,7 @@ def test_a_requeue_decided_on_one_host_is_applied_by_the_host_holding_it(
     tmp_path: Path, pg_url: str
 ) -> None:
     a, b = make_hosts(tmp_path, pg_url, ("a", "b"))
+    a.root.ensure()  # host a is set up but holds nothing (a read-only command needs a root)
     held = capture(b)
     run(b, "drive", held)
     assert (b.root.bucket("escalated") / held).is_dir()

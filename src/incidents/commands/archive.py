@@ -1,4 +1,4 @@
-"""`incidents archive ID --resolved|--escalated --reason TEXT`."""
+"""`incidents archive ID... | --group G --resolved|--escalated --reason TEXT`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from incidents import fleet, output, store
+from incidents import fleet, store
 from incidents.commands.common import (
     ConfigOpt,
     JsonOpt,
@@ -15,8 +15,9 @@ from incidents.commands.common import (
     route_elsewhere,
     said_routed,
 )
+from incidents.commands.several import check_ids, decide_each, members
 from incidents.errors import NotFound, UsageError
-from incidents.layout import Root, validate_id
+from incidents.layout import Root
 from incidents.models.requests import ArchiveRequest, parse
 from incidents.step import close as closing
 from incidents.termtext import one_line
@@ -44,7 +45,13 @@ def close_by_hand(root: Root, incident_id: str, request: ArchiveRequest) -> dict
 def register(app: typer.Typer) -> None:
     @app.command("archive")
     def archive(
-        incident_id: Annotated[str, typer.Argument(metavar="ID", help="The incident to close.")],
+        incident_ids: Annotated[
+            list[str] | None, typer.Argument(metavar="[ID ...]", help="The incidents to close.")
+        ] = None,
+        group: Annotated[
+            str | None,
+            typer.Option("--group", help="Every open incident of this group (id, signature)."),
+        ] = None,
         resolved: Annotated[bool, typer.Option("--resolved", help="Close it as fixed.")] = False,
         escalated: Annotated[
             bool, typer.Option("--escalated", help="Close it as needing a human.")
@@ -54,20 +61,24 @@ def register(app: typer.Typer) -> None:
         config: ConfigOpt = None,
         as_json: JsonOpt = False,
     ) -> int:
-        """Close an open incident: set its status, write run_result.json, move the folder."""
-        validate_id(incident_id)
+        """Close open incidents: set each one's status, write run_result.json, move the folder."""
+        ids = check_ids(incident_ids, group, "archive")
         if resolved == escalated:
             raise UsageError("archive: give exactly one of --resolved or --escalated")
         if not one_line(reason):  # told before the root is opened (which creates it)
             raise UsageError("archive: --reason is required (why is it closed?)")
-        session = open_root(root, config, incident_id)
+        session = open_root(root, config, ids[0] if ids else None, create=bool(ids))
         bucket = "resolved" if resolved else "escalated"
         request = parse(ArchiveRequest, {"bucket": bucket, "reason": reason})
-        done = close_by_hand(session.root, incident_id, request)
-        if as_json:
-            output.out_json(done)
-        elif "routed_to" in done:
-            output.out(said_routed(done))
-        else:
-            output.out(f"{incident_id}: {bucket} -> {done['archived_to']}")
-        return 0
+        if group is not None:
+            ids = list(dict.fromkeys([*ids, *members(session.root, group, "inbox")]))
+
+        def line(done: dict[str, Any]) -> str:
+            if "routed_to" in done:
+                return said_routed(done)
+            return f"{done['incident_id']}: {bucket} -> {done['archived_to']}"
+
+        def decide(incident_id: str) -> dict[str, Any]:
+            return close_by_hand(session.root, incident_id, request)
+
+        return decide_each(ids, decide, line, as_json, one=group is None and len(ids) == 1)

@@ -5,14 +5,16 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from incidents.config import Config, load_config
+from incidents.commands.roots import config_warning, require_root, root_of_config
 from incidents.errors import NotFound
 from incidents.layout import Root, resolve_root
-from incidents.step import close as closing
+
+if TYPE_CHECKING:  # the config's models and the step service stay off `status`'s path
+    from incidents.config import Config
 
 RootOpt = Annotated[
     str | None,
@@ -64,14 +66,36 @@ def said_routed(done: Mapping[str, str]) -> str:
     )
 
 
-def open_root(root: str | None, config: str | None, incident_id: str | None = None) -> Session:
+def load_or_defaults(config: str | None) -> Config:
+    """The config for a command that only reads: a problem in the file is a warning and
+    the defaults stand in (the root it names is kept when that part is sound)."""
+    from incidents.config import Config, load_config
+    from incidents.errors import ConfigError
+
+    try:
+        return load_config(config)
+    except ConfigError as exc:
+        config_warning(exc)
+        return Config(root=root_of_config(config))
+
+
+def open_root(
+    root: str | None, config: str | None, incident_id: str | None = None, create: bool = True
+) -> Session:
     """Validate the config, create the root's layout, finish any interrupted close.
 
     With `incident_id` (a command about one existing incident), a root that does not exist
-    yet is not created: it holds no incident, so this is NotFound."""
-    cfg = load_config(config)
+    yet is not created: it holds no incident, so this is NotFound. With `create=False` (a
+    command that only reads), neither: a mistyped --root must not read as an all-clear, and
+    a problem in the config is a warning, read with the defaults."""
+    from incidents.config import load_config
+    from incidents.step import close as closing
+
+    cfg = load_config(config) if create else load_or_defaults(config)
     r = resolve_root(root, cfg.root)
     bind_mirror(r, cfg)
+    if not create:
+        require_root(r)
     if incident_id is not None and not os.path.lexists(r.path):
         raise NotFound(f"no incident {incident_id!r} under {r.path}")
     r.ensure()

@@ -282,7 +282,7 @@ def register(app: typer.Typer) -> None:
     ) -> int:
         """Explain an incident's classification and signature, and what shares its group."""
         validate_id(incident_id)
-        found = explain(open_root(root, config, incident_id), incident_id)
+        found = explain(open_root(root, config, incident_id, False), incident_id)
         if as_json:
             output.out_json(found)
         else:

@@ -17,6 +17,7 @@ from incidents.commands.common import (
     route_elsewhere,
     said_routed,
 )
+from incidents.commands.several import check_ids, decide_each, members
 from incidents.errors import NotFound
 from incidents.handoff.human import deciding_user
 from incidents.layout import Root
@@ -72,7 +73,7 @@ def register(app: typer.Typer) -> None:
     @app.command("next")
     def next_cmd(root: RootOpt = None, config: ConfigOpt = None, as_json: JsonOpt = False) -> int:
         """The next incident waiting for an agent: its prompt, files and last report."""
-        session = open_root(root, config)
+        session = open_root(root, config, create=False)
         why: dict[str, str] = {}
         item = handoff.next_incident(session.root, cfg=session.config, why=why)
         if item is None:
@@ -141,7 +142,13 @@ def register(app: typer.Typer) -> None:
 
     @app.command("resolve-escalation")
     def resolve_cmd(
-        incident_id: IdArg,
+        incident_ids: Annotated[
+            list[str] | None, typer.Argument(metavar="[ID ...]", help="The incidents.")
+        ] = None,
+        group: Annotated[
+            str | None,
+            typer.Option("--group", help="Every escalated incident of this group (id, signature)."),
+        ] = None,
         guidance: Annotated[str, typer.Option("--guidance", help="The human's decision.")] = "",
         requeue: Annotated[
             bool, typer.Option("--requeue", help="Back to the inbox with this guidance.")
@@ -153,16 +160,21 @@ def register(app: typer.Typer) -> None:
         config: ConfigOpt = None,
         as_json: JsonOpt = False,
     ) -> int:
-        """Record a decision on an escalated incident and reset its signature's budget."""
+        """Record a decision on escalated incidents and reset their signature's budget."""
+        ids = check_ids(incident_ids, group, "resolve-escalation")
         request = parse(
             ResolveRequest, {"guidance": guidance, "requeue": requeue, "accept_fix": accept_fix}
         )
         session = open_root(root, config)
-        done = decide(session.root, incident_id, request)
-        if as_json:
-            output.out_json(done)
-        elif "routed_to" in done:
-            output.out(said_routed(done))
-        else:
-            output.out(f"{incident_id}: {done['decision']} -> {done['location']}")
-        return 0
+        if group is not None:
+            ids = list(dict.fromkeys([*ids, *members(session.root, group, "escalated")]))
+
+        def line(done: dict[str, Any]) -> str:
+            if "routed_to" in done:
+                return said_routed(done)
+            return f"{done['incident_id']}: {done['decision']} -> {done['location']}"
+
+        def decided(incident_id: str) -> dict[str, Any]:
+            return decide(session.root, incident_id, request)
+
+        return decide_each(ids, decided, line, as_json, one=group is None and len(ids) == 1)

@@ -15,7 +15,7 @@ from incidents.errors import IncidentsError, UsageError
 def _review(
     root: str | None, config: str | None, open_it: bool, as_json: bool, stdout: bool = False
 ) -> int:
-    session = open_root(root, config)
+    session = open_root(root, config, create=False)
     if stdout:  # reads the folders only: works on a read-only root
         if open_it:
             raise UsageError("--stdout and --open exclude each other")

@@ -179,7 +179,7 @@ def register(app: typer.Typer) -> None:
     ) -> int:
         """Re-hash the files each resolved incident's verdict names and run its
         reproduction again: does it still hold?"""
-        session = open_root(root, config)
+        session = open_root(root, config, create=False)
         rules = None if no_reproduce else session.config.verification
         ids = resolved_ids(session.root, incident_ids or [])
         audits = [audit(session.root, i, rules) for i in ids]

@@ -71,14 +71,23 @@ def register(app: typer.Typer) -> None:
     def doctor(root: RootOpt = None, config: ConfigOpt = None, as_json: JsonOpt = False) -> int:
         """Check the root's layout and permissions, the database, the tools, leases, pause."""
         from incidents.commands.common import bind_mirror
-        from incidents.config import load_config
+        from incidents.commands.roots import require_root, root_of_config
+        from incidents.config import Config, load_config
         from incidents.doctor import diagnose
+        from incidents.doctor_inbox import Finding
+        from incidents.errors import ConfigError
         from incidents.layout import resolve_root
 
-        cfg = load_config(config)
+        problem: list[Finding] = []
+        try:
+            cfg = load_config(config)
+        except ConfigError as exc:  # a finding like any other: the rest is still diagnosed
+            problem = [Finding("config", "fail", str(exc), "correct the key it names")]
+            cfg = Config(root=root_of_config(config))
         found = resolve_root(root, cfg.root)
+        require_root(found)
         bind_mirror(found, cfg)
-        findings = diagnose(found, cfg)
+        findings = problem + diagnose(found, cfg)
         if as_json:
             output.out_json([f.to_json() for f in findings])
         else:

@@ -16,9 +16,10 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from incidents.models import AIAttempt
+if TYPE_CHECKING:  # only a type here: status --json reads the ledger without the models
+    from incidents.models import AIAttempt
 
 LEDGER = "spend"
 

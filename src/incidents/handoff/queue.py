@@ -164,7 +164,7 @@ def next_incident(
     still not waiting, the reason and the command that goes on with it."""
     from incidents.handoff.prepare import prepare
 
-    pause.refuse_new_work(root)
+    pause.refuse_new_work(root, agent=True)
     now = clock()
     try:
         names = sorted(n for n in os.listdir(root.inbox) if not n.startswith("."))
@@ -214,7 +214,7 @@ def claim(
     """Take the incident for `agent` until the lease expires; returns the work item."""
     validate_agent(agent)
     folder, workdir, ctx = _waiting(root, incident_id)
-    pause.refuse_new_work(root)
+    pause.refuse_new_work(root, agent=True)
     _free(root, incident_id, clock())
     lease = leases.acquire(root, incident_id, f"agent:{agent}", ttl_s, agent=agent, clock=clock)
     if lease is None:

@@ -223,12 +223,12 @@ def _escalation_records(bucket: str, folder: Path, row: IncidentRow) -> list[Esc
     `decisions.json` (which moves with the bundle), and, for a bundle in the escalated
     bucket not resolved since, the open record of its last escalation (`metadata.json`
     of its quarantine bundle). Unreadable files prove nothing (the bundle's row stands)."""
-    from incidents.decisions import read_decisions
+    taken = []
+    if os.path.lexists(folder / artifacts.DECISIONS):  # most have none: no models loaded
+        from incidents.decisions import read_decisions
 
-    try:
-        taken = read_decisions(folder)
-    except (IncidentsError, OSError):
-        taken = []
+        with contextlib.suppress(IncidentsError, OSError):
+            taken = read_decisions(folder)
     meta = {}
     with contextlib.suppress(IncidentsError, OSError):
         meta = read_json_object(folder / artifacts.METADATA)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -85,11 +84,11 @@ def default_host(shared: bool = True) -> str:
     named = os.environ.get(ENV_HOST)
     if named and not HOST_NAME.fullmatch(named):
         if not shared:  # a root's own SQLite file: nobody else reads the name
-            return socket.gethostname() or "localhost"
+            return os.uname().nodename or "localhost"
         raise IncidentsError(
             f"{ENV_HOST} {named!r}: use letters, digits, '.', '_' and '-' (at most 200)"
         )
-    return named or socket.gethostname() or "localhost"
+    return named or os.uname().nodename or "localhost"  # gethostname, without socket
 
 
 @dataclass(frozen=True)

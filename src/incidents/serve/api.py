@@ -98,7 +98,7 @@ async def list_incidents(request: Request) -> JSONResponse:
                 _row_out(
                     {
                         **status_cmd.row_json(
-                            _lease(leases, r) if held[r.incident_id] == mine else r, now
+                            _lease(leases, r) if held[r.incident_id] == mine else r, now, paused
                         ),
                         "outcome": outcomes.get(r.incident_id),
                         "host": held[r.incident_id],

@@ -62,10 +62,12 @@ class Hub:
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self.health = Health()
+        self.loop: asyncio.AbstractEventLoop | None = None  # set by start
 
     # -- lifecycle -------------------------------------------------------------------
 
     async def start(self) -> None:
+        self.loop = asyncio.get_running_loop()
         await self.catch_up()
         generation, self.last_id = await self.reader.run(_position)
         self.mark = events.generation_mark(generation)
@@ -84,6 +86,12 @@ class Hub:
             self._close(sub)
         self.reader.close()
         self._catcher.shutdown(wait=True)
+
+    def close_streams(self) -> None:
+        """End every event stream now (the server is stopping): each client's response
+        finishes cleanly, instead of being cancelled when the graceful wait runs out."""
+        for sub in list(self.subscribers):
+            self._close(sub)
 
     # -- subscribers -----------------------------------------------------------------
 

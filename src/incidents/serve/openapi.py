@@ -53,6 +53,13 @@ def answers() -> dict[str, Any]:
     row["properties"]["group_decisions"] = {"type": "array", "items": {"type": "object"}}
     row["properties"]["age"] = STR
     row["properties"]["outcome"] = NULLABLE_STR
+    # every time is ISO 8601 (the mirror keeps `not_before` as epoch seconds)
+    row["properties"]["not_before"] = NULLABLE_STR
+    row["properties"]["lease_expires_at"] = NULLABLE_STR
+    row["properties"]["why"] = {
+        **NULLABLE_STR,
+        "description": "what an open incident waits on (status's WHY column), or null",
+    }
     row["properties"]["host"] = {"type": "string", "description": "the fleet host holding it"}
     row["required"] = [*row.get("required", []), "host"]
     escalation = TypeAdapter(EscalationRecord).json_schema()

@@ -11,6 +11,7 @@ import ipaddress
 import logging
 import socket
 import sys
+from types import FrameType
 from typing import Any
 
 from incidents import output
@@ -84,11 +85,21 @@ def serve(root: Root, host: str, port: int, *, allow_remote: bool, access_log: b
     shown = f"[{host.strip('[]')}]" if ":" in host.strip("[]") else host
     remote = not is_loopback(host)
     app = build(root, hosts=None if remote else loopback_hosts(real_port, shown))
+
     config = uvicorn.Config(
         app, log_config=_log_config(), access_log=access_log,
         timeout_graceful_shutdown=GRACEFUL_S, lifespan="on", proxy_headers=False,
     )  # fmt: skip
-    server = uvicorn.Server(config)
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            super().handle_exit(sig, frame)
+            # uvicorn waits for open responses before the app's shutdown: an event stream
+            # never ends by itself, so it is ended here, at the signal, not cancelled later
+            hub = getattr(app.state, "hub", None)
+            if hub is not None and hub.loop is not None:
+                hub.loop.call_soon_threadsafe(hub.close_streams)
+
+    server = Server(config)
     if remote:
         log.warning(
             "bound to %s beyond loopback because --allow-remote was given: anyone who can "

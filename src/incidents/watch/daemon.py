@@ -150,6 +150,7 @@ class Watcher:
     def _loop(self, mode: Mode, max_items: int | None) -> None:
         next_scan = time.monotonic() + self.poll_s
         paused_until = 0.0
+        shown: pause.PauseInfo | None = None  # the pause last logged: once, and its end
         while True:
             now = time.monotonic()
             for incident_id, whole_ns in self.wakeup.drain():
@@ -172,10 +173,16 @@ class Watcher:
                     info = pause.current(self.root)
                     if info is not None:
                         paused_until = now + 1.0
-                        self.log.event("paused", reason=info.reason, fix="incidents resume")
+                        if info != shown:
+                            said = {"reason": info.reason, "since": info.since_iso}
+                            self.log.event("paused", **said, fix="incidents resume")
+                            shown = info
                         if mode is not Mode.FOREVER:
                             return  # a burst run has nothing to do while paused
                     else:
+                        if shown is not None:
+                            self.log.event("pause_ended", since=shown.since_iso)
+                            shown = None
                         self._dispatch(max_items)
                 if self.schedule.finished(mode, max_items):
                     return

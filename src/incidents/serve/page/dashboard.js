@@ -100,8 +100,8 @@
   function waitingReason(row) {
     if (row.lease_owner) return "claimed by " + row.lease_owner;
     if (row.waiting) return "waiting for an agent";
-    if (row.not_before && row.not_before * 1000 > Date.now()) {
-      return "retry after " + new Date(row.not_before * 1000).toISOString().slice(11, 19) + "Z";
+    if (row.not_before && Date.parse(row.not_before) > Date.now()) {  // ISO 8601
+      return "retry after " + new Date(Date.parse(row.not_before)).toISOString().slice(11, 19) + "Z";
     }
     if (state.paused) return "paused";
     return "";
