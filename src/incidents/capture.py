@@ -14,18 +14,15 @@ import sys
 import time
 
 from incidents import artifacts, capture_argv, clock, eventlog, fsutil, store
-from incidents.capture_config import DEFAULTS, CaptureConfig, read_settings
+from incidents.capture_config import CaptureConfig, read_settings
 from incidents.capture_inputs import (
     check_targets,
     check_verify,
     check_workdir,
-    clip,
     context_bytes,
-    decode,
     read_audit_tail,
     read_context_json,
     read_log_tail,
-    reproduce_problem,
 )
 from incidents.errors import IncidentsError, RootError, UsageError
 from incidents.layout import GROUPS, STATE, Root, resolve_root
@@ -311,7 +308,7 @@ def _create(
 # --- command lines ------------------------------------------------------------------------
 
 
-def _inputs_from_args(args: Args, cfg: CaptureConfig) -> CaptureInput:
+def inputs_from_args(args: Args, cfg: CaptureConfig) -> CaptureInput:
     settings, allow, workdirs = cfg.table, cfg.allow, cfg.workdirs
     workdir = args.workdir or os.getcwd()
     try:
@@ -353,7 +350,7 @@ def _is_dir(path: str) -> bool:
         return False
 
 
-def _validate_common(args: Args) -> None:
+def validate_common(args: Args) -> None:
     if not args.step.strip():
         raise UsageError("--step: must not be empty")
     if len(args.step) > 200:
@@ -367,7 +364,7 @@ def default_message(step: str, exit_code: int | None) -> str:
     return f"step {step} failed" + ("" if exit_code is None else f" with exit code {exit_code}")
 
 
-def _root_for(args: Args, notes: list[str]) -> tuple[Root, CaptureConfig]:
+def root_for(args: Args, notes: list[str]) -> tuple[Root, CaptureConfig]:
     cfg = read_settings(args.config, notes)
     root = resolve_root(args.root, cfg.root)
     if os.path.exists(root.dir) and not os.path.isdir(root.dir):
@@ -375,7 +372,7 @@ def _root_for(args: Args, notes: list[str]) -> tuple[Root, CaptureConfig]:
     return root, cfg
 
 
-def _warn(notes: list[str], then: str) -> dict[str, Any]:
+def warn_notes(notes: list[str], then: str) -> dict[str, Any]:
     """Each problem once on stderr, and the context entry that keeps them in the bundle:
     a problem of ours (the config, an option) never costs the failure itself."""
     notes[:] = list(dict.fromkeys(notes))
@@ -384,7 +381,7 @@ def _warn(notes: list[str], then: str) -> dict[str, Any]:
     return {"capture_warnings": list(notes)} if notes else {}
 
 
-def _print_result(result: CaptureResult, as_json: bool) -> None:
+def print_result(result: CaptureResult, as_json: bool) -> None:
     if as_json:
         sys.stdout.write(json.dumps(result.incident, indent=2, ensure_ascii=False) + "\n")
     else:
@@ -393,123 +390,30 @@ def _print_result(result: CaptureResult, as_json: bool) -> None:
 
 def main_capture(argv: list[str], prog: str = "incidents capture") -> int:
     args = capture_argv.parse(argv) or build_parser(prog).parse_args(argv)
-    _validate_common(args)
+    if args.message is None and not args.ok:
+        raise UsageError(f"{prog}: the following arguments are required: --message")
+    validate_common(args)
     notes: list[str] = []
-    root, cfg = _root_for(args, notes)
+    root, cfg = root_for(args, notes)
     if args.ok:
         from incidents.recovery import capture_ok
 
         capture_ok(root, args.step, args.message, args.failure_class, cfg.table)
         return 0
-    if args.message is None:  # a failure without its words is still a failure
-        args.message = ""
-    inp = _inputs_from_args(args, cfg)
+    inp = inputs_from_args(args, cfg)
     inp.message = inp.message.strip() or default_message(inp.step, inp.exit_code)
-    inp.context = {**inp.context, **_warn(notes, "captured with the defaults")}
+    inp.context = {**inp.context, **warn_notes(notes, "captured with the defaults")}
     result = capture(root, inp, cfg.table["max_message_chars"], cfg.table["regression_window_days"])
-    _print_result(result, args.json)
+    print_result(result, args.json)
     return 0
-
-
-def _prepare_run(args: Args, notes: list[str]) -> tuple[Root | None, CaptureConfig, CaptureInput]:
-    """What a failure of the command will be captured with. A problem here is ours, never
-    the step's: it is a note, and the capture keeps what is sound (the defaults, no
-    targets); no root at all (a file where it should be) is the one thing that is lost."""
-    try:
-        _validate_common(args)
-    except UsageError as exc:
-        notes.append(str(exc))
-        args.step = args.step.strip()[:200] or "run"
-        args.run_id = args.run_id and args.run_id.strip() or None
-    root: Root | None = None
-    cfg = CaptureConfig(None, dict(DEFAULTS), [], [])
-    try:
-        root, cfg = _root_for(args, notes)
-    except IncidentsError as exc:
-        notes.append(str(exc))
-    try:
-        return root, cfg, _inputs_from_args(args, cfg)
-    except IncidentsError as exc:
-        notes.append(f"{exc} (the failure is captured without these options)")
-    bare = CaptureInput(step=args.step, message=args.message or "", run_id=args.run_id)
-    bare.failure_class, bare.error_code = args.failure_class, args.error_code
-    bare.workdir = os.path.realpath(os.getcwd())
-    bare.dedupe = cfg.table["dedupe"] and not args.no_dedupe
-    return root, cfg, bare
-
-
-def main_run(argv: list[str], prog: str = "incidents run") -> int:
-    import shlex
-
-    from incidents.capture_infer import reproduction, tool_of
-    from incidents.proc import run_tee
-
-    args = build_parser(prog, for_run=True).parse_args(argv)
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if not command:
-        raise UsageError(f"{prog}: give the command after --, e.g. {prog} --step build -- make")
-    notes: list[str] = []
-    timeout = args.timeout
-    if timeout is not None and not timeout > 0:
-        notes.append(f"--timeout {timeout}: must be positive (the command runs without one)")
-        timeout = None
-    root, cfg, inp = _prepare_run(args, notes)
-    settings = cfg.table
-    kept = _warn(notes, "the command runs all the same")
-    reproduce = settings["reproduce"] if args.reproduce is None else args.reproduce
-    refused = reproduce_problem(command, cfg.allow, inp.workdir) if reproduce else None
-    result = run_tee(command, timeout=timeout, tail_bytes=settings["log_tail_bytes"])
-    status = result.exit_status
-    if status == 0:
-        if root is not None:
-            from incidents.recovery import run_passed
-
-            run_passed(root, args.step, shlex.join(command))
-        return 0
-    if root is None:
-        sys.stderr.write(f"incidents: {command[0]} failed ({status}); not captured: no root\n")
-        return status
-    inp.reproduction = reproduction(command, args.reproduce, settings["reproduce"], refused)
-    if inp.reproduction["kept"]:
-        inp.verify = list(dict.fromkeys([*inp.verify, inp.reproduction["command"]]))
-    inp.tool = tool_of(command)
-    inp.exit_code = status
-    inp.timed_out = result.timed_out
-    if not inp.message.strip():
-        what = result.error or (f"exited with {status}")
-        inp.message = f"{shlex.join(command)[:300]}: {what}"
-    inp.log_text = clip(
-        "\n".join(filter(None, [inp.log_text, decode(result.tail)])), settings["log_tail_bytes"]
-    )
-    from incidents.capture_env import user_env
-
-    inp.context = {
-        **inp.context,
-        "command": command,
-        "env": user_env(),  # names, and values but secrets': the verdict runs it as the user
-        "duration_s": round(result.duration_s, 3),
-        "timed_out": result.timed_out,
-        **kept,
-    }
-    try:
-        captured = capture(
-            root, inp, settings["max_message_chars"], settings["regression_window_days"]
-        )
-    except (IncidentsError, OSError) as exc:  # the step's own exit code still goes back
-        sys.stderr.write(f"incidents: {command[0]} failed ({status}); not captured: {exc}\n")
-        return status
-    sys.stderr.write(
-        f"incidents: {command[0]} failed ({status}); incident {captured.incident_id}\n"
-    )
-    if args.json:
-        _print_result(captured, True)
-    return status
 
 
 def main(argv: list[str]) -> int:
     """`argv[0]` is `capture` or `run`."""
     try:
         if argv[0] == "run":
+            from incidents.capture_run import main_run
+
             return main_run(argv[1:])
         return main_capture(argv[1:])
     except SystemExit as exc:  # --help
