@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from incidents import signature
+from incidents import signature, signature_rules
 from incidents.signature import (
     MAX_MESSAGE,
     PLACEHOLDERS,
@@ -109,13 +109,13 @@ TABLE: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {
 
 
 def test_every_rule_has_a_row() -> None:
-    assert list(TABLE) == [name for name, _, _ in signature._RULES if name != "keep"]
+    assert list(TABLE) == [name for name, _, _ in signature_rules.RULES if name != "keep"]
 
 
 @pytest.mark.parametrize("rule", list(TABLE))
 def test_each_rule_groups_repeats_with_different_volatile_parts(rule: str) -> None:
     a, b = TABLE[rule][0]
-    if rule not in signature.KEPT:
+    if rule not in signature_rules.KEPT:
         assert rule in rules_applied(a) and rule in rules_applied(b)
     assert same_group(a, b), (normalize_message(a), normalize_message(b))
 
@@ -242,7 +242,7 @@ def test_the_readme_table_is_the_rules_in_order() -> None:
     readme = (REPO / "README.md").read_text()
     section = readme.split("#### Signatures: what is volatile", 1)[1].split("\n#", 1)[0]
     rows = re.findall(r"^\| `(\w+)` \| ([^|]+) \|", section, re.M)
-    assert [rule for rule, _ in rows] == [name for name, _, _ in signature._RULES[1:]]
+    assert [rule for rule, _ in rows] == [name for name, _, _ in signature_rules.RULES[1:]]
     shown = {rule: becomes.strip().strip("`") for rule, becomes in rows}
     assert {rule: shown[rule] for rule in PLACEHOLDERS} == PLACEHOLDERS
     assert shown["code"] == "kept"
@@ -279,7 +279,7 @@ def test_only_rules_that_cannot_match_are_left_out(message: str) -> None:
     process): any rule that matches somewhere in the text is among them."""
     text = " ".join(message.split())
     chosen = signature._rules_for(text)
-    for name, _, pattern in signature._RULES:
+    for name, _, pattern in signature_rules.RULES:
         if re.search(pattern, text):
             assert name in chosen, name
 

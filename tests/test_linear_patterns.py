@@ -36,6 +36,7 @@ BOUNDED = {
     ("incidents.mirror.dialect:", ""): "the product's own SQL, not untrusted text",
     ("incidents.config_check:", ""): "the user's configuration, not untrusted text",
     ("incidents.serve.openapi:", ""): "the product's own routes, not untrusted text",
+    ("incidents.fixers.sandbox:", r"\$\{"): "a tier's configured paths, not untrusted text",
 }
 SMALL, LARGE = 1024, 4096
 GROWTH_MAX = 8.0  # linear: ~4 from SMALL to LARGE; quadratic: ~16
