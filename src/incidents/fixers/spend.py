@@ -114,19 +114,34 @@ def day(state: Path, when: datetime) -> dict[str, Any]:
     }
 
 
-def limit_reached(
-    policy: Any, state: Path, own: Spend, now: datetime
-) -> tuple[str, datetime] | None:
-    """The spend limit already reached, as (why, when it may lift: the next UTC day for the
-    daily one, else an hour from now, for a person to raise it), or None."""
+@dataclass(frozen=True)
+class Limit:
+    """A spend limit reached: why, when it may lift (the next UTC day for the daily one,
+    else an hour from now, for a person to raise it), and the setting as it stands
+    (`max_cost_usd_per_day = 5`: an alert is due again once it changes)."""
+
+    why: str
+    until: datetime
+    setting: str
+    day: str  # the UTC day it was reached on
+
+    @property
+    def daily(self) -> bool:
+        return self.setting.startswith("max_cost_usd_per_day")
+
+
+def limit_reached(policy: Any, state: Path, own: Spend, now: datetime) -> Limit | None:
+    """The spend limit already reached, or None."""
     per_incident = policy.max_cost_usd_per_incident
     if per_incident is not None and own.cost_usd >= per_incident:
-        why = f"spend limit: this incident spent ${own.cost_usd:.4f} of [policy] "
-        return why + f"max_cost_usd_per_incident = {per_incident:g}", now + timedelta(hours=1)
+        setting = f"max_cost_usd_per_incident = {per_incident:g}"
+        why = f"spend limit: this incident spent ${own.cost_usd:.4f} of [policy] {setting}"
+        return Limit(why, now + timedelta(hours=1), setting, now.date().isoformat())
     tokens = policy.max_tokens_per_incident
     if tokens is not None and own.tokens >= tokens:
-        why = f"spend limit: this incident used {own.tokens} tokens of [policy] "
-        return why + f"max_tokens_per_incident = {tokens}", now + timedelta(hours=1)
+        setting = f"max_tokens_per_incident = {tokens}"
+        why = f"spend limit: this incident used {own.tokens} tokens of [policy] {setting}"
+        return Limit(why, now + timedelta(hours=1), setting, now.date().isoformat())
     per_day = policy.max_cost_usd_per_day
     if per_day is not None:
         spent = float(day(state, now)["cost_usd"])
@@ -134,6 +149,7 @@ def limit_reached(
             tomorrow = datetime.combine(
                 now.date() + timedelta(days=1), datetime.min.time(), tzinfo=now.tzinfo
             )
-            why = f"spend limit: ${spent:.4f} spent today (UTC) of [policy] "
-            return why + f"max_cost_usd_per_day = {per_day:g}", tomorrow
+            setting = f"max_cost_usd_per_day = {per_day:g}"
+            why = f"spend limit: ${spent:.4f} spent today (UTC) of [policy] {setting}"
+            return Limit(why, tomorrow, setting, now.date().isoformat())
     return None
