@@ -97,21 +97,47 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     return list(seen.values())
 
 
+def _sums(docs: Iterable[dict[str, Any]], groups: dict[str, Spend]) -> dict[str, Spend]:
+    """The ledger lines' total (key ""), and per incident; each line also added to its
+    group in `groups`."""
+    out: dict[str, Spend] = {"": Spend()}
+    for doc in docs:
+        out[""].add(doc)
+        groups.setdefault(str(doc.get("group")), Spend()).add(doc)
+        out.setdefault(str(doc.get("incident")), Spend()).add(doc)
+    return out
+
+
+def _by(sums: dict[str, Spend]) -> dict[str, Any]:
+    return {k: v.to_json() for k, v in sorted(sums.items()) if k}
+
+
 def day(state: Path, when: datetime) -> dict[str, Any]:
     """The day's spend (UTC): in all, per group and per incident."""
-    total = Spend()
     groups: dict[str, Spend] = {}
-    incidents: dict[str, Spend] = {}
-    for doc in _lines(_day_file(state, when)):
-        total.add(doc)
-        groups.setdefault(str(doc.get("group")), Spend()).add(doc)
-        incidents.setdefault(str(doc.get("incident")), Spend()).add(doc)
+    sums = _sums(_lines(_day_file(state, when)), groups)
     return {
         "day": when.date().isoformat(),
-        **total.to_json(),
-        "by_group": {k: v.to_json() for k, v in sorted(groups.items())},
-        "by_incident": {k: v.to_json() for k, v in sorted(incidents.items())},
+        **sums[""].to_json(),
+        "by_group": _by(groups),
+        "by_incident": _by(sums),
     }
+
+
+def recent(state: Path, last: int = 14) -> dict[str, Any]:
+    """The last `last` UTC days that had spend, newest first, each in all, and what each
+    group spent in those days."""
+    folder = state / LEDGER
+    try:
+        names = sorted((n for n in os.listdir(folder) if n.endswith(".jsonl")), reverse=True)
+    except OSError:
+        names = []
+    groups: dict[str, Spend] = {}
+    days = [
+        {"day": name.removesuffix(".jsonl"), **_sums(_lines(folder / name), groups)[""].to_json()}
+        for name in names[:last]
+    ]
+    return {"days": days, "by_group": _by(groups)}
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from incidents import clock
+from incidents.fixers.spend import recent
 from incidents.fsutil import atomic_write_text, ensure_dir
 from incidents.layout import REVIEW, Root
 from incidents.review.gather import Card, count_flaky, read_bucket
@@ -33,7 +34,7 @@ def build(root: Root) -> tuple[str, list[Card], list[Card]]:
     resolved = read_bucket(root, "resolved")
     count_flaky(escalated + resolved)
     html = page(escalated, resolved, root=str(root.path), generated_at=clock.iso_now(),
-                elsewhere=elsewhere(root))  # fmt: skip
+                elsewhere=elsewhere(root), spend=recent(root.state))  # fmt: skip
     return html, escalated, resolved
 
 
