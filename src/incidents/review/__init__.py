@@ -33,8 +33,14 @@ def build(root: Root) -> tuple[str, list[Card], list[Card]]:
     escalated = read_bucket(root, "escalated")
     resolved = read_bucket(root, "resolved")
     count_flaky(escalated + resolved)
-    html = page(escalated, resolved, root=str(root.path), generated_at=clock.iso_now(),
-                elsewhere=elsewhere(root), spend=recent(root.state))  # fmt: skip
+    html = page(
+        escalated,
+        resolved,
+        root=str(root.path),
+        generated_at=clock.iso_now(),
+        elsewhere=elsewhere(root),
+        spend=recent(root.state),
+    )
     return html, escalated, resolved
 
 
