@@ -98,36 +98,77 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     return list(seen.values())
 
 
+def _sums(docs: Iterable[dict[str, Any]], groups: dict[str, Spend]) -> dict[str, Spend]:
+    """The ledger lines' total (key ""), and per incident; each line also added to its
+    group in `groups`."""
+    out: dict[str, Spend] = {"": Spend()}
+    for doc in docs:
+        out[""].add(doc)
+        groups.setdefault(str(doc.get("group")), Spend()).add(doc)
+        out.setdefault(str(doc.get("incident")), Spend()).add(doc)
+    return out
+
+
+def _by(sums: dict[str, Spend]) -> dict[str, Any]:
+    return {k: v.to_json() for k, v in sorted(sums.items()) if k}
+
+
 def day(state: Path, when: datetime) -> dict[str, Any]:
     """The day's spend (UTC): in all, per group and per incident."""
-    total = Spend()
     groups: dict[str, Spend] = {}
-    incidents: dict[str, Spend] = {}
-    for doc in _lines(_day_file(state, when)):
-        total.add(doc)
-        groups.setdefault(str(doc.get("group")), Spend()).add(doc)
-        incidents.setdefault(str(doc.get("incident")), Spend()).add(doc)
+    sums = _sums(_lines(_day_file(state, when)), groups)
     return {
         "day": when.date().isoformat(),
-        **total.to_json(),
-        "by_group": {k: v.to_json() for k, v in sorted(groups.items())},
-        "by_incident": {k: v.to_json() for k, v in sorted(incidents.items())},
+        **sums[""].to_json(),
+        "by_group": _by(groups),
+        "by_incident": _by(sums),
     }
 
 
-def limit_reached(
-    policy: Any, state: Path, own: Spend, now: datetime
-) -> tuple[str, datetime] | None:
-    """The spend limit already reached, as (why, when it may lift: the next UTC day for the
-    daily one, else an hour from now, for a person to raise it), or None."""
+def recent(state: Path, last: int = 14) -> dict[str, Any]:
+    """The last `last` UTC days that had spend, newest first, each in all, and what each
+    group spent in those days."""
+    folder = state / LEDGER
+    try:
+        names = sorted((n for n in os.listdir(folder) if n.endswith(".jsonl")), reverse=True)
+    except OSError:
+        names = []
+    groups: dict[str, Spend] = {}
+    days = [
+        {"day": name.removesuffix(".jsonl"), **_sums(_lines(folder / name), groups)[""].to_json()}
+        for name in names[:last]
+    ]
+    return {"days": days, "by_group": _by(groups)}
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A spend limit reached: why, when it may lift (the next UTC day for the daily one,
+    else an hour from now, for a person to raise it), and the setting as it stands
+    (`max_cost_usd_per_day = 5`: an alert is due again once it changes)."""
+
+    why: str
+    until: datetime
+    setting: str
+    day: str  # the UTC day it was reached on
+
+    @property
+    def daily(self) -> bool:
+        return self.setting.startswith("max_cost_usd_per_day")
+
+
+def limit_reached(policy: Any, state: Path, own: Spend, now: datetime) -> Limit | None:
+    """The spend limit already reached, or None."""
     per_incident = policy.max_cost_usd_per_incident
     if per_incident is not None and own.cost_usd >= per_incident:
-        why = f"spend limit: this incident spent ${own.cost_usd:.4f} of [policy] "
-        return why + f"max_cost_usd_per_incident = {per_incident:g}", now + timedelta(hours=1)
+        setting = f"max_cost_usd_per_incident = {per_incident:g}"
+        why = f"spend limit: this incident spent ${own.cost_usd:.4f} of [policy] {setting}"
+        return Limit(why, now + timedelta(hours=1), setting, now.date().isoformat())
     tokens = policy.max_tokens_per_incident
     if tokens is not None and own.tokens >= tokens:
-        why = f"spend limit: this incident used {own.tokens} tokens of [policy] "
-        return why + f"max_tokens_per_incident = {tokens}", now + timedelta(hours=1)
+        setting = f"max_tokens_per_incident = {tokens}"
+        why = f"spend limit: this incident used {own.tokens} tokens of [policy] {setting}"
+        return Limit(why, now + timedelta(hours=1), setting, now.date().isoformat())
     per_day = policy.max_cost_usd_per_day
     if per_day is not None:
         spent = float(day(state, now)["cost_usd"])
@@ -135,6 +176,7 @@ def limit_reached(
             tomorrow = datetime.combine(
                 now.date() + timedelta(days=1), datetime.min.time(), tzinfo=now.tzinfo
             )
-            why = f"spend limit: ${spent:.4f} spent today (UTC) of [policy] "
-            return why + f"max_cost_usd_per_day = {per_day:g}", tomorrow
+            setting = f"max_cost_usd_per_day = {per_day:g}"
+            why = f"spend limit: ${spent:.4f} spent today (UTC) of [policy] {setting}"
+            return Limit(why, tomorrow, setting, now.date().isoformat())
     return None

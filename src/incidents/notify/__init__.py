@@ -1,14 +1,15 @@
-"""Alerts: people are told of an escalation, a pause and a regression (`[notify]`).
+"""Alerts: people are told of an escalation, a pause, a regression and a spend limit
+reached (`[notify]`).
 
 Where the event happens (the close into `escalated`, `pause.pause`, a capture that marks a
-regression) one call here puts an alert in the outbox (`outbox`: one atomic file each,
+regression, a fixer step refused by a `[policy]` spend limit) one call here puts an alert in the outbox (`outbox`: one atomic file each,
 grouped so a group alerts once until its state changes); the watcher's loop and
 `incidents notify flush` deliver it to the configured webhooks (`deliver`), with retries
 and backoff. Enqueueing never raises and never blocks on the network: the event it
 records (a close, a capture, a pause) is never broken or slowed by a receiver. The texts
 are composed and redacted when delivered, from the bundle as it then is.
 
-These three hooks are on capture's path: standard library only, imported lazily.
+These hooks are on capture's path: standard library only, imported lazily.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+    from incidents.fixers.spend import Limit
     from incidents.layout import Root
 
-__all__ = ["escalated", "paused", "regressed"]
+__all__ = ["escalated", "paused", "regressed", "spend_limited"]
 
 
 def _facts(doc: dict[str, Any], *keys: str) -> dict[str, Any]:
@@ -95,6 +97,39 @@ def paused(
     stamp = member.replace(".", "")
     _quietly(
         "pause", _enqueue, root, "pause", f"pause-{stamp}", "pause", member, still_paused, facts
+    )
+
+
+def spend_limited(root: Root, limit: Limit, incident_id: str, group: str) -> None:
+    """A `[policy]` spend limit stopped the fixers of `incident_id`. One limit alerts once
+    until it changes: the daily one once per UTC day, a per-incident one once per incident,
+    and again when its setting is changed (then reached again)."""
+    import time
+
+    scope = f"day {limit.day}" if limit.daily else f"incident {incident_id}"
+    key = f"{scope}: {limit.setting}"
+    member = f"{key}@{time.time():.6f}"  # each time it is hit; the key says which limit
+
+    def same_limit(m: str) -> bool:
+        return m.rpartition("@")[0] == key
+
+    facts = {
+        "reason": limit.why,
+        "setting": limit.setting,
+        "incident_id": incident_id,
+        "incident_group": group,
+    }
+    stamp = member.rpartition("@")[2].replace(".", "")
+    _quietly(
+        "spend limit",
+        _enqueue,
+        root,
+        "spend_limit",
+        f"spend_limit-{stamp}",
+        f"spend_limit {scope}",
+        member,
+        same_limit,
+        facts,
     )
 
 

@@ -66,6 +66,22 @@ def _read_evidence(root: Root, incident_id: str) -> tuple[Any, str] | None:
     return read_card(folder, bucket), bucket
 
 
+def _spend_limit(body: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
+    incident_id = facts.get("incident_id")
+    body |= {
+        "reason": facts.get("reason"),
+        "setting": facts.get("setting"),
+        "incident_id": incident_id,
+        "incident_group": facts.get("incident_group"),
+    }
+    body["text"] = (
+        f"incidents: {facts.get('reason')} (reached by {incident_id}). No fixer tier runs "
+        "while it stands: the incident waits or escalates as [policy] spend_limit says, "
+        "until the next UTC day for the daily limit or until the setting is raised."
+    )
+    return redact_json(body)  # type: ignore[no-any-return]
+
+
 def compose(root: Root, alert: dict[str, Any]) -> dict[str, Any]:
     """The alert's JSON body (redacted): its text and its facts."""
     from incidents.review.render import decision_command
@@ -91,6 +107,8 @@ def compose(root: Root, alert: dict[str, Any]) -> dict[str, Any]:
             "`incidents resume`; capture still accepts incidents."
         )
         return redact_json(body)  # type: ignore[no-any-return]
+    if event == "spend_limit":
+        return _spend_limit(body, facts)
     found = _read_evidence(root, member)
     card = found[0] if found else None
     ev = card.evidence if card else None

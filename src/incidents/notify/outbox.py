@@ -8,7 +8,7 @@ Grouping: an event of a group alerts once until the group's state changes. A gro
 (`.state/notify/groups/<hash>.json`) lists the members its last alert stands for; a new
 member alerts only when none of them is still in that state (an escalation: still in
 `error_archive/escalated/`; a regression: still open or escalated; a pause: still the pause
-that stands). So three escalations of one group make one alert, and once a person has
+that stands; a spend limit: the same limit, on the same day or incident). So three escalations of one group make one alert, and once a person has
 decided them (requeued or resolved) the next escalation of the group alerts again.
 """
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from incidents.layout import Root
 
-EVENTS = ("escalation", "pause", "regression")
+EVENTS = ("escalation", "pause", "regression", "spend_limit")
 NOTIFY = "notify"
 OUTBOX, FAILED, GROUPS = "outbox", "failed", "groups"
 MAX_MEMBERS = 1000  # a group record's members kept (the newest)

@@ -7,7 +7,7 @@ retry_base_s = 10
 [[notify.webhooks]]
 url = "https://hooks.slack.com/services/T000/B000/XXXX"
 format = "slack"                    # {"text": ...}; "json" (the default): the whole alert
-events = ["escalation", "pause"]    # default: all three
+events = ["escalation", "pause"]    # default: every event (and regression, spend_limit)
 ```
 """
 
@@ -20,8 +20,8 @@ from pydantic import Field, field_validator
 from incidents.config_check import webhook_url_problem
 from incidents.config_section import Section
 
-Event = Literal["escalation", "pause", "regression"]
-EVENTS: tuple[Event, ...] = ("escalation", "pause", "regression")
+Event = Literal["escalation", "pause", "regression", "spend_limit"]
+EVENTS: tuple[Event, ...] = ("escalation", "pause", "regression", "spend_limit")
 
 
 class Webhook(Section):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from incidents import clock
+from incidents.fixers.spend import recent
 from incidents.fsutil import atomic_write_text, ensure_dir
 from incidents.layout import REVIEW, Root
 from incidents.review.gather import Card, count_flaky, read_bucket
@@ -32,8 +33,14 @@ def build(root: Root) -> tuple[str, list[Card], list[Card]]:
     escalated = read_bucket(root, "escalated")
     resolved = read_bucket(root, "resolved")
     count_flaky(escalated + resolved)
-    html = page(escalated, resolved, root=str(root.path), generated_at=clock.iso_now(),
-                elsewhere=elsewhere(root))  # fmt: skip
+    html = page(
+        escalated,
+        resolved,
+        root=str(root.path),
+        generated_at=clock.iso_now(),
+        elsewhere=elsewhere(root),
+        spend=recent(root.state),
+    )
     return html, escalated, resolved
 
 

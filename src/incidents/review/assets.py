@@ -14,6 +14,9 @@ body { margin:0; font:14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif
 header.page { padding:14px 20px 6px; }
 header.page h1 { margin:0 0 2px; font-size:20px; }
 header.page p { margin:0; color:var(--muted); }
+section.spend table { display:inline-table; border-collapse:collapse; margin:4px 16px 0 0;
+  font-size:12px; vertical-align:top; }
+section.spend td, section.spend th { padding:1px 8px; text-align:left; }
 nav.tabs { display:flex; gap:4px; padding:8px 20px 0; border-bottom:1px solid var(--line); }
 nav.tabs button { font:inherit; padding:6px 14px; border:1px solid var(--line);
   border-bottom:none; background:#e9ecef; border-radius:6px 6px 0 0; cursor:pointer; }

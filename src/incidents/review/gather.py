@@ -7,6 +7,7 @@ bundle never hides the others.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 import re
@@ -20,6 +21,7 @@ from incidents.errors import IncidentsError
 from incidents.evidence import Evidence, derive
 from incidents.evidence import as_object as _obj
 from incidents.evidence import first_text as _text
+from incidents.fixers.spend import Spend
 from incidents.fsutil import read_json, read_regular_file
 from incidents.layout import Root
 from incidents.redact import redact, redact_json
@@ -120,6 +122,7 @@ class Card:
     diffs: list[FileDiff] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     evidence: Evidence | None = None  # the headline, tests, findings, log tail, decision
+    spend: Spend = field(default_factory=Spend)  # its AI attempts' sums (incidents.fixers.spend)
 
 
 def _load(folder: Path, name: str, problems: list[str]) -> Any:
@@ -217,6 +220,15 @@ def _notes(doc: Any) -> list[Note]:
             )
         )
     return notes
+
+
+def _spent(into: Spend, *lists: Any) -> None:
+    """Every attempt's spend, the calls the API refused included (as `status ID` sums)."""
+    for items in lists:
+        for item in items if isinstance(items, list) else []:
+            if isinstance(item, dict):
+                with contextlib.suppress(TypeError, ValueError):  # a bundle edited by hand
+                    into.add(item)
 
 
 def _read_text(path: Path) -> str | None:
@@ -345,7 +357,9 @@ def read_card(folder: Path, bucket: str) -> Card:
     )
     _group(card, incident)
     card.checks, report = _checks(folder, state, problems)
-    card.notes = _notes(_load(folder, artifacts.AI_ATTEMPTS, problems) or state.get("ai_attempts"))
+    attempts = _load(folder, artifacts.AI_ATTEMPTS, problems) or state.get("ai_attempts")
+    card.notes = _notes(attempts)
+    _spent(card.spend, state.get("ai_attempts") or attempts, state.get("unbudgeted_attempts"))
     card.diffs = [_diff_one(folder, t) for t in _targets(folder, meta, incident)]
     _timeline(card, folder, state, meta)
     card.evidence = derive(

@@ -9,6 +9,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterable
 from html import escape
+from typing import Any
 
 from incidents.evidence import GUIDANCE, Evidence
 from incidents.review.assets import CSS, JS
@@ -114,9 +115,41 @@ def _badges(card: Card) -> str:
         (card.error_code, ""),
         (card.escalation_kind, ""),
         (f"occurrences: {card.occurrences}", ""),
+        (f"AI spend: {spend_sum(card.spend.to_json())}" if card.spend.attempts else "", "spend"),
     ]
     return "".join(
         f'<span class="{escape(cls)}">{escape(text)}</span>' for text, cls in items if text
+    )
+
+
+def spend_sum(doc: dict[str, Any]) -> str:
+    """A sum of `incidents.fixers.spend` in words: attempts, tokens, cost."""
+    return (
+        f"{doc['attempts']} attempt(s), {doc['input_tokens']} tokens in, "
+        f"{doc['output_tokens']} out, ${doc['cost_usd']:.4f}"
+    )
+
+
+def spend_html(recent: dict[str, Any]) -> str:
+    """The AI fixers' spend per UTC day and per group over those days (the root's ledger,
+    `incidents.fixers.spend.recent`); each card says its incident's own."""
+    if not recent["days"]:
+        return ""
+    days = "".join(
+        f'<tr data-day="{escape(d["day"])}"><td>{escape(d["day"])}</td>'
+        f"<td>{escape(spend_sum(d))}</td></tr>"
+        for d in recent["days"]
+    )
+    groups = "".join(
+        f'<tr data-group="{escape(g)}"><td>{escape(g)}</td><td>{escape(spend_sum(d))}</td></tr>'
+        for g, d in sorted(recent["by_group"].items(), key=lambda i: -i[1]["cost_usd"])
+    )
+    return (
+        '<section class="spend" id="spend"><details><summary>AI spend: '
+        f"{escape(spend_sum(recent['days'][0]))} on {escape(recent['days'][0]['day'])} (UTC)"
+        '</summary><table class="spend-days"><tr><th>day (UTC)</th><th>spent</th></tr>'
+        f'{days}</table><table class="spend-groups"><tr><th>group</th>'
+        f"<th>spent in these days</th></tr>{groups}</table></details></section>"
     )
 
 
@@ -300,8 +333,10 @@ def page(
     root: str,
     generated_at: str,
     elsewhere: list[Elsewhere] | None = None,
+    spend: dict[str, Any] | None = None,
 ) -> str:
-    """The page; `elsewhere` (a fleet sharing a mirror): what other hosts hold, a tab."""
+    """The page; `elsewhere` (a fleet sharing a mirror): what other hosts hold, a tab;
+    `spend`: the AI fixers' recent spend (`incidents.fixers.spend.recent`)."""
     everything = escalated + resolved
     hosts_tab = (
         f'<button type="button" data-tab="hosts" aria-selected="false">Other hosts ({len(elsewhere)})</button>'
@@ -337,7 +372,7 @@ def page(
         f"<title>incidents: escalation review</title><style>{CSS}</style></head><body>"
         f'<header class="page"><h1>Escalation review</h1><p>{len(escalated)} escalated, '
         f"{len(resolved)} resolved ({flaky} not reproduced: flaky) &middot; reports root {escape(root)} &middot; generated "
-        f"{escape(generated_at)}</p></header>"
+        f"{escape(generated_at)}</p>{spend_html(spend) if spend else ''}</header>"
         '<nav class="tabs">'
         f'<button type="button" data-tab="escalated" aria-selected="true">Escalated ({len(escalated)})</button>'
         f'<button type="button" data-tab="resolved" aria-selected="false">Resolved ({len(resolved)})</button>'

@@ -70,7 +70,7 @@ class FixerCalls(TickBase):
             settings = getattr(self.cfg.tiers, agent)
             # a spend limit reached, the tier cooling down after a rate limit or disabled
             # after AUTH: no call
-            refused = self.spend_limit(ctx) or api_rules.before(
+            refused = self.spend_limit(incident, ctx) or api_rules.before(
                 self.root.state, agent, settings, self.clock()
             )
             if refused is None:
@@ -97,20 +97,23 @@ class FixerCalls(TickBase):
         if decision.wait:
             self.events.append(("fixer_waiting", {"agent": agent, "reason": decision.wait}))
 
-    def spend_limit(self, ctx: ErrorPipelineContext) -> Decision | None:
+    def spend_limit(self, incident: Incident, ctx: ErrorPipelineContext) -> Decision | None:
         """The decision when a `[policy]` spend limit is already reached (no tier runs: the
-        incident waits or escalates, as `spend_limit` says), or None."""
+        incident waits or escalates, as `spend_limit` says), or None; the limit is alerted
+        like a pause (`notify.spend_limited`: once per limit until its setting changes)."""
+        from incidents import notify
         from incidents.fixers import api_rules, spend
 
         own = spend.of_attempts([*ctx.ai_attempts, *ctx.unbudgeted_attempts])
         found = spend.limit_reached(self.cfg.policy, self.root.state, own, self.clock())
         if found is None:
             return None
-        why, until = found
+        why = found.why
         self.events.append(("spend_limit", {"reason": why}))
+        notify.spend_limited(self.root, found, self.id, incident.group_key)
         if self.cfg.policy.spend_limit == "escalate":
             return api_rules.Decision(False, infra=why)
-        return api_rules.Decision(False, wait=f"{why}; waiting", until=until)
+        return api_rules.Decision(False, wait=f"{why}; waiting", until=found.until)
 
     def run_tier(
         self, agent: Agent, incident: Incident, ctx: ErrorPipelineContext, settings: TierSettings

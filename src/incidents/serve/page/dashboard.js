@@ -60,6 +60,7 @@
       $("root").textContent = health.root;
       renderPause(health.paused);
       renderCounts(health.counts);
+      renderSpend(inbox.spend);
       renderInbox(inbox);
       renderEscalated(escalated);
       state.first = false;
@@ -97,6 +98,27 @@
     });
   }
 
+  // the AI fixers' spend (incidents.fixers.spend): today's in all and per group from the
+  // list's answer, an inbox row's today, an escalated card's all its attempts
+  function spendText(s) {
+    return s.attempts + " AI attempt(s), " + s.input_tokens + " tokens in, " + s.output_tokens +
+      " out, $" + Number(s.cost_usd).toFixed(4);
+  }
+
+  function renderSpend(s) {
+    state.spend = s || { by_group: {}, by_incident: {}, attempts: 0 };
+    var box = $("spend");
+    box.textContent = "";
+    box.appendChild(el("b", { text: "AI spend today" + (s ? " (" + s.day + ", UTC)" : "") + ": " }));
+    box.appendChild(el("span", { cls: "spend-total", text: state.spend.attempts ? spendText(state.spend) : "none" }));
+    var groups = state.spend.by_group;
+    var names = Object.keys(groups).sort(function (a, b) { return groups[b].cost_usd - groups[a].cost_usd; });
+    if (!names.length) return;
+    box.appendChild(el.apply(null, ["ul", { cls: "spend-groups" }].concat(names.map(function (g) {
+      return el("li", { "data-group": g }, el("span", { cls: "mono", text: g }), ": " + spendText(groups[g]));
+    }))));
+  }
+
   function waitingReason(row) {
     if (row.lease_owner) return "claimed by " + row.lease_owner;
     if (row.waiting) return "waiting for an agent";
@@ -126,6 +148,7 @@
         el("td", {}, why ? el("span", { cls: "pill wait", text: why }) : "-"),
         el("td", { text: row.step }), el("td", { text: row.failure_class }),
         el("td", { text: row.age }), el("td", { text: String(row.occurrences) }),
+        el("td", { cls: "spend", text: state.spend.by_incident[row.incident_id] ? spendText(state.spend.by_incident[row.incident_id]) : "-" }),
         el("td", {}, el("button", { type: "button", cls: "act-archive", onclick: function () { askArchive(row); } }, "Archive…")));
       body.appendChild(tr);
     });
@@ -142,11 +165,13 @@
       var details = el("details", { "data-id": row.incident_id }, el("summary", {}, "Timeline, checks, diff"));
       details.addEventListener("toggle", function () { if (details.open) loadDetails(details, row.incident_id); });
       var evidence = el("div", { cls: "evidence" });
+      var spent = el("div", { cls: "meta spend" });
       var card = el("div", { cls: "card", "data-id": row.incident_id },
         el("h3", { text: row.incident_id }),
         el("div", { cls: "headline", text: row.message }),
         el("div", { cls: "meta", text: [state.manyHosts ? "host " + row.host : "", row.step, row.failure_class, row.error_code || "", "seen " + row.occurrences + "x", row.regression_of ? "recurred " + row.regression_count + "x" : "", row.age + " old"].filter(Boolean).join(" · ") }),
         el("div", { cls: "meta mono", text: row.signature }),
+        spent,
         evidence,
         el("div", { cls: "buttons" },
           el("button", { type: "button", cls: "act-requeue primary", onclick: function () { askResolve(row, true); } }, "Requeue with guidance…"),
@@ -155,23 +180,25 @@
         details);
       box.appendChild(card);
       if (open[row.incident_id]) { details.open = true; }
-      withEvidence(row, function (ev) {
-        showEvidence(card, evidence, ev, open[row.incident_id + "#log"]);
+      withDetail(row, function (doc) {
+        var s = doc.spend;
+        spent.textContent = s && s.attempts ? "AI spend: " + spendText(s) : "no AI attempts";
+        if (doc.evidence) showEvidence(card, evidence, doc.evidence, open[row.incident_id + "#log"]);
       });
     });
   }
 
-  // an escalated incident's evidence (incidents.evidence, in the API's incident answer),
-  // asked for once per escalation: the bundle does not change until someone decides
-  function withEvidence(row, then) {
+  // an escalated incident's evidence (incidents.evidence) and spend, in the API's incident
+  // answer, asked for once per escalation: the bundle does not change until someone decides
+  function withDetail(row, then) {
     var id = row.incident_id, key = id + " " + row.updated_at;
     var known = state.evidence[key];
     if (!known) {
       known = state.evidence[key] = getJSON("/api/incidents/" + encodeURIComponent(id))
-        .then(function (doc) { return doc.evidence || null; })
+        .then(function (doc) { return { evidence: doc.evidence || null, spend: doc.spend || null }; })
         .catch(function () { delete state.evidence[key]; return null; });
     }
-    known.then(function (ev) { if (ev) then(ev); });
+    known.then(function (doc) { if (doc) then(doc); });
   }
 
   function list(title, items) {
