@@ -17,7 +17,7 @@ from incidents.config import load_config
 from incidents.errors import ConfigError
 from incidents.layout import Root
 from incidents.notify.deliver import Notifier, Pass
-from tests.helpers import BROKEN, FAST, TIERS_OFF, Cli, capture, incidents, use_config
+from tests.helpers import BROKEN, FAST, MESSY, TIERS_OFF, Cli, capture, incidents, use_config
 from tests.notify.receiver import Receiver
 
 SECRET = "hunter2hunter2hunter2"  # a password in a message: never in an alert
@@ -121,17 +121,31 @@ def test_the_receiver_down_then_back_loses_nothing_and_sends_nothing_twice(
 def test_a_regression_alerts(
     cli: Cli, root: Root, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: Receiver
 ) -> None:
+    """A failure back after a verified fix alerts; back after a close by hand (no fix
+    verified) it is a recurrence, and no alert."""
     use_config(tmp_path, monkeypatch, notify_config(receiver))
-    args = ("capture", "--step", "export", "--message", "export failed: disk full")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "m.py").write_text(MESSY)
+    monkeypatch.chdir(ws)
+    args = ("capture", "--step", "export", "--message", "export failed", "--python-file", "m.py")
     first = cli(*args).out.strip()
-    assert cli("archive", first, "--resolved", "--reason", "freed the disk").code == 0
+    assert cli("drive", first).code == 0  # ruff mends m.py at its check: a verified fix
+    assert (root.bucket("resolved") / first).is_dir()
     assert outbox(root) == []  # a resolve is no alert
+    (ws / "m.py").write_text(MESSY)
     again = cli(*args).out.strip()
     assert again != first
     assert cli("notify", "flush").code == 0
     [alert] = receiver.bodies("/hook")
     assert alert["event"] == "regression" and alert["incident_id"] == again
     assert alert["regression_of"] == first and f"regressed {first}" in alert["text"]
+    other = ("capture", "--step", "load", "--message", "load failed: disk full")
+    by_hand = cli(*other).out.strip()
+    assert cli("archive", by_hand, "--resolved", "--reason", "freed the disk").code == 0
+    assert cli(*other).out.strip() != by_hand
+    assert cli("notify", "flush").code == 0
+    assert len(receiver.bodies("/hook")) == 1  # a recurrence is no regression
 
 
 def test_an_outbox_that_cannot_be_written_breaks_no_close(

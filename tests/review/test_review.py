@@ -118,6 +118,7 @@ def test_filters_cover_step_class_and_reason(cli: Cli, root: Root, archive: dict
 
 
 def test_empty_archive_and_json(cli: Cli, root: Root) -> None:
+    root.path.mkdir()  # a root nothing was captured in yet (review never creates one)
     r = cli("review", "--json")
     assert r.code == 0, r.err
     doc = r.json()
@@ -134,6 +135,7 @@ def test_open_starts_the_default_browser(root: Root, tmp_path: Path) -> None:
     )
     browser.chmod(0o755)
     env = {"BROWSER": str(browser), "PATH": "/usr/bin:/bin", "INCIDENTS_ROOT": str(root.path)}
+    root.path.mkdir()
     done = incidents("review", "--open", env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     assert seen.read_text() == (root.path / "error_review" / "index.html").as_uri()

@@ -70,6 +70,9 @@ def enqueue(
     member is counted into it). Returns whether an alert was written."""
     if event not in EVENTS:
         raise ValueError(event)
+    from incidents.redact import redact_json  # the outbox is a sink like any other file
+
+    facts = redact_json(facts)
     when = time.time() if now is None else now
     fsutil.ensure_dir(folder(root, OUTBOX))
     fsutil.ensure_dir(folder(root, GROUPS))
