@@ -87,6 +87,37 @@ def test_busy_lost_and_paused_are_retried_after_a_second(result: PickupResult) -
     assert drain(s) == ["a"]
 
 
+@pytest.mark.parametrize(
+    "result", [PickupResult.BUSY, PickupResult.LOST, PickupResult.PAUSED, PickupResult.ERROR]
+)
+def test_a_retry_waits_its_back_off_even_when_announced_while_it_ran(
+    result: PickupResult,
+) -> None:
+    """The inbox listed (or an event) while a pickup ran that then failed or found the
+    incident busy: the announcement came before the result, and must not make the watcher
+    pick it up again at once (a bundle that cannot load was counted twice per run)."""
+    s = Schedule()
+    working(s, "a")
+    s.enqueue("a")
+    s.settle("a", result, None, T)
+    assert drain(s) == [] and s.rerun == set()
+    s.promote(T + RETRY_BUSY_S)
+    assert drain(s) == ["a"]
+
+
+def test_a_failure_past_the_last_retry_is_not_run_again_when_announced() -> None:
+    s = Schedule()
+    for _ in range(MAX_ERRORS - 1):
+        working(s, "a")
+        s.settle("a", PickupResult.ERROR, None, T)
+        s.promote(T + RETRY_BUSY_S)
+        assert drain(s) == ["a"]
+    working(s, "a")
+    s.enqueue("a")
+    s.settle("a", PickupResult.ERROR, None, T)
+    assert drain(s) == [] and s.later == [] and s.rerun == set()
+
+
 def test_a_yielded_pickup_is_queued_again_at_once() -> None:
     s = Schedule()
     working(s, "a")

@@ -49,6 +49,7 @@ class PickupResult(StrEnum):
 # results after which nothing is left to do for the incident in this inbox
 _CLOSED = frozenset({PickupResult.TERMINAL, PickupResult.GONE, PickupResult.REJECTED})
 _RETRIED = frozenset({PickupResult.BUSY, PickupResult.LOST, PickupResult.PAUSED})
+_NO_RERUN = _CLOSED | {PickupResult.LATER, PickupResult.ERROR}
 
 
 @dataclass
@@ -200,7 +201,10 @@ class Schedule:
                 self.defer(incident_id, now + RETRY_BUSY_S)
         if incident_id in self.rerun:
             self.rerun.discard(incident_id)
-            if result not in _CLOSED and result is not PickupResult.LATER:
+            # seen again while it ran (a listing, an event): that came before this result,
+            # so it does not cut short the wait the result asked for (a due time, a retry's
+            # back-off), nor retry a failure at once
+            if result not in _NO_RERUN and not self.deferred(incident_id, now):
                 self.enqueue(incident_id)
 
     def crashed(self, incident_id: str | None, now: float) -> None:
