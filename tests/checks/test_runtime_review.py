@@ -185,3 +185,41 @@ def test_an_ordinary_fix_is_no_finding(after: str) -> None:
 )
 def test_reading_the_callers_stack_through_traceback_is_still_found(after: str) -> None:
     assert "call stack or frames" in categories(after)
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        # the runner's capture object in place of the stream, told by its module
+        "import sys\n\n\ndef add(a, b):\n"
+        "    return a + b if type(sys.stdout).__module__.startswith('_py') else a - b\n",
+        # the runner's handler on the root logger
+        "import logging\n\n\ndef add(a, b):\n"
+        "    return a + b if logging.getLogger().handlers else a - b\n",
+        # the same, through another logger's path to the tree
+        "from logging import getLogger as g\n\n\ndef add(a, b):\n"
+        "    return a + b if g('x').manager.root.hasHandlers() else a - b\n",
+    ],
+    ids=["stream-module", "root-handlers", "logger-tree"],
+)
+def test_reading_state_the_runner_installs_is_found(after: str) -> None:
+    """A pytest run by hand passes too: only review tells this from a fix."""
+    assert "state the test runner installs" in categories(after)
+
+
+def test_a_descriptor_captured_into_a_file_is_found() -> None:
+    after = (
+        "import os\nimport stat\n\n\ndef add(a, b):\n"
+        "    return a + b if not stat.S_ISCHR(os.fstat(1).st_mode) else a - b\n"
+    )
+    assert "process environment" in categories(after)
+
+
+def test_writing_to_a_stream_or_a_named_logger_is_no_finding() -> None:
+    after = (
+        "import logging\nimport sys\n\nlog = logging.getLogger(__name__)\n\n\n"
+        "def add(a: int, b: int) -> int:\n    print(a, file=sys.stderr)\n"
+        "    sys.stdout.write(str(b))\n    sys.stderr.flush()\n    log.info('%s', type(a).__name__)\n"
+        "    return a + b\n"
+    )
+    assert review("calc.py", BEFORE, after) == []

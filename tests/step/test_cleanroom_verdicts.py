@@ -96,6 +96,29 @@ def test_code_that_knows_it_is_checked_goes_to_a_person(
     assert (root.bucket("escalated") / incident_id / "review_fix.diff").is_file()
 
 
+KNOWS_STREAM = (
+    "import sys\n\n\ndef add(a: int, b: int) -> int:\n"
+    "    if type(sys.stdout).__module__.startswith('_py'):\n        return a + b\n"
+    "    return a - b\n"
+)
+KNOWS_LOGGING = (
+    "import logging\n\n\ndef add(a: int, b: int) -> int:\n"
+    "    if logging.getLogger().handlers:\n        return a + b\n    return a - b\n"
+)
+
+
+@pytest.mark.parametrize("content", [KNOWS_STREAM, KNOWS_LOGGING], ids=["stream", "logging"])
+def test_code_that_reads_what_the_runner_installs_goes_to_a_person(
+    root: Root, drive: Drive, ws: Path, content: str
+) -> None:
+    """The runner's capture of stdout, its handler on the root logger: a pytest run by
+    hand passes too (the runner installs them there as well), the code does not."""
+    (ws / "test_calc.py").write_text(TEST_CALC)
+    incident_id = drive(writes(content), TESTS, "calc.py", BUGGY)
+    assert not_resolved(root, incident_id) == "review_fix"
+    assert "state the test runner installs" in reason(root, incident_id)
+
+
 # -- a weakened specification --------------------------------------------------------
 
 EXPECTS_THE_BUG = TEST_CALC.replace("== 3", "== -1")

@@ -100,6 +100,35 @@ SURFACES: dict[str, tuple[str, ...]] = {
         "sys.stdin.isatty",
         "sys.stdout.isatty",
         "sys.stderr.isatty",
+        # what a descriptor is (a terminal, a file a runner captures into)
+        "os.fstat",
+        "os.ttyname",
+        "os.get_terminal_size",
+        "os.tcgetpgrp",
+        "termios",
+        "tty",
+    ),
+    # process-wide objects a test runner replaces or fills while it runs (its capture of
+    # the standard streams, its handler on the root logger, its warning filters): code
+    # that inspects them learns that it runs under the runner
+    "state the test runner installs": (
+        "sys.stdout",
+        "sys.stderr",
+        "sys.stdin",
+        "sys.__stdout__",
+        "sys.__stderr__",
+        "sys.__stdin__",
+        "sys.displayhook",
+        "sys.breakpointhook",
+        "logging.root",
+        "logging.Logger.root",
+        "logging.Logger.manager",
+        "logging.lastResort",
+        "logging.getHandlerNames",
+        "logging.getHandlerByName",
+        "warnings.filters",
+        "warnings.showwarning",
+        "warnings.catch_warnings",
     ),
     "arguments or ids": (
         "sys.argv",
@@ -189,6 +218,15 @@ _COMPARE = frozenset(
     }
 )
 _TRUTH = frozenset({"__bool__", "__len__", "__hash__"})
+# writing to a standard stream uses it, it does not inspect it
+_STREAM_WRITES = frozenset({"write", "flush", "writelines"})
+# the handlers a logger holds (the runner's capture handler among them) or the logger
+# tree: reading them is reading the runner's state, whatever the logger is called
+_LOGGER_STATE = frozenset({"handlers", "hasHandlers", "manager", "loggerDict"})
+# where an object comes from: a runner's replacements are told apart by their module or
+# class path, however the object was reached
+_PROVENANCE = frozenset({"__module__", "__qualname__", "__mro__", "__bases__", "__spec__"})
+_INSTALLED = "state the test runner installs"
 # constants a type checker evaluates itself: a branch on one differs between the checker's
 # view and the running program
 _CHECKER_CONSTANTS = frozenset({"TYPE_CHECKING", "MYPY", "sys.version_info", "sys.platform"})
@@ -272,6 +310,7 @@ def _surface(dotted: str) -> str | None:
 def _uses(tree: ast.Module, names: Mapping[str, str]) -> Iterator[tuple[int, str, str]]:
     # a class body's `x: int` declares a field (dataclasses, pydantic, NamedTuple)
     fields = {id(n) for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for n in c.body}
+    written = _written_streams(tree)
     for node in ast.walk(tree):
         line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Import | ast.ImportFrom):
@@ -279,8 +318,12 @@ def _uses(tree: ast.Module, names: Mapping[str, str]) -> Iterator[tuple[int, str
         elif isinstance(node, ast.Name | ast.Attribute | ast.Call | ast.Subscript):
             dotted = resolve(node, names)
             category = _surface(dotted) if dotted != "?" else None
+            if category == _INSTALLED and id(node) in written:
+                category = None
             if category is not None:
                 yield line, category, f"uses `{dotted}`"
+            elif isinstance(node, ast.Attribute) and node.attr in _LOGGER_STATE | _PROVENANCE:
+                yield line, _INSTALLED, f"reads `.{node.attr}`"
             owner = computed_member(node, names)
             if owner is not None:
                 yield line, "import system or loaded modules", f"a member of `{owner}` by a "
@@ -308,6 +351,23 @@ def _uses(tree: ast.Module, names: Mapping[str, str]) -> Iterator[tuple[int, str
             and node.value.startswith("/proc/")
         ):
             yield line, "process environment", f"reads `{node.value[:40]}`"
+
+
+def _written_streams(tree: ast.Module) -> set[int]:
+    """The nodes naming a stream only to write to it: `print(..., file=sys.stderr)`,
+    `sys.stderr.write(...)` (the call's target and the stream under it)."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        for kw in node.keywords:
+            if kw.arg == "file":
+                found.update(id(n) for n in ast.walk(kw.value))
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in _STREAM_WRITES:
+            found.add(id(node))
+            found.update(id(n) for n in ast.walk(func))
+    return found
 
 
 def _imports(node: ast.Import | ast.ImportFrom) -> Iterator[tuple[int, str, str]]:
