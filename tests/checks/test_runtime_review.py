@@ -223,3 +223,27 @@ def test_writing_to_a_stream_or_a_named_logger_is_no_finding() -> None:
         "    return a + b\n"
     )
     assert review("calc.py", BEFORE, after) == []
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        "from pathlib import Path\n\n_P = Path('/proc')\n\n\ndef add(a, b):\n"
+        "    return a + b if 'sh' not in (_P / 'self' / 'stat').read_text() else a - b\n",
+        "import os\n\n\ndef add(a, b):\n"
+        "    p = os.path.join('/', 'pr' + 'oc', 'self', 'cmdline')\n"
+        "    return a + b if b'pytest' in open(p, 'rb').read() else a - b\n",
+        "def add(a, b):\n    return a + b if open(f'/proc/{b}/comm').read() else a - b\n",
+    ],
+    ids=["path-joined", "os-path-join-of-parts", "f-string"],
+)
+def test_a_path_to_the_process_files_is_found_however_it_is_built(after: str) -> None:
+    assert "process environment" in categories(after)
+
+
+def test_a_path_that_only_looks_like_the_process_files_is_no_finding() -> None:
+    after = (
+        "from pathlib import Path\n\n\ndef add(a: int, b: int) -> int:\n"
+        "    (Path('/tmp') / 'proc' / 'x').write_text('/processes')\n    return a + b\n"
+    )
+    assert review("calc.py", BEFORE, after) == []

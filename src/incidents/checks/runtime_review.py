@@ -345,12 +345,49 @@ def _uses(tree: ast.Module, names: Mapping[str, str]) -> Iterator[tuple[int, str
             target = node.target
             if isinstance(target, ast.Name):
                 yield line, "typing escapes", f"`{target.id}` bound only for the type checker"
-        elif (
-            isinstance(node, ast.Constant)
-            and isinstance(node.value, str)
-            and node.value.startswith("/proc/")
-        ):
-            yield line, "process environment", f"reads `{node.value[:40]}`"
+        if isinstance(node, ast.expr) and not isinstance(node, ast.Name):
+            path = _static_path(node, names)
+            if path is not None and _describes_the_process(path):
+                yield line, "process environment", f"reads `{path[:40]}`"
+
+
+# folders whose files describe the running process (its parent, its arguments, its
+# descriptors, its terminal), however the path to them is spelled
+_PROCESS_FILES = ("/proc", "/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty")
+_JOINS = frozenset(
+    {"os.path.join", "posixpath.join", "pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath"}
+)
+
+
+def _static_path(node: ast.expr, names: Mapping[str, str]) -> str | None:
+    """The text an expression builds from constants (a literal, `+` of such, an f-string's
+    literal parts, a path joined with `/` or `os.path.join`/`Path(...)`), else None."""
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Div):
+        left, right = _static_path(node.left, names), _static_path(node.right, names)
+        if left is None or right is None:
+            return left if isinstance(node.op, ast.Div) and left is not None else None
+        return f"{left}/{right}" if isinstance(node.op, ast.Div) else left + right
+    if isinstance(node, ast.JoinedStr):
+        parts = [
+            _static_path(v, names) if isinstance(v, ast.Constant) else "*" for v in node.values
+        ]
+        return "".join(p or "*" for p in parts)
+    if isinstance(node, ast.Call) and node.args and resolve(node.func, names) in _JOINS:
+        first = _static_path(node.args[0], names)
+        if first is None:
+            return None
+        rest = [_static_path(a, names) or "*" for a in node.args[1:]]
+        return "/".join([first, *rest])
+    return None
+
+
+def _describes_the_process(path: str) -> bool:
+    norm = "/" + "/".join(p for p in path.split("/") if p)
+    return path.startswith("/") and any(
+        norm == top or norm.startswith(top + "/") for top in _PROCESS_FILES
+    )
 
 
 def _written_streams(tree: ast.Module) -> set[int]:
