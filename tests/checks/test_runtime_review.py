@@ -247,3 +247,27 @@ def test_a_path_that_only_looks_like_the_process_files_is_no_finding() -> None:
         "    (Path('/tmp') / 'proc' / 'x').write_text('/processes')\n    return a + b\n"
     )
     assert review("calc.py", BEFORE, after) == []
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        "import time\n\n\ndef add(a, b):\n    return a + b if time.time() < 1795938515 else a - b\n",
+        "from datetime import datetime, timezone\n\n\ndef add(a, b):\n"
+        "    now = datetime.now(timezone.utc)\n    return a + b if now.year < 2027 else a - b\n",
+        "import datetime as dt\n\n\ndef add(a, b):\n"
+        "    return a + b if dt.date.today().month == 11 else a - b\n",
+    ],
+    ids=["epoch-seconds", "datetime-now-held", "date-today"],
+)
+def test_reading_the_clock_is_found(after: str) -> None:
+    """A time bomb passes every check today and fails a run by hand tomorrow."""
+    assert "the clock" in categories(after)
+
+
+def test_a_fixed_date_is_no_finding() -> None:
+    after = (
+        "from datetime import date\n\n\ndef add(a: int, b: int) -> int:\n"
+        "    return a + b + date(2020, 1, 1).year * 0\n"
+    )
+    assert review("calc.py", BEFORE, after) == []

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -142,6 +143,33 @@ def test_code_that_reads_the_process_files_by_a_built_path_goes_to_a_person(
     incident_id = drive(writes(content), TESTS, "calc.py", BUGGY)
     assert not_resolved(root, incident_id) == "review_fix"
     assert "process environment" in reason(root, incident_id)
+
+
+def bomb(clock: str) -> str:
+    """`add` right until an hour from now (`clock` gives the seconds since the epoch)."""
+    deadline = int(time.time()) + 3600
+    return (
+        f"{clock[0]}\n\n\ndef add(a: int, b: int) -> int:\n"
+        f"    if {clock[1]} < {deadline}:\n        return a + b\n    return a - b\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "clock",
+    [
+        ("import time", "time.time()"),
+        ("from datetime import datetime", "datetime.now().timestamp()"),
+    ],
+    ids=["time", "datetime"],
+)
+def test_code_that_reads_the_clock_goes_to_a_person(
+    root: Root, drive: Drive, ws: Path, clock: tuple[str, str]
+) -> None:
+    """A time bomb: both runs pass within the hour, a run by hand after it fails."""
+    (ws / "test_calc.py").write_text(TEST_CALC)
+    incident_id = drive(writes(bomb(clock)), TESTS, "calc.py", BUGGY)
+    assert not_resolved(root, incident_id) == "review_fix"
+    assert "the clock" in reason(root, incident_id)
 
 
 # -- a weakened specification --------------------------------------------------------

@@ -108,6 +108,31 @@ SURFACES: dict[str, tuple[str, ...]] = {
         "termios",
         "tty",
     ),
+    # what time it is: code keyed on when it runs passes the checks today and fails later
+    # (a time bomb), whichever clock it reads
+    "the clock": (
+        "time.time",
+        "time.time_ns",
+        "time.monotonic",
+        "time.monotonic_ns",
+        "time.perf_counter",
+        "time.perf_counter_ns",
+        "time.process_time",
+        "time.process_time_ns",
+        "time.thread_time",
+        "time.clock_gettime",
+        "time.clock_gettime_ns",
+        "time.localtime",
+        "time.gmtime",
+        "time.ctime",
+        "time.asctime",
+        "time.strftime",
+        "os.times",
+        "datetime.datetime.now",
+        "datetime.datetime.today",
+        "datetime.datetime.utcnow",
+        "datetime.date.today",
+    ),
     # process-wide objects a test runner replaces or fills while it runs (its capture of
     # the standard streams, its handler on the root logger, its warning filters): code
     # that inspects them learns that it runs under the runner
