@@ -1,16 +1,20 @@
-"""What every Python process loads at start-up, outside the workdir: a check must not
-leave any.
+"""What every Python process loads at start-up or can import, outside the workdir: a
+check must not leave any.
 
 A check runs the code under judgement (the tests, the verification command, the run as
 the user), and that code can write anywhere the user can. A `*.pth` file,
 `sitecustomize.py` or `usercustomize.py` in a folder the interpreter reads at start-up
 (its site-packages, the user's site folder under `~/.local`, the standard library's
-folder) runs in every later Python process: the next check's clean room and the user's
-own runs included. Code that plants one on a first check, then withdraws the planting
-from the source, is judged on a later check by what it planted, and the source reviewed
-no longer shows it. So the start-up files of those folders are noted before a check and
-compared after it: one that appeared or changed is taken back (a new one moved into the
-incident's runs folder, a changed one restored) and is a hard finding of the check.
+folder) runs in every later Python process, the next check's clean room and the user's
+own runs included, and a module or package that appears in a site folder is there for
+any code that imports it. Code that plants one on a first check, then withdraws the
+planting from the source, is judged on a later check by what it planted, and the source
+reviewed no longer shows it (a target that imports a planted module is judged on files
+no verdict hashes). So the start-up files of those folders, and every entry of the site
+folders (a package by its presence: what an existing package holds is not compared),
+are noted before a check and compared after it: one that appeared or changed is taken
+back (a new one moved into the incident's runs folder, a changed one restored) and is a
+hard finding of the check.
 
 The folders are this interpreter's `sys.path` folders outside the workdir, the
 site-packages of its base installation (where a user's `python` commonly is) and the
@@ -22,6 +26,7 @@ from __future__ import annotations
 import glob
 import os
 import site
+import stat
 import sys
 import sysconfig
 from dataclasses import dataclass, field
@@ -47,18 +52,30 @@ class Seen:
 class Snapshot:
     folders: list[str]
     files: dict[str, Seen] = field(default_factory=dict)
+    sites: list[str] = field(default_factory=list)
 
 
 def folders(workdir: str | None = None) -> list[str]:
     """The folders a Python process reads start-up files from (see the docstring), those
     that exist, outside `workdir` (the workdir's own are judged as its files)."""
     found = [p for p in sys.path if p]
-    found += [sysconfig.get_paths()[k] for k in ("purelib", "platlib", "stdlib")]
+    found.append(sysconfig.get_paths()["stdlib"])
+    return _existing(found + site_folders(), workdir)
+
+
+def site_folders(workdir: str | None = None) -> list[str]:
+    """The folders packages are installed in: this interpreter's, its base
+    installation's and the user site folders under the home folder."""
+    found = [sysconfig.get_paths()[k] for k in ("purelib", "platlib")]
     for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix}:
         found += glob.glob(os.path.join(prefix, "lib", "python3*", "site-packages"))
     home = os.path.expanduser("~")
     found += glob.glob(os.path.join(home, ".local", "lib", "python3*", "site-packages"))
     found.append(site.getusersitepackages())
+    return _existing(found, workdir)
+
+
+def _existing(found: list[str], workdir: str | None) -> list[str]:
     inside = os.path.realpath(workdir) + os.sep if workdir else None
     out: list[str] = []
     for p in found:
@@ -73,8 +90,8 @@ def folders(workdir: str | None = None) -> list[str]:
 
 def snapshot(workdir: str | None = None) -> Snapshot:
     """The start-up files of `folders()` now."""
-    seen = Snapshot(folders(workdir))
-    for path in _startup_files(seen.folders):
+    seen = Snapshot(folders(workdir), sites=site_folders(workdir))
+    for path in _startup_files(seen.folders, seen.sites):
         noted = _note(path)
         if noted is not None:
             seen.files[path] = noted
@@ -85,8 +102,9 @@ def take_back(before: Snapshot, aside: Path, tool: str = "startup") -> list[Find
     """The start-up files that appeared or changed since `before`: a new one moved into
     `aside`, a changed one restored when its bytes were noted; one finding naming them."""
     now_folders = sorted(set(before.folders) | set(folders()))
+    now_sites = sorted(set(before.sites) | set(site_folders()))
     planted: list[str] = []
-    for path in _startup_files(now_folders):
+    for path in _startup_files(now_folders, now_sites):
         was = before.files.get(path)
         noted = _note(path)
         if noted is None or (was is not None and was.stat == noted.stat):
@@ -105,8 +123,8 @@ def take_back(before: Snapshot, aside: Path, tool: str = "startup") -> list[Find
     if not planted:
         return []
     message = (
-        "a check left a file every Python process loads at start-up, outside the "
-        f"workdir (taken back): {', '.join(planted[:5])}"
+        "a check left, outside the workdir, a file every Python process loads at start-up "
+        f"or can import (taken back): {', '.join(planted[:5])}"
     )
     return [
         Finding(
@@ -121,14 +139,21 @@ def take_back(before: Snapshot, aside: Path, tool: str = "startup") -> list[Find
     ]
 
 
-def _startup_files(roots: list[str]) -> list[str]:
+def _startup_files(roots: list[str], sites: list[str]) -> list[str]:
+    """The start-up files of `roots`, and every entry of the site folders `sites` (a
+    module or package there is importable by every later run) but their bytecode."""
     out: set[str] = set()
     for d in roots:
         try:
             names = os.listdir(d)
         except OSError:
             continue
-        out.update(os.path.join(d, n) for n in names if n in HOOKS or n.endswith(".pth"))
+        every = d in sites
+        out.update(
+            os.path.join(d, n)
+            for n in names
+            if n in HOOKS or n.endswith(".pth") or (every and n != "__pycache__")
+        )
     return sorted(out)
 
 
@@ -137,6 +162,8 @@ def _note(path: str) -> Seen | None:
         st = os.stat(path)
     except OSError:
         return None
+    if stat.S_ISDIR(st.st_mode):  # a package: noted by its presence (what it holds is not)
+        return Seen((0, 0), b"")
     data = None
     if st.st_size <= MAX_BYTES:
         try:
