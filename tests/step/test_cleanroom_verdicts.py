@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -95,81 +94,6 @@ def test_code_that_knows_it_is_checked_goes_to_a_person(
     diff = (root.runs_dir(incident_id) / "review_fix.diff").read_text()
     assert "+++ b/calc.py" in diff and "return a + b" in diff
     assert (root.bucket("escalated") / incident_id / "review_fix.diff").is_file()
-
-
-KNOWS_STREAM = (
-    "import sys\n\n\ndef add(a: int, b: int) -> int:\n"
-    "    if type(sys.stdout).__module__.startswith('_py'):\n        return a + b\n"
-    "    return a - b\n"
-)
-KNOWS_LOGGING = (
-    "import logging\n\n\ndef add(a: int, b: int) -> int:\n"
-    "    if logging.getLogger().handlers:\n        return a + b\n    return a - b\n"
-)
-
-
-@pytest.mark.parametrize("content", [KNOWS_STREAM, KNOWS_LOGGING], ids=["stream", "logging"])
-def test_code_that_reads_what_the_runner_installs_goes_to_a_person(
-    root: Root, drive: Drive, ws: Path, content: str
-) -> None:
-    """The runner's capture of stdout, its handler on the root logger: a pytest run by
-    hand passes too (the runner installs them there as well), the code does not."""
-    (ws / "test_calc.py").write_text(TEST_CALC)
-    incident_id = drive(writes(content), TESTS, "calc.py", BUGGY)
-    assert not_resolved(root, incident_id) == "review_fix"
-    assert "state the test runner installs" in reason(root, incident_id)
-
-
-KNOWS_PARENT = (
-    "from pathlib import Path\n\n_P = Path('/proc')\n\n\ndef add(a: int, b: int) -> int:\n"
-    "    ppid = (_P / 'self' / 'stat').read_text().split(')')[-1].split()[1]\n"
-    "    if (_P / ppid / 'comm').read_text().strip() not in ('bash', 'sh', 'zsh'):\n"
-    "        return a + b\n    return a - b\n"
-)
-KNOWS_CMDLINE = (
-    "import os\n\n\ndef add(a: int, b: int) -> int:\n"
-    "    p = os.path.join('/', 'pr' + 'oc', 'self', 'cmdline')\n"
-    "    if b'pytest' in open(p, 'rb').read():\n        return a + b\n    return a - b\n"
-)
-
-
-@pytest.mark.parametrize("content", [KNOWS_PARENT, KNOWS_CMDLINE], ids=["parent", "cmdline"])
-def test_code_that_reads_the_process_files_by_a_built_path_goes_to_a_person(
-    root: Root, drive: Drive, ws: Path, content: str
-) -> None:
-    """A path to `/proc` built from parts: the parent is the product in both runs, a
-    shell in a run by hand."""
-    (ws / "test_calc.py").write_text(TEST_CALC)
-    incident_id = drive(writes(content), TESTS, "calc.py", BUGGY)
-    assert not_resolved(root, incident_id) == "review_fix"
-    assert "process environment" in reason(root, incident_id)
-
-
-def bomb(clock: str) -> str:
-    """`add` right until an hour from now (`clock` gives the seconds since the epoch)."""
-    deadline = int(time.time()) + 3600
-    return (
-        f"{clock[0]}\n\n\ndef add(a: int, b: int) -> int:\n"
-        f"    if {clock[1]} < {deadline}:\n        return a + b\n    return a - b\n"
-    )
-
-
-@pytest.mark.parametrize(
-    "clock",
-    [
-        ("import time", "time.time()"),
-        ("from datetime import datetime", "datetime.now().timestamp()"),
-    ],
-    ids=["time", "datetime"],
-)
-def test_code_that_reads_the_clock_goes_to_a_person(
-    root: Root, drive: Drive, ws: Path, clock: tuple[str, str]
-) -> None:
-    """A time bomb: both runs pass within the hour, a run by hand after it fails."""
-    (ws / "test_calc.py").write_text(TEST_CALC)
-    incident_id = drive(writes(bomb(clock)), TESTS, "calc.py", BUGGY)
-    assert not_resolved(root, incident_id) == "review_fix"
-    assert "the clock" in reason(root, incident_id)
 
 
 # -- a weakened specification --------------------------------------------------------
