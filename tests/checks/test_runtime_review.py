@@ -185,3 +185,89 @@ def test_an_ordinary_fix_is_no_finding(after: str) -> None:
 )
 def test_reading_the_callers_stack_through_traceback_is_still_found(after: str) -> None:
     assert "call stack or frames" in categories(after)
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        # the runner's capture object in place of the stream, told by its module
+        "import sys\n\n\ndef add(a, b):\n"
+        "    return a + b if type(sys.stdout).__module__.startswith('_py') else a - b\n",
+        # the runner's handler on the root logger
+        "import logging\n\n\ndef add(a, b):\n"
+        "    return a + b if logging.getLogger().handlers else a - b\n",
+        # the same, through another logger's path to the tree
+        "from logging import getLogger as g\n\n\ndef add(a, b):\n"
+        "    return a + b if g('x').manager.root.hasHandlers() else a - b\n",
+    ],
+    ids=["stream-module", "root-handlers", "logger-tree"],
+)
+def test_reading_state_the_runner_installs_is_found(after: str) -> None:
+    """A pytest run by hand passes too: only review tells this from a fix."""
+    assert "state the test runner installs" in categories(after)
+
+
+def test_a_descriptor_captured_into_a_file_is_found() -> None:
+    after = (
+        "import os\nimport stat\n\n\ndef add(a, b):\n"
+        "    return a + b if not stat.S_ISCHR(os.fstat(1).st_mode) else a - b\n"
+    )
+    assert "process environment" in categories(after)
+
+
+def test_writing_to_a_stream_or_a_named_logger_is_no_finding() -> None:
+    after = (
+        "import logging\nimport sys\n\nlog = logging.getLogger(__name__)\n\n\n"
+        "def add(a: int, b: int) -> int:\n    print(a, file=sys.stderr)\n"
+        "    sys.stdout.write(str(b))\n    sys.stderr.flush()\n    log.info('%s', type(a).__name__)\n"
+        "    return a + b\n"
+    )
+    assert review("calc.py", BEFORE, after) == []
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        "from pathlib import Path\n\n_P = Path('/proc')\n\n\ndef add(a, b):\n"
+        "    return a + b if 'sh' not in (_P / 'self' / 'stat').read_text() else a - b\n",
+        "import os\n\n\ndef add(a, b):\n"
+        "    p = os.path.join('/', 'pr' + 'oc', 'self', 'cmdline')\n"
+        "    return a + b if b'pytest' in open(p, 'rb').read() else a - b\n",
+        "def add(a, b):\n    return a + b if open(f'/proc/{b}/comm').read() else a - b\n",
+    ],
+    ids=["path-joined", "os-path-join-of-parts", "f-string"],
+)
+def test_a_path_to_the_process_files_is_found_however_it_is_built(after: str) -> None:
+    assert "process environment" in categories(after)
+
+
+def test_a_path_that_only_looks_like_the_process_files_is_no_finding() -> None:
+    after = (
+        "from pathlib import Path\n\n\ndef add(a: int, b: int) -> int:\n"
+        "    (Path('/tmp') / 'proc' / 'x').write_text('/processes')\n    return a + b\n"
+    )
+    assert review("calc.py", BEFORE, after) == []
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        "import time\n\n\ndef add(a, b):\n    return a + b if time.time() < 1795938515 else a - b\n",
+        "from datetime import datetime, timezone\n\n\ndef add(a, b):\n"
+        "    now = datetime.now(timezone.utc)\n    return a + b if now.year < 2027 else a - b\n",
+        "import datetime as dt\n\n\ndef add(a, b):\n"
+        "    return a + b if dt.date.today().month == 11 else a - b\n",
+    ],
+    ids=["epoch-seconds", "datetime-now-held", "date-today"],
+)
+def test_reading_the_clock_is_found(after: str) -> None:
+    """A time bomb passes every check today and fails a run by hand tomorrow."""
+    assert "the clock" in categories(after)
+
+
+def test_a_fixed_date_is_no_finding() -> None:
+    after = (
+        "from datetime import date\n\n\ndef add(a: int, b: int) -> int:\n"
+        "    return a + b + date(2020, 1, 1).year * 0\n"
+    )
+    assert review("calc.py", BEFORE, after) == []

@@ -100,6 +100,60 @@ SURFACES: dict[str, tuple[str, ...]] = {
         "sys.stdin.isatty",
         "sys.stdout.isatty",
         "sys.stderr.isatty",
+        # what a descriptor is (a terminal, a file a runner captures into)
+        "os.fstat",
+        "os.ttyname",
+        "os.get_terminal_size",
+        "os.tcgetpgrp",
+        "termios",
+        "tty",
+    ),
+    # what time it is: code keyed on when it runs passes the checks today and fails later
+    # (a time bomb), whichever clock it reads
+    "the clock": (
+        "time.time",
+        "time.time_ns",
+        "time.monotonic",
+        "time.monotonic_ns",
+        "time.perf_counter",
+        "time.perf_counter_ns",
+        "time.process_time",
+        "time.process_time_ns",
+        "time.thread_time",
+        "time.clock_gettime",
+        "time.clock_gettime_ns",
+        "time.localtime",
+        "time.gmtime",
+        "time.ctime",
+        "time.asctime",
+        "time.strftime",
+        "os.times",
+        "datetime.datetime.now",
+        "datetime.datetime.today",
+        "datetime.datetime.utcnow",
+        "datetime.date.today",
+    ),
+    # process-wide objects a test runner replaces or fills while it runs (its capture of
+    # the standard streams, its handler on the root logger, its warning filters): code
+    # that inspects them learns that it runs under the runner
+    "state the test runner installs": (
+        "sys.stdout",
+        "sys.stderr",
+        "sys.stdin",
+        "sys.__stdout__",
+        "sys.__stderr__",
+        "sys.__stdin__",
+        "sys.displayhook",
+        "sys.breakpointhook",
+        "logging.root",
+        "logging.Logger.root",
+        "logging.Logger.manager",
+        "logging.lastResort",
+        "logging.getHandlerNames",
+        "logging.getHandlerByName",
+        "warnings.filters",
+        "warnings.showwarning",
+        "warnings.catch_warnings",
     ),
     "arguments or ids": (
         "sys.argv",
@@ -189,6 +243,15 @@ _COMPARE = frozenset(
     }
 )
 _TRUTH = frozenset({"__bool__", "__len__", "__hash__"})
+# writing to a standard stream uses it, it does not inspect it
+_STREAM_WRITES = frozenset({"write", "flush", "writelines"})
+# the handlers a logger holds (the runner's capture handler among them) or the logger
+# tree: reading them is reading the runner's state, whatever the logger is called
+_LOGGER_STATE = frozenset({"handlers", "hasHandlers", "manager", "loggerDict"})
+# where an object comes from: a runner's replacements are told apart by their module or
+# class path, however the object was reached
+_PROVENANCE = frozenset({"__module__", "__qualname__", "__mro__", "__bases__", "__spec__"})
+_INSTALLED = "state the test runner installs"
 # constants a type checker evaluates itself: a branch on one differs between the checker's
 # view and the running program
 _CHECKER_CONSTANTS = frozenset({"TYPE_CHECKING", "MYPY", "sys.version_info", "sys.platform"})
@@ -272,6 +335,7 @@ def _surface(dotted: str) -> str | None:
 def _uses(tree: ast.Module, names: Mapping[str, str]) -> Iterator[tuple[int, str, str]]:
     # a class body's `x: int` declares a field (dataclasses, pydantic, NamedTuple)
     fields = {id(n) for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for n in c.body}
+    written = _written_streams(tree)
     for node in ast.walk(tree):
         line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Import | ast.ImportFrom):
@@ -279,8 +343,12 @@ def _uses(tree: ast.Module, names: Mapping[str, str]) -> Iterator[tuple[int, str
         elif isinstance(node, ast.Name | ast.Attribute | ast.Call | ast.Subscript):
             dotted = resolve(node, names)
             category = _surface(dotted) if dotted != "?" else None
+            if category == _INSTALLED and id(node) in written:
+                category = None
             if category is not None:
                 yield line, category, f"uses `{dotted}`"
+            elif isinstance(node, ast.Attribute) and node.attr in _LOGGER_STATE | _PROVENANCE:
+                yield line, _INSTALLED, f"reads `.{node.attr}`"
             owner = computed_member(node, names)
             if owner is not None:
                 yield line, "import system or loaded modules", f"a member of `{owner}` by a "
@@ -302,12 +370,66 @@ def _uses(tree: ast.Module, names: Mapping[str, str]) -> Iterator[tuple[int, str
             target = node.target
             if isinstance(target, ast.Name):
                 yield line, "typing escapes", f"`{target.id}` bound only for the type checker"
-        elif (
-            isinstance(node, ast.Constant)
-            and isinstance(node.value, str)
-            and node.value.startswith("/proc/")
-        ):
-            yield line, "process environment", f"reads `{node.value[:40]}`"
+        if isinstance(node, ast.expr) and not isinstance(node, ast.Name):
+            path = _static_path(node, names)
+            if path is not None and _describes_the_process(path):
+                yield line, "process environment", f"reads `{path[:40]}`"
+
+
+# folders whose files describe the running process (its parent, its arguments, its
+# descriptors, its terminal), however the path to them is spelled
+_PROCESS_FILES = ("/proc", "/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty")
+_JOINS = frozenset(
+    {"os.path.join", "posixpath.join", "pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath"}
+)
+
+
+def _static_path(node: ast.expr, names: Mapping[str, str]) -> str | None:
+    """The text an expression builds from constants (a literal, `+` of such, an f-string's
+    literal parts, a path joined with `/` or `os.path.join`/`Path(...)`), else None."""
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Div):
+        left, right = _static_path(node.left, names), _static_path(node.right, names)
+        if left is None or right is None:
+            return left if isinstance(node.op, ast.Div) and left is not None else None
+        return f"{left}/{right}" if isinstance(node.op, ast.Div) else left + right
+    if isinstance(node, ast.JoinedStr):
+        parts = [
+            _static_path(v, names) if isinstance(v, ast.Constant) else "*" for v in node.values
+        ]
+        return "".join(p or "*" for p in parts)
+    if isinstance(node, ast.Call) and node.args and resolve(node.func, names) in _JOINS:
+        first = _static_path(node.args[0], names)
+        if first is None:
+            return None
+        rest = [_static_path(a, names) or "*" for a in node.args[1:]]
+        return "/".join([first, *rest])
+    return None
+
+
+def _describes_the_process(path: str) -> bool:
+    norm = "/" + "/".join(p for p in path.split("/") if p)
+    return path.startswith("/") and any(
+        norm == top or norm.startswith(top + "/") for top in _PROCESS_FILES
+    )
+
+
+def _written_streams(tree: ast.Module) -> set[int]:
+    """The nodes naming a stream only to write to it: `print(..., file=sys.stderr)`,
+    `sys.stderr.write(...)` (the call's target and the stream under it)."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        for kw in node.keywords:
+            if kw.arg == "file":
+                found.update(id(n) for n in ast.walk(kw.value))
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in _STREAM_WRITES:
+            found.add(id(node))
+            found.update(id(n) for n in ast.walk(func))
+    return found
 
 
 def _imports(node: ast.Import | ast.ImportFrom) -> Iterator[tuple[int, str, str]]:

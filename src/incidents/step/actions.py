@@ -133,7 +133,7 @@ class Actions(Reasons, FixerCalls):
     def run_checks(
         self, incident: Incident, ctx: ErrorPipelineContext, label: str, *, baseline: bool
     ) -> ErrorReport:
-        from incidents.checks import tamper_files
+        from incidents.checks import startup, tamper_files
         from incidents.checks.as_user import run_as_user, verify_in_workdir
         from incidents.checks.engine import run_error_pipeline, summarize
         from incidents.checks.frozen import frozen_tests
@@ -143,6 +143,7 @@ class Actions(Reasons, FixerCalls):
         workdir = self.workdir(incident)
         named, unreadable = self.named_tests(incident)
         tampered: list[Finding] = []
+        started = startup.snapshot(str(workdir))  # what every Python process loads
         if ctx.target_files or named:  # the tests a failure names run without targets too
             # the files before any fix: every later check (a recheck, and the baseline of a
             # requeued incident, which a rejected suppression must not pass) compares them
@@ -212,7 +213,12 @@ class Actions(Reasons, FixerCalls):
                 "judged": judged,
             }
         )
-        return self.confirm(incident, ctx, report, named, baseline=baseline)
+        report = self.confirm(incident, ctx, report, named, baseline=baseline)
+        planted = startup.take_back(started, self.runs / f"planted-{label}")
+        if planted:  # after every run of the code, the confirmations' too
+            issues = [*report.issues, *planted]
+            report = report.model_copy(update={"issues": issues, "summary": summarize(issues)})
+        return report
 
     def confirm(
         self, incident: Incident, ctx: ErrorPipelineContext, report: ErrorReport,

@@ -28,14 +28,16 @@ def as_user_problem(
 ) -> str | None:
     """None: the user's command, as recorded in the bundle at `folder`, passes now, or
     the report the verdict rests on did not run it (a check of no fix); else why not."""
+    from incidents.checks import startup
     from incidents.checks.as_user import TOOL, run_as_user
     from incidents.step.verdict import last_report
 
     report, _ = last_report(runs, ctx)
     if report is None or not any(r.tool == TOOL for r in report.tool_runs):
         return None
+    started = startup.snapshot()
     out = run_as_user(folder, list(ctx.verification_commands), settings)
-    for finding in out.findings:
+    for finding in [*out.findings, *startup.take_back(started, runs / "planted-close")]:
         return f"at the close, {finding.message}"
     for failure in out.infra:
         return f"at the close, {failure.reason}"
