@@ -24,7 +24,7 @@ def read_failure(inp: CaptureInput, message: str, log_text: str) -> tuple[Scan, 
     (`infer.targets`: inside the workdir, symlinks followed), set on `inp` and recorded
     with where each came from in `inferred`; the failed tests pytest named are recorded
     there too, as the tests to run again."""
-    from incidents.infer import scan, targets, tests_inside
+    from incidents.infer import imported_by, scan, targets, tests_inside
 
     found = scan("\n".join(filter(None, [log_text, message])), inp.tool)
     extra: dict[str, Any] = {}
@@ -35,11 +35,14 @@ def read_failure(inp: CaptureInput, message: str, log_text: str) -> tuple[Scan, 
     if not inp.workdir:
         return found, extra
     entries: list[dict[str, Any]] = []
+    tests = tests_inside(found, inp.workdir, os.getcwd())
     if not (inp.python_files or inp.powershell_files):
         entries = targets(found, inp.workdir, os.getcwd())
+        if tests and not any(e["kind"] == "python" for e in entries):
+            # the tests saw a wrong result: no frame names the code, their imports do
+            entries += imported_by(tests, inp.workdir, os.getcwd())
         inp.python_files = [e["path"] for e in entries if e["kind"] == "python"]
         inp.powershell_files = [e["path"] for e in entries if e["kind"] == "powershell"]
-    tests = tests_inside(found, inp.workdir, os.getcwd())
     if entries or tests:
         extra["inferred"] = {"targets": entries, "tests": tests}
     return found, extra

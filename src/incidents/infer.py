@@ -28,12 +28,13 @@ TYPE_CHECKING = False  # typing stays off the capture path (import cost)
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Scan", "scan", "targets", "tests_inside"]
+__all__ = ["Scan", "imported_by", "scan", "targets", "tests_inside"]
 
 MAX_LINE = 2000
 MAX_LINES = 20_000
 MAX_TARGETS = 20
 MAX_TESTS = 50
+MAX_TEST_SOURCE = 1_000_000  # a failing test file read for its imports, at most
 EVIDENCE_CHARS = 200
 
 _PATH = r"[^\s:\"'<>|*?(),\[\]]{1,512}"  # a path as tools print it: no spaces, no `:`
@@ -377,6 +378,66 @@ def tests_inside(found: Scan, workdir: str, cwd: str) -> list[str]:
         if rel is not None and rel.endswith(".py") and not rel.startswith("-"):
             out.append(rel + sep + rest)
     return list(dict.fromkeys(out))
+
+
+def imported_by(tests: list[str], workdir: str, cwd: str) -> list[dict[str, Any]]:
+    """When the failing tests saw the failure themselves (an assertion on a wrong result:
+    no frame names the code), the code they call is the modules their files import from
+    the workdir: each a target under the same rules, never a test file, with the import
+    line as its evidence. `tests`: node ids from `tests_inside` (relative to the workdir)."""
+    import ast
+
+    from incidents.bundle_rules import resolve_target
+
+    base = os.path.realpath(workdir)
+    seen: dict[str, dict[str, Any]] = {}
+    for test_file in dict.fromkeys(t.partition("::")[0] for t in tests):
+        try:
+            with open(os.path.join(base, test_file), "rb") as fh:
+                tree = ast.parse(fh.read(MAX_TEST_SOURCE))
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            continue  # unreadable or not Python: it names nothing
+        for node in ast.walk(tree):
+            for names in _modules(node):
+                rel = next(
+                    (r for m in names if (r := _module_file(m, base, cwd, resolve_target))), None
+                )
+                if rel is None or rel in seen or is_test_file(rel) or _installed(rel):
+                    continue
+                evidence = f"{test_file}:{getattr(node, 'lineno', 0)}: {ast.unparse(node)}"
+                seen[rel] = {
+                    "path": rel,
+                    "kind": _kind_of(rel),
+                    "from": f"imports of {test_file}",
+                    "log_line": 0,
+                    "evidence": evidence[:EVIDENCE_CHARS],
+                }
+                if len(seen) >= MAX_TARGETS:
+                    return list(seen.values())
+    return list(seen.values())
+
+
+def _modules(node: Any) -> list[list[str]]:
+    """For each name an import statement imports, the absolute modules it may be, the most
+    specific first (`from a.b import c`: the module `a.b.c`, else a name in `a.b`);
+    relative imports are the tests' own helpers."""
+    import ast
+
+    if isinstance(node, ast.Import):
+        return [[alias.name] for alias in node.names]
+    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        return [[f"{node.module}.{a.name}", node.module] for a in node.names]
+    return []
+
+
+def _module_file(module: str, base: str, cwd: str, resolve: Any) -> str | None:
+    stem = module.replace(".", "/")
+    for prefix in ("", "src/"):
+        for path in (f"{prefix}{stem}.py", f"{prefix}{stem}/__init__.py"):
+            rel = _resolve(path, base, cwd, resolve)
+            if rel is not None:
+                return rel
+    return None
 
 
 def _resolve(path: str, base: str, cwd: str, resolve: Any) -> str | None:

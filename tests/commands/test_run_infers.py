@@ -126,6 +126,31 @@ def test_a_test_failure_names_the_code_and_the_failed_tests(cli: Cli, root: Root
     assert "tests/test_pricing.py::test_total TypeError" in sig, sig
 
 
+def test_a_wrong_result_seen_by_the_test_names_the_code_the_test_imports(
+    cli: Cli, root: Root, ws: Path
+) -> None:
+    """The assertion fails in the test, so no frame names the code; the failing test's
+    own imports from the workdir do (the code it calls), never the test itself."""
+    nested = ws / "shop" / "tax"
+    nested.mkdir()
+    (nested / "__init__.py").write_text("")
+    (nested / "rates.py").write_text("def vat(net):\n    return net * 0.02\n")  # 0.2
+    (ws / "tests" / "test_rates.py").write_text(
+        "import os\n\nfrom shop.tax import rates\n\n\nclass TestVat:\n"
+        "    def test_vat(self):\n        assert rates.vat(100) == 20\n"
+    )
+    incident_id = run(
+        cli, "--step", "unit_tests", "--", "python", "-m", "pytest", "-q", "tests/test_rates.py"
+    )
+    [doc] = bundles(root)
+    assert doc["python_files"] == ["shop/tax/rates.py"]
+    [entry] = doc["inferred"]["targets"]
+    assert entry["from"] == "imports of tests/test_rates.py" and "shop.tax" in entry["evidence"]
+    assert doc["inferred"]["tests"] == ["tests/test_rates.py::TestVat::test_vat"]
+    said = cli("explain", incident_id).out
+    assert "shop/tax/rates.py inferred from imports of tests/test_rates.py: " in said, said
+
+
 def test_a_test_file_is_a_target_only_when_the_failure_is_in_it(
     cli: Cli, root: Root, ws: Path
 ) -> None:

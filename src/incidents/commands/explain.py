@@ -194,9 +194,11 @@ def _show_targets(found: dict[str, Any], reproduction: Any) -> None:
         if not t["inferred"]:
             out(f"{'target:':14} {one_line(t['path'])} (given)")
             continue
+        where = one_line(t["from"])  # a log line, or (0) what the failing test imports
+        where += f" output, log line {t['log_line']}" if t["log_line"] else ""
         out(
-            f"{'target:':14} {one_line(t['path'])} inferred from {one_line(t['from'])} output, "
-            f"log line {t['log_line']}: {_short(one_line(t['evidence'] or ''))}"
+            f"{'target:':14} {one_line(t['path'])} inferred from {where}: "
+            f"{_short(one_line(t['evidence'] or ''))}"
         )
     for e in found["other_files"]:
         out(
