@@ -256,3 +256,27 @@ def test_a_capture_with_a_log_reads_it_the_same_way(cli: Cli, root: Root, ws: Pa
     assert docs[first]["python_files"] == docs[second]["python_files"] == ["gen.py"]
     assert docs[first]["signature_inputs"]["failure"] == "F841 gen.py"
     assert "F401 gen.py" in docs[second]["signature_inputs"]["failure"]
+
+
+def test_an_exception_named_in_lower_case_is_what_failed_whatever_the_command_line(
+    cli: Cli, root: Root, ws: Path
+) -> None:
+    """`socket.gaierror` ends its traceback like any exception: the host the command was
+    given is not what failed, so two hosts that did not resolve are one group; another
+    exception of the same command is another group."""
+    (ws / "mirror.py").write_text(
+        "import socket, sys\n\n\ndef lookup(host):\n    if host == 'refused':\n"
+        "        raise ConnectionRefusedError(111, 'Connection refused')\n"
+        "    socket.getaddrinfo(host, 443)\n\n\nlookup(sys.argv[1])\n"
+    )
+    step = ("--step", "mirror", "--", "python", "mirror.py")
+    first = run(cli, *step, "pkgs.nowhere.invalid")
+    assert run(cli, *step, "git.nowhere.invalid") == first
+    refused = run(cli, *step, "refused")  # the control: another failure, another group
+    docs = {d["incident_id"]: d for d in bundles(root)}
+    assert docs.keys() == {first, refused}
+    assert docs[first]["occurrences"] == 2
+    failure = docs[first]["signature_inputs"]["failure"]  # what failed, not the command
+    assert "exited with" not in failure and "mirror.py" not in failure, failure
+    assert "nowhere" not in docs[first]["error_signature"]
+    assert docs[first]["python_files"] == docs[refused]["python_files"] == ["mirror.py"]
