@@ -147,10 +147,6 @@ def test_init_env_escalates_at_once_and_a_requeue_reruns_only_its_reproduction()
     assert decide(ctx).action is Action.RUN_PIPELINE
     failing = at(State.S0_BASELINE_CHECK, [finding("exit", "verification")], requeues=1, **env)
     assert decide(failing).escalation is EscalationKind.ENVIRONMENT
-    # a style finding in a file its traceback passed through is not its failure
-    assert decide(at(State.S0_BASELINE_CHECK, style(), requeues=1, **env)).outcome is (
-        Outcome.RECOVERED
-    )
     passing = at(State.S0_BASELINE_CHECK, [], requeues=1, **env)
     assert decide(passing).outcome is Outcome.RECOVERED
     nothing = make_ctx(requeues=1, **env)  # a target but no reproduction: a change proves nothing

@@ -21,7 +21,6 @@ from incidents.fsm import (
     max_steps,
     report_label,
 )
-from incidents.guards import NOT_CODE
 from incidents.models.pipeline import AIAttempt, ErrorPipelineContext
 from incidents.models.report import Finding, ToolRun
 from incidents.vocab import FailureClass, FinalStatus, Outcome
@@ -411,9 +410,10 @@ def test_issue_14_no_fix_is_claimed_without_a_change_nor_with_an_own_failure_lef
         return
     report = after.last_error_report
     assert report is not None
-    # the incident's own findings block whatever their severity, where its failure is in
-    # the code (a blip's or a missing credential's verdict is its reproduction)
-    if after.failure_class not in NOT_CODE:
+    # the incident's own findings block whatever their severity; a failure no fixer mends
+    # with a reproduction is about that command, not the style of the files it ran through
+    not_mended = {FailureClass.TRANSIENT, FailureClass.ENV, FailureClass.NEVER_RETRY}
+    if after.failure_class not in not_mended or not after.verification_commands:
         assert not [f for f in report.issues if f.path in after.target_files]
     left = [f for f in report.issues if f.hard]
     if last.before.current_state is S.S0_BASELINE_CHECK or after.strict_mode:

@@ -7,10 +7,9 @@
 - The incident's own findings block whatever their severity: anything found in a file the
   incident is about (its targets, the tests selected through them: `own_files`). A style
   finding in the file whose lint failure was captured is that failure, not a detail.
-  Only where the failure is in the code: a blip, a missing credential or a refusal
-  (transient, env, never_retry) is about its reproduction, and a file its traceback passed
-  through holds no finding of it (a style warning there must not keep a recovered blip
-  from closing).
+- A failure no fixer mends (transient, env, never_retry) with a reproduction is about
+  that command: the files it ran through are not its own, so their style does not keep
+  a blip that passes again from recovering (hard findings still block).
 - At a recheck, a hard finding the first baseline already had, in a file the incident is
   not about, is pre-existing and does not block (`preexisting`); at the baseline check
   every hard finding blocks (it defines the incident).
@@ -22,6 +21,9 @@ from incidents.models.pipeline import ErrorPipelineContext, State, baseline_key,
 from incidents.models.report import ErrorReport, Finding
 from incidents.vocab import Category, FailureClass
 
+# classes no fixer mends: what decides is whether their reproduction passes again
+_NOT_MENDED = frozenset({FailureClass.TRANSIENT, FailureClass.ENV, FailureClass.NEVER_RETRY})
+
 __all__ = ["blocking", "own_paths", "preexisting", "ran_tests"]
 
 
@@ -31,15 +33,12 @@ def own_paths(ctx: ErrorPipelineContext) -> set[str]:
     return {normal_path(p) for p in [*(ctx.own_files or []), *ctx.target_files]}
 
 
-# the classes whose failure is not in the code (seed 003): their own finding is the run
-NOT_CODE = (FailureClass.TRANSIENT, FailureClass.ENV, FailureClass.NEVER_RETRY)
-
-
 def blocking(ctx: ErrorPipelineContext, report: ErrorReport) -> bool:
     """Whether `report` keeps the incident from success (the module's rule)."""
     if ctx.strict_mode:
         return report.summary.has_hard_fail or report.summary.total_issues > 0
-    own = set() if ctx.failure_class in NOT_CODE else own_paths(ctx)
+    mended = ctx.failure_class not in _NOT_MENDED or not ctx.verification_commands
+    own = own_paths(ctx) if mended else set()
     excused = {id(f) for f in preexisting(ctx, report)}
     return any(
         (f.hard or normal_path(f.path) in own) and id(f) not in excused for f in report.issues

@@ -71,6 +71,10 @@ _SOURCES = {
     "exception": r"^(?:E\s{1,20})?(?P<exc>[A-Za-z_][\w.]{0,200}(?:Error|Exception|Exit|Interrupt"
     r"|Warning|Iteration|Failure|Fault))(?::\s(?P<msg>.*))?$",
     "test": r"^(?P<kind>FAILED|ERROR)\s(?P<node>[^\s]{1,1000})(?:\s-\s(?P<why>.*))?\s*$",
+    # the line that ends a traceback names its exception whatever the name (`socket.
+    # gaierror`, a project's `Boom`): a dotted name at the start of the line, then `: msg`
+    "last_exc": r"^(?:E\s{1,20})?(?P<exc>[A-Za-z_]\w{0,100}(?:\.[A-Za-z_]\w{0,100}){0,8})"
+    r"(?::\s(?P<msg>.*))?$",
 }
 _compiled: dict[str, re.Pattern[str]] = {}
 # the failure is in the test file itself when a traceback ends there with one of these
@@ -97,6 +101,7 @@ _MAY: dict[str, Any] = {
     "pyframe": lambda s: ".py:" in s,
     "exception": lambda s: any(w in s[:260] for w in _EXC_WORDS),
     "test": lambda s: s.startswith(("FAILED ", "ERROR ")),
+    "last_exc": lambda s: s[:1].isalpha() or s[:1] == "_",  # tried only after frames
     "code_head": lambda s: s[:1].isupper() and s[1:2].isalnum(),
     "arrow": lambda s: "-->" in s[:40],
     "pssa": lambda s: s.startswith("PS"),
@@ -209,6 +214,8 @@ class _State:
                 self.exc = self.exc or exc
             return True
         m = _match("exception", line)
+        if m is None and self.frames and not self.exc and not line[:1].isspace():
+            m = _match("last_exc", line)  # a traceback's frames end with its exception
         if m is not None:
             msg = m.group("msg")
             self.exc = m.group("exc")

@@ -74,6 +74,10 @@ def refresh(ctx: ErrorPipelineContext, tiers: TiersSettings, handoff: HandoffSet
         return False
     before = _key(ctx)
     apply(ctx, tiers, modes(tiers, handoff, ctx.failure_class))
+    agent = ctx.handoff_agent
+    if ctx.waiting_for_input and agent in enabled(ctx) and agent not in ctx.tier_modes:
+        # the hand-off stood in for a program that was missing: installed now, it runs
+        ctx.end_handoff(f"{agent} is installed now")
     return before != _key(ctx)
 
 

@@ -126,6 +126,31 @@ def test_a_test_failure_names_the_code_and_the_failed_tests(cli: Cli, root: Root
     assert "tests/test_pricing.py::test_total TypeError" in sig, sig
 
 
+def test_a_wrong_result_seen_by_the_test_names_the_code_the_test_imports(
+    cli: Cli, root: Root, ws: Path
+) -> None:
+    """The assertion fails in the test, so no frame names the code; the failing test's
+    own imports from the workdir do (the code it calls), never the test itself."""
+    nested = ws / "shop" / "tax"
+    nested.mkdir()
+    (nested / "__init__.py").write_text("")
+    (nested / "rates.py").write_text("def vat(net):\n    return net * 0.02\n")  # 0.2
+    (ws / "tests" / "test_rates.py").write_text(
+        "import os\n\nfrom shop.tax import rates\n\n\nclass TestVat:\n"
+        "    def test_vat(self):\n        assert rates.vat(100) == 20\n"
+    )
+    incident_id = run(
+        cli, "--step", "unit_tests", "--", "python", "-m", "pytest", "-q", "tests/test_rates.py"
+    )
+    [doc] = bundles(root)
+    assert doc["python_files"] == ["shop/tax/rates.py"]
+    [entry] = doc["inferred"]["targets"]
+    assert entry["from"] == "imports of tests/test_rates.py" and "shop.tax" in entry["evidence"]
+    assert doc["inferred"]["tests"] == ["tests/test_rates.py::TestVat::test_vat"]
+    said = cli("explain", incident_id).out
+    assert "shop/tax/rates.py inferred from imports of tests/test_rates.py: " in said, said
+
+
 def test_a_test_file_is_a_target_only_when_the_failure_is_in_it(
     cli: Cli, root: Root, ws: Path
 ) -> None:
@@ -231,3 +256,27 @@ def test_a_capture_with_a_log_reads_it_the_same_way(cli: Cli, root: Root, ws: Pa
     assert docs[first]["python_files"] == docs[second]["python_files"] == ["gen.py"]
     assert docs[first]["signature_inputs"]["failure"] == "F841 gen.py"
     assert "F401 gen.py" in docs[second]["signature_inputs"]["failure"]
+
+
+def test_an_exception_named_in_lower_case_is_what_failed_whatever_the_command_line(
+    cli: Cli, root: Root, ws: Path
+) -> None:
+    """`socket.gaierror` ends its traceback like any exception: the host the command was
+    given is not what failed, so two hosts that did not resolve are one group; another
+    exception of the same command is another group."""
+    (ws / "mirror.py").write_text(
+        "import socket, sys\n\n\ndef lookup(host):\n    if host == 'refused':\n"
+        "        raise ConnectionRefusedError(111, 'Connection refused')\n"
+        "    socket.getaddrinfo(host, 443)\n\n\nlookup(sys.argv[1])\n"
+    )
+    step = ("--step", "mirror", "--", "python", "mirror.py")
+    first = run(cli, *step, "pkgs.nowhere.invalid")
+    assert run(cli, *step, "git.nowhere.invalid") == first
+    refused = run(cli, *step, "refused")  # the control: another failure, another group
+    docs = {d["incident_id"]: d for d in bundles(root)}
+    assert docs.keys() == {first, refused}
+    assert docs[first]["occurrences"] == 2
+    failure = docs[first]["signature_inputs"]["failure"]  # what failed, not the command
+    assert "exited with" not in failure and "mirror.py" not in failure, failure
+    assert "nowhere" not in docs[first]["error_signature"]
+    assert docs[first]["python_files"] == docs[refused]["python_files"] == ["mirror.py"]

@@ -20,8 +20,9 @@ from tests.stand_ins import stand_in
 BROKEN = "def add(a, b):\n    return a + b + offset\n"  # F821: only a fixer mends it
 RUFF = '[checks]\ntools = ["ruff", "pytest"]\n'
 PRICING = "def total(prices, discount):\n    return sum(prices) * (1 + discount)\n"
+# imported by name at run time: neither the output nor an import statement names the code
 TEST = (
-    "from shop.pricing import total\n\n\n"
+    "import importlib\n\ntotal = importlib.import_module('shop.pricing').total\n\n\n"
     "def test_discount():\n    assert total([10.0, 10.0], 0.25) == 15.0\n"
 )
 

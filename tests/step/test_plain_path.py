@@ -186,7 +186,9 @@ def test_a_blip_still_failing_after_its_retries_escalates_with_its_own_message(
     message = json.loads((root.bucket("escalated") / incident_id / "incident.json").read_text())[
         "message"
     ]
-    assert run_result(root, incident_id)["reason"].startswith(f"{message} (transient failure")
+    reason = run_result(root, incident_id)["reason"]  # what failed, then the command
+    assert reason.startswith("TimeoutError: Network timeout during receipt download ["), reason
+    assert f"[{message}] (transient failure" in reason, reason
     assert not (tmp_path / "calls").exists()
 
 

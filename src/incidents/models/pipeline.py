@@ -376,6 +376,11 @@ class ErrorPipelineContext(Document):
         self.handoff_agent = agent
         self.handoff_deadline = until
 
+    def end_handoff(self, why: str) -> None:
+        """Nobody is awaited any more: the tier calls its program (as after a wait)."""
+        self.waiting_for_input, self.handoff_agent, self.handoff_deadline = False, None, None
+        self.fixer_wait, self.not_before = why, None
+
     def submit_handoff(self, attempt: AIAttempt) -> bool:
         """The outside agent's submission; False (and nothing recorded) if none is awaited."""
         if not self.waiting_for_input or attempt.agent != self.handoff_agent:

@@ -54,7 +54,7 @@ class Reasons(TickBase):
             )
             reason = f"{said} [{na.reason}]"
         elif na.escalation is EscalationKind.STILL_FAILING:  # the failure's own words first
-            reason = f"{incident.message} ({na.reason})"
+            reason = f"{self.own_words(incident)} ({na.reason})"
         if na.action is Action.FINALIZE_INFRA_ERROR and report and report.infra_failures:
             details = "; ".join(f"{f.tool}: {f.reason}" for f in report.infra_failures[:5])
             reason += f" ({details})"
@@ -69,3 +69,12 @@ class Reasons(TickBase):
             )
             reason += f" (suppressions added instead of fixes, not accepted: {shown})"
         return reason
+
+    def own_words(self, incident: Incident) -> str:
+        """What the failure said: the exception its output ends with, its message and the
+        command that printed it (`incidents run`'s message is only `CMD: exited with N`);
+        the captured message when the output names no exception."""
+        from incidents.infer import scan
+
+        said = scan(self.bundle_text(artifacts.LOG_TAIL)).exception
+        return f"{said} [{incident.message}]" if said else incident.message
