@@ -40,11 +40,15 @@ def test_every_command_has_help_and_a_readme_entry() -> None:
         ), f"`incidents {name}` is not documented in README.md"
 
 
-def test_quick_start_has_exactly_the_two_commands() -> None:
-    quick = README.split("## Quick start", 1)[1].split("##", 1)[0]
-    block = re.search(r"```sh\n(.*?)```", quick, re.S)
-    assert block is not None
-    lines = [ln.split("#")[0].strip() for ln in block.group(1).splitlines() if ln.strip()]
+def test_quick_start_leads_with_run_and_has_exactly_the_two_commands() -> None:
+    """The quick start opens with `incidents run -- CMD`, no flags (the plain path), and
+    its set-up block is the two commands: the demo and the whole test suite."""
+    quick = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```sh\n(.*?)```", quick, re.S)
+    assert blocks and blocks[0].startswith("incidents run --step ")
+    setup = [b for b in blocks if "make " in b]
+    assert len(setup) == 1
+    lines = [ln.split("#")[0].strip() for ln in setup[0].splitlines() if ln.strip()]
     assert lines == ["make demo", "make test"]
 
 
