@@ -3,6 +3,7 @@ expires, finishes it, and the stuck one's late commit is refused (fencing)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -70,10 +71,8 @@ def freeze(pid: int) -> list[int]:
 
 def thaw(pids: list[int]) -> None:
     for p in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(p, signal.SIGCONT)
-        except ProcessLookupError:
-            pass
 
 
 def events(text: str, incident_id: str) -> list[dict[str, object]]:
