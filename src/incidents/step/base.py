@@ -94,7 +94,10 @@ class TickBase:
                     f"{key}.r", ts, self.id, ctx.run_id, "error_pipeline", label, summary
                 )
             )
-        eventlog.append(self.folder / eventlog.EVENTS, docs)
+        # fenced like the commit: a holder whose lease was taken over (stalled past it) must
+        # not add its lines to the new holder's log, nor fail on a folder since archived
+        with leases.fenced(self.root, self.lease):
+            eventlog.append(self.folder / eventlog.EVENTS, docs)
         self.events = []
 
     def set_status(self, status: str) -> None:
