@@ -409,12 +409,8 @@ def main_capture(argv: list[str], prog: str = "incidents capture") -> int:
 
 
 def main(argv: list[str]) -> int:
-    """`argv[0]` is `capture` or `run`."""
+    """`argv[0]` is `capture` (`incidents.capture_run.main` takes `run`)."""
     try:
-        if argv[0] == "run":
-            from incidents.capture_run import main_run
-
-            return main_run(argv[1:])
         return main_capture(argv[1:])
     except SystemExit as exc:  # --help
         return int(exc.code or 0)

@@ -124,3 +124,11 @@ def main_run(argv: list[str], prog: str = "incidents run") -> int:
     if args.json:
         print_result(captured, True)
     return status
+
+
+def main(argv: list[str]) -> int:
+    """`argv[0]` is `run`."""
+    try:
+        return main_run(argv[1:])
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)

@@ -161,10 +161,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             sys.stdout.write(f"incidents {__version__}\n")
             return 0
-        if args and args[0] in LEAN_COMMANDS:
-            from incidents import capture
+        if args and args[0] in LEAN_COMMANDS:  # stdlib only: a failing script waits for it
+            if args[0] == "run":
+                from incidents.capture_run import main as run_main
 
-            return capture.main(args)
+                return run_main(args)
+            from incidents.capture import main as capture_main
+
+            return capture_main(args)
         if args and args[0] == "status":  # read without typer: the list is run most
             from incidents.commands import status_cli
 

@@ -12,11 +12,11 @@ file is shown to a person before the incident is called resolved (`review_fix`).
 from __future__ import annotations
 
 import ast
-import difflib
 from collections.abc import Sequence
 from pathlib import Path
 
 from incidents.checks import tamper_files
+from incidents.checks.runtime_review import changed_lines
 from incidents.checks.tamper_runner import is_test_file
 
 
@@ -47,20 +47,8 @@ def _own_failure(before: str, after: str) -> bool:
         new_tree = ast.parse(after)
     except (SyntaxError, ValueError):
         return False
-    old_lines, new_lines = _changed(before, after)
+    old_lines, new_lines = changed_lines(before, after)
     return not (old_lines & _test_lines(old_tree)) and not (new_lines & _test_lines(new_tree))
-
-
-def _changed(before: str, after: str) -> tuple[set[int], set[int]]:
-    old, new = before.splitlines(), after.splitlines()
-    removed: set[int] = set()
-    added: set[int] = set()
-    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag != "equal":
-            removed.update(range(i1 + 1, i2 + 1))
-            added.update(range(j1 + 1, j2 + 1))
-    return removed, added
 
 
 def _test_lines(tree: ast.Module) -> set[int]:
