@@ -23,11 +23,13 @@ import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from re import _constants as C
-from re import _parser as sre_parse
 from typing import Any
 
 import incidents
+
+# the parser's own modules (private, untyped): the audit reads patterns as `re` does
+C: Any = importlib.import_module("re._constants")
+sre_parse: Any = importlib.import_module("re._parser")
 
 SRC = Path(incidents.__file__).parent
 _CALLS = {"compile", "search", "match", "fullmatch", "findall", "finditer", "sub", "subn", "split"}

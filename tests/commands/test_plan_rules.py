@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import ClientSession as Client
+from mcp import Client
 
 from incidents.layout import Root
 from tests.helpers import Cli, capture

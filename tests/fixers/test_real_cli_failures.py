@@ -8,6 +8,7 @@ tier at all; a hang is a TIMEOUT within the tier's timeout, its reason without t
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,7 @@ HANG_TIMEOUT_S = 6.0
 
 
 @pytest.fixture
-def server() -> ModelServer:
+def server() -> Iterator[ModelServer]:
     with ModelServer() as s:
         yield s
 

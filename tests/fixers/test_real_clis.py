@@ -6,6 +6,7 @@ real ruff failure resolves the incident, under bubblewrap and in detection mode.
 from __future__ import annotations
 
 import html
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ STATE = {
 
 
 @pytest.fixture
-def server() -> ModelServer:
+def server() -> Iterator[ModelServer]:
     with ModelServer() as s:
         yield s
 

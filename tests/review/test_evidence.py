@@ -199,7 +199,7 @@ def test_findings_alone_lead_with_the_first_hard_one() -> None:
             {
                 **REPORT["issues"][0],
                 "line": 9,
-                "hard": True,  # type: ignore[dict-item]
+                "hard": True,
                 "code": "F821",
                 "message": "undefined name `x`",
             },

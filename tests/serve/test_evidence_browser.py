@@ -12,6 +12,7 @@ import base64
 import json
 import os
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -154,7 +155,7 @@ def dashboard(root: Root, escalations: dict[str, str], browser: Browser) -> None
         show_dashboard(server, browser)
         for kind, check in (("tests", check_test_failure), ("env", check_missing_credential)):
             card = f'.card[data-id="{escalations[kind]}"]'
-            wait_for(lambda c=card: present(browser, f"{c} .decide"), "the card's evidence")
+            wait_for(partial(present, browser, f"{card} .decide"), "the card's evidence")
             [headline] = texts(browser, f"{card} .headline")
             check(headline, texts(browser, card)[0], escalations[kind])
         said = texts(browser, f'.card[data-id="{tests}"]')[0]

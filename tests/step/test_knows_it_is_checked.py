@@ -68,7 +68,7 @@ def test_code_that_reads_the_process_files_by_a_built_path_goes_to_a_person(
     assert "process environment" in reason(root, incident_id)
 
 
-def bomb(clock: str) -> str:
+def bomb(clock: tuple[str, str]) -> str:
     """`add` right until an hour from now (`clock` gives the seconds since the epoch)."""
     deadline = int(time.time()) + 3600
     return (
