@@ -25,7 +25,8 @@ class ArgvLists:
     (`Command '['curl', '-u', 'bob:PW', 'https://x']' returned non-zero exit status 22`):
     the value after `-u`/`--user` (its password), after `-p` of sshpass or a registry
     login, after `-a`/`--pass` of redis-cli, glued to `-p` of mysql, and after any
-    `--...password`, `--...token`, ... option. An ordinary list (`['--max-tokens', '4096']`, `['a', 'b']`) is kept.
+    `--...password`, `--...token`, ... option. An ordinary list (`['--max-tokens', '4096']`,
+    `['a', 'b']`) is kept.
     """
 
     __slots__ = ("_colon", "_elem", "_glued", "_list", "_option", "_words")

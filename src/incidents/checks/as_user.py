@@ -7,8 +7,9 @@ recheck also runs the command `incidents run` captured exactly as it ran: the sa
 the same cwd, the environment it recorded (`capture_env`). A secret was recorded by its
 name only: its value is the judging process's own (a token the command needs is set
 where the verdict is judged, as where the command first ran), read at run time and never
-written anywhere; a secret the judging process lacks is left out. Both runs must pass. It runs only when that command is one of the incident's verification commands (it
-passed the allowlist as the reproduction).
+written anywhere; a secret the judging process lacks is left out. Both runs must pass.
+It runs only when that command is one of the incident's verification commands (it passed
+the allowlist as the reproduction).
 
 A run may write the files it writes for the user; one that leaves a file the import
 system or a test runner would load (`cleanroom.loadable`) in its cwd has it removed and

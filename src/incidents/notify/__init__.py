@@ -2,12 +2,13 @@
 reached (`[notify]`).
 
 Where the event happens (the close into `escalated`, `pause.pause`, a capture that marks a
-regression, a fixer step refused by a `[policy]` spend limit) one call here puts an alert in the outbox (`outbox`: one atomic file each,
-grouped so a group alerts once until its state changes); the watcher's loop and
-`incidents notify flush` deliver it to the configured webhooks (`deliver`), with retries
-and backoff. Enqueueing never raises and never blocks on the network: the event it
-records (a close, a capture, a pause) is never broken or slowed by a receiver. The texts
-are composed and redacted when delivered, from the bundle as it then is.
+regression, a fixer step refused by a `[policy]` spend limit) one call here puts an
+alert in the outbox (`outbox`: one atomic file each, grouped so a group alerts once until
+its state changes); the watcher's loop and `incidents notify flush` deliver it to the
+configured webhooks (`deliver`), with retries and backoff. Enqueueing never raises and
+never blocks on the network: the event it records (a close, a capture, a pause) is never
+broken or slowed by a receiver. An alert's facts are redacted as they enter the outbox;
+its texts are composed and redacted when delivered, from the bundle as it then is.
 
 These hooks are on capture's path: standard library only, imported lazily.
 """

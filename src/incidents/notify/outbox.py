@@ -8,8 +8,9 @@ Grouping: an event of a group alerts once until the group's state changes. A gro
 (`.state/notify/groups/<hash>.json`) lists the members its last alert stands for; a new
 member alerts only when none of them is still in that state (an escalation: still in
 `error_archive/escalated/`; a regression: still open or escalated; a pause: still the pause
-that stands; a spend limit: the same limit, on the same day or incident). So three escalations of one group make one alert, and once a person has
-decided them (requeued or resolved) the next escalation of the group alerts again.
+that stands; a spend limit: the same limit, on the same day or incident). So three
+escalations of one group make one alert, and once a person has decided them (requeued or
+resolved) the next escalation of the group alerts again.
 """
 
 from __future__ import annotations
